@@ -1,0 +1,36 @@
+# The two everyday commands: `make preview` (offline plan of the dev stack) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+STACK ?= dev
+
+.PHONY: preview test lint typecheck unit bench workloads clean
+
+$(STAMP): requirements.txt requirements-dev.txt policies/requirements.txt constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	touch $(STAMP)
+
+preview: $(STAMP)
+	$(PY) -m offline preview --stack $(STACK)
+
+workloads: $(STAMP)
+	$(PY) -m offline workloads --stack $(STACK)
+
+test: lint unit
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+
+unit: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+clean:
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,45 @@
+"""tpu-stack: GKE cluster, TPU slice pools, batch scheduling and serving, one stack per environment.
+
+Only wiring lives here; each component owns one responsibility and every derived value comes from the
+validated config model (components/config.py).
+"""
+
+import pulumi
+
+from components.config import load_from_pulumi
+from components.gke_cluster import GkeCluster
+from components.tpu_slice_pools import TpuSlicePools
+
+config = load_from_pulumi()
+
+cluster = GkeCluster(config.cluster.name, config=config)
+pools = {
+    pool.name: TpuSlicePools(
+        pool.name,
+        config=config,
+        pool=pool,
+        cluster=cluster.cluster,
+        node_service_account_email=cluster.node_service_account.email,
+    )
+    for pool in config.tpu_pools
+}
+
+pulumi.export("clusterName", cluster.cluster.name)
+pulumi.export("clusterEndpoint", cluster.cluster.endpoint)
+pulumi.export("kubeconfig", cluster.kubeconfig)
+pulumi.export(
+    "tpuPools",
+    {
+        pool.name: {
+            "nodePools": pool.node_pool_names,
+            "machineType": pool.machine.name,
+            "topology": pool.slice_topology,
+            "slices": pool.slices,
+            "vmsPerSlice": pool.vms_per_slice,
+            "chips": pool.total_chips,
+            "provisioning": pool.provisioning,
+            "nodeSelector": pool.node_selector,
+        }
+        for pool in config.tpu_pools
+    },
+)

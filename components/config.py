@@ -1,0 +1,534 @@
+"""The stack's typed configuration: one validated model that every component reads.
+
+Everything derived (VMs per slice, chips, node selectors, autoscaling bounds, quotas) is computed here once,
+so node pools, Kueue objects, Saxml and policies can never disagree. Bad config raises `ConfigError` with
+one line per problem, each naming the config key (`tpu-stack:tpuPools[1].topology: ...`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any, Literal
+
+from pulumi import RunError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from components import tpu_catalog
+from components.tpu_catalog import MachineType
+
+PROJECT = "tpu-stack"
+Provisioning = Literal["flex-start", "queued", "on-demand", "spot", "reservation"]
+
+# GKE node pool names: a DNS label of at most 40 characters. Cluster names: at most 40, start with a letter.
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+GKE_NAME_MAX = 40
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+FLEX_START_MAX_SECONDS = 7 * 86400
+
+
+class ConfigError(RunError):
+    """Invalid stack configuration; `lines` holds one message per problem.
+
+    A RunError, so the real engine prints the lines without a traceback.
+    """
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, strict=False
+    )
+
+
+def _dns_label_problem(name: str, what: str) -> str | None:
+    if len(name) > GKE_NAME_MAX:
+        return f"{what} {name!r} is {len(name)} characters; GKE allows at most {GKE_NAME_MAX}: shorten it"
+    if not _DNS_LABEL.match(name):
+        return f"{what} {name!r} must be a DNS label: lowercase letters, digits and '-', starting with a letter"
+    return None
+
+
+def parse_duration(text: str) -> int:
+    """'24h' -> 86400 seconds; units s, m, h, d."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d")
+    return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+class SystemPoolConfig(_Model):
+    """CPU nodes for system pods, the Kueue/JobSet controllers and Saxml's admin and HTTP servers."""
+
+    machine_type: str = "e2-standard-4"
+    min_nodes: int = Field(default=1, ge=0)
+    max_nodes: int = Field(default=3, ge=1)
+    disk_size_gb: int = Field(default=100, ge=10)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> SystemPoolConfig:
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"minNodes ({self.min_nodes}) is above maxNodes ({self.max_nodes})")
+        return self
+
+
+class ClusterConfig(_Model):
+    name: str = "tpu-cluster"
+    location: str | None = None
+    """Region (regional control plane) or zone; defaults to gcp:region."""
+    mode: Literal["standard", "autopilot"] = "standard"
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "RAPID"
+    min_master_version: str = "1.33"
+    """Version floor: flex-start on TPUs needs 1.33.0-gke.1712000 or newer."""
+    kubernetes_minor: str = "1.33"
+    """Minor the Kubernetes objects are validated against offline."""
+    system_pool: SystemPoolConfig = SystemPoolConfig()
+    deletion_protection: bool = False
+    network: str | None = None
+    subnetwork: str | None = None
+    node_service_account_roles: tuple[str, ...] = (
+        "roles/logging.logWriter",
+        "roles/monitoring.metricWriter",
+        "roles/monitoring.viewer",
+        "roles/stackdriver.resourceMetadata.writer",
+        "roles/artifactregistry.reader",
+    )
+    """Least-privilege roles of the dedicated node service account: GKE's documented minimum + image pulls."""
+
+    @property
+    def node_service_account_id(self) -> str:
+        """IAM account ids are 6-30 characters; cluster names may be 40."""
+        return f"{self.name[:24].rstrip('-')}-nodes"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        problem = _dns_label_problem(name, "cluster name")
+        if problem:
+            raise ValueError(problem)
+        return name
+
+    @field_validator("kubernetes_minor")
+    @classmethod
+    def _minor(cls, minor: str) -> str:
+        if not re.match(r"^\d+\.\d+$", minor):
+            raise ValueError(f"{minor!r} must be a Kubernetes minor like 1.33")
+        return minor
+
+
+class Taint(_Model):
+    key: str
+    value: str = ""
+    effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
+
+
+class FutureReservationConfig(_Model):
+    """Calendar mode (DWS): capacity for a fixed window, delivered as an auto-created reservation."""
+
+    start_time: datetime
+    end_time: datetime
+    name: str | None = None
+    """Defaults to `<pool name>-calendar`; the pools consume the reservation of this name."""
+    auto_delete_auto_created_reservations: bool = True
+    max_duration_days: int = Field(default=14, ge=1)
+    max_lead_weeks: int = Field(default=8, ge=0)
+
+    @model_validator(mode="after")
+    def _window(self) -> FutureReservationConfig:
+        if self.start_time.tzinfo is None or self.end_time.tzinfo is None:
+            raise ValueError("startTime and endTime need a timezone, e.g. 2026-12-01T00:00:00Z")
+        if self.end_time <= self.start_time:
+            raise ValueError(f"endTime {self.end_time.isoformat()} is not after startTime")
+        length = self.end_time - self.start_time
+        if length > timedelta(days=self.max_duration_days):
+            raise ValueError(
+                f"window is {length.days} days long; calendar mode allows at most {self.max_duration_days} "
+                "(maxDurationDays)"
+            )
+        return self
+
+    def lead_time_problem(self, now: datetime) -> str | None:
+        if self.start_time - now > timedelta(weeks=self.max_lead_weeks):
+            return (
+                f"startTime is more than {self.max_lead_weeks} weeks ahead (maxLeadWeeks); "
+                "calendar-mode requests can start at most that far out"
+            )
+        if self.start_time < now:
+            return "startTime is in the past; choose a window that starts later"
+        return None
+
+
+class TpuPoolConfig(_Model):
+    """A group of identical TPU slices; GKE needs one node pool per slice."""
+
+    name: str
+    machine_type: str | None = None
+    tpu_version: str | None = None
+    """Shortcut for the version's 4-chip multi-host machine type (v4, v5e, v5p, v6e, tpu7x)."""
+    topology: str | None = None
+    """Defaults to the machine type's single-host topology."""
+    slices: int = 1
+    provisioning: Provisioning = "on-demand"
+    reservation: str | None = None
+    """Existing reservation to consume (provisioning: reservation)."""
+    future_reservation: FutureReservationConfig | None = None
+    spot: bool | None = None
+    """Not a flag: spot is a provisioning mode. Accepted only to explain that (DWS capacity is never spot)."""
+    zone: str | None = None
+    max_run_duration: str | None = None
+    labels: dict[str, str] = {}
+    taints: tuple[Taint, ...] = ()
+    auto_upgrade: bool = False
+    """Off by default: an upgrade restarts every VM of a slice and kills the training run on it."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(config field, message) for each problem of the pool on its own; derived values need none."""
+        if (self.machine_type is None) == (self.tpu_version is None):
+            return [("machineType", "set exactly one of machineType or tpuVersion")]
+        if self.tpu_version is not None and self.tpu_version not in tpu_catalog.VERSIONS:
+            valid = ", ".join(tpu_catalog.VERSIONS)
+            return [("tpuVersion", f"{self.tpu_version!r} is not a TPU version; valid: {valid}")]
+        if self.machine_type is not None and tpu_catalog.machine_type(self.machine_type) is None:
+            valid = ", ".join(tpu_catalog.MACHINE_TYPES)
+            return [("machineType", f"{self.machine_type!r} is not a TPU machine type; valid: {valid}")]
+        problems: list[tuple[str, str]] = []
+        if self.slices < 1:
+            problems.append(("slices", f"is {self.slices}; a pool group needs at least 1 slice"))
+        machine = self.machine
+        if self.topology is not None and not machine.is_valid_topology(self.topology):
+            problems.append(("topology", self._topology_problem(machine, self.topology)))
+        elif self.multi_host and self.zone is None:
+            problems.append(
+                (
+                    "zone",
+                    f"required: a {self.slice_topology} slice spans {self.vms_per_slice} VMs, "
+                    "which must sit in one zone",
+                )
+            )
+        elif self.multi_host and machine.version.name == "tpu7x":
+            problems.append(
+                (
+                    "topology",
+                    "multi-host Ironwood slices need a GCE workload policy, which this stack cannot declare "
+                    f"yet; use a single-host {machine.single_host_topology} slice or another TPU version",
+                )
+            )
+        problems += self._provisioning_problems()
+        return problems
+
+    def _topology_problem(self, machine: MachineType, topology: str) -> str:
+        dims = len(topology.split("x"))
+        valid = machine.valid_topologies()
+        shown = ", ".join(valid[:8]) + (", …" if len(valid) > 8 else "")
+        if dims != machine.version.dimensions:
+            return (
+                f"{topology!r} has {dims} dimensions; {machine.version.name} slices are "
+                f"{machine.version.dimensions}-D ({machine.name} valid: {shown})"
+            )
+        return f"{topology!r} is not a {machine.version.name} topology for {machine.name}; valid: {shown}"
+
+    def _provisioning_problems(self) -> list[tuple[str, str]]:
+        mode = self.provisioning
+        problems: list[tuple[str, str]] = []
+        if self.spot is not None:
+            problems.append(
+                (
+                    "spot",
+                    f"spot is a provisioning mode, not a flag, and {mode} capacity cannot be spot; "
+                    "set provisioning: spot or remove spot",
+                )
+            )
+        if mode != "reservation" and (self.reservation or self.future_reservation):
+            field = "reservation" if self.reservation else "futureReservation"
+            problems.append(
+                (
+                    field,
+                    f"provisioning {mode} cannot consume a reservation (it needs NO_RESERVATION); "
+                    "remove it or set provisioning: reservation",
+                )
+            )
+        if mode == "reservation" and not (self.reservation or self.future_reservation):
+            problems.append(("reservation", "provisioning reservation needs a reservation name or a futureReservation"))
+        if mode == "reservation" and self.reservation and self.future_reservation:
+            problems.append(("futureReservation", "set reservation or futureReservation, not both"))
+        if self.future_reservation is not None and self.zone is None:
+            problems.append(("zone", "required with futureReservation: calendar-mode capacity is zonal"))
+        if self.max_run_duration is not None:
+            problems += self._run_duration_problems(self.max_run_duration)
+        return problems
+
+    def _run_duration_problems(self, text: str) -> list[tuple[str, str]]:
+        if self.provisioning not in ("flex-start", "queued", "spot"):
+            return [("maxRunDuration", f"applies to flex-start, queued and spot pools, not {self.provisioning}")]
+        try:
+            seconds = parse_duration(text)
+        except ValueError as error:
+            return [("maxRunDuration", str(error))]
+        if self.provisioning == "flex-start" and seconds > FLEX_START_MAX_SECONDS:
+            return [("maxRunDuration", f"{text} exceeds flex-start's 7-day limit; use 7d or less")]
+        return []
+
+    # ---- derived values -------------------------------------------------------------------------------
+    @cached_property
+    def machine(self) -> MachineType:
+        name = self.machine_type or tpu_catalog.DEFAULT_MACHINE_TYPE[str(self.tpu_version)]
+        found = tpu_catalog.machine_type(name)
+        assert found is not None, "validated in problems()"
+        return found
+
+    @property
+    def slice_topology(self) -> str:
+        return self.topology or self.machine.single_host_topology
+
+    @property
+    def explicit_topology(self) -> str | None:
+        """What goes into placementPolicy.tpuTopology: gcloud sends none for single-host pools."""
+        return self.slice_topology if self.multi_host or self.topology else None
+
+    @property
+    def chips_per_slice(self) -> int:
+        return self.machine.chips(self.slice_topology)
+
+    @property
+    def vms_per_slice(self) -> int:
+        return self.machine.vms(self.slice_topology)
+
+    @property
+    def multi_host(self) -> bool:
+        return self.vms_per_slice > 1
+
+    @property
+    def total_chips(self) -> int:
+        return self.chips_per_slice * self.slices
+
+    @property
+    def total_vms(self) -> int:
+        return self.vms_per_slice * self.slices
+
+    @property
+    def node_pool_names(self) -> list[str]:
+        return [self.name] if self.slices == 1 else [f"{self.name}-{i}" for i in range(self.slices)]
+
+    @property
+    def autoscaled(self) -> bool:
+        """DWS modes scale 0 -> one slice -> 0; the other modes hold the slice."""
+        return self.provisioning in ("flex-start", "queued")
+
+    @property
+    def reservation_name(self) -> str | None:
+        if self.future_reservation is not None:
+            return self.future_reservation.name or f"{self.name}-calendar"
+        return self.reservation
+
+    @property
+    def max_run_duration_seconds(self) -> int | None:
+        return parse_duration(self.max_run_duration) if self.max_run_duration else None
+
+    @property
+    def auto_repair(self) -> bool:
+        """DWS slices turn auto-repair off: a repair would recreate the VMs outside the request."""
+        return not (self.provisioning == "queued" or (self.provisioning == "flex-start" and self.multi_host))
+
+    @property
+    def reservation_affinity(self) -> tuple[str, list[str]] | None:
+        """(consumeReservationType, reservation names) as the GKE API wants; None keeps GKE's default."""
+        if self.provisioning in ("flex-start", "queued"):
+            return ("NO_RESERVATION", [])
+        if self.provisioning == "reservation":
+            return ("SPECIFIC_RESERVATION", [str(self.reservation_name)])
+        return None
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """Labels a workload selects to land on this group's nodes (GKE sets them on every TPU node)."""
+        selector = {
+            tpu_catalog.ACCELERATOR_LABEL: self.machine.version.accelerator,
+            tpu_catalog.TOPOLOGY_LABEL: self.slice_topology,
+        }
+        if self.provisioning == "flex-start":
+            selector[tpu_catalog.FLEX_START_LABEL] = "true"
+        if self.provisioning == "spot":
+            selector[tpu_catalog.SPOT_LABEL] = "true"
+        return selector
+
+
+# ---- batch scheduling (JobSet, Kueue) --------------------------------------------------------------------
+
+
+class ChartsConfig(_Model):
+    """Pinned Helm chart versions; the offline CRD schemas in ../shared/crds are of these tags."""
+
+    kueue_version: str = "0.19.2"
+    jobset_version: str = "0.12.0"
+
+
+class QueuesConfig(_Model):
+    """Kueue queues derived from the TPU pools (`tpu-stack:queues`)."""
+
+
+# ---- serving and identity ----------------------------------------------------------------------------
+
+
+class BucketConfig(_Model):
+    """The stack's Cloud Storage bucket (`tpu-stack:bucket`)."""
+
+
+class SaxmlConfig(_Model):
+    """Saxml serving on a TPU pool group (`tpu-stack:saxml`)."""
+
+
+class StackConfig(_Model):
+    """The whole stack's configuration (config keys `gcp:*` and `tpu-stack:*`)."""
+
+    project: str
+    region: str
+    stack: str = "dev"
+    throwaway: bool = False
+    """A stack that may be destroyed with its data (bucket force_destroy); never prod."""
+    labels: dict[str, str] = {}
+    """Extra labels on every GCP resource that takes labels (cost attribution: team, cost-center, ...)."""
+    cluster: ClusterConfig = ClusterConfig()
+    tpu_pools: tuple[TpuPoolConfig, ...] = ()
+    charts: ChartsConfig = ChartsConfig()
+    queues: QueuesConfig = QueuesConfig()
+    bucket: BucketConfig = BucketConfig()
+    saxml: SaxmlConfig | None = None
+
+    @property
+    def resource_labels(self) -> dict[str, str]:
+        return {"managed-by": "pulumi", "app": PROJECT, "env": self.stack, **self.labels}
+
+    @property
+    def cluster_location(self) -> str:
+        return self.cluster.location or self.region
+
+    @property
+    def workload_pool(self) -> str:
+        return f"{self.project}.svc.id.goog"
+
+    @property
+    def is_prod(self) -> bool:
+        return self.stack == "prod"
+
+    def pool(self, name: str) -> TpuPoolConfig | None:
+        return next((p for p in self.tpu_pools if p.name == name), None)
+
+
+# ---- loading ----------------------------------------------------------------------------------------------
+
+_GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
+# Every StackConfig field but the ones filled from gcp:* keys and the stack name is a `tpu-stack:` key.
+_STACK_KEYS = {
+    to_camel(field): field for field in StackConfig.model_fields if field not in ("project", "region", "stack")
+}
+
+
+def _key_path(top: str, loc: tuple[int | str, ...]) -> str:
+    path = top
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    text = str(error["msg"])
+    return text.removeprefix("Value error, ")
+
+
+def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> StackConfig:
+    """Build the model from flat Pulumi config (`{"tpu-stack:tpuPools": [...], "gcp:project": ...}`).
+
+    Values may be JSON strings (how the engine passes structured config) or already-parsed objects.
+    """
+    import json
+
+    problems: list[str] = []
+    data: dict[str, Any] = {"stack": stack}
+    for key, value in raw.items():
+        namespace, _, name = key.partition(":")
+        if isinstance(value, str) and value[:1] in "[{":
+            value = json.loads(value)
+        if key in _GCP_KEYS:
+            data[_GCP_KEYS[key]] = value
+        elif namespace == PROJECT and name in _STACK_KEYS:
+            data[_STACK_KEYS[name]] = value
+        elif namespace == PROJECT:
+            known = ", ".join(sorted(_STACK_KEYS))
+            problems.append(f"{key}: unknown config key; known {PROJECT} keys: {known}")
+    for key in _GCP_KEYS:
+        if key not in raw:
+            problems.append(f"{key}: required; set it with `pulumi config set {key} <value>`")
+    if problems:
+        raise ConfigError(problems)
+    try:
+        config = StackConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError([_pydantic_line(e) for e in error.errors()]) from None
+    problems = stack_problems(config, now or datetime.now(UTC))
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def _pydantic_line(error: Mapping[str, Any]) -> str:
+    loc = tuple(error["loc"])
+    top, rest = loc[0], loc[1:]
+    names = {"project": "gcp:project", "region": "gcp:region"}
+    key = names.get(str(top), f"{PROJECT}:{to_camel(str(top))}")
+    # Drop pydantic's union/type tags so the path reads like the YAML.
+    rest = tuple(p for p in rest if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
+    message = _message(error)
+    if error["type"] == "extra_forbidden":
+        message = "unknown key; check the spelling against the README's config reference"
+    return f"{_key_path(key, rest)}: {message}"
+
+
+def stack_problems(config: StackConfig, now: datetime) -> list[str]:
+    """Checks that need more than one pool, or the region."""
+    problems = []
+    seen: dict[str, int] = {}
+    for index, pool in enumerate(config.tpu_pools):
+        key = f"{PROJECT}:tpuPools[{index}]"
+        own = pool.problems()
+        problems += [f"{key}.{field}: {message}" for field, message in own]
+        if own:
+            continue
+        for node_pool in pool.node_pool_names:
+            problem = _dns_label_problem(node_pool, "node pool name")
+            if problem:
+                problems.append(f"{key}.name: {problem}")
+                break
+        if pool.name in seen:
+            problems.append(f"{key}.name: {pool.name!r} is already used by tpuPools[{seen[pool.name]}]")
+        seen.setdefault(pool.name, index)
+        if pool.zone is not None and not pool.zone.startswith(config.region + "-"):
+            problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
+        if pool.future_reservation is not None:
+            problem = pool.future_reservation.lead_time_problem(now)
+            if problem:
+                problems.append(f"{key}.futureReservation: {problem}")
+    if config.cluster.mode == "autopilot" and config.tpu_pools:
+        problems.append(
+            f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
+        )
+    location = config.cluster_location
+    if location.count("-") == 2 and not location.startswith(config.region + "-"):
+        problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
+    return problems
+
+
+def load_from_pulumi() -> StackConfig:
+    """Load from the running Pulumi program's config (real engine or the offline mock engine alike)."""
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    raw: dict[str, Any] = dict(runtime_config.get_config_env())
+    raw.update(runtime_config.CONFIG.get())
+    return load(raw, stack=pulumi.get_stack())

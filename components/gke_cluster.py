@@ -1,0 +1,179 @@
+"""GkeCluster: the cluster, its CPU system pool, a least-privilege node identity, the in-cluster provider."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+import yaml
+
+from components.config import StackConfig
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="45m", update="60m", delete="45m")
+
+
+def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig that authenticates with gke-gcloud-auth-plugin, so no token is stored in state."""
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "gke-gcloud-auth-plugin",
+            "provideClusterInfo": True,
+            "installHint": "gcloud components install gke-gcloud-auth-plugin",
+        }
+    }
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": name,
+                    "cluster": {
+                        "server": f"https://{endpoint}",
+                        "certificate-authority-data": ca_certificate,
+                    },
+                }
+            ],
+            "users": [{"name": name, "user": user}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+        },
+        sort_keys=False,
+    )
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """Standard cluster (default pool removed, Workload Identity, system pool) or Autopilot."""
+
+    cluster: gcp.container.Cluster
+    node_service_account: gcp.serviceaccount.Account
+    system_pool: gcp.container.NodePool | None
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(self, name: str, *, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("tpu-stack:index:GkeCluster", name, None, opts)
+        cluster_config = config.cluster
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.node_service_account = gcp.serviceaccount.Account(
+            f"{name}-nodes",
+            account_id=cluster_config.node_service_account_id,
+            display_name=f"GKE nodes of {cluster_config.name}",
+            project=config.project,
+            opts=child,
+        )
+        node_member = self.node_service_account.email.apply(lambda email: f"serviceAccount:{email}")
+        self.node_roles = [
+            gcp.projects.IAMMember(
+                f"{name}-nodes-{role.split('/')[-1].replace('.', '-')}",
+                project=config.project,
+                role=role,
+                member=node_member,
+                opts=child,
+            )
+            for role in cluster_config.node_service_account_roles
+        ]
+
+        protect = config.is_prod
+        common: dict[str, Any] = {
+            "name": cluster_config.name,
+            "project": config.project,
+            "location": config.cluster_location,
+            "release_channel": gcp.container.ClusterReleaseChannelArgs(channel=cluster_config.release_channel),
+            "min_master_version": cluster_config.min_master_version,
+            "deletion_protection": cluster_config.deletion_protection,
+            "network": cluster_config.network,
+            "subnetwork": cluster_config.subnetwork,
+            "resource_labels": config.resource_labels,
+        }
+        if cluster_config.mode == "autopilot":
+            self.cluster = gcp.container.Cluster(
+                name,
+                enable_autopilot=True,
+                cluster_autoscaling=gcp.container.ClusterClusterAutoscalingArgs(
+                    auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
+                        service_account=self.node_service_account.email, oauth_scopes=[CLOUD_PLATFORM_SCOPE]
+                    )
+                ),
+                opts=pulumi.ResourceOptions(parent=self, protect=protect, custom_timeouts=CLUSTER_TIMEOUTS),
+                **common,
+            )
+            self.system_pool = None
+        else:
+            self.cluster = gcp.container.Cluster(
+                name,
+                remove_default_node_pool=True,
+                initial_node_count=1,
+                workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                    workload_pool=config.workload_pool
+                ),
+                # The default pool only lives until removal; it still must not run as the default compute SA.
+                node_config=gcp.container.ClusterNodeConfigArgs(
+                    service_account=self.node_service_account.email,
+                    oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                    workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
+                        mode="GKE_METADATA"
+                    ),
+                ),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    protect=protect,
+                    custom_timeouts=CLUSTER_TIMEOUTS,
+                    ignore_changes=["nodeConfig", "initialNodeCount"],
+                ),
+                **common,
+            )
+            self.system_pool = self._system_pool(name, config)
+
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(
+                self.cluster.name,
+                self.cluster.endpoint,
+                self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate),
+            ).apply(lambda args: kubeconfig(args[0], args[1], args[2]))
+        )
+        # In-cluster objects need schedulable CPU nodes (controllers, webhooks); TPU pools are not waited for.
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[p for p in [self.system_pool] if p]),
+        )
+        self.register_outputs({"name": self.cluster.name, "endpoint": self.cluster.endpoint})
+
+    def _system_pool(self, name: str, config: StackConfig) -> gcp.container.NodePool:
+        pool = config.cluster.system_pool
+        return gcp.container.NodePool(
+            f"{name}-system",
+            name="system",
+            project=config.project,
+            cluster=self.cluster.name,
+            location=config.cluster_location,
+            initial_node_count=pool.min_nodes,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=pool.min_nodes,
+                total_max_node_count=pool.max_nodes,
+                location_policy="BALANCED",
+            ),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=pool.machine_type,
+                disk_size_gb=pool.disk_size_gb,
+                service_account=self.node_service_account.email,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+                resource_labels=config.resource_labels,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                custom_timeouts=CLUSTER_TIMEOUTS,
+                ignore_changes=["initialNodeCount", "nodeCount"],
+            ),
+        )

@@ -1,0 +1,245 @@
+"""Run the Pulumi program with the SDK's mock engine and record every registration.
+
+This is how the stack previews with no cloud credentials and no Pulumi CLI: the program in `__main__.py`
+runs unchanged; a MockMonitor subclass records what the real engine would receive (type, name, parent,
+dependencies, options, camelCase inputs). The CLI, the tests and the benchmarks all go through `run_stack`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import runpy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import config as runtime_config
+from pulumi.runtime import mocks, settings
+from pulumi.runtime.stack import run_pulumi_func
+
+from components.config import PROJECT, ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+PROGRAM = REPO / "__main__.py"
+MOCK_PROJECT_NUMBER = "123456789012"
+_UNSAFE_ENV_PREFIXES = ("GOOGLE_", "CLOUDSDK_", "KUBECONFIG", "PULUMI_CONFIG")
+
+
+@dataclass
+class Plan:
+    """What one run of the program declared: plan.json's content."""
+
+    project: str
+    stack: str
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "stack": self.stack,
+            "resources": self.resources,
+            "outputs": self.outputs,
+            "violations": self.violations,
+        }
+
+    def by_type(self, type_token: str) -> list[dict[str, Any]]:
+        return [r for r in self.resources if r["type"] == type_token]
+
+    def one(self, type_token: str, name: str) -> dict[str, Any]:
+        matches = [r for r in self.resources if r["type"] == type_token and r["name"] == name]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources of type {type_token} named {name}")
+        return matches[0]
+
+
+def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Outputs the cloud would compute; without them `apply` callbacks never run under mocks."""
+    project = inputs.get("project", "mock-project")
+    resource_name = inputs.get("name", name)
+    if type_token == "gcp:container/cluster:Cluster":
+        return {
+            "name": resource_name,
+            "endpoint": "192.0.2.10",
+            "masterAuth": {"clusterCaCertificate": "bW9jay1jYQ=="},
+            "selfLink": f"projects/{project}/locations/{inputs.get('location')}/clusters/{resource_name}",
+        }
+    if type_token == "gcp:serviceaccount/account:Account":
+        email = f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com"
+        return {
+            "email": email,
+            "name": f"projects/{project}/serviceAccounts/{email}",
+            "member": f"serviceAccount:{email}",
+        }
+    if type_token == "gcp:storage/bucket:Bucket":
+        return {"name": resource_name, "url": f"gs://{resource_name}", "selfLink": f"storage/{resource_name}"}
+    if type_token == "kubernetes:core/v1:Service" and inputs.get("spec", {}).get("type") == "LoadBalancer":
+        return {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.20"}]}}}
+    if type_token.startswith("kubernetes:"):
+        return {}
+    return {"name": resource_name}
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
+        state = {**args.inputs, **_computed_outputs(args.typ, args.name, args.inputs)}
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
+        if args.token == "gcp:organizations/getProject:getProject":
+            project = args.args.get("projectId", "mock-project")
+            return {"projectId": project, "number": MOCK_PROJECT_NUMBER, "name": project}, None
+        if args.token == "gcp:organizations/getClientConfig:getClientConfig":
+            return {"project": "mock-project", "accessToken": "mock"}, None
+        return {}, None
+
+
+_WORKER_LOOPS: set[asyncio.AbstractEventLoop] = set()
+
+
+@atexit.register
+def _close_worker_loops() -> None:
+    """The SDK gives each gRPC worker thread an event loop; close them before interpreter teardown."""
+    for loop in _WORKER_LOOPS:
+        if not loop.is_closed() and not loop.is_running():
+            loop.close()
+
+
+class _RecordingMonitor(mocks.MockMonitor):
+    """Keeps what the real engine would receive, in registration order."""
+
+    def __init__(self, recorded: list[dict[str, Any]]) -> None:
+        super().__init__(_Mocks())
+        self.recorded = recorded
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            _WORKER_LOOPS.add(asyncio.get_event_loop())
+            from pulumi.runtime import rpc
+
+            self.recorded.append(
+                {
+                    "urn": response.urn,
+                    "type": request.type,
+                    "name": request.name,
+                    "parent": request.parent or None,
+                    "dependencies": sorted(set(request.dependencies)),
+                    "custom": bool(request.custom),
+                    "remote": bool(request.remote),
+                    "protect": bool(request.protect),
+                    "ignoreChanges": list(request.ignoreChanges),
+                    "customTimeouts": _timeouts(request),
+                    "inputs": _plain(rpc.deserialize_properties(request.object, keep_unknowns=True)),
+                }
+            )
+        return response
+
+
+def _timeouts(request: Any) -> dict[str, str]:
+    if not request.HasField("customTimeouts"):
+        return {}
+    timeouts = request.customTimeouts
+    return {
+        k: v for k, v in (("create", timeouts.create), ("update", timeouts.update), ("delete", timeouts.delete)) if v
+    }
+
+
+def _plain(value: Any) -> Any:
+    """Deserialized inputs as JSON data: ints stay ints, unknowns and secrets become markers."""
+    if isinstance(value, dict):
+        if value.get(pulumi.runtime.rpc._special_sig_key) == pulumi.runtime.rpc._special_secret_sig:
+            return "[secret]"
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, float):
+        return value
+    return "[unknown]"
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The `config:` mapping of a Pulumi.<stack>.yaml file."""
+    data = yaml.safe_load(path.read_text()) or {}
+    config = data.get("config") or {}
+    if not isinstance(config, dict):
+        raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
+    return config
+
+
+def _engine_config(config: Mapping[str, Any]) -> dict[str, str]:
+    """Structured values travel as JSON strings, as the CLI passes them to the program."""
+    flat = {}
+    for key, value in config.items():
+        full_key = key if ":" in key else f"{PROJECT}:{key}"
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            value = "[secret]"
+        flat[full_key] = value if isinstance(value, str) else json.dumps(value)
+    return flat
+
+
+def run_program(
+    config: Mapping[str, Any],
+    *,
+    stack: str,
+    program: Path = PROGRAM,
+    recorded: list[dict[str, Any]] | None = None,
+) -> Plan:
+    """Run `program` under mocks with the given stack config; raises ConfigError for invalid config.
+
+    `recorded` (optional) receives registrations as they happen, so a caller can see what was registered
+    even when the program fails.
+    """
+    for key in [k for k in os.environ if k.startswith(_UNSAFE_ENV_PREFIXES)]:
+        del os.environ[key]
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    settings.ROOT.set(None)
+    recorded = [] if recorded is None else recorded
+    monitor = _RecordingMonitor(recorded)
+    mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
+    runtime_config.set_all_config(_engine_config(config))
+    plan = Plan(project=PROJECT, stack=stack, resources=recorded)
+    try:
+        loop.run_until_complete(run_pulumi_func(lambda: _run_main(program)))
+        plan.outputs = loop.run_until_complete(_stack_outputs())
+    finally:
+        _close(loop)
+    return plan
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    """Close the run's loop and detach it, so a later run (tests run many) starts clean."""
+    asyncio.set_event_loop(None)
+    loop.close()
+
+
+def _run_main(program: Path) -> None:
+    runpy.run_path(str(program), run_name="__main__")
+
+
+async def _stack_outputs() -> dict[str, Any]:
+    root = settings.get_root_resource()
+    outputs: dict[str, Any] = {}
+    for key, value in getattr(root, "outputs", {}).items():
+        output = pulumi.Output.from_input(value)
+        resolved = await output.future()
+        outputs[key] = "[secret]" if await output.is_secret() else _plain(resolved)
+    return outputs
+
+
+def run_stack(stack: str, *, config_file: Path | None = None) -> Plan:
+    """Run the stack `stack` with its Pulumi.<stack>.yaml (or `config_file`)."""
+    path = config_file or REPO / f"Pulumi.{stack}.yaml"
+    return run_program(read_stack_file(path), stack=stack)

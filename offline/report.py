@@ -1,0 +1,195 @@
+"""Turn a Plan into what people read (the grouped plan, totals, policy report) and what tools read
+(build/<stack>/plan.json, manifests/*.yaml, graph.mmd)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from offline.engine import Plan
+
+COMPONENT_PREFIX = "tpu-stack:index:"
+
+
+def _get(data: dict[str, Any], path: str) -> Any:
+    value: Any = data
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _node_pool(inputs: dict[str, Any]) -> str:
+    scaling = inputs.get("autoscaling") or {}
+    if "totalMaxNodeCount" in scaling:
+        nodes = f"0..{scaling['totalMaxNodeCount']} total"
+    elif scaling:
+        nodes = f"{scaling.get('minNodeCount', 0)}..{scaling.get('maxNodeCount')}"
+    else:
+        nodes = str(inputs.get("nodeCount"))
+    node_config = inputs.get("nodeConfig") or {}
+    mode = (
+        "flex-start"
+        if node_config.get("flexStart")
+        else "queued"
+        if _get(inputs, "queuedProvisioning.enabled")
+        else "spot"
+        if node_config.get("spot")
+        else _get(node_config, "reservationAffinity.consumeReservationType") or "on-demand"
+    )
+    topology = _get(inputs, "placementPolicy.tpuTopology") or "-"
+    zones = ",".join(inputs.get("nodeLocations") or []) or "cluster zones"
+    return f"{node_config.get('machineType')} {topology} nodes={nodes} {mode} {zones}"
+
+
+def _k8s(inputs: dict[str, Any]) -> str:
+    metadata = inputs.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    return f"{inputs.get('kind')} {namespace + '/' if namespace else ''}{metadata.get('name')}"
+
+
+SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "gcp:container/nodePool:NodePool": _node_pool,
+    "gcp:container/cluster:Cluster": lambda i: (
+        f"{i.get('location')} channel={_get(i, 'releaseChannel.channel')} "
+        f"autopilot={bool(i.get('enableAutopilot'))} deletionProtection={i.get('deletionProtection')}"
+    ),
+    "gcp:projects/iAMMember:IAMMember": lambda i: f"{i.get('role')} -> {i.get('member')}",
+    "gcp:storage/bucketIAMMember:BucketIAMMember": lambda i: (
+        f"{i.get('role')} on {i.get('bucket')} -> {i.get('member')}"
+    ),
+    "gcp:storage/bucket:Bucket": lambda i: (
+        f"{i.get('location')} publicAccessPrevention={i.get('publicAccessPrevention')} "
+        f"versioning={_get(i, 'versioning.enabled')}"
+    ),
+    "gcp:compute/futureReservation:FutureReservation": lambda i: (
+        f"{_get(i, 'specificSkuProperties.instanceProperties.machineType')} "
+        f"x{_get(i, 'specificSkuProperties.totalCount')} "
+        f"{_get(i, 'timeWindow.startTime')} -> {_get(i, 'timeWindow.endTime')}"
+    ),
+    "kubernetes:helm.sh/v4:Chart": lambda i: f"{i.get('chart')} {i.get('version')} ns={i.get('namespace')}",
+}
+
+
+def summary(resource: dict[str, Any]) -> str:
+    inputs = resource["inputs"]
+    if resource["type"] in SUMMARIES:
+        return SUMMARIES[resource["type"]](inputs)
+    if resource["type"].startswith("kubernetes:") and "kind" in inputs:
+        return _k8s(inputs)
+    return ""
+
+
+def component_of(plan: Plan, resource: dict[str, Any]) -> str:
+    """Name of the nearest ComponentResource ancestor ("stack" for top-level resources)."""
+    by_urn = {r["urn"]: r for r in plan.resources}
+    parent = resource["parent"]
+    while parent in by_urn:
+        if by_urn[parent]["type"].startswith(COMPONENT_PREFIX):
+            return by_urn[parent]["name"]
+        parent = by_urn[parent]["parent"]
+    return "stack"
+
+
+def render_plan(plan: Plan) -> str:
+    lines = [f"Previewing stack '{plan.stack}' of project '{plan.project}' (offline, mock engine)", ""]
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    components = {r["name"]: r["type"] for r in plan.resources if r["type"].startswith(COMPONENT_PREFIX)}
+    for resource in plan.resources:
+        if resource["custom"]:
+            groups[component_of(plan, resource)].append(resource)
+    for name, resources in groups.items():
+        kind = components.get(name, "").removeprefix(COMPONENT_PREFIX) or "Stack"
+        lines.append(f"{kind} {name}")
+        for resource in resources:
+            flags = " [protect]" if resource["protect"] else ""
+            lines.append(f"  + {resource['type']:<52} {resource['name']:<40} {summary(resource)}{flags}")
+        lines.append("")
+    custom = sum(1 for r in plan.resources if r["custom"])
+    lines.append(
+        f"Resources: + {len(plan.resources)} to create ({custom} cloud/cluster resources, "
+        f"{len(plan.resources) - custom} components)"
+    )
+    return "\n".join(lines)
+
+
+def render_violations(plan: Plan) -> str:
+    if not plan.violations:
+        return "Policies: all passed"
+    by_urn = {r["urn"]: r for r in plan.resources}
+    lines = ["Policy violations:"]
+    for level in ("mandatory", "advisory"):
+        for violation in (v for v in plan.violations if v["level"] == level):
+            resource = by_urn.get(violation.get("urn") or "")
+            where = f"{resource['type']} {resource['name']}" if resource else "stack"
+            lines.append(f"  [{level}] {violation['policy']}: {where}")
+            lines.append(f"      {violation['message']}")
+    mandatory = sum(1 for v in plan.violations if v["level"] == "mandatory")
+    lines.append(f"Policies: {mandatory} mandatory, {len(plan.violations) - mandatory} advisory")
+    return "\n".join(lines)
+
+
+def render_outputs(plan: Plan) -> str:
+    lines = ["Outputs:"]
+    for key, value in plan.outputs.items():
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        lines.append(f"  {key}: {text if len(text) < 160 else text[:157] + '...'}")
+    return "\n".join(lines)
+
+
+def manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
+    """Kubernetes objects the stack authors (not charts or providers), grouped by component."""
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for resource in plan.resources:
+        inputs = resource["inputs"]
+        if resource["type"].startswith("kubernetes:") and "apiVersion" in inputs and "kind" in inputs:
+            obj = {
+                k: inputs[k]
+                for k in (
+                    "apiVersion",
+                    "kind",
+                    "metadata",
+                    "spec",
+                    "data",
+                    "value",
+                    "globalDefault",
+                    "description",
+                    "preemptionPolicy",
+                )
+                if k in inputs
+            }
+            grouped[component_of(plan, resource)].append(obj)
+    return dict(grouped)
+
+
+def graph(plan: Plan) -> str:
+    """Mermaid graph of dependencies (solid) between custom resources."""
+    ids = {r["urn"]: f"r{i}" for i, r in enumerate(plan.resources)}
+    lines = ["graph LR"]
+    for resource in plan.resources:
+        if resource["custom"]:
+            lines.append(f'  {ids[resource["urn"]]}["{resource["type"].split(":")[-1]} {resource["name"]}"]')
+    for resource in plan.resources:
+        for dependency in resource["dependencies"]:
+            if dependency in ids and resource["custom"]:
+                lines.append(f"  {ids[dependency]} --> {ids[resource['urn']]}")
+    return "\n".join(lines) + "\n"
+
+
+def write(plan: Plan, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(json.dumps(plan.to_json(), indent=2, sort_keys=False) + "\n")
+    manifest_dir = out / "manifests"
+    if manifest_dir.exists():
+        for old in manifest_dir.glob("*.yaml"):
+            old.unlink()
+    manifest_dir.mkdir(exist_ok=True)
+    for component, objects in manifests(plan).items():
+        (manifest_dir / f"{component}.yaml").write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    (out / "graph.mmd").write_text(graph(plan))

@@ -1,0 +1,174 @@
+"""Invalid stack config: one exact line per problem naming the key, exit code 2, nothing registered."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.config import ConfigError, load
+from offline import __main__ as cli
+from offline.engine import run_program
+
+POOL = {"name": "train", "machineType": "ct6e-standard-4t", "topology": "4x4", "zone": "us-central1-b",
+        "provisioning": "flex-start"}  # fmt: skip
+SOON = (datetime.now(UTC) + timedelta(days=7)).replace(microsecond=0)
+
+
+def pool(**changes: Any) -> dict[str, Any]:
+    merged = {**POOL, **changes}
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+def window(start: datetime, days: float) -> dict[str, str]:
+    return {"startTime": start.isoformat(), "endTime": (start + timedelta(days=days)).isoformat()}
+
+
+def pools(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"tpu-stack:tpuPools": list(items)}
+
+
+VALID_TOPOLOGIES = "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
+P0 = "tpu-stack:tpuPools[0]"
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("unknown top-level key", {"tpu-stack:clusterr": {"name": "x"}},
+     "tpu-stack:clusterr: unknown config key; known tpu-stack keys: bucket, charts, cluster, labels, queues, "
+     "saxml, throwaway, tpuPools"),
+    ("unknown pool key", pools(pool(topolgy="4x4")),
+     f"{P0}.topolgy: unknown key; check the spelling against the README's config reference"),
+    ("bad topology for the machine type", pools(pool(topology="4x5")),
+     f"{P0}.topology: '4x5' is not a v6e topology for ct6e-standard-4t; valid: {VALID_TOPOLOGIES}"),
+    ("topology of the wrong dimension", pools(pool(topology="2x2x2")),
+     f"{P0}.topology: '2x2x2' has 3 dimensions; v6e slices are 2-D (ct6e-standard-4t valid: {VALID_TOPOLOGIES})"),
+    ("zero slices", pools(pool(slices=0)), f"{P0}.slices: is 0; a pool group needs at least 1 slice"),
+    ("negative slices", pools(pool(slices=-2)), f"{P0}.slices: is -2; a pool group needs at least 1 slice"),
+    ("slices not a number", pools(pool(slices="three")),
+     f"{P0}.slices: Input should be a valid integer, unable to parse string as an integer"),
+    ("flex-start with a reservation", pools(pool(reservation="r1")),
+     f"{P0}.reservation: provisioning flex-start cannot consume a reservation (it needs NO_RESERVATION); "
+     "remove it or set provisioning: reservation"),
+    ("queued with spot", pools(pool(provisioning="queued", spot=True)),
+     f"{P0}.spot: spot is a provisioning mode, not a flag, and queued capacity cannot be spot; "
+     "set provisioning: spot or remove spot"),
+    ("unknown provisioning mode", pools(pool(provisioning="preemptible")),
+     f"{P0}.provisioning: Input should be 'flex-start', 'queued', 'on-demand', 'spot' or 'reservation'"),
+    ("multi-host pool without a zone", pools(pool(zone=None)),
+     f"{P0}.zone: required: a 4x4 slice spans 4 VMs, which must sit in one zone"),
+    ("zone outside the region", pools(pool(zone="europe-west4-a")),
+     f"{P0}.zone: 'europe-west4-a' is not in gcp:region 'us-central1'"),
+    ("unknown machine type", pools(pool(machineType="n2-standard-8")),
+     f"{P0}.machineType: 'n2-standard-8' is not a TPU machine type; valid: ct4p-hightpu-4t, ct5lp-hightpu-1t, "
+     "ct5lp-hightpu-4t, ct5lp-hightpu-8t, ct5p-hightpu-4t, ct6e-standard-1t, ct6e-standard-4t, ct6e-standard-8t, "
+     "tpu7x-standard-1t, tpu7x-standard-4t"),
+    ("machine type and version both set", pools(pool(tpuVersion="v6e")),
+     f"{P0}.machineType: set exactly one of machineType or tpuVersion"),
+    ("unknown TPU version", pools(pool(machineType=None, tpuVersion="v9")),
+     f"{P0}.tpuVersion: 'v9' is not a TPU version; valid: v4, v5e, v5p, v6e, tpu7x"),
+    ("node pool name too long once suffixed", pools(pool(name="a-very-long-pool-name-for-the-team-xyz", slices=12)),
+     f"{P0}.name: node pool name 'a-very-long-pool-name-for-the-team-xyz-10' is 41 characters; "
+     "GKE allows at most 40: shorten it"),
+    ("name not a DNS label", pools(pool(name="Train_Pool")),
+     f"{P0}.name: node pool name 'Train_Pool' must be a DNS label: lowercase letters, digits and '-', "
+     "starting with a letter"),
+    ("duplicate pool names", pools(pool(), pool(topology="2x4")),
+     "tpu-stack:tpuPools[1].name: 'train' is already used by tpuPools[0]"),
+    ("reservation mode without a reservation", pools(pool(provisioning="reservation")),
+     f"{P0}.reservation: provisioning reservation needs a reservation name or a futureReservation"),
+    ("reservation and future reservation both",
+     pools(pool(provisioning="reservation", reservation="r", futureReservation=window(SOON, 7))),
+     f"{P0}.futureReservation: set reservation or futureReservation, not both"),
+    ("flex-start run longer than 7 days", pools(pool(maxRunDuration="8d")),
+     f"{P0}.maxRunDuration: 8d exceeds flex-start's 7-day limit; use 7d or less"),
+    ("run duration without a unit", pools(pool(maxRunDuration="3600")),
+     f"{P0}.maxRunDuration: '3600' is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d"),
+    ("run duration on on-demand", pools(pool(provisioning="on-demand", maxRunDuration="24h")),
+     f"{P0}.maxRunDuration: applies to flex-start, queued and spot pools, not on-demand"),
+    ("calendar window ends before it starts",
+     pools(pool(provisioning="reservation",
+                futureReservation={"startTime": "2027-01-10T00:00:00Z", "endTime": "2027-01-09T00:00:00Z"})),
+     f"{P0}.futureReservation: endTime 2027-01-09T00:00:00+00:00 is not after startTime"),
+    ("calendar window longer than 14 days", pools(pool(provisioning="reservation", futureReservation=window(SOON, 20))),
+     f"{P0}.futureReservation: window is 20 days long; calendar mode allows at most 14 (maxDurationDays)"),
+    ("calendar window more than 8 weeks ahead",
+     pools(pool(provisioning="reservation", futureReservation=window(SOON + timedelta(weeks=10), 7))),
+     f"{P0}.futureReservation: startTime is more than 8 weeks ahead (maxLeadWeeks); "
+     "calendar-mode requests can start at most that far out"),
+    ("calendar window in the past",
+     pools(pool(provisioning="reservation", futureReservation=window(SOON - timedelta(days=30), 7))),
+     f"{P0}.futureReservation: startTime is in the past; choose a window that starts later"),
+    ("multi-host Ironwood", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
+     f"{P0}.topology: multi-host Ironwood slices need a GCE workload policy, which this stack cannot declare "
+     "yet; use a single-host 2x2x1 slice or another TPU version"),
+    ("cluster name not a DNS label", {"tpu-stack:cluster": {"name": "TPU Cluster"}},
+     "tpu-stack:cluster.name: cluster name 'TPU Cluster' must be a DNS label: lowercase letters, digits and '-', "
+     "starting with a letter"),
+    ("system pool min above max", {"tpu-stack:cluster": {"systemPool": {"minNodes": 5, "maxNodes": 2}}},
+     "tpu-stack:cluster.systemPool: minNodes (5) is above maxNodes (2)"),
+    ("unknown cluster mode", {"tpu-stack:cluster": {"mode": "serverless"}},
+     "tpu-stack:cluster.mode: Input should be 'standard' or 'autopilot'"),
+    ("autopilot with TPU pools", {"tpu-stack:cluster": {"mode": "autopilot"}, **pools(pool())},
+     "tpu-stack:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"),
+    ("cluster location outside the region", {"tpu-stack:cluster": {"location": "us-east1-b"}},
+     "tpu-stack:cluster.location: 'us-east1-b' is not in gcp:region 'us-central1'"),
+]  # fmt: skip
+
+
+def write_stack(tmp_path: Path, config: dict[str, Any]) -> Path:
+    path = tmp_path / "Pulumi.case.yaml"
+    path.write_text(yaml.safe_dump({"config": config}))
+    return path
+
+
+@pytest.mark.parametrize(("case", "extra", "message"), CASES, ids=[c[0] for c in CASES])
+def test_invalid_config_is_one_clear_line_and_exit_2(
+    case: str, extra: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = {"gcp:project": "proj", "gcp:region": "us-central1", **extra}
+    out = tmp_path / "out"
+    code = cli.main(["preview", "--stack", "case", "--config", str(write_stack(tmp_path, config)), "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.splitlines() == [f"error: {message}", "1 config error(s); nothing was registered."]
+    assert "Traceback" not in captured.err + captured.out
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("case", "extra", "message"), CASES, ids=[c[0] for c in CASES])
+def test_invalid_config_registers_nothing(case: str, extra: dict[str, Any], message: str) -> None:
+    recorded: list[dict[str, Any]] = []
+    with pytest.raises(ConfigError):
+        run_program({"gcp:project": "proj", "gcp:region": "us-central1", **extra}, stack="dev", recorded=recorded)
+    assert recorded == []
+
+
+def test_missing_project_names_the_command_to_fix_it() -> None:
+    with pytest.raises(ConfigError) as error:
+        load({"gcp:region": "us-central1"}, stack="dev")
+    assert error.value.lines == ["gcp:project: required; set it with `pulumi config set gcp:project <value>`"]
+
+
+def test_several_problems_give_one_line_each() -> None:
+    with pytest.raises(ConfigError) as error:
+        load({"gcp:project": "p", "gcp:region": "us-central1", **pools(pool(topology="4x5"), pool(name="b", slices=0))},
+             stack="dev")  # fmt: skip
+    assert [line.split(":")[1] for line in error.value.lines] == [
+        "tpuPools[0].topology",
+        "tpuPools[1].slices",
+    ]
+
+
+def test_structured_values_arrive_as_json_strings_like_the_engine_sends_them() -> None:
+    config = load({"gcp:project": "p", "gcp:region": "us-central1", "tpu-stack:tpuPools": '[{"name": "a", '
+                   '"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 3, "zone": "us-central1-a"}]'},
+                  stack="dev")  # fmt: skip
+    (group,) = config.tpu_pools
+    assert (group.vms_per_slice, group.chips_per_slice, group.total_chips) == (2, 8, 24)
+    assert group.node_pool_names == ["a-0", "a-1", "a-2"]
+
+
+def test_stack_error_from_a_missing_stack_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["preview", "--stack", "nope"]) == 2
+    assert "no Pulumi.nope.yaml" in capsys.readouterr().err

@@ -1,0 +1,70 @@
+"""GkeCluster: Standard and Autopilot shapes, identity, protection, kubeconfig."""
+
+from __future__ import annotations
+
+from tests.conftest import StackRunner
+
+CLUSTER = "gcp:container/cluster:Cluster"
+
+
+def test_standard_cluster_removes_default_pool_and_enables_workload_identity(run: StackRunner) -> None:
+    plan = run({"tpu-stack:cluster": {"name": "c1"}})
+    (cluster,) = plan.by_type(CLUSTER)
+    inputs = cluster["inputs"]
+    assert inputs["removeDefaultNodePool"] is True
+    assert inputs["workloadIdentityConfig"] == {"workloadPool": "proj.svc.id.goog"}
+    assert inputs["releaseChannel"] == {"channel": "RAPID"}
+    assert inputs["nodeConfig"]["serviceAccount"] == "c1-nodes@proj.iam.gserviceaccount.com"
+    assert inputs["deletionProtection"] is False
+    assert cluster["protect"] is False
+    assert cluster["customTimeouts"] == {"create": "45m", "update": "60m", "delete": "45m"}
+
+
+def test_nodes_run_as_a_dedicated_account_with_only_minimal_roles(run: StackRunner) -> None:
+    plan = run()
+    roles = sorted(m["inputs"]["role"] for m in plan.by_type("gcp:projects/iAMMember:IAMMember"))
+    assert roles == [
+        "roles/artifactregistry.reader",
+        "roles/logging.logWriter",
+        "roles/monitoring.metricWriter",
+        "roles/monitoring.viewer",
+        "roles/stackdriver.resourceMetadata.writer",
+    ]
+    (system,) = plan.by_type("gcp:container/nodePool:NodePool")
+    assert system["inputs"]["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert system["inputs"]["autoscaling"] == {
+        "totalMinNodeCount": 1,
+        "totalMaxNodeCount": 3,
+        "locationPolicy": "BALANCED",
+    }
+
+
+def test_prod_protects_the_cluster(run: StackRunner) -> None:
+    plan = run({"tpu-stack:cluster": {"name": "c1", "deletionProtection": True}}, stack="prod")
+    (cluster,) = plan.by_type(CLUSTER)
+    assert cluster["protect"] is True and cluster["inputs"]["deletionProtection"] is True
+
+
+def test_autopilot_has_no_node_pools(run: StackRunner) -> None:
+    plan = run({"tpu-stack:cluster": {"name": "ap", "mode": "autopilot"}})
+    (cluster,) = plan.by_type(CLUSTER)
+    assert cluster["inputs"]["enableAutopilot"] is True
+    assert plan.by_type("gcp:container/nodePool:NodePool") == []
+
+
+def test_kubeconfig_is_a_secret_using_the_gke_auth_plugin(run: StackRunner) -> None:
+    from components.gke_cluster import kubeconfig
+
+    plan = run()
+    assert plan.outputs["kubeconfig"] == "[secret]"
+    text = kubeconfig("c", "192.0.2.1", "Q0E=")
+    assert "command: gke-gcloud-auth-plugin" in text and "server: https://192.0.2.1" in text
+    assert "token" not in text
+
+
+def test_in_cluster_provider_waits_for_the_system_pool_only(run: StackRunner) -> None:
+    plan = run({"tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "zone": "us-central1-a"}]})  # fmt: skip
+    (provider,) = plan.by_type("pulumi:providers:kubernetes")
+    pools = {p["urn"]: p["name"] for p in plan.by_type("gcp:container/nodePool:NodePool")}
+    assert [pools[d] for d in provider["dependencies"] if d in pools] == ["tpu-cluster-system"]

@@ -1,0 +1,86 @@
+"""The catalog against Google's xpk system characteristics (../shared/data/tpu_catalog_xpk.json) and facts §1."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from components import tpu_catalog
+
+SHARED = Path(os.environ.get("TPU_STACK_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
+XPK = SHARED / "data" / "tpu_catalog_xpk.json"
+
+
+def xpk_records() -> list[dict[str, object]]:
+    data = json.loads(XPK.read_text())
+    return [dict(zip(data["fields"], record, strict=True)) for record in data["records"]]
+
+
+def test_every_xpk_record_of_a_covered_machine_type_agrees() -> None:
+    covered = 0
+    for record in xpk_records():
+        machine = tpu_catalog.machine_type(str(record["machine_type"]))
+        if machine is None:
+            continue
+        covered += 1
+        topology = str(record["topology"])
+        where = f"{record['machine_type']} {topology}"
+        assert machine.version.accelerator == record["accelerator_label"], where
+        assert machine.chips_per_vm == record["chips_per_vm"], where
+        assert machine.is_valid_topology(topology), where
+        assert machine.chips(topology) == record["chips"], where
+        assert machine.vms(topology) == record["vms"], where
+    assert covered > 1600  # all of v4, v5e, v5p, v6e, tpu7x in the file
+
+
+def test_catalog_topologies_of_3d_versions_are_exactly_xpks() -> None:
+    """No invented shapes: for 3-D machine types the catalog's list equals xpk's list."""
+    records = xpk_records()
+    for name in ("ct4p-hightpu-4t", "ct5p-hightpu-4t", "tpu7x-standard-4t"):
+        xpk = {str(r["topology"]) for r in records if r["machine_type"] == name}
+        machine = tpu_catalog.machine_type(name)
+        assert machine is not None
+        assert set(machine.valid_topologies()) == xpk, name
+
+
+@pytest.mark.parametrize(
+    ("machine_type", "topology", "chips", "vms"),
+    [
+        ("ct5lp-hightpu-4t", "2x2", 4, 1),  # single-host, which xpk omits
+        ("ct5lp-hightpu-8t", "2x4", 8, 1),
+        ("ct5lp-hightpu-1t", "1x1", 1, 1),
+        ("ct6e-standard-8t", "2x4", 8, 1),
+        ("ct5lp-hightpu-4t", "4x8", 32, 8),  # the Saxml seed slice
+        ("ct6e-standard-4t", "4x4", 16, 4),  # the flex-start seed slice
+    ],
+)
+def test_single_and_multi_host_shapes(machine_type: str, topology: str, chips: int, vms: int) -> None:
+    machine = tpu_catalog.machine_type(machine_type)
+    assert machine is not None
+    assert machine.is_valid_topology(topology)
+    assert (machine.chips(topology), machine.vms(topology)) == (chips, vms)
+
+
+@pytest.mark.parametrize(
+    ("machine_type", "topology"),
+    [
+        ("ct6e-standard-4t", "4x5"),
+        ("ct6e-standard-4t", "2x2x2"),
+        ("ct5p-hightpu-4t", "8x4x4"),
+        ("ct4p-hightpu-4t", "2x2"),
+    ],
+)
+def test_invalid_topologies(machine_type: str, topology: str) -> None:
+    machine = tpu_catalog.machine_type(machine_type)
+    assert machine is not None and not machine.is_valid_topology(topology)
+
+
+def test_model_sizing_rule_of_the_saxml_seed() -> None:
+    # 175B parameters -> 350 GB -> 22 v5e chips -> the smallest v5e slice that fits is 4x8 (32 chips).
+    assert tpu_catalog.smallest_topology_for_model(175, "v5e") == ("ct5lp-hightpu-4t", "4x8")
+    # 8B -> 16 GB -> one v6e chip (32 GB); the smallest 4-chip machine slice is 2x2.
+    assert tpu_catalog.smallest_topology_for_model(8, "v6e") == ("ct6e-standard-4t", "2x2")
+    assert tpu_catalog.smallest_topology_for_model(10_000, "v5e") is None

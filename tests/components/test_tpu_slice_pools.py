@@ -1,0 +1,208 @@
+"""Node pools equal the seeds' gcloud commands, field by field in GKE API terms (facts §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from offline.engine import Plan
+from tests.conftest import StackRunner
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def gke_api(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The GKE API fields (flattened) that a NodePool's provider inputs become on create.
+
+    `nodeCount` of a fixed pool is sent as initialNodeCount on create, like gcloud's --num-nodes.
+    An `autoscaling` block means autoscaling.enabled. An empty placementPolicy.type is not sent.
+    """
+    node_config = inputs.get("nodeConfig", {})
+    affinity = node_config.get("reservationAffinity", {})
+    scaling = inputs.get("autoscaling")
+    fields = {
+        "config.machineType": node_config.get("machineType"),
+        "config.flexStart": node_config.get("flexStart"),
+        "config.spot": node_config.get("spot"),
+        "config.reservationAffinity.consumeReservationType": affinity.get("consumeReservationType"),
+        "config.reservationAffinity.key": affinity.get("key"),
+        "config.reservationAffinity.values": affinity.get("values"),
+        "initialNodeCount": inputs.get("initialNodeCount", inputs.get("nodeCount")),
+        "locations": inputs.get("nodeLocations"),
+        "placementPolicy.tpuTopology": (inputs.get("placementPolicy") or {}).get("tpuTopology"),
+        "placementPolicy.type": (inputs.get("placementPolicy") or {}).get("type") or None,
+        "queuedProvisioning.enabled": (inputs.get("queuedProvisioning") or {}).get("enabled"),
+        "management.autoRepair": inputs.get("management", {}).get("autoRepair"),
+        "autoscaling.enabled": True if scaling else None,
+    }
+    for key in ("minNodeCount", "maxNodeCount", "totalMaxNodeCount"):
+        fields[f"autoscaling.{key}"] = (scaling or {}).get(key)
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def pools_of(plan: Plan, group: str) -> list[dict[str, Any]]:
+    return [r for r in plan.by_type(NODE_POOL) if r["parent"] and r["parent"].endswith(f"::{group}")]
+
+
+ZONE = "us-central1-b"
+
+
+def test_single_host_flex_start(run: StackRunner) -> None:
+    # gcloud container node-pools create ... --machine-type=ct6e-standard-4t --flex-start
+    #   --reservation-affinity=none --enable-autoscaling --num-nodes 0 --min-nodes=0 --max-nodes=1 --node-locations=Z
+    plan = run({"tpu-stack:tpuPools": [{"name": "single", "machineType": "ct6e-standard-4t",
+                                        "provisioning": "flex-start", "zone": ZONE}]})  # fmt: skip
+    (pool,) = pools_of(plan, "single")
+    assert gke_api(pool["inputs"]) == {
+        "config.machineType": "ct6e-standard-4t",
+        "config.flexStart": True,
+        "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
+        "initialNodeCount": 0,
+        "locations": [ZONE],
+        "autoscaling.enabled": True,
+        "autoscaling.minNodeCount": 0,
+        "autoscaling.maxNodeCount": 1,
+        "management.autoRepair": True,
+    }
+
+
+def test_multi_host_flex_start(run: StackRunner) -> None:
+    # ... --tpu-topology=4x4 --max-nodes=4 (16 chips / 4 per VM) --no-enable-autorepair
+    plan = run({"tpu-stack:tpuPools": [{"name": "multi", "machineType": "ct6e-standard-4t", "topology": "4x4",
+                                        "provisioning": "flex-start", "zone": ZONE}]})  # fmt: skip
+    (pool,) = pools_of(plan, "multi")
+    assert gke_api(pool["inputs"]) == {
+        "config.machineType": "ct6e-standard-4t",
+        "config.flexStart": True,
+        "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
+        "initialNodeCount": 0,
+        "locations": [ZONE],
+        "placementPolicy.tpuTopology": "4x4",
+        "autoscaling.enabled": True,
+        "autoscaling.minNodeCount": 0,
+        "autoscaling.maxNodeCount": 4,
+        "management.autoRepair": False,
+    }
+
+
+def test_three_multislice_pools_of_the_kueue_jobset_seed(run: StackRunner) -> None:
+    # Three times: --machine-type=ct5lp-hightpu-4t --tpu-topology=2x4 --num-nodes=2 --node-locations=Z
+    plan = run({"tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "slices": 3, "zone": ZONE}]})  # fmt: skip
+    pools = pools_of(plan, "ms")
+    assert [p["inputs"]["name"] for p in pools] == ["ms-0", "ms-1", "ms-2"]
+    for pool in pools:
+        assert gke_api(pool["inputs"]) == {
+            "config.machineType": "ct5lp-hightpu-4t",
+            "initialNodeCount": 2,
+            "locations": [ZONE],
+            "placementPolicy.tpuTopology": "2x4",
+            "management.autoRepair": True,
+        }
+
+
+def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
+    # --enable-queued-provisioning --enable-autoscaling --num-nodes=0 --total-max-nodes=2
+    #   --reservation-affinity=none --no-enable-autorepair
+    plan = run({"tpu-stack:tpuPools": [{"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "provisioning": "queued", "zone": ZONE}]})  # fmt: skip
+    (pool,) = pools_of(plan, "dws")
+    assert gke_api(pool["inputs"]) == {
+        "config.machineType": "ct5lp-hightpu-4t",
+        "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
+        "queuedProvisioning.enabled": True,
+        "initialNodeCount": 0,
+        "locations": [ZONE],
+        "placementPolicy.tpuTopology": "2x4",
+        "autoscaling.enabled": True,
+        "autoscaling.totalMaxNodeCount": 2,
+        "management.autoRepair": False,
+    }
+
+
+def test_two_saxml_slices(run: StackRunner) -> None:
+    # Twice: --machine-type=ct5lp-hightpu-4t --tpu-topology=4x8 --num-nodes=8
+    plan = run({"tpu-stack:tpuPools": [{"name": "sax", "machineType": "ct5lp-hightpu-4t", "topology": "4x8",
+                                        "slices": 2, "zone": ZONE}]})  # fmt: skip
+    pools = pools_of(plan, "sax")
+    assert len(pools) == 2
+    for pool in pools:
+        api = gke_api(pool["inputs"])
+        assert (api["initialNodeCount"], api["placementPolicy.tpuTopology"]) == (8, "4x8")
+
+
+@pytest.mark.parametrize(
+    ("provisioning", "extra", "expected"),
+    [
+        ("spot", {}, {"config.spot": True}),
+        ("reservation", {"reservation": "team-res"}, {
+            "config.reservationAffinity.consumeReservationType": "SPECIFIC_RESERVATION",
+            "config.reservationAffinity.key": "compute.googleapis.com/reservation-name",
+            "config.reservationAffinity.values": ["team-res"]}),
+    ],
+)  # fmt: skip
+def test_spot_and_reservation_modes(
+    run: StackRunner, provisioning: str, extra: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    plan = run({"tpu-stack:tpuPools": [{"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "provisioning": provisioning, "zone": ZONE, **extra}]})  # fmt: skip
+    (pool,) = pools_of(plan, "p")
+    api = gke_api(pool["inputs"])
+    assert expected.items() <= api.items()
+    assert api["initialNodeCount"] == 2 and "autoscaling.enabled" not in api
+
+
+def test_calendar_mode_future_reservation_is_consumed_by_the_pools(run: StackRunner) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
+    end = start + timedelta(days=7)
+    plan = run({"tpu-stack:tpuPools": [{
+        "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": ZONE,
+        "provisioning": "reservation",
+        "futureReservation": {"startTime": start.isoformat(), "endTime": end.isoformat()}}]})  # fmt: skip
+    (reservation,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
+    inputs = reservation["inputs"]
+    assert inputs["specificSkuProperties"] == {
+        "instanceProperties": {"machineType": "ct5lp-hightpu-4t"},
+        "totalCount": "8",  # 2 slices x 4 VMs
+    }
+    assert inputs["timeWindow"] == {"startTime": start.isoformat().replace("+00:00", "Z"),
+                                    "endTime": end.isoformat().replace("+00:00", "Z")}  # fmt: skip
+    assert inputs["autoDeleteAutoCreatedReservations"] is True
+    assert inputs["specificReservationRequired"] is True
+    assert (inputs["zone"], inputs["reservationMode"], inputs["name"]) == (ZONE, "CALENDAR", "cal-calendar")
+    pools = pools_of(plan, "cal")
+    assert len(pools) == 2
+    for pool in pools:
+        assert pool["inputs"]["nodeConfig"]["reservationAffinity"] == {
+            "consumeReservationType": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name",
+            "values": ["cal-calendar"],
+        }
+        assert reservation["urn"] in pool["dependencies"]
+
+
+def test_no_placement_policy_type_and_gke_managed_fields_ignored(run: StackRunner) -> None:
+    plan = run({"tpu-stack:tpuPools": [
+        {"name": "flex", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "flex-start", "zone": ZONE},
+        {"name": "fixed", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": ZONE}]})  # fmt: skip
+    for pool in plan.by_type(NODE_POOL):
+        if pool["name"].endswith("system"):
+            continue
+        assert pool["inputs"]["placementPolicy"]["type"] == ""  # never sent to GKE: no perpetual diff
+        assert {"nodeConfig.taints", "nodeConfig.labels"} <= set(pool["ignoreChanges"])
+        assert pool["customTimeouts"]["create"] == "90m"
+    (flex,) = pools_of(plan, "flex")
+    (fixed,) = pools_of(plan, "fixed")
+    assert "initialNodeCount" in flex["ignoreChanges"]  # the autoscaler owns the size
+    assert "nodeCount" not in fixed["ignoreChanges"]  # a fixed slice's size is ours
+
+
+def test_slice_pools_never_wait_on_each_other(run: StackRunner) -> None:
+    plan = run({"tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "slices": 4, "zone": ZONE}]})  # fmt: skip
+    urns = {p["urn"] for p in pools_of(plan, "ms")}
+    for pool in pools_of(plan, "ms"):
+        assert not urns & set(pool["dependencies"])

@@ -1,0 +1,33 @@
+"""Shared fixtures: run the real program under the mock engine with an inline stack config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from offline.engine import Plan, run_program
+
+BASE = {"gcp:project": "proj", "gcp:region": "us-central1"}
+StackRunner = Callable[..., Plan]
+
+
+@pytest.fixture(autouse=True)
+def _no_cloud_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests must never pick up real credentials or kube contexts."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith(("GOOGLE_", "CLOUDSDK_", "KUBECONFIG", "PULUMI_CONFIG")):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def run() -> StackRunner:
+    """run(config_without_gcp_keys, stack="dev") -> Plan, with gcp:project/region defaulted."""
+
+    def _run(config: dict[str, Any] | None = None, *, stack: str = "dev") -> Plan:
+        return run_program({**BASE, **(config or {})}, stack=stack)
+
+    return _run
