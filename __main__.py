@@ -24,6 +24,11 @@ pools = {
     for pool in config.tpu_pools
 }
 
+# --- batch scheduling: JobSet, Kueue and the queues derived from the pools ---
+
+# --- serving and identity: bucket, Workload Identity, Saxml ---
+
+# --- outputs ---
 pulumi.export("clusterName", cluster.cluster.name)
 pulumi.export("clusterEndpoint", cluster.cluster.endpoint)
 pulumi.export("kubeconfig", cluster.kubeconfig)

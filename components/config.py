@@ -518,6 +518,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         problems.append(
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
         )
+    # --- queue checks (batch scheduling) ---
+    # --- serving checks (bucket, identity, Saxml) ---
     location = config.cluster_location
     if location.count("-") == 2 and not location.startswith(config.region + "-"):
         problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")

@@ -186,7 +186,8 @@ def test_calendar_mode_future_reservation_is_consumed_by_the_pools(run: StackRun
 
 def test_no_placement_policy_type_and_gke_managed_fields_ignored(run: StackRunner) -> None:
     plan = run({"tpu-stack:tpuPools": [
-        {"name": "flex", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "flex-start", "zone": ZONE},
+        {"name": "flex", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "flex-start",
+         "zone": ZONE},
         {"name": "fixed", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": ZONE}]})  # fmt: skip
     for pool in plan.by_type(NODE_POOL):
         if pool["name"].endswith("system"):
