@@ -47,20 +47,17 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
 
 
 class GkeCluster(pulumi.ComponentResource):
-    """Standard cluster (default pool removed, Workload Identity, system pool) or Autopilot."""
+    """Standard cluster (default pool removed, Workload Identity, system pool) or Autopilot.
 
-    cluster: gcp.container.Cluster
-    node_service_account: gcp.serviceaccount.Account
-    system_pool: gcp.container.NodePool | None
-    kubeconfig: pulumi.Output[str]
-    provider: k8s.Provider
+    Attributes are annotated where assigned: class annotations of resources are evaluated by the SDK.
+    """
 
     def __init__(self, name: str, *, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("tpu-stack:index:GkeCluster", name, None, opts)
         cluster_config = config.cluster
         child = pulumi.ResourceOptions(parent=self)
 
-        self.node_service_account = gcp.serviceaccount.Account(
+        self.node_service_account: gcp.serviceaccount.Account = gcp.serviceaccount.Account(
             f"{name}-nodes",
             account_id=cluster_config.node_service_account_id,
             display_name=f"GKE nodes of {cluster_config.name}",
@@ -92,7 +89,7 @@ class GkeCluster(pulumi.ComponentResource):
             "resource_labels": config.resource_labels,
         }
         if cluster_config.mode == "autopilot":
-            self.cluster = gcp.container.Cluster(
+            self.cluster: gcp.container.Cluster = gcp.container.Cluster(
                 name,
                 enable_autopilot=True,
                 cluster_autoscaling=gcp.container.ClusterClusterAutoscalingArgs(
@@ -103,7 +100,7 @@ class GkeCluster(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, protect=protect, custom_timeouts=CLUSTER_TIMEOUTS),
                 **common,
             )
-            self.system_pool = None
+            self.system_pool: gcp.container.NodePool | None = None
         else:
             self.cluster = gcp.container.Cluster(
                 name,
@@ -130,7 +127,7 @@ class GkeCluster(pulumi.ComponentResource):
             )
             self.system_pool = self._system_pool(name, config)
 
-        self.kubeconfig = pulumi.Output.secret(
+        self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(
                 self.cluster.name,
                 self.cluster.endpoint,
@@ -138,7 +135,7 @@ class GkeCluster(pulumi.ComponentResource):
             ).apply(lambda args: kubeconfig(args[0], args[1], args[2]))
         )
         # In-cluster objects need schedulable CPU nodes (controllers, webhooks); TPU pools are not waited for.
-        self.provider = k8s.Provider(
+        self.provider: k8s.Provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
             enable_server_side_apply=True,

@@ -18,10 +18,11 @@ AUTOSCALED_FIELDS = ["initialNodeCount", "nodeCount"]
 
 
 class TpuSlicePools(pulumi.ComponentResource):
-    """All slices of one pool group; `node_pools` has one entry per slice, in slice order."""
+    """All slices of one pool group; `node_pools` has one entry per slice, in slice order.
 
-    node_pools: list[gcp.container.NodePool]
-    future_reservation: gcp.compute.FutureReservation | None
+    Attributes are annotated in __init__, not on the class: the SDK evaluates class annotations of
+    every resource, and naming `gcp.compute` there would import that whole (very large) module.
+    """
 
     def __init__(
         self,
@@ -34,10 +35,10 @@ class TpuSlicePools(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:TpuSlicePools", name, None, opts)
-        self.future_reservation = self._future_reservation(name, config, pool)
+        self.future_reservation: gcp.compute.FutureReservation | None = self._future_reservation(name, config, pool)
         depends_on: list[pulumi.Resource] = [self.future_reservation] if self.future_reservation else []
         ignore = GKE_MANAGED_FIELDS + (AUTOSCALED_FIELDS if pool.autoscaled else [])
-        self.node_pools = [
+        self.node_pools: list[gcp.container.NodePool] = [
             gcp.container.NodePool(
                 node_pool_name,
                 name=node_pool_name,
