@@ -214,6 +214,8 @@ def run_program(
     try:
         loop.run_until_complete(run_pulumi_func(lambda: _run_main(program)))
         plan.outputs = loop.run_until_complete(_stack_outputs())
+        # Registration order depends on the event loop; a stable order keeps plan.json diffable in reviews.
+        plan.resources = sorted(recorded, key=lambda r: r["urn"])
     finally:
         _close(loop)
     return plan

@@ -1,0 +1,72 @@
+"""The offline preview CLI and the plan.json contract other tools read (design §3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from offline import __main__ as cli
+from offline.engine import run_stack
+
+PLAN_KEYS = {"project", "stack", "resources", "outputs", "violations"}
+RESOURCE_KEYS = {"urn", "type", "name", "parent", "dependencies", "custom", "remote", "protect", "ignoreChanges",
+                 "inputs"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def dev_plan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("dev")
+    assert cli.main(["preview", "--stack", "dev", "--out", str(out), "--quiet"]) == 0
+    return json.loads((out / "plan.json").read_text())
+
+
+def test_plan_json_has_every_registered_resource_in_the_contract_shape(dev_plan: dict[str, object]) -> None:
+    assert set(dev_plan) >= PLAN_KEYS
+    assert (dev_plan["project"], dev_plan["stack"]) == ("tpu-stack", "dev")
+    resources = dev_plan["resources"]
+    assert isinstance(resources, list)
+    in_memory = run_stack("dev").resources
+    assert [r["urn"] for r in resources] == [r["urn"] for r in in_memory]
+    urns = {r["urn"] for r in resources}
+    for resource in resources:
+        assert set(resource) >= RESOURCE_KEYS, resource["urn"]
+        assert resource["urn"] == f"urn:pulumi:dev::tpu-stack::{resource['urn'].split('::')[2]}::{resource['name']}"
+        assert (
+            resource["parent"] is None
+            or resource["parent"] in urns
+            or resource["parent"].endswith("Stack::tpu-stack-dev")
+        )
+        assert set(resource["dependencies"]) <= urns
+        assert isinstance(resource["custom"], bool) and isinstance(resource["protect"], bool)
+
+
+def test_inputs_use_camel_case_wire_names_and_integers(dev_plan: dict[str, object]) -> None:
+    resources = dev_plan["resources"]
+    assert isinstance(resources, list)
+    pool = next(r for r in resources if r["name"] == "multislice-0")
+    inputs = pool["inputs"]
+    assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 2}
+    assert isinstance(inputs["autoscaling"]["maxNodeCount"], int)
+    assert "node_config" not in inputs
+
+
+def test_preview_prints_grouped_plan_totals_and_writes_artifacts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["preview", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "TpuSlicePools multislice" in out and "GkeCluster tpu-dev" in out
+    assert "ct5lp-hightpu-4t 2x4 nodes=0..2 flex-start us-east5-a" in out
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert f"Resources: + {len(plan['resources'])} to create" in out
+    assert (tmp_path / "graph.mmd").read_text().startswith("graph LR")
+    assert "Outputs:" in out
+
+
+def test_secrets_never_reach_the_plan(dev_plan: dict[str, object]) -> None:
+    outputs = dev_plan["outputs"]
+    assert isinstance(outputs, dict)
+    assert outputs["kubeconfig"] == "[secret]"
