@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from pathlib import Path
 
@@ -63,4 +64,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Everything still alive is freed by the exit itself; without this, interpreter teardown runs full
+    # collections over the SDK's objects, about 0.3 s of a 0.7 s preview.
+    gc.freeze()
+    sys.exit(code)

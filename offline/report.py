@@ -86,24 +86,32 @@ def summary(resource: dict[str, Any]) -> str:
     return ""
 
 
+def component_names(plan: Plan) -> dict[str, str]:
+    """URN -> name of its nearest ComponentResource ancestor ("stack" for top-level resources), for every
+    resource at once: asking per resource would rebuild the URN index each time (quadratic in resources)."""
+    by_urn = {r["urn"]: r for r in plan.resources}
+    names = {}
+    for resource in plan.resources:
+        parent = resource["parent"]
+        while parent in by_urn and not by_urn[parent]["type"].startswith(COMPONENT_PREFIX):
+            parent = by_urn[parent]["parent"]
+        names[resource["urn"]] = by_urn[parent]["name"] if parent in by_urn else "stack"
+    return names
+
+
 def component_of(plan: Plan, resource: dict[str, Any]) -> str:
     """Name of the nearest ComponentResource ancestor ("stack" for top-level resources)."""
-    by_urn = {r["urn"]: r for r in plan.resources}
-    parent = resource["parent"]
-    while parent in by_urn:
-        if by_urn[parent]["type"].startswith(COMPONENT_PREFIX):
-            return by_urn[parent]["name"]
-        parent = by_urn[parent]["parent"]
-    return "stack"
+    return component_names(plan)[resource["urn"]]
 
 
 def render_plan(plan: Plan) -> str:
     lines = [f"Previewing stack '{plan.stack}' of project '{plan.project}' (offline, mock engine)", ""]
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     components = {r["name"]: r["type"] for r in plan.resources if r["type"].startswith(COMPONENT_PREFIX)}
+    component = component_names(plan)
     for resource in plan.resources:
         if resource["custom"]:
-            groups[component_of(plan, resource)].append(resource)
+            groups[component[resource["urn"]]].append(resource)
     for name, resources in groups.items():
         kind = components.get(name, "").removeprefix(COMPONENT_PREFIX) or "Stack"
         lines.append(f"{kind} {name}")
@@ -146,6 +154,7 @@ def render_outputs(plan: Plan) -> str:
 def manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
     """Kubernetes objects the stack authors (not charts or providers), grouped by component."""
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    component = component_names(plan)
     for resource in plan.resources:
         inputs = resource["inputs"]
         if resource["type"].startswith("kubernetes:") and "apiVersion" in inputs and "kind" in inputs:
@@ -164,7 +173,7 @@ def manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
                 )
                 if k in inputs
             }
-            grouped[component_of(plan, resource)].append(obj)
+            grouped[component[resource["urn"]]].append(obj)
     return dict(grouped)
 
 
