@@ -1,0 +1,53 @@
+"""Generated stacks for the benchmarks: the cluster xpk's dry-run plans, at any number of slices.
+
+`xpk cluster create --tpu-type=v5litepod-8 --num-slices=N --flex --zone us-central1-a` asks for N v5e 2x4
+slices (`ct5lp-hightpu-4t`, 2 VMs each) on flex-start in one zone; here that is one pool group of N slices in
+an otherwise dev-like stack. Files are written to a scratch folder, never next to the real stacks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SLICE_COUNTS = (1, 3, 16, 64, 256)
+ZONE = "us-central1-a"
+
+
+def name(slices: int) -> str:
+    return f"bench-{slices}"
+
+
+def config(slices: int) -> dict[str, Any]:
+    """The `config:` of a dev-like stack with `slices` flex-start v5e 2x4 slices."""
+    return {
+        "gcp:project": "tpu-stack-bench",
+        "gcp:region": ZONE.rsplit("-", 1)[0],
+        "tpu-stack:throwaway": True,
+        "tpu-stack:labels": {"team": "ml-platform"},
+        "tpu-stack:cluster": {
+            "name": "tpu-bench",
+            "releaseChannel": "RAPID",
+            "minMasterVersion": "1.33",
+            "systemPool": {"machineType": "e2-standard-4", "minNodes": 1, "maxNodes": 3},
+        },
+        "tpu-stack:tpuPools": [
+            {
+                "name": "flex",
+                "machineType": "ct5lp-hightpu-4t",
+                "topology": "2x4",
+                "slices": slices,
+                "provisioning": "flex-start",
+                "zone": ZONE,
+            }
+        ],
+    }
+
+
+def write(directory: Path, slices: int) -> Path:
+    """Write Pulumi.bench-<slices>.yaml into `directory` and return its path."""
+    path = directory / f"Pulumi.{name(slices)}.yaml"
+    path.write_text(yaml.safe_dump({"config": config(slices)}, sort_keys=False))
+    return path
