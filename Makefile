@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 STACK ?= dev
 
-.PHONY: preview test lint typecheck unit bench workloads clean
+.PHONY: preview test lint typecheck unit bench urns workloads clean
 
 $(STAMP): requirements.txt requirements-dev.txt policies/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ unit: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# Regenerate tests/snapshots/urns-*.txt after a deliberate rename or new resources (see offline/urns.py).
+urns: $(STAMP)
+	$(PY) -m offline.urns --update
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

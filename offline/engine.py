@@ -41,6 +41,9 @@ class Plan:
     resources: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     violations: list[dict[str, Any]] = field(default_factory=list)
+    aliases: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """URN -> the aliases it was registered with ({"urn"} or a spec: name, type, stack, project, parentUrn,
+    noParent); read by offline/urns.py, not part of plan.json."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,6 +122,7 @@ class _RecordingMonitor(mocks.MockMonitor):
     def __init__(self, recorded: list[dict[str, Any]]) -> None:
         super().__init__(_Mocks())
         self.recorded = recorded
+        self.aliases: dict[str, list[dict[str, Any]]] = {}
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
@@ -141,7 +145,18 @@ class _RecordingMonitor(mocks.MockMonitor):
                     "inputs": _plain(rpc.deserialize_properties(request.object, keep_unknowns=True)),
                 }
             )
+            aliases = [_alias(a) for a in request.aliases] + [{"urn": u} for u in request.aliasURNs]
+            if aliases:
+                self.aliases[response.urn] = aliases
         return response
+
+
+def _alias(alias: Any) -> dict[str, Any]:
+    if alias.WhichOneof("alias") == "urn":
+        return {"urn": alias.urn}
+    spec = alias.spec
+    fields = {"name": spec.name, "type": spec.type, "stack": spec.stack, "project": spec.project}
+    return {k: v for k, v in fields.items() if v} | {"parentUrn": spec.parentUrn or None, "noParent": spec.noParent}
 
 
 def _timeouts(request: Any) -> dict[str, str]:
@@ -211,7 +226,7 @@ def run_program(
     monitor = _RecordingMonitor(recorded)
     mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
     runtime_config.set_all_config(_engine_config(config))
-    plan = Plan(project=PROJECT, stack=stack, resources=recorded)
+    plan = Plan(project=PROJECT, stack=stack, resources=recorded, aliases=monitor.aliases)
     # A run builds ~100k SDK objects (outputs, futures, typed args) that live until it ends; cyclic collection
     # during the run only re-scans them (a third of the run at 256 slices), so it waits until the run is over.
     collecting = gc.isenabled()
