@@ -6,8 +6,11 @@ validated config model (components/config.py).
 
 import pulumi
 
-from components.config import load_from_pulumi
+from components.config import flavor_labels, load_from_pulumi, queue_pools, queue_refs
 from components.gke_cluster import GkeCluster
+from components.jobset_install import JobSetInstall
+from components.kueue_install import KueueInstall
+from components.kueue_queues import KueueQueues
 from components.tpu_slice_pools import TpuSlicePools
 
 config = load_from_pulumi()
@@ -25,6 +28,17 @@ pools = {
 }
 
 # --- batch scheduling: JobSet, Kueue and the queues derived from the pools ---
+jobset = JobSetInstall("jobset", config=config, provider=cluster.provider)
+kueue = KueueInstall("kueue", config=config, provider=cluster.provider, depends_on=[jobset.chart])
+queues = KueueQueues("queues", config=config, provider=cluster.provider, kueue_chart=kueue.chart)
+pulumi.export(
+    "queues",
+    {
+        team: {"namespace": ref.namespace, "localQueue": ref.local_queue, "clusterQueue": ref.cluster_queue}
+        for team, ref in queue_refs(config).items()
+    },
+)
+pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in queue_pools(config)})
 
 # --- serving and identity: bucket, Workload Identity, Saxml ---
 

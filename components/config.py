@@ -361,6 +361,30 @@ class TpuPoolConfig(_Model):
 
 # ---- batch scheduling (JobSet, Kueue) --------------------------------------------------------------------
 
+KUEUE_NAMESPACE = "kueue-system"
+JOBSET_NAMESPACE = "jobset-system"
+_CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
+_QUANTITY_MI = {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
+_MEMORY = re.compile(r"^(\d+)(Mi|Gi|Ti)$")
+_RESERVED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", KUEUE_NAMESPACE, JOBSET_NAMESPACE)
+MAX_USER_PRIORITY = 1_000_000_000
+"""PriorityClass values above this are reserved for system classes."""
+
+
+def _k8s_name(name: str) -> str:
+    """Queue, team and namespace names: DNS labels of at most 63 characters."""
+    if len(name) > 63 or not _DNS_LABEL.match(name):
+        raise ValueError(
+            f"{name!r} must be a DNS label of at most 63 characters: lowercase letters, digits and '-', "
+            "starting with a letter"
+        )
+    return name
+
+
+def _optional_k8s_name(name: str | None) -> str | None:
+    return None if name is None else _k8s_name(name)
+
 
 class ChartsConfig(_Model):
     """Pinned Helm chart versions; the offline CRD schemas in ../shared/crds are of these tags."""
@@ -368,9 +392,406 @@ class ChartsConfig(_Model):
     kueue_version: str = "0.19.2"
     jobset_version: str = "0.12.0"
 
+    @field_validator("kueue_version", "jobset_version")
+    @classmethod
+    def _pinned(cls, version: str) -> str:
+        if not _CHART_VERSION.match(version):
+            raise ValueError(f"{version!r} is not a chart version like 0.19.2 (OCI chart versions have no 'v')")
+        return version
+
+
+def _share(value: int | str) -> int | str:
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{value} is negative; give chips (16) or a percentage of the pool ('50%')")
+        return value
+    match = _PERCENT.match(value)
+    if not match or float(match.group(1)) > 100:
+        raise ValueError(f"{value!r} is not a share; give chips (16) or a percentage of the pool ('50%')")
+    return value
+
+
+def share_chips(value: int | str, total: int) -> int:
+    """Chips of a share: an int is chips, 'N%' is that part of the pool's chips, rounded down."""
+    if isinstance(value, int):
+        return value
+    return int(total * float(value.rstrip("%")) / 100)
+
+
+def _shares(values: dict[str, int | str]) -> dict[str, int | str]:
+    return {pool: _share(value) for pool, value in values.items()}
+
+
+class TeamConfig(_Model):
+    """A team: a namespace with its LocalQueue, and a ClusterQueue of its own in the shared cohort."""
+
+    name: str
+    namespace: str | None = None
+    """Defaults to the team name; created unless it is `default`."""
+    shares: dict[str, int | str] = {}
+    """Pool group -> chips (16) or a percentage of its chips ('50%') guaranteed to the team."""
+    borrowing_limit: dict[str, int | str] = {}
+    """Pool group -> chips the team may borrow beyond its share from the cohort; unlimited when absent."""
+
+    _names = field_validator("name", "namespace")(_optional_k8s_name)
+    _values = field_validator("shares", "borrowing_limit")(_shares)
+
+    @property
+    def namespace_name(self) -> str:
+        return self.namespace or self.name
+
+    @property
+    def local_queue(self) -> str:
+        return f"{self.name}-queue"
+
+    @property
+    def cluster_queue(self) -> str:
+        return f"{self.name}-cluster-queue"
+
+
+class PreemptionConfig(_Model):
+    """ClusterQueue preemption, the seed's policy by default."""
+
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
+
+
+class PriorityClassConfig(_Model):
+    """A `scheduling.k8s.io/v1` PriorityClass workloads name in `priorityClassName`; Kueue orders by it."""
+
+    name: str
+    value: int
+    global_default: bool = False
+    description: str | None = None
+
+    _name = field_validator("name")(_k8s_name)
+
+
+DEFAULT_PRIORITY_CLASSES = tuple(
+    PriorityClassConfig(name=name, value=value)
+    for name, value in (("very-low", 100), ("low", 250), ("medium", 500), ("high", 750), ("very-high", 1000))
+)
+
+
+class HostResourcesConfig(_Model):
+    """CPU and memory of one TPU VM that pods may request; set them to have Kueue account them beside chips."""
+
+    cpu: float = Field(gt=0)
+    """Cores per VM, e.g. 100."""
+    memory: str
+    """Per VM, e.g. 180Gi (Mi, Gi or Ti)."""
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, memory: str) -> str:
+        if not _MEMORY.match(memory):
+            raise ValueError(f"{memory!r} is not a memory size like 180Gi (units Mi, Gi, Ti)")
+        return memory
+
+    @property
+    def millicores(self) -> int:
+        return round(self.cpu * 1000)
+
+    @property
+    def mebibytes(self) -> int:
+        match = _MEMORY.match(self.memory)
+        assert match is not None, "validated"
+        return int(match.group(1)) * _QUANTITY_MI[match.group(2)]
+
+
+class AutopilotCapacityConfig(_Model):
+    """TPU capacity an Autopilot cluster may provision (it has no node pools to derive quotas from)."""
+
+    name: str | None = None
+    """Flavor name; defaults to `<tpuVersion or machineType>-<topology>`."""
+    machine_type: str | None = None
+    tpu_version: str | None = None
+    topology: str | None = None
+    slices: int = 1
+    provisioning: Literal["flex-start", "queued", "on-demand", "spot"] = "on-demand"
+
+    @property
+    def flavor_name(self) -> str:
+        base = self.name or str(self.tpu_version or self.machine_type)
+        return base if self.name or not self.topology else f"{base}-{self.topology}"
+
+    @cached_property
+    def pool(self) -> TpuPoolConfig:
+        """The same derivation as a node pool group (chips, VMs, node selector), without a zone."""
+        return TpuPoolConfig(
+            name=self.flavor_name,
+            machine_type=self.machine_type,
+            tpu_version=self.tpu_version,
+            topology=self.topology,
+            slices=self.slices,
+            provisioning=self.provisioning,
+        )
+
+    def problems(self) -> list[tuple[str, str]]:
+        # Autopilot places a slice in a zone itself.
+        return [(field, message) for field, message in self.pool.problems() if field != "zone"]
+
 
 class QueuesConfig(_Model):
-    """Kueue queues derived from the TPU pools (`tpu-stack:queues`)."""
+    """Kueue queues derived from the TPU pools (`tpu-stack:queues`).
+
+    Without teams: one ClusterQueue over every pool group and one LocalQueue (the multislice seed's
+    `cluster-queue` and `default/multislice-queue`). With teams: a ClusterQueue per team in one cohort,
+    each with its share of every pool group; chips no team holds stay with the Cohort for borrowing.
+    """
+
+    cluster_queue: str = "cluster-queue"
+    local_queue: str = "multislice-queue"
+    namespace: str = "default"
+    cohort: str = "tpu-stack"
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    preemption: PreemptionConfig = PreemptionConfig()
+    priority_classes: tuple[PriorityClassConfig, ...] = DEFAULT_PRIORITY_CLASSES
+    teams: tuple[TeamConfig, ...] = ()
+    host_resources: dict[str, HostResourcesConfig] = {}
+    """Pool group -> CPU/memory per VM; when set (for every pool group), queues cover cpu and memory too."""
+    autopilot_capacity: tuple[AutopilotCapacityConfig, ...] = ()
+
+    _names = field_validator("cluster_queue", "local_queue", "namespace", "cohort")(_k8s_name)
+
+
+class QueueRef(_Model):
+    """Where a team submits: the LocalQueue in its namespace and the ClusterQueue behind it."""
+
+    namespace: str
+    local_queue: str
+    cluster_queue: str
+
+
+def queue_pools(config: StackConfig) -> tuple[TpuPoolConfig, ...]:
+    """Capacity Kueue hands out: the TPU pool groups (Autopilot: queues.autopilotCapacity)."""
+    if config.cluster.mode == "autopilot":
+        return tuple(capacity.pool for capacity in config.queues.autopilot_capacity)
+    return config.tpu_pools
+
+
+def flavor_labels(pool: TpuPoolConfig) -> dict[str, str]:
+    """Node labels of the pool's ResourceFlavor and what its workloads select: GKE's TPU labels + the pool's own."""
+    return {**pool.labels, **pool.node_selector}
+
+
+def covered_resources(config: StackConfig) -> list[str]:
+    return [tpu_catalog.TPU_RESOURCE, *(["cpu", "memory"] if config.queues.host_resources else [])]
+
+
+def _cpu(millicores: int) -> str:
+    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+
+
+def _memory(mebibytes: int) -> str:
+    return f"{mebibytes // 1024}Gi" if mebibytes % 1024 == 0 else f"{mebibytes}Mi"
+
+
+def quota(config: StackConfig, pool: TpuPoolConfig, chips: int) -> dict[str, int | str]:
+    """Kueue quantities of `chips` chips of `pool`, with the CPU and memory of their VMs when configured."""
+    amounts: dict[str, int | str] = {tpu_catalog.TPU_RESOURCE: chips}
+    host = config.queues.host_resources.get(pool.name)
+    if host is not None:
+        per_vm = pool.machine.chips_per_vm
+        amounts["cpu"] = _cpu(host.millicores * chips // per_vm)
+        amounts["memory"] = _memory(host.mebibytes * chips // per_vm)
+    return amounts
+
+
+def team_chips(config: StackConfig) -> dict[str, dict[str, int]]:
+    """Team -> pool group -> guaranteed chips (0 where the team has no share)."""
+    pools = queue_pools(config)
+    return {
+        team.name: {pool.name: share_chips(team.shares.get(pool.name, 0), pool.total_chips) for pool in pools}
+        for team in config.queues.teams
+    }
+
+
+def team_borrowing(config: StackConfig) -> dict[str, dict[str, int | None]]:
+    """Team -> pool group -> chips it may borrow (None: no limit)."""
+    pools = queue_pools(config)
+    return {
+        team.name: {
+            pool.name: (
+                share_chips(team.borrowing_limit[pool.name], pool.total_chips)
+                if pool.name in team.borrowing_limit
+                else None
+            )
+            for pool in pools
+        }
+        for team in config.queues.teams
+    }
+
+
+def cohort_chips(config: StackConfig) -> dict[str, int]:
+    """Pool group -> chips no team holds: the Cohort's own quota, which every team may borrow."""
+    shares = team_chips(config)
+    return {
+        pool.name: pool.total_chips - sum(team[pool.name] for team in shares.values()) for pool in queue_pools(config)
+    }
+
+
+def queue_refs(config: StackConfig) -> dict[str, QueueRef]:
+    """Team -> its queues; without teams one entry, `default`, for the single queue."""
+    queues = config.queues
+    if not queues.teams:
+        return {
+            "default": QueueRef(
+                namespace=queues.namespace, local_queue=queues.local_queue, cluster_queue=queues.cluster_queue
+            )
+        }
+    return {
+        team.name: QueueRef(
+            namespace=team.namespace_name, local_queue=team.local_queue, cluster_queue=team.cluster_queue
+        )
+        for team in queues.teams
+    }
+
+
+def queue_namespaces(config: StackConfig) -> list[str]:
+    """Namespaces the batch-scheduling component creates (`default` always exists)."""
+    return sorted({ref.namespace for ref in queue_refs(config).values()} - {"default"})
+
+
+def controller_resources(config: StackConfig) -> dict[str, dict[str, str]]:
+    """Requests and limits of the Kueue and JobSet controllers, by the most nodes the cluster can have:
+    their caches hold every node, pod and workload."""
+    nodes = (0 if config.cluster.mode == "autopilot" else config.cluster.system_pool.max_nodes) + sum(
+        pool.total_vms for pool in queue_pools(config) if not pool.problems()
+    )
+    cpu, mebibytes = (500, 512) if nodes <= 64 else (1000, 1024) if nodes <= 512 else (2000, 2048)
+    return {
+        "requests": {"cpu": _cpu(cpu), "memory": _memory(mebibytes)},
+        "limits": {"cpu": _cpu(2 * cpu), "memory": _memory(2 * mebibytes)},
+    }
+
+
+def _queue_problems(config: StackConfig) -> list[str]:
+    key = f"{PROJECT}:queues"
+    queues = config.queues
+    problems: list[str] = []
+    autopilot = config.cluster.mode == "autopilot"
+    if queues.autopilot_capacity and not autopilot:
+        problems.append(
+            f"{key}.autopilotCapacity: applies only with cluster.mode: autopilot; on Standard the queues take "
+            "their capacity from tpuPools"
+        )
+    flavors: dict[str, int] = {}
+    for index, capacity in enumerate(queues.autopilot_capacity if autopilot else ()):
+        where = f"{key}.autopilotCapacity[{index}]"
+        own = capacity.problems()
+        problems += [f"{where}.{field}: {message}" for field, message in own]
+        if not own and capacity.flavor_name in flavors:
+            problems.append(
+                f"{where}.name: flavor {capacity.flavor_name!r} is already autopilotCapacity"
+                f"[{flavors[capacity.flavor_name]}]; give one a name"
+            )
+        flavors.setdefault(capacity.flavor_name, index)
+    pools = queue_pools(config)
+    if problems or any(pool.problems() for pool in pools):
+        return problems  # pool problems are reported on their own keys; derived values need valid pools
+    if not queues.teams and queues.namespace in _RESERVED_NAMESPACES:
+        problems.append(f"{key}.namespace: {queues.namespace!r} belongs to the system; use default or your own")
+    problems += _flavor_problems(config, pools)
+    problems += _priority_problems(queues)
+    problems += _team_problems(config, pools)
+    return problems
+
+
+def _flavor_problems(config: StackConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+    key = f"{PROJECT}:queues"
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    for pool in pools:
+        labels = str(sorted(flavor_labels(pool).items()))
+        if labels in seen:
+            problems.append(
+                f"{PROJECT}:tpuPools: pools {seen[labels]!r} and {pool.name!r} carry the same node labels, so Kueue "
+                f"could place a workload of one on the other; give one distinct labels (labels: {{pool: {pool.name}}})"
+            )
+        seen.setdefault(labels, pool.name)
+    names = {pool.name for pool in pools}
+    hosts = config.queues.host_resources
+    for name in hosts:
+        if name not in names:
+            problems.append(f"{key}.hostResources.{name}: {_not_a_queue_pool(config, name)}")
+    missing = sorted(names - set(hosts))
+    if hosts and missing:
+        problems.append(
+            f"{key}.hostResources: missing {', '.join(missing)}; a queue covers cpu and memory for every pool "
+            "group or for none"
+        )
+    if not pools and config.queues.teams:
+        problems.append(f"{key}.teams: there is no TPU capacity to share; add tpuPools (Autopilot: autopilotCapacity)")
+    return problems
+
+
+def _priority_problems(queues: QueuesConfig) -> list[str]:
+    key = f"{PROJECT}:queues.priorityClasses"
+    problems: list[str] = []
+    seen: set[str] = set()
+    defaults = [pc.name for pc in queues.priority_classes if pc.global_default]
+    for index, priority in enumerate(queues.priority_classes):
+        if priority.name in seen:
+            problems.append(f"{key}[{index}].name: {priority.name!r} is listed twice")
+        seen.add(priority.name)
+        if priority.name.startswith("system-"):
+            problems.append(f"{key}[{index}].name: names starting with 'system-' are reserved by Kubernetes")
+        if not -MAX_USER_PRIORITY <= priority.value <= MAX_USER_PRIORITY:
+            problems.append(
+                f"{key}[{index}].value: {priority.value} is outside -{MAX_USER_PRIORITY}..{MAX_USER_PRIORITY}; "
+                "higher values are reserved for system classes"
+            )
+    if len(defaults) > 1:
+        problems.append(f"{key}: {', '.join(defaults)} are all globalDefault; at most one may be")
+    return problems
+
+
+def _not_a_queue_pool(config: StackConfig, name: str) -> str:
+    names = ", ".join(pool.name for pool in queue_pools(config)) or "none"
+    return f"{name!r} names no TPU pool the queues share; pools: {names}"
+
+
+def _team_problems(config: StackConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+    key = f"{PROJECT}:queues.teams"
+    names = {pool.name for pool in pools}
+    reserved = set(_RESERVED_NAMESPACES)
+    problems: list[str] = []
+    teams: dict[str, int] = {}
+    namespaces: dict[str, int] = {}
+    held: dict[str, list[tuple[str, int]]] = {pool.name: [] for pool in pools}
+    totals = {pool.name: pool.total_chips for pool in pools}
+    for index, team in enumerate(config.queues.teams):
+        where = f"{key}[{index}]"
+        if team.name in teams:
+            problems.append(f"{where}.name: {team.name!r} is already teams[{teams[team.name]}]")
+        teams.setdefault(team.name, index)
+        namespace = team.namespace_name
+        if namespace in reserved:
+            problems.append(f"{where}.namespace: {namespace!r} belongs to the system or another component")
+        elif namespace in namespaces:
+            problems.append(f"{where}.namespace: {namespace!r} is already used by teams[{namespaces[namespace]}]")
+        namespaces.setdefault(namespace, index)
+        for field in ("shares", "borrowingLimit"):
+            values = team.shares if field == "shares" else team.borrowing_limit
+            problems += [
+                f"{where}.{field}.{name}: {_not_a_queue_pool(config, name)}" for name in values if name not in names
+            ]
+        for pool, value in team.shares.items():
+            if pool not in names:
+                continue
+            chips = share_chips(value, totals[pool])
+            taken = sum(c for _, c in held[pool])
+            if taken + chips > totals[pool]:
+                asked = f"{value} = {chips} chips" if isinstance(value, str) else f"{chips} chips"
+                holders = ", ".join(f"{name} holds {c}" for name, c in held[pool] if c)
+                problems.append(
+                    f"{where}.shares.{pool}: {asked} requested but only {totals[pool] - taken} remain of "
+                    f"{totals[pool]} in pool {pool!r}{f' ({holders})' if holders else ''}; lower the shares or "
+                    "add slices"
+                )
+            held[pool].append((team.name, chips))
+    return problems
 
 
 # ---- serving and identity ----------------------------------------------------------------------------
@@ -519,6 +940,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
         )
     # --- queue checks (batch scheduling) ---
+    problems += _queue_problems(config)
     # --- serving checks (bucket, identity, Saxml) ---
     location = config.cluster_location
     if location.count("-") == 2 and not location.startswith(config.region + "-"):

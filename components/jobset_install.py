@@ -1,0 +1,57 @@
+"""JobSetInstall: the JobSet Helm chart from its OCI registry, pinned, in `jobset-system`.
+
+JobSet runs multislice training (one child Job per slice) and Saxml's model servers. The chart's Prometheus
+ServiceMonitor is turned off: its CRD comes from the Prometheus operator, which GKE does not have.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import JOBSET_NAMESPACE, StackConfig, controller_resources
+from components.kueue_install import controller_node_selector
+
+JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
+
+
+def chart_values(config: StackConfig) -> dict[str, Any]:
+    return {
+        "controller": {
+            "resources": controller_resources(config),
+            "nodeSelector": controller_node_selector(config),
+        },
+        "certManager": {"enable": False},
+        "prometheus": {"enable": False},
+    }
+
+
+class JobSetInstall(pulumi.ComponentResource):
+    """Namespace `jobset-system` and the JobSet chart; JobSets depend on this component (CRD and webhook)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: StackConfig,
+        provider: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("tpu-stack:index:JobSetInstall", name, None, opts)
+        self.namespace: k8s.core.v1.Namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=JOBSET_NAMESPACE),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        self.chart: k8s.helm.v4.Chart = k8s.helm.v4.Chart(
+            f"{name}-chart",
+            name="jobset",
+            chart=JOBSET_CHART,
+            version=config.charts.jobset_version,
+            namespace=self.namespace.metadata.apply(lambda m: m.name),
+            values=chart_values(config),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        self.register_outputs({"version": config.charts.jobset_version})

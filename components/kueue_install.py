@@ -1,0 +1,95 @@
+"""KueueInstall: the Kueue Helm chart from its OCI registry, pinned, in `kueue-system`, configured for TPU jobs.
+
+The controller config is written whole (the chart takes it as one YAML string): Kueue manages only jobs that
+carry `kueue.x-k8s.io/queue-name`, integrates just the two job kinds the stack runs (batch Jobs and JobSets),
+and ignores CPU/memory/ephemeral storage when the queues do not cover them, so a TPU pod that also requests
+CPU stays admissible. Nothing that needs an API GKE lacks is turned on (no cert-manager, no Prometheus
+operator ServiceMonitor, no KueueViz ingress).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from components import tpu_catalog
+from components.config import KUEUE_NAMESPACE, StackConfig, controller_resources, covered_resources
+
+KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
+KUEUE_CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
+FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+HOST_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+SYSTEM_NODE_POOL = "system"
+"""The CPU node pool of a Standard cluster (components/gke_cluster.py): controllers never land on TPU nodes."""
+
+
+def controller_node_selector(config: StackConfig) -> dict[str, str]:
+    """Standard: the system pool; Autopilot chooses nodes itself."""
+    return {} if config.cluster.mode == "autopilot" else {tpu_catalog.NODE_POOL_LABEL: SYSTEM_NODE_POOL}
+
+
+def controller_config(config: StackConfig) -> dict[str, Any]:
+    """Kueue's Configuration object (v1beta2), as the controller reads it from its ConfigMap."""
+    covered = set(covered_resources(config))
+    return {
+        "apiVersion": KUEUE_CONFIG_API,
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "manageJobsWithoutQueueName": False,
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "resources": {"excludeResourcePrefixes": [r for r in HOST_RESOURCES if r not in covered]},
+    }
+
+
+def chart_values(config: StackConfig) -> dict[str, Any]:
+    return {
+        "enableCertManager": False,
+        "enablePrometheus": False,
+        "enableVisibilityAPF": False,
+        "enableKueueViz": False,
+        "controllerManager": {
+            "manager": {"resources": controller_resources(config)},
+            "nodeSelector": controller_node_selector(config),
+        },
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(controller_config(config), sort_keys=False)},
+    }
+
+
+class KueueInstall(pulumi.ComponentResource):
+    """Namespace `kueue-system` and the Kueue chart; Kueue objects depend on `chart` (its webhook must serve).
+
+    `depends_on`: the JobSet install, so the JobSet integration finds its CRD when Kueue starts.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: StackConfig,
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("tpu-stack:index:KueueInstall", name, None, opts)
+        self.namespace: k8s.core.v1.Namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        self.chart: k8s.helm.v4.Chart = k8s.helm.v4.Chart(
+            f"{name}-chart",
+            name="kueue",
+            chart=KUEUE_CHART,
+            version=config.charts.kueue_version,
+            namespace=self.namespace.metadata.apply(lambda m: m.name),
+            values=chart_values(config),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on)),
+        )
+        self.register_outputs({"version": config.charts.kueue_version})

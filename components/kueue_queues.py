@@ -1,0 +1,269 @@
+"""KueueQueues: the Kueue objects that turn the TPU pools into queues, all derived from the config model.
+
+One ResourceFlavor per pool group (its node labels, tolerations for the taints its nodes carry); ClusterQueues
+whose quotas are the pools' chips (config.quota), never typed by hand; LocalQueues where jobs are submitted;
+for each queued-provisioning group a ProvisioningRequestConfig and an AdmissionCheck attached to that flavor
+only; PriorityClasses for `priorityClassName`. With teams, every team has a namespace, a LocalQueue and a
+ClusterQueue in one Cohort, which holds the chips no team was given so any team may borrow them.
+
+The object builders are pure (config -> dict): the component, the workload generator and the tests share them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import tpu_catalog
+from components.config import (
+    PriorityClassConfig,
+    StackConfig,
+    TpuPoolConfig,
+    cohort_chips,
+    covered_resources,
+    flavor_labels,
+    queue_namespaces,
+    queue_pools,
+    quota,
+    team_borrowing,
+    team_chips,
+)
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+QUEUED_CLASS = "queued-provisioning.gke.io"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
+
+
+def _object(kind: str, name: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": KUEUE_API, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def pool_tolerations(pool: TpuPoolConfig) -> list[dict[str, str]]:
+    """Taints of the group's nodes a workload admitted to it must tolerate: GKE's TPU taint, the queued taint
+    of queued-provisioning nodes, and the pool's own taints."""
+    tolerations = [{"key": tpu_catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+    if pool.provisioning == "queued":
+        tolerations.append({"key": tpu_catalog.QUEUED_TAINT, "operator": "Exists", "effect": "NoSchedule"})
+    for taint in pool.taints:
+        toleration = {
+            "key": taint.key,
+            "operator": "Equal",
+            "value": taint.value,
+            "effect": TAINT_EFFECTS[taint.effect],
+        }
+        if not taint.value:
+            toleration = {"key": taint.key, "operator": "Exists", "effect": TAINT_EFFECTS[taint.effect]}
+        tolerations.append(toleration)
+    return tolerations
+
+
+def resource_flavor(pool: TpuPoolConfig) -> dict[str, Any]:
+    """Kueue adds the tolerations to the pods it admits on this flavor."""
+    return _object(
+        "ResourceFlavor", pool.name, {"nodeLabels": flavor_labels(pool), "tolerations": pool_tolerations(pool)}
+    )
+
+
+def admission_check_name(pool: TpuPoolConfig) -> str:
+    return f"{pool.name}-provisioning"
+
+
+def provisioning_request_config(pool: TpuPoolConfig) -> dict[str, Any]:
+    """Kueue asks GKE for the whole slice through a ProvisioningRequest of the queued class."""
+    return _object(
+        "ProvisioningRequestConfig",
+        admission_check_name(pool),
+        {"provisioningClassName": QUEUED_CLASS, "managedResources": [tpu_catalog.TPU_RESOURCE]},
+    )
+
+
+def admission_check(pool: TpuPoolConfig) -> dict[str, Any]:
+    return _object(
+        "AdmissionCheck",
+        admission_check_name(pool),
+        {
+            "controllerName": PROVISIONING_CONTROLLER,
+            "parameters": {
+                "apiGroup": KUEUE_API.split("/")[0],
+                "kind": "ProvisioningRequestConfig",
+                "name": admission_check_name(pool),
+            },
+        },
+    )
+
+
+def _resource_groups(
+    config: StackConfig, chips: dict[str, int], borrowing: dict[str, int | None] | None = None
+) -> list[dict[str, Any]]:
+    """One group over every covered resource; each flavor lists all of them (a CRD rule)."""
+    flavors = []
+    for pool in queue_pools(config):
+        if pool.name not in chips:
+            continue
+        nominal = quota(config, pool, chips[pool.name])
+        limit = (borrowing or {}).get(pool.name)
+        limits = quota(config, pool, limit) if limit is not None else {}
+        resources = [
+            {"name": resource, "nominalQuota": amount, **({"borrowingLimit": limits[resource]} if limits else {})}
+            for resource, amount in nominal.items()
+        ]
+        flavors.append({"name": pool.name, "resources": resources})
+    return [{"coveredResources": covered_resources(config), "flavors": flavors}] if flavors else []
+
+
+def cluster_queue(
+    config: StackConfig,
+    name: str,
+    chips: dict[str, int],
+    *,
+    namespace: str | None = None,
+    borrowing: dict[str, int | None] | None = None,
+) -> dict[str, Any]:
+    """A ClusterQueue over every pool group; `namespace` limits it to that namespace's LocalQueues."""
+    queues = config.queues
+    spec: dict[str, Any] = {
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}} if namespace else {},
+        "queueingStrategy": queues.queueing_strategy,
+        "preemption": {
+            "reclaimWithinCohort": queues.preemption.reclaim_within_cohort,
+            "withinClusterQueue": queues.preemption.within_cluster_queue,
+        },
+        "resourceGroups": _resource_groups(config, chips, borrowing),
+    }
+    if queues.teams:
+        spec["cohortName"] = queues.cohort
+    checks = [
+        {"name": admission_check_name(pool), "onFlavors": [pool.name]}
+        for pool in queue_pools(config)
+        if pool.provisioning == "queued"
+    ]
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": checks}
+    return _object("ClusterQueue", name, spec)
+
+
+def local_queue(name: str, namespace: str, cluster_queue_name: str) -> dict[str, Any]:
+    return _object("LocalQueue", name, {"clusterQueue": cluster_queue_name}, namespace)
+
+
+def cohort(config: StackConfig) -> dict[str, Any]:
+    """The teams' cohort; it owns the chips no team was given, which every team may borrow."""
+    remainder = {pool: chips for pool, chips in cohort_chips(config).items() if chips > 0}
+    groups = _resource_groups(config, remainder)
+    return _object("Cohort", config.queues.cohort, {"resourceGroups": groups} if groups else {})
+
+
+def priority_class(priority: PriorityClassConfig) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": priority.name},
+        "value": priority.value,
+        "globalDefault": priority.global_default,
+    }
+    if priority.description:
+        obj["description"] = priority.description
+    return obj
+
+
+def namespace_object(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def queue_objects(config: StackConfig) -> list[dict[str, Any]]:
+    """Every object of the batch-scheduling queues, in an order `kubectl apply` would accept."""
+    queues = config.queues
+    pools = queue_pools(config)
+    objects = [namespace_object(name) for name in queue_namespaces(config)]
+    objects += [priority_class(priority) for priority in queues.priority_classes]
+    objects += [resource_flavor(pool) for pool in pools]
+    for pool in pools:
+        if pool.provisioning == "queued":
+            objects += [provisioning_request_config(pool), admission_check(pool)]
+    if not pools:
+        return objects
+    if not queues.teams:
+        everything = {pool.name: pool.total_chips for pool in pools}
+        objects.append(cluster_queue(config, queues.cluster_queue, everything))
+        objects.append(local_queue(queues.local_queue, queues.namespace, queues.cluster_queue))
+        return objects
+    objects.append(cohort(config))
+    shares, borrowing = team_chips(config), team_borrowing(config)
+    for team in queues.teams:
+        objects.append(
+            cluster_queue(
+                config,
+                team.cluster_queue,
+                shares[team.name],
+                namespace=team.namespace_name,
+                borrowing=borrowing[team.name],
+            )
+        )
+        objects.append(local_queue(team.local_queue, team.namespace_name, team.cluster_queue))
+    return objects
+
+
+def resource_name(component: str, obj: dict[str, Any]) -> str:
+    """Pulumi name of an object: unique per kind, namespace and name."""
+    metadata = obj["metadata"]
+    where = f"{metadata['namespace']}-" if "namespace" in metadata else ""
+    return f"{component}-{obj['kind'].lower()}-{where}{metadata['name']}"
+
+
+class KueueQueues(pulumi.ComponentResource):
+    """Every object of `queue_objects`; Kueue kinds depend on `kueue_chart`, whose webhook validates them."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: StackConfig,
+        provider: k8s.Provider,
+        kueue_chart: pulumi.Resource,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("tpu-stack:index:KueueQueues", name, None, opts)
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
+        self.namespaces: dict[str, k8s.core.v1.Namespace] = {}
+        self.priority_classes: list[k8s.scheduling.v1.PriorityClass] = []
+        self.kueue_objects: list[k8s.apiextensions.CustomResource] = []
+        for obj in queue_objects(config):
+            kind, metadata = obj["kind"], obj["metadata"]
+            resource_id = resource_name(name, obj)
+            if kind == "Namespace":
+                self.namespaces[metadata["name"]] = k8s.core.v1.Namespace(
+                    resource_id, metadata=metadata, opts=in_cluster
+                )
+            elif kind == "PriorityClass":
+                self.priority_classes.append(
+                    k8s.scheduling.v1.PriorityClass(
+                        resource_id,
+                        metadata=metadata,
+                        value=obj["value"],
+                        global_default=obj["globalDefault"],
+                        description=obj.get("description"),
+                        opts=in_cluster,
+                    )
+                )
+            else:
+                namespace_resource = self.namespaces.get(metadata.get("namespace", ""))
+                depends_on: list[pulumi.Resource] = [kueue_chart]
+                if namespace_resource is not None:
+                    depends_on.append(namespace_resource)
+                self.kueue_objects.append(
+                    k8s.apiextensions.CustomResource(
+                        resource_id,
+                        api_version=obj["apiVersion"],
+                        kind=kind,
+                        metadata=metadata,
+                        spec=obj["spec"],
+                        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=depends_on)),
+                    )
+                )
+        self.register_outputs({})

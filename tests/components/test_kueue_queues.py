@@ -1,0 +1,413 @@
+"""Kueue objects derived from the pools: the seeds' queues, quotas that follow the pools, teams in a cohort,
+admission checks for queued provisioning, and every object valid for the API server (CRDs + CEL, core strict).
+
+Seed multislice-kueue-jobset: three ct5lp-hightpu-4t 2x4 slices, a ResourceFlavor with the v5e/2x4 labels,
+a ClusterQueue with nominalQuota 24 for google.com/tpu (hard-coded there, derived here), LocalQueue
+`multislice-queue` in `default`, preemption reclaimWithinCohort Any / withinClusterQueue LowerPriority.
+Seed dynamic-workload-scheduler: queued-provisioning pools get chips through a ProvisioningRequest.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components import tpu_catalog
+from components.config import ConfigError, load
+from offline import __main__ as cli
+from offline import validate
+from offline.engine import Plan, run_program, run_stack
+from tests.conftest import BASE, StackRunner
+
+KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
+CHART = "kubernetes:helm.sh/v4:Chart"
+TPU = tpu_catalog.TPU_RESOURCE
+ZONE = "us-central1-a"
+MULTISLICE = {"name": "multislice", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 3, "zone": ZONE}
+FLEX_SINGLE = {"name": "flex-single", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": ZONE}
+FLEX_MULTI = {"name": "flex-multi", "machineType": "ct6e-standard-4t", "topology": "4x4",
+              "provisioning": "flex-start", "zone": ZONE, "maxRunDuration": "24h"}  # fmt: skip
+QUEUED = {"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "queued",
+          "zone": ZONE, "maxRunDuration": "7d"}  # fmt: skip
+# Same machine and topology as MULTISLICE: a label of its own keeps the two flavors apart.
+QUEUED_LABELED = {**QUEUED, "labels": {"pool": "dws"}}
+TEAMS = [
+    {"name": "research", "shares": {"multislice": 16}, "borrowingLimit": {"multislice": 8}},
+    {"name": "prod-training", "namespace": "training", "shares": {"multislice": "25%", "dws": 8}},
+]
+
+# The seeds' scenarios (and the two stack shapes the seeds do not cover: teams, Autopilot).
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "multislice-seed": {"tpu-stack:tpuPools": [MULTISLICE]},
+    "flex-start-seed": {"tpu-stack:tpuPools": [FLEX_SINGLE, FLEX_MULTI]},
+    "dws-seed": {"tpu-stack:tpuPools": [QUEUED]},
+    "teams": {
+        "tpu-stack:tpuPools": [MULTISLICE, QUEUED_LABELED],
+        "tpu-stack:queues": {
+            "teams": TEAMS,
+            "hostResources": {"multislice": {"cpu": 100, "memory": "180Gi"}, "dws": {"cpu": 100, "memory": "180Gi"}},
+        },
+    },
+    "autopilot": {
+        "tpu-stack:cluster": {"mode": "autopilot"},
+        "tpu-stack:queues": {
+            "autopilotCapacity": [
+                {"tpuVersion": "v5e", "topology": "2x4", "slices": 2, "provisioning": "flex-start"},
+                {"name": "v6e-spot", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "spot"},
+            ]
+        },
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, Plan]:
+    """Every scenario and both stack files, run once for the module."""
+    runs = {name: run_program({**BASE, **config}, stack="dev") for name, config in SCENARIOS.items()}
+    return {**runs, "dev": run_stack("dev"), "prod": run_stack("prod")}
+
+
+def kueue(plan: Plan, kind: str) -> list[dict[str, Any]]:
+    return [r["inputs"] for r in plan.by_type(KUEUE + kind)]
+
+
+def named(plan: Plan, kind: str, name: str) -> dict[str, Any]:
+    (found,) = [obj for obj in kueue(plan, kind) if obj["metadata"]["name"] == name]
+    return found
+
+
+def tpu_quota(cluster_queue: dict[str, Any]) -> dict[str, Any]:
+    """flavor -> google.com/tpu resource entry."""
+    (group,) = cluster_queue["spec"]["resourceGroups"]
+    return {f["name"]: next(r for r in f["resources"] if r["name"] == TPU) for f in group["flavors"]}
+
+
+# ---- 1. the multislice seed --------------------------------------------------------------------------------
+
+
+def test_multislice_seed_one_flavor_quota_24_and_the_seed_local_queue(plans: dict[str, Plan]) -> None:
+    plan = plans["multislice-seed"]
+    (flavor,) = kueue(plan, "ResourceFlavor")
+    assert flavor["spec"]["nodeLabels"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+    }
+    (queue,) = kueue(plan, "ClusterQueue")
+    assert tpu_quota(queue) == {flavor["metadata"]["name"]: {"name": TPU, "nominalQuota": 24}}
+    assert queue["spec"]["resourceGroups"][0]["coveredResources"] == [TPU]
+    assert queue["spec"]["queueingStrategy"] == "BestEffortFIFO"
+    assert queue["spec"]["preemption"] == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    assert "cohortName" not in queue["spec"] and "admissionChecksStrategy" not in queue["spec"]
+    (local,) = kueue(plan, "LocalQueue")
+    assert local["metadata"] == {"name": "multislice-queue", "namespace": "default"}
+    assert local["spec"] == {"clusterQueue": queue["metadata"]["name"]}
+    assert plan.outputs["queues"] == {
+        "default": {"namespace": "default", "localQueue": "multislice-queue", "clusterQueue": "cluster-queue"}
+    }
+    assert plan.outputs["flavors"] == {"multislice": flavor["spec"]["nodeLabels"]}
+
+
+def test_five_slices_make_the_quota_40_with_no_other_edit(run: StackRunner) -> None:
+    plan = run({"tpu-stack:tpuPools": [{**MULTISLICE, "slices": 5}]})
+    (queue,) = kueue(plan, "ClusterQueue")
+    assert tpu_quota(queue)["multislice"]["nominalQuota"] == 40
+
+
+def test_flavors_carry_the_flex_start_and_spot_labels_and_tolerate_the_tpu_taint(plans: dict[str, Plan]) -> None:
+    flex = named(plans["flex-start-seed"], "ResourceFlavor", "flex-multi")["spec"]
+    assert flex["nodeLabels"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+        "cloud.google.com/gke-flex-start": "true",
+    }
+    assert flex["tolerations"] == [{"key": TPU, "operator": "Exists", "effect": "NoSchedule"}]
+    spot = named(plans["autopilot"], "ResourceFlavor", "v6e-spot")["spec"]["nodeLabels"]
+    assert spot["cloud.google.com/gke-spot"] == "true"
+
+
+def test_seed_preemption_and_queueing_are_configurable(run: StackRunner) -> None:
+    plan = run({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"queueingStrategy": "StrictFIFO",
+                "preemption": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"},
+                "clusterQueue": "tpu", "localQueue": "jobs", "namespace": "ml"}})  # fmt: skip
+    (queue,) = kueue(plan, "ClusterQueue")
+    assert queue["metadata"]["name"] == "tpu"
+    assert queue["spec"]["queueingStrategy"] == "StrictFIFO"
+    assert queue["spec"]["preemption"] == {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"}
+    (local,) = kueue(plan, "LocalQueue")
+    assert local["metadata"] == {"name": "jobs", "namespace": "ml"}
+    namespaces = [r["inputs"]["metadata"]["name"] for r in plan.by_type("kubernetes:core/v1:Namespace")]
+    assert "ml" in namespaces
+
+
+# ---- 3. queued provisioning (DWS) vs flex-start -------------------------------------------------------------
+
+
+def test_queued_pool_gets_a_provisioning_request_check_on_its_flavor_only(plans: dict[str, Plan]) -> None:
+    plan = plans["teams"]
+    (config,) = kueue(plan, "ProvisioningRequestConfig")
+    assert config["spec"] == {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": [TPU]}
+    (check,) = kueue(plan, "AdmissionCheck")
+    assert check["spec"] == {
+        "controllerName": "kueue.x-k8s.io/provisioning-request",
+        "parameters": {
+            "apiGroup": "kueue.x-k8s.io",
+            "kind": "ProvisioningRequestConfig",
+            "name": config["metadata"]["name"],
+        },
+    }
+    for queue in kueue(plan, "ClusterQueue"):
+        assert queue["spec"]["admissionChecksStrategy"] == {
+            "admissionChecks": [{"name": check["metadata"]["name"], "onFlavors": ["dws"]}]
+        }
+        assert set(tpu_quota(queue)) == {"multislice", "dws"}
+    dws = named(plan, "ResourceFlavor", "dws")["spec"]
+    assert {"key": tpu_catalog.QUEUED_TAINT, "operator": "Exists", "effect": "NoSchedule"} in dws["tolerations"]
+    other = named(plan, "ResourceFlavor", "multislice")["spec"]
+    assert all(t["key"] != tpu_catalog.QUEUED_TAINT for t in other["tolerations"])
+
+
+def test_flex_start_pools_without_queuing_get_no_admission_check(plans: dict[str, Plan]) -> None:
+    plan = plans["flex-start-seed"]
+    assert kueue(plan, "AdmissionCheck") == [] and kueue(plan, "ProvisioningRequestConfig") == []
+    (queue,) = kueue(plan, "ClusterQueue")
+    assert "admissionChecksStrategy" not in queue["spec"]
+    assert {f: r["nominalQuota"] for f, r in tpu_quota(queue).items()} == {"flex-single": 4, "flex-multi": 16}
+
+
+# ---- 4. teams in a cohort --------------------------------------------------------------------------------
+
+
+def test_teams_get_namespaces_queues_and_shares_in_one_cohort(plans: dict[str, Plan]) -> None:
+    plan = plans["teams"]
+    assert plan.outputs["queues"] == {
+        "research": {"namespace": "research", "localQueue": "research-queue",
+                     "clusterQueue": "research-cluster-queue"},
+        "prod-training": {"namespace": "training", "localQueue": "prod-training-queue",
+                          "clusterQueue": "prod-training-cluster-queue"},
+    }  # fmt: skip
+    namespaces = {r["inputs"]["metadata"]["name"] for r in plan.by_type("kubernetes:core/v1:Namespace")}
+    assert {"research", "training"} <= namespaces
+    research = named(plan, "ClusterQueue", "research-cluster-queue")
+    training = named(plan, "ClusterQueue", "prod-training-cluster-queue")
+    assert research["spec"]["cohortName"] == training["spec"]["cohortName"] == "tpu-stack"
+    assert research["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "research"}}
+    # research: 16 of 24 multislice chips, may borrow 8 more; prod-training: 25% = 6 chips and the 8-chip dws slice.
+    assert tpu_quota(research) == {
+        "multislice": {"name": TPU, "nominalQuota": 16, "borrowingLimit": 8},
+        "dws": {"name": TPU, "nominalQuota": 0},
+    }
+    assert tpu_quota(training) == {
+        "multislice": {"name": TPU, "nominalQuota": 6},
+        "dws": {"name": TPU, "nominalQuota": 8},
+    }
+    # The 2 chips no team holds stay with the Cohort, so teams and cohort add up to the pools exactly.
+    (cohort,) = kueue(plan, "Cohort")
+    assert cohort["metadata"]["name"] == "tpu-stack"
+    assert tpu_quota(cohort) == {"multislice": {"name": TPU, "nominalQuota": 2}}
+    for local in kueue(plan, "LocalQueue"):
+        team = next(t for t in plan.outputs["queues"].values() if t["localQueue"] == local["metadata"]["name"])
+        assert local["metadata"]["namespace"] == team["namespace"]
+        assert local["spec"] == {"clusterQueue": team["clusterQueue"]}
+
+
+def test_host_resources_are_covered_beside_chips_in_proportion(plans: dict[str, Plan]) -> None:
+    research = named(plans["teams"], "ClusterQueue", "research-cluster-queue")["spec"]
+    (group,) = research["resourceGroups"]
+    assert group["coveredResources"] == [TPU, "cpu", "memory"]
+    multislice = next(f for f in group["flavors"] if f["name"] == "multislice")
+    # 16 chips = 4 VMs of 4 chips, each with 100 cores and 180Gi; borrowing 8 chips = 2 VMs.
+    assert multislice["resources"] == [
+        {"name": TPU, "nominalQuota": 16, "borrowingLimit": 8},
+        {"name": "cpu", "nominalQuota": "400", "borrowingLimit": "200"},
+        {"name": "memory", "nominalQuota": "720Gi", "borrowingLimit": "360Gi"},
+    ]
+
+
+def test_dev_stack_has_two_teams_in_a_cohort_and_quotas_that_add_up_to_its_pools(plans: dict[str, Plan]) -> None:
+    plan = plans["dev"]
+    assert len(plan.outputs["queues"]) == 2
+    chips = {name: pool["chips"] for name, pool in plan.outputs["tpuPools"].items()}
+    holders = kueue(plan, "ClusterQueue") + kueue(plan, "Cohort")
+    total: dict[str, int] = {}
+    for obj in holders:
+        for flavor, resource in (tpu_quota(obj) if obj["spec"].get("resourceGroups") else {}).items():
+            total[flavor] = total.get(flavor, 0) + resource["nominalQuota"]
+    assert total == chips
+
+
+def write_stack(tmp_path: Path, config: dict[str, Any]) -> Path:
+    path = tmp_path / "Pulumi.case.yaml"
+    path.write_text(yaml.safe_dump({"config": {**BASE, **config}}))
+    return path
+
+
+def test_shares_above_capacity_are_one_exact_error_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    teams = [{"name": "research", "shares": {"multislice": 16}}, {"name": "training", "shares": {"multislice": 16}}]
+    path = write_stack(tmp_path, {"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}})
+    out = tmp_path / "out"
+    code = cli.main(["preview", "--stack", "case", "--config", str(path), "--out", str(out)])
+    assert code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: tpu-stack:queues.teams[1].shares.multislice: 16 chips requested but only 8 remain of 24 in pool "
+        "'multislice' (research holds 16); lower the shares or add slices",
+        "1 config error(s); nothing was registered.",
+    ]
+    assert not out.exists()
+
+
+P = {"tpu-stack:tpuPools": [MULTISLICE, QUEUED_LABELED]}
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("percentage above what remains", {**P, "tpu-stack:queues": {"teams": [
+        {"name": "a", "shares": {"multislice": "75%"}}, {"name": "b", "shares": {"multislice": "50%"}}]}},
+     "tpu-stack:queues.teams[1].shares.multislice: 50% = 12 chips requested but only 6 remain of 24 in pool "
+     "'multislice' (a holds 18); lower the shares or add slices"),
+    ("one team above the pool", {**P, "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"dws": 9}}]}},
+     "tpu-stack:queues.teams[0].shares.dws: 9 chips requested but only 8 remain of 8 in pool 'dws'; "
+     "lower the shares or add slices"),
+    ("share of an unknown pool", {**P, "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"nope": 8}}]}},
+     "tpu-stack:queues.teams[0].shares.nope: 'nope' names no TPU pool the queues share; pools: multislice, dws"),
+    ("borrowing from an unknown pool",
+     {**P, "tpu-stack:queues": {"teams": [{"name": "a", "borrowingLimit": {"nope": 8}}]}},
+     "tpu-stack:queues.teams[0].borrowingLimit.nope: 'nope' names no TPU pool the queues share; "
+     "pools: multislice, dws"),
+    ("not a share", {**P, "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"dws": "half"}}]}},
+     "tpu-stack:queues.teams[0].shares: 'half' is not a share; give chips (16) or a percentage of the pool ('50%')"),
+    ("duplicate team", {**P, "tpu-stack:queues": {"teams": [{"name": "a"}, {"name": "a", "namespace": "b"}]}},
+     "tpu-stack:queues.teams[1].name: 'a' is already teams[0]"),
+    ("shared namespace", {**P, "tpu-stack:queues": {"teams": [{"name": "a"}, {"name": "b", "namespace": "a"}]}},
+     "tpu-stack:queues.teams[1].namespace: 'a' is already used by teams[0]"),
+    ("system namespace", {**P, "tpu-stack:queues": {"teams": [{"name": "a", "namespace": "kueue-system"}]}},
+     "tpu-stack:queues.teams[0].namespace: 'kueue-system' belongs to the system or another component"),
+    ("team name not a label", {**P, "tpu-stack:queues": {"teams": [{"name": "Team A"}]}},
+     "tpu-stack:queues.teams[0].name: 'Team A' must be a DNS label of at most 63 characters: lowercase letters, "
+     "digits and '-', starting with a letter"),
+    ("two global defaults", {**P, "tpu-stack:queues": {"priorityClasses": [
+        {"name": "low", "value": 1, "globalDefault": True}, {"name": "high", "value": 9, "globalDefault": True}]}},
+     "tpu-stack:queues.priorityClasses: low, high are all globalDefault; at most one may be"),
+    ("system priority value", {**P, "tpu-stack:queues": {"priorityClasses": [{"name": "top", "value": 2000000000}]}},
+     "tpu-stack:queues.priorityClasses[0].value: 2000000000 is outside -1000000000..1000000000; higher values are "
+     "reserved for system classes"),
+    ("host resources for some pools only", {**P, "tpu-stack:queues": {"hostResources": {
+        "dws": {"cpu": 100, "memory": "180Gi"}}}},
+     "tpu-stack:queues.hostResources: missing multislice; a queue covers cpu and memory for every pool group or "
+     "for none"),
+    ("memory without a unit", {**P, "tpu-stack:queues": {"hostResources": {"dws": {"cpu": 1, "memory": "180"}}}},
+     "tpu-stack:queues.hostResources.dws.memory: '180' is not a memory size like 180Gi (units Mi, Gi, Ti)"),
+    ("indistinguishable flavors", {"tpu-stack:tpuPools": [MULTISLICE, {**MULTISLICE, "name": "more", "slices": 1}]},
+     "tpu-stack:tpuPools: pools 'multislice' and 'more' carry the same node labels, so Kueue could place a workload "
+     "of one on the other; give one distinct labels (labels: {pool: more})"),
+    ("chart version with a v", {**P, "tpu-stack:charts": {"kueueVersion": "v0.19.2"}},
+     "tpu-stack:charts.kueueVersion: 'v0.19.2' is not a chart version like 0.19.2 (OCI chart versions have no 'v')"),
+    ("autopilot capacity on standard", {**P, "tpu-stack:queues": {"autopilotCapacity": [{"tpuVersion": "v5e"}]}},
+     "tpu-stack:queues.autopilotCapacity: applies only with cluster.mode: autopilot; on Standard the queues take "
+     "their capacity from tpuPools"),
+    ("bad autopilot topology", {"tpu-stack:cluster": {"mode": "autopilot"}, "tpu-stack:queues": {
+        "autopilotCapacity": [{"tpuVersion": "v5e", "topology": "3x3"}]}},
+     "tpu-stack:queues.autopilotCapacity[0].topology: '3x3' is not a v5e topology for ct5lp-hightpu-4t; valid: "
+     "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"),
+    ("teams without capacity", {"tpu-stack:queues": {"teams": [{"name": "a"}]}},
+     "tpu-stack:queues.teams: there is no TPU capacity to share; add tpuPools (Autopilot: autopilotCapacity)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "config", "message"), CASES, ids=[c[0] for c in CASES])
+def test_queue_config_errors_name_the_key(case: str, config: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load({**BASE, **config}, stack="dev")
+    assert error.value.lines == [message]
+
+
+# ---- Autopilot ---------------------------------------------------------------------------------------------
+
+
+def test_autopilot_quotas_come_from_the_declared_capacity(plans: dict[str, Plan]) -> None:
+    plan = plans["autopilot"]
+    assert plan.by_type("gcp:container/nodePool:NodePool") == []
+    v5e = named(plan, "ResourceFlavor", "v5e-2x4")["spec"]["nodeLabels"]
+    assert v5e == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+        "cloud.google.com/gke-flex-start": "true",
+    }
+    (queue,) = kueue(plan, "ClusterQueue")
+    assert {f: r["nominalQuota"] for f, r in tpu_quota(queue).items()} == {"v5e-2x4": 16, "v6e-spot": 16}
+
+
+# ---- 2. valid for the API server ---------------------------------------------------------------------------
+
+
+def k8s_objects(plan: Plan) -> list[dict[str, Any]]:
+    return [r["inputs"] for r in plan.resources if {"apiVersion", "kind"} <= r["inputs"].keys()]
+
+
+@pytest.mark.parametrize("name", [*SCENARIOS, "dev", "prod"])
+def test_every_kubernetes_object_the_stack_declares_is_valid(plans: dict[str, Plan], name: str) -> None:
+    plan = plans[name]
+    minor = load({**BASE, **SCENARIOS[name]}, stack="dev").cluster.kubernetes_minor if name in SCENARIOS else "1.33"
+    objects = k8s_objects(plan)
+    kinds = {obj["kind"] for obj in objects}
+    assert {"ResourceFlavor", "ClusterQueue", "LocalQueue", "PriorityClass"} <= kinds
+    assert validate.validate_all(objects, kubernetes_version=minor) == []
+
+
+def test_validator_applies_the_crd_rules_to_stack_objects(plans: dict[str, Plan]) -> None:
+    research = named(plans["teams"], "ClusterQueue", "research-cluster-queue")
+    # A flavor that does not list every covered resource (CEL rule on resourceGroups).
+    missing = copy.deepcopy(research)
+    missing["spec"]["resourceGroups"][0]["flavors"][0]["resources"].pop()
+    assert validate.validate_object(missing) == [
+        "ClusterQueue/research-cluster-queue: spec.resourceGroups[0]: flavors must have the same number of "
+        "resources as the coveredResources"
+    ]
+    # A borrowing limit without a cohort (CEL rule on spec).
+    alone = copy.deepcopy(research)
+    del alone["spec"]["cohortName"]
+    assert validate.validate_object(alone) == [
+        "ClusterQueue/research-cluster-queue: spec: borrowingLimit must be nil when cohort is empty"
+    ]
+    # v1beta1's `spec.cohort` is gone in v1beta2.
+    old = copy.deepcopy(research)
+    old["spec"]["cohort"] = old["spec"].pop("cohortName")
+    assert "ClusterQueue/research-cluster-queue: spec.cohort: unknown field" in validate.validate_object(old)
+
+
+# ---- 5. everything waits for the Kueue chart ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["teams", "dev", "prod"])
+def test_every_kueue_object_depends_on_the_kueue_chart(plans: dict[str, Plan], name: str) -> None:
+    plan = plans[name]
+    by_urn = {r["urn"]: r for r in plan.resources}
+    (chart,) = [r for r in plan.by_type(CHART) if r["inputs"]["chart"].endswith("/kueue")]
+    objects = [r for r in plan.resources if r["type"].startswith(KUEUE)]
+    assert len(objects) >= 4
+    for resource in objects:
+        chain = [resource]
+        while chain[-1]["parent"] in by_urn:
+            chain.append(by_urn[chain[-1]["parent"]])
+        assert any(chart["urn"] in r["dependencies"] for r in chain), resource["name"]
+
+
+def test_priority_classes_default_to_xpks_and_are_configurable(plans: dict[str, Plan], run: StackRunner) -> None:
+    classes = [r["inputs"] for r in plans["multislice-seed"].by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")]
+    assert sorted((c["metadata"]["name"], c["value"], c["globalDefault"]) for c in classes) == [
+        ("high", 750, False), ("low", 250, False), ("medium", 500, False), ("very-high", 1000, False),
+        ("very-low", 100, False),
+    ]  # fmt: skip
+    low = {"name": "low-priority", "value": 100, "globalDefault": True, "description": "preemptible work"}
+    plan = run({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"priorityClasses": [low]}})
+    (only,) = [r["inputs"] for r in plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")]
+    assert only == {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "low-priority"},
+        "value": 100,
+        "globalDefault": True,
+        "description": "preemptible work",
+    }
