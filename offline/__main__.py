@@ -1,4 +1,7 @@
-"""Command line: `python -m offline preview --stack dev`; exit 0 clean, 1 policy violation, 2 bad config."""
+"""Command line: `python -m offline preview --stack dev`; exit 0 clean, 1 policy violation, 2 bad config.
+
+`python -m offline workloads --stack dev` writes example workloads bound to the stack's queues.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,11 @@ import gc
 import sys
 from pathlib import Path
 
-from components.config import ConfigError
-from offline import report
+import yaml
+
+from components import workloads
+from components.config import ConfigError, StackConfig, load
+from offline import engine, report
 from offline.engine import REPO, Plan, run_stack
 
 EXIT_OK, EXIT_VIOLATION, EXIT_CONFIG = 0, 1, 2
@@ -22,6 +28,10 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--config", type=Path, help="stack config file to use instead of Pulumi.<stack>.yaml")
     preview.add_argument("--out", type=Path, help="output folder (default build/<stack>)")
     preview.add_argument("--quiet", action="store_true", help="print only totals and the policy report")
+    jobs = commands.add_parser("workloads", help="write example Jobs and JobSets bound to the stack's queues")
+    jobs.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
+    jobs.add_argument("--config", type=Path, help="stack config file to use instead of Pulumi.<stack>.yaml")
+    jobs.add_argument("--out", type=Path, help="output folder (default build/<stack>); files go to its workloads/")
     return parser
 
 
@@ -37,6 +47,27 @@ def preview(stack: str, config_file: Path | None, out: Path | None, quiet: bool)
     report.write(plan, out_dir)
     print(f"Wrote {out_dir / 'plan.json'}, {out_dir / 'manifests'}/, {out_dir / 'graph.mmd'}")
     return EXIT_VIOLATION if any(v["level"] == "mandatory" for v in plan.violations) else EXIT_OK
+
+
+def stack_config(stack: str, config_file: Path | None) -> StackConfig:
+    """The validated config of a stack file, read as the engine passes it to the program."""
+    path = config_file or REPO / f"Pulumi.{stack}.yaml"
+    return load(engine._engine_config(engine.read_stack_file(path)), stack=stack)
+
+
+def write_workloads(stack: str, config_file: Path | None, out: Path | None) -> int:
+    """One YAML file per workload in <out>/workloads/ (old files there are removed first)."""
+    found = workloads.workloads(stack_config(stack, config_file))
+    out_dir = (out or REPO / "build" / stack) / "workloads"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("*.yaml"):
+        old.unlink()
+    for workload in found:
+        (out_dir / f"{workload.name}.yaml").write_text(yaml.safe_dump_all(workload.objects, sort_keys=False))
+        queue = f"{workload.queue.namespace}/{workload.queue.local_queue}"
+        print(f"  {workload.name}.yaml: {workload.slices} slice(s) of {workload.pool} via {queue}")
+    print(f"Wrote {len(found)} workload(s) to {out_dir}/; submit one with `kubectl create -f <file>`")
+    return EXIT_OK
 
 
 def evaluate(stack: str, config_file: Path | None) -> Plan:
@@ -55,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_CONFIG
     try:
+        if args.command == "workloads":
+            return write_workloads(args.stack, config_file, args.out)
         return preview(args.stack, config_file, args.out, args.quiet)
     except ConfigError as error:
         for line in error.lines:

@@ -1,0 +1,210 @@
+"""Example workloads that fit a stack: the seeds' Jobs and JobSets, bound to its queues, flavors and chips.
+
+Pure functions from the config model: each workload selects the node labels of one pool group's flavor,
+asks `google.com/tpu` = chips per VM for each VM of a slice, and is submitted to a LocalQueue whose team can
+reach that many chips (its share, or what it may borrow). Only what the stack can run is generated: a
+multislice JobSet needs as many slices in its group, a queued-provisioning group gets the queued Job.
+`python -m offline workloads --stack <name>` writes them to build/<stack>/workloads/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components import tpu_catalog
+from components.config import (
+    QueueRef,
+    StackConfig,
+    TpuPoolConfig,
+    flavor_labels,
+    queue_pools,
+    queue_refs,
+    team_borrowing,
+    team_chips,
+)
+from components.kueue_queues import QUEUE_LABEL, pool_tolerations
+
+IMAGE = "python:3.11.13-slim-bookworm"
+JAX = "jax[tpu]==0.6.2"
+ICI_PORT = 8471
+METRICS_PORT = 8431
+MEGASCALE_PORT = 8080
+MAX_RESTARTS = 4
+MAX_MULTISLICE = 3
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One manifest file: `objects` applied together, running on `pool` over `slices` slices."""
+
+    name: str
+    pool: str
+    slices: int
+    queue: QueueRef
+    objects: tuple[dict[str, Any], ...]
+
+
+def _queue_for(config: StackConfig, pool: TpuPoolConfig, chips: int) -> QueueRef | None:
+    """The team that holds `chips` chips of the pool, else the first that may borrow them; None if no team can."""
+    refs = queue_refs(config)
+    if not config.queues.teams:
+        return refs["default"] if chips <= pool.total_chips else None
+    shares, borrowing = team_chips(config), team_borrowing(config)
+    teams = config.queues.teams
+    for team in teams:
+        if shares[team.name][pool.name] >= chips:
+            return refs[team.name]
+    for team in teams:
+        limit = borrowing[team.name][pool.name]
+        reach = pool.total_chips if limit is None else min(pool.total_chips, shares[team.name][pool.name] + limit)
+        if reach >= chips:
+            return refs[team.name]
+    return None
+
+
+def _lowest_priority(config: StackConfig) -> str | None:
+    classes = config.queues.priority_classes
+    return min(classes, key=lambda p: p.value).name if classes else None
+
+
+def _script(multislice: bool) -> list[str]:
+    count = "Global device count" if multislice else "TPU chips"
+    return [
+        "bash",
+        "-c",
+        f"pip install --no-cache-dir '{JAX}' && python -c 'import jax; print(\"{count}:\", jax.device_count())'",
+    ]
+
+
+def _pod(config: StackConfig, pool: TpuPoolConfig, ports: list[int], *, host_network: bool) -> dict[str, Any]:
+    """A pod on one VM of the pool: all its chips, the flavor's labels, tolerations of the pool's own taints."""
+    standard = config.cluster.mode == "standard"
+    chips = {tpu_catalog.TPU_RESOURCE: pool.machine.chips_per_vm}
+    container: dict[str, Any] = {
+        "name": "jax-tpu",
+        "image": IMAGE,
+        "command": _script(host_network),
+        "resources": {"requests": dict(chips), "limits": dict(chips)},
+    }
+    if ports:
+        container["ports"] = [{"containerPort": port} for port in ports]
+    if pool.multi_host and standard:
+        container["securityContext"] = {"privileged": True}
+    pod: dict[str, Any] = {"restartPolicy": "Never", "nodeSelector": flavor_labels(pool), "containers": [container]}
+    if host_network and standard:
+        pod["hostNetwork"] = True
+        pod["dnsPolicy"] = "ClusterFirstWithHostNet"
+    priority = _lowest_priority(config)
+    if priority:
+        pod["priorityClassName"] = priority
+    tolerations = _tolerations(pool)
+    if tolerations:
+        pod["tolerations"] = tolerations
+    return pod
+
+
+def _tolerations(pool: TpuPoolConfig) -> list[dict[str, str]]:
+    """The flavor's tolerations but GKE's own TPU taint, which GKE tolerates for pods that request TPUs."""
+    return [t for t in pool_tolerations(pool) if t["key"] != tpu_catalog.TPU_RESOURCE]
+
+
+def _metadata(name: str, queue: QueueRef, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": queue.namespace, "labels": {QUEUE_LABEL: queue.local_queue}}
+    if annotations:
+        metadata["annotations"] = annotations
+    return metadata
+
+
+def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueRef) -> tuple[dict[str, Any], ...]:
+    """A Job over one slice, created suspended for Kueue: one pod on a single-host slice; an Indexed Job with a
+    headless Service (the pods find each other by hostname) on a multi-host slice; for a queued-provisioning
+    group, the pool's run limit travels to the ProvisioningRequest as an annotation."""
+    annotations = {}
+    seconds = pool.max_run_duration_seconds
+    if pool.provisioning == "queued" and seconds:
+        annotations[MAX_RUN_ANNOTATION] = str(seconds)
+    ports = [ICI_PORT, METRICS_PORT] if pool.multi_host else []
+    pod = _pod(config, pool, ports, host_network=False)
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(name, queue, annotations)}
+    if not pool.multi_host:
+        return ({**job, "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": pod}}},)
+    service = f"{name}-svc"
+    pod["subdomain"] = service
+    vms = pool.vms_per_slice
+    spec = {
+        "suspend": True,
+        "completionMode": "Indexed",
+        "parallelism": vms,
+        "completions": vms,
+        "backoffLimit": 0,
+        "template": {"spec": pod},
+    }
+    return (
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": service, "namespace": queue.namespace},
+            "spec": {"clusterIP": "None", "selector": {"job-name": name}},
+        },
+        {**job, "spec": spec},
+    )
+
+
+def multislice_jobset(
+    config: StackConfig, pool: TpuPoolConfig, slices: int, name: str, queue: QueueRef
+) -> dict[str, Any]:
+    """The multislice seed's JobSet: one child Job per slice (exclusive node pool), one pod per VM."""
+    vms = pool.vms_per_slice
+    pod = _pod(config, pool, [ICI_PORT, MEGASCALE_PORT], host_network=True)
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": _metadata(name, queue, {EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}),
+        "spec": {
+            "failurePolicy": {"maxRestarts": MAX_RESTARTS},
+            "replicatedJobs": [
+                {
+                    "name": "slice",
+                    "replicas": slices,
+                    "template": {
+                        "spec": {
+                            "parallelism": vms,
+                            "completions": vms,
+                            "backoffLimit": 0,
+                            "template": {"spec": pod},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def workloads(config: StackConfig) -> list[Workload]:
+    """Per pool group: a Job over one slice (the queued Job on queued groups), and for groups of two or more
+    slices the 1-, 2- and 3-slice JobSets that fit; each only if some queue can reach its chips."""
+    found: list[Workload] = []
+    for pool in queue_pools(config):
+        queued = pool.provisioning == "queued"
+        name = f"{pool.name}-queued" if queued else f"{pool.name}-job"
+        queue = _queue_for(config, pool, pool.chips_per_slice)
+        if queue is not None:
+            found.append(Workload(name, pool.name, 1, queue, slice_job(config, pool, name, queue)))
+        if queued or pool.slices < 2:
+            continue
+        for slices in range(1, min(MAX_MULTISLICE, pool.slices) + 1):
+            queue = _queue_for(config, pool, slices * pool.chips_per_slice)
+            if queue is None:
+                continue
+            name = f"{pool.name}-{slices}slice"
+            jobset = multislice_jobset(config, pool, slices, name, queue)
+            found.append(Workload(name, pool.name, slices, queue, (jobset,)))
+    return found
+
+
+def manifests(config: StackConfig) -> list[dict[str, Any]]:
+    """Every object of every workload."""
+    return [obj for workload in workloads(config) for obj in workload.objects]

@@ -1,0 +1,252 @@
+"""Generated workloads fit their stack: valid objects that select nodes a pool group really has, ask each VM
+for the chips it really holds, and go to a queue that can reach that many chips.
+
+The match is checked against the node pools the stack declares (plan inputs, through the TPU catalog), not
+against the config the generator read, so a generator and a node pool that drifted apart fail here.
+Seeds: flex-start single-host Job and multi-host Indexed Job with a headless Service (ports 8471, 8431);
+multislice JobSets (exclusive node pool per slice, parallelism = completions = VMs per slice, backoffLimit 0);
+queued-provisioning Job created suspended with the queue label.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components import tpu_catalog
+from components.config import load, parse_duration
+from components.workloads import Workload, workloads
+from offline import __main__ as cli
+from offline import validate
+from offline.engine import Plan, run_stack
+from tests.components.test_kueue_queues import MULTISLICE, SCENARIOS
+from tests.conftest import BASE
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+STACKS = ("dev", "prod")
+
+
+def stack_workloads(stack: str) -> list[Workload]:
+    return workloads(cli.stack_config(stack, None))
+
+
+def scenario_workloads(name: str) -> list[Workload]:
+    return workloads(load({**BASE, **SCENARIOS[name]}, stack="dev"))
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, Plan]:
+    return {stack: run_stack(stack) for stack in STACKS}
+
+
+def pod_sets(obj: dict[str, Any]) -> list[tuple[int, int, dict[str, Any]]]:
+    """(slices, pods per slice, pod spec) of a Job or JobSet."""
+    if obj["kind"] == "Job":
+        return [(1, obj["spec"].get("parallelism", 1), obj["spec"]["template"]["spec"])]
+    return [
+        (job["replicas"], job["template"]["spec"]["parallelism"], job["template"]["spec"]["template"]["spec"])
+        for job in obj["spec"]["replicatedJobs"]
+    ]
+
+
+def node_groups(plan: Plan) -> dict[str, dict[str, Any]]:
+    """Pool group -> what its nodes offer, read from the NodePool inputs the stack declares."""
+    groups: dict[str, dict[str, Any]] = {}
+    for pool in plan.by_type(NODE_POOL):
+        inputs = pool["inputs"]
+        node_config = inputs["nodeConfig"]
+        machine = tpu_catalog.machine_type(node_config["machineType"])
+        if machine is None:
+            continue  # the CPU system pool
+        scaling = inputs.get("autoscaling") or {}
+        labels = {
+            tpu_catalog.ACCELERATOR_LABEL: machine.version.accelerator,
+            tpu_catalog.TOPOLOGY_LABEL: (inputs.get("placementPolicy") or {}).get("tpuTopology")
+            or machine.single_host_topology,
+            **(node_config.get("labels") or {}),
+        }
+        if node_config.get("flexStart"):
+            labels[tpu_catalog.FLEX_START_LABEL] = "true"
+        if node_config.get("spot"):
+            labels[tpu_catalog.SPOT_LABEL] = "true"
+        group = groups.setdefault(
+            pool["parent"],
+            {
+                "labels": labels,
+                "chips_per_vm": machine.chips_per_vm,
+                "vms": inputs.get("nodeCount") or scaling.get("maxNodeCount") or scaling.get("totalMaxNodeCount"),
+                "queued": bool((inputs.get("queuedProvisioning") or {}).get("enabled")),
+                "max_run": node_config.get("maxRunDuration"),
+                "slices": 0,
+            },
+        )
+        group["slices"] += 1
+    return groups
+
+
+def kueue_objects(plan: Plan, kind: str) -> list[dict[str, Any]]:
+    return [r["inputs"] for r in plan.by_type(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}")]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_workload_runs_on_a_pool_of_its_stack(plans: dict[str, Plan], stack: str) -> None:
+    plan = plans[stack]
+    groups = node_groups(plan)
+    found = stack_workloads(stack)
+    assert found
+    for workload in found:
+        for obj in (o for o in workload.objects if o["kind"] in ("Job", "JobSet")):
+            for slices, pods, pod in pod_sets(obj):
+                selector = pod["nodeSelector"]
+                (group,) = [g for g in groups.values() if selector.items() <= g["labels"].items()]
+                chips = pod["containers"][0]["resources"]
+                assert chips["limits"] == chips["requests"] == {tpu_catalog.TPU_RESOURCE: group["chips_per_vm"]}
+                assert pods == group["vms"], f"{workload.name}: one pod per VM of a slice"
+                assert slices <= group["slices"], f"{workload.name}: more slices than the group has"
+                tolerated = {t["key"] for t in pod.get("tolerations", [])}
+                assert (tpu_catalog.QUEUED_TAINT in tolerated) == group["queued"], workload.name
+                if group["queued"] and group["max_run"]:
+                    annotation = obj["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"]
+                    assert f"{annotation}s" == group["max_run"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_workload_goes_to_a_queue_that_reaches_its_chips(plans: dict[str, Plan], stack: str) -> None:
+    plan = plans[stack]
+    local_queues = {(q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"]["clusterQueue"]
+                    for q in kueue_objects(plan, "LocalQueue")}  # fmt: skip
+    cluster_queues = {q["metadata"]["name"]: q["spec"] for q in kueue_objects(plan, "ClusterQueue")}
+    flavors = {f["metadata"]["name"]: f["spec"]["nodeLabels"] for f in kueue_objects(plan, "ResourceFlavor")}
+    priorities = {
+        r["inputs"]["metadata"]["name"] for r in plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+    }
+    total = {name: pool["chips"] for name, pool in plan.outputs["tpuPools"].items()}
+    for workload in stack_workloads(stack):
+        for obj in (o for o in workload.objects if o["kind"] in ("Job", "JobSet")):
+            metadata = obj["metadata"]
+            spec = cluster_queues[local_queues[(metadata["namespace"], metadata["labels"][QUEUE_LABEL])]]
+            sets = pod_sets(obj)
+            chips = sum(s * p * pod["containers"][0]["resources"]["requests"]["google.com/tpu"] for s, p, pod in sets)
+            selector = sets[0][2]["nodeSelector"]
+            (flavor,) = [name for name, labels in flavors.items() if labels.items() <= selector.items()]
+            (resource,) = [
+                r
+                for f in spec["resourceGroups"][0]["flavors"]
+                if f["name"] == flavor
+                for r in f["resources"]
+                if r["name"] == "google.com/tpu"
+            ]
+            reach = resource["nominalQuota"] + resource.get("borrowingLimit", total[flavor])
+            assert chips <= min(reach, total[flavor]), workload.name
+            assert all(pod["priorityClassName"] in priorities for _, _, pod in sets)
+
+
+@pytest.mark.parametrize("name", [*STACKS, *SCENARIOS])
+def test_workloads_are_valid_objects(name: str) -> None:
+    found = stack_workloads(name) if name in STACKS else scenario_workloads(name)
+    objects = [o for w in found for o in w.objects]
+    assert objects
+    assert validate.validate_all(objects) == []
+
+
+def by_name(found: list[Workload]) -> dict[str, Workload]:
+    return {w.name: w for w in found}
+
+
+def test_multislice_seed_gets_its_job_and_the_1_2_3_slice_jobsets() -> None:
+    found = by_name(scenario_workloads("multislice-seed"))
+    assert set(found) == {"multislice-job", "multislice-1slice", "multislice-2slice", "multislice-3slice"}
+    (jobset,) = found["multislice-3slice"].objects
+    assert jobset["metadata"]["labels"] == {QUEUE_LABEL: "multislice-queue"}
+    assert jobset["metadata"]["namespace"] == "default"
+    assert jobset["metadata"]["annotations"] == {
+        "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"
+    }
+    spec = jobset["spec"]
+    assert spec["failurePolicy"] == {"maxRestarts": 4}
+    (job,) = spec["replicatedJobs"]
+    assert job["replicas"] == 3
+    job_spec = job["template"]["spec"]
+    assert (job_spec["parallelism"], job_spec["completions"], job_spec["backoffLimit"]) == (2, 2, 0)
+    pod = job_spec["template"]["spec"]
+    assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
+    assert pod["containers"][0]["securityContext"] == {"privileged": True}
+    assert pod["priorityClassName"] == "very-low"
+    assert not pod["containers"][0]["image"].endswith(":latest") and ":" in pod["containers"][0]["image"]
+
+
+def test_multislice_jobsets_stop_at_the_slices_of_the_group() -> None:
+    config = load({**BASE, "tpu-stack:tpuPools": [{**MULTISLICE, "slices": 2}]}, stack="dev")
+    assert {w.name: w.slices for w in workloads(config)} == {"multislice-job": 1, "multislice-1slice": 1,
+                                                             "multislice-2slice": 2}  # fmt: skip
+
+
+def test_no_workload_for_chips_no_team_can_reach() -> None:
+    teams = [{"name": "a", "shares": {"multislice": 8}, "borrowingLimit": {"multislice": 0}},
+             {"name": "b", "shares": {"multislice": 8}, "borrowingLimit": {"multislice": 4}}]  # fmt: skip
+    config = load({**BASE, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}}, stack="dev")
+    found = by_name(workloads(config))
+    assert set(found) == {"multislice-job", "multislice-1slice"}
+    assert found["multislice-1slice"].queue.local_queue == "a-queue"
+
+
+def test_flex_start_seed_single_host_job_and_multi_host_indexed_job() -> None:
+    found = by_name(scenario_workloads("flex-start-seed"))
+    (single,) = found["flex-single-job"].objects
+    assert single["spec"]["suspend"] is True
+    assert single["spec"]["template"]["spec"]["nodeSelector"] == {
+        "cloud.google.com/gke-flex-start": "true",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "2x2",
+    }
+    service, job = found["flex-multi-job"].objects
+    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": "flex-multi-job"}}
+    spec = job["spec"]
+    assert (spec["completionMode"], spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (
+        "Indexed", 4, 4, 0,
+    )  # fmt: skip
+    pod = spec["template"]["spec"]
+    assert pod["subdomain"] == service["metadata"]["name"]
+    assert [p["containerPort"] for p in pod["containers"][0]["ports"]] == [8471, 8431]
+    assert "hostNetwork" not in pod
+
+
+def test_queued_job_is_suspended_tolerates_the_queued_taint_and_carries_the_run_limit() -> None:
+    found = by_name(scenario_workloads("dws-seed"))
+    assert set(found) == {"dws-queued"}, "a queued group gets the queued Job, no JobSets"
+    _service, job = found["dws-queued"].objects
+    assert job["spec"]["suspend"] is True
+    assert job["metadata"]["labels"] == {QUEUE_LABEL: "multislice-queue"}
+    assert job["metadata"]["annotations"] == {"provreq.kueue.x-k8s.io/maxRunDurationSeconds": str(parse_duration("7d"))}
+    assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in job["spec"][
+        "template"
+    ]["spec"]["tolerations"]
+
+
+def test_autopilot_workloads_are_neither_privileged_nor_on_the_host_network() -> None:
+    found = scenario_workloads("autopilot")
+    assert found
+    for workload in found:
+        for obj in workload.objects:
+            for _, _, pod in pod_sets(obj) if obj["kind"] != "Service" else []:
+                assert "hostNetwork" not in pod
+                assert "securityContext" not in pod["containers"][0]
+
+
+def test_cli_writes_one_file_per_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["workloads", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    written = {p.stem: list(yaml.safe_load_all(p.read_text())) for p in (tmp_path / "workloads").glob("*.yaml")}
+    assert written == {w.name: list(w.objects) for w in stack_workloads("dev")}
+    assert "research/research-queue" in capsys.readouterr().out
+
+
+def test_cli_workloads_with_bad_config_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text(yaml.safe_dump({"config": {**BASE, "tpu-stack:tpuPools": [{**MULTISLICE, "topology": "4x5"}]}}))
+    assert cli.main(["workloads", "--stack", "bad", "--config", str(path), "--out", str(tmp_path)]) == 2
+    assert "tpu-stack:tpuPools[0].topology" in capsys.readouterr().err
+    assert not (tmp_path / "workloads").exists()
