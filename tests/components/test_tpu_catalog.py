@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
 from components import tpu_catalog
+from offline.validate import shared_dir
 
-SHARED = Path(os.environ.get("TPU_STACK_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
+SHARED = shared_dir()
 XPK = SHARED / "data" / "tpu_catalog_xpk.json"
 
 
