@@ -97,12 +97,13 @@ class _Mocks(pulumi.runtime.Mocks):
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
+        # No failures is an empty list: the SDK's mock monitor iterates it (None raises TypeError).
         if args.token == "gcp:organizations/getProject:getProject":
             project = args.args.get("projectId", "mock-project")
-            return {"projectId": project, "number": MOCK_PROJECT_NUMBER, "name": project}, None
+            return {"projectId": project, "number": MOCK_PROJECT_NUMBER, "name": project}, []
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
-            return {"project": "mock-project", "accessToken": "mock"}, None
-        return {}, None
+            return {"project": "mock-project", "accessToken": "mock"}, []
+        return {}, []
 
 
 _WORKER_LOOPS: set[asyncio.AbstractEventLoop] = set()
@@ -187,7 +188,15 @@ def _plain(value: Any) -> Any:
 
 def read_stack_file(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a Pulumi.<stack>.yaml file."""
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or "not valid YAML"
+        raise ConfigError([f"{path}{where}: {problem}; fix the YAML (indentation, '-' list items)"]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([f"{path}: a stack file is a mapping with a `config:` key"])
     config = data.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])

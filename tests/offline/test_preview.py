@@ -70,3 +70,17 @@ def test_secrets_never_reach_the_plan(dev_plan: dict[str, object]) -> None:
     outputs = dev_plan["outputs"]
     assert isinstance(outputs, dict)
     assert outputs["kubeconfig"] == "[secret]"
+
+
+def test_a_stack_file_that_is_not_yaml_is_a_one_line_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack_file = tmp_path / "Pulumi.broken.yaml"
+    stack_file.write_text("config:\n  tpu-stack:bucket:\n    writers:\n  - namespace: default\n   - x\n")
+    assert cli.main(["preview", "--stack", "broken", "--config", str(stack_file), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"error: {stack_file}:4: expected <block end>, but found '-'; fix the YAML (indentation, '-' list items)",
+        "1 config error(s); nothing was registered.",
+    ]
+    assert not (tmp_path / "plan.json").exists()
