@@ -12,6 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import JOBSET_NAMESPACE, StackConfig, controller_resources
+from components.kubernetes_object import KubernetesObject
 from components.kueue_install import controller_node_selector
 
 JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
@@ -40,9 +41,9 @@ class JobSetInstall(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:JobSetInstall", name, None, opts)
-        self.namespace: k8s.core.v1.Namespace = k8s.core.v1.Namespace(
+        self.namespace: KubernetesObject = KubernetesObject(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=JOBSET_NAMESPACE),
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": JOBSET_NAMESPACE}},
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
         self.chart: k8s.helm.v4.Chart = k8s.helm.v4.Chart(
@@ -50,7 +51,7 @@ class JobSetInstall(pulumi.ComponentResource):
             name="jobset",
             chart=JOBSET_CHART,
             version=config.charts.jobset_version,
-            namespace=self.namespace.metadata.apply(lambda m: m.name),
+            namespace=self.namespace.metadata.apply(lambda m: m["name"]),
             values=chart_values(config),
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )

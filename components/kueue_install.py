@@ -18,6 +18,7 @@ import yaml
 
 from components import tpu_catalog
 from components.config import KUEUE_NAMESPACE, StackConfig, controller_resources, covered_resources
+from components.kubernetes_object import KubernetesObject
 
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
@@ -78,9 +79,9 @@ class KueueInstall(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:KueueInstall", name, None, opts)
-        self.namespace: k8s.core.v1.Namespace = k8s.core.v1.Namespace(
+        self.namespace: KubernetesObject = KubernetesObject(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE),
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}},
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
         self.chart: k8s.helm.v4.Chart = k8s.helm.v4.Chart(
@@ -88,7 +89,7 @@ class KueueInstall(pulumi.ComponentResource):
             name="kueue",
             chart=KUEUE_CHART,
             version=config.charts.kueue_version,
-            namespace=self.namespace.metadata.apply(lambda m: m.name),
+            namespace=self.namespace.metadata.apply(lambda m: m["name"]),
             values=chart_values(config),
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on)),
         )

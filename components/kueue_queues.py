@@ -30,6 +30,7 @@ from components.config import (
     team_borrowing,
     team_chips,
 )
+from components.kubernetes_object import KubernetesObject
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUED_CLASS = "queued-provisioning.gke.io"
@@ -230,40 +231,31 @@ class KueueQueues(pulumi.ComponentResource):
     ) -> None:
         super().__init__("tpu-stack:index:KueueQueues", name, None, opts)
         in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
-        self.namespaces: dict[str, k8s.core.v1.Namespace] = {}
-        self.priority_classes: list[k8s.scheduling.v1.PriorityClass] = []
-        self.kueue_objects: list[k8s.apiextensions.CustomResource] = []
+        self.namespaces: dict[str, KubernetesObject] = {}
+        self.priority_classes: list[KubernetesObject] = []
+        self.kueue_objects: list[KubernetesObject] = []
         for obj in queue_objects(config):
             kind, metadata = obj["kind"], obj["metadata"]
             resource_id = resource_name(name, obj)
             if kind == "Namespace":
-                self.namespaces[metadata["name"]] = k8s.core.v1.Namespace(
-                    resource_id, metadata=metadata, opts=in_cluster
-                )
+                self.namespaces[metadata["name"]] = KubernetesObject(resource_id, obj, opts=in_cluster)
             elif kind == "PriorityClass":
-                self.priority_classes.append(
-                    k8s.scheduling.v1.PriorityClass(
-                        resource_id,
-                        metadata=metadata,
-                        value=obj["value"],
-                        global_default=obj["globalDefault"],
-                        description=obj.get("description"),
-                        opts=in_cluster,
-                    )
-                )
+                self.priority_classes.append(KubernetesObject(resource_id, obj, opts=in_cluster))
             else:
                 namespace_resource = self.namespaces.get(metadata.get("namespace", ""))
                 depends_on: list[pulumi.Resource] = [kueue_chart]
                 if namespace_resource is not None:
                     depends_on.append(namespace_resource)
                 self.kueue_objects.append(
-                    k8s.apiextensions.CustomResource(
+                    KubernetesObject(
                         resource_id,
-                        api_version=obj["apiVersion"],
-                        kind=kind,
-                        metadata=metadata,
-                        spec=obj["spec"],
+                        obj,
                         opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=depends_on)),
                     )
                 )
         self.register_outputs({})
+
+    def namespace_name(self, name: str) -> pulumi.Input[str]:
+        """`name` as an input that waits for the namespace when this component creates it."""
+        namespace = self.namespaces.get(name)
+        return namespace.metadata.apply(lambda m: m["name"]) if namespace is not None else name
