@@ -6,12 +6,16 @@ validated config model (components/config.py).
 
 import pulumi
 
+from components import workload_identity
+from components.bucket import Bucket
 from components.config import flavor_labels, load_from_pulumi, queue_pools, queue_refs
 from components.gke_cluster import GkeCluster
 from components.jobset_install import JobSetInstall
 from components.kueue_install import KueueInstall
 from components.kueue_queues import KueueQueues
+from components.saxml import Saxml
 from components.tpu_slice_pools import TpuSlicePools
+from components.workload_identity import BucketRole, WorkloadIdentity
 
 config = load_from_pulumi()
 
@@ -41,6 +45,36 @@ pulumi.export(
 pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in queue_pools(config)})
 
 # --- serving and identity: bucket, Workload Identity, Saxml ---
+bucket = Bucket("data", config=config)
+project_number = workload_identity.project_number(config)
+identities = [
+    WorkloadIdentity(
+        f"{workload.namespace}-{workload.service_account}",
+        config=config,
+        workload=workload,
+        bucket_roles=[BucketRole("bucket", bucket.name, role)],
+        provider=cluster.provider,
+        cluster=cluster.cluster,
+        namespace=queues.namespace_name(workload.namespace),
+        project_number=project_number,
+    )
+    for _field, _index, workload, role in config.bucket.grants
+]
+saxml = (
+    Saxml(
+        "saxml",
+        config=config,
+        bucket_name=bucket.name,
+        provider=cluster.provider,
+        cluster=cluster.cluster,
+        project_number=project_number,
+        depends_on=[jobset.chart],
+    )
+    if config.saxml
+    else None
+)
+if saxml:
+    identities.append(saxml.identity)
 
 # --- outputs ---
 pulumi.export("clusterName", cluster.cluster.name)
@@ -62,3 +96,18 @@ pulumi.export(
         for pool in config.tpu_pools
     },
 )
+pulumi.export("bucketName", bucket.name)
+pulumi.export("bucketUrl", bucket.url)
+pulumi.export("identities", {identity.key: identity.summary() for identity in identities})
+if saxml and config.saxml:
+    pulumi.export(
+        "saxml",
+        {
+            "namespace": config.saxml.namespace,
+            "serviceAccount": config.saxml.service_account,
+            "cell": config.saxml.cell,
+            "pool": config.saxml.pool,
+            "httpAddress": saxml.http_address,
+            "urls": saxml.urls,
+        },
+    )

@@ -7,14 +7,24 @@ one line per problem, each naming the config key (`tpu-stack:tpuPools[1].topolog
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pulumi import RunError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from components import tpu_catalog
@@ -564,10 +574,12 @@ class QueueRef(_Model):
 
 
 def queue_pools(config: StackConfig) -> tuple[TpuPoolConfig, ...]:
-    """Capacity Kueue hands out: the TPU pool groups (Autopilot: queues.autopilotCapacity)."""
+    """Capacity Kueue hands out: the TPU pool groups (Autopilot: queues.autopilotCapacity), except the group
+    Saxml serves on, whose slices its model servers hold outside Kueue."""
     if config.cluster.mode == "autopilot":
         return tuple(capacity.pool for capacity in config.queues.autopilot_capacity)
-    return config.tpu_pools
+    serving = config.saxml.pool if config.saxml else None
+    return tuple(pool for pool in config.tpu_pools if pool.name != serving)
 
 
 def flavor_labels(pool: TpuPoolConfig) -> dict[str, str]:
@@ -748,6 +760,8 @@ def _priority_problems(queues: QueuesConfig) -> list[str]:
 
 
 def _not_a_queue_pool(config: StackConfig, name: str) -> str:
+    if config.saxml is not None and name == config.saxml.pool:
+        return f"pool {name!r} serves Saxml, whose model servers hold all its slices; it is not Kueue capacity"
     names = ", ".join(pool.name for pool in queue_pools(config)) or "none"
     return f"{name!r} names no TPU pool the queues share; pools: {names}"
 
@@ -755,7 +769,7 @@ def _not_a_queue_pool(config: StackConfig, name: str) -> str:
 def _team_problems(config: StackConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
     key = f"{PROJECT}:queues.teams"
     names = {pool.name for pool in pools}
-    reserved = set(_RESERVED_NAMESPACES)
+    reserved = set(_RESERVED_NAMESPACES) | ({config.saxml.namespace} if config.saxml else set())
     problems: list[str] = []
     teams: dict[str, int] = {}
     namespaces: dict[str, int] = {}
@@ -797,12 +811,275 @@ def _team_problems(config: StackConfig, pools: tuple[TpuPoolConfig, ...]) -> lis
 # ---- serving and identity ----------------------------------------------------------------------------
 
 
+IdentityForm = Literal["principal", "iamServiceAccount"]
+SAXML_IMAGES = "us-docker.pkg.dev/cloud-tpu-images/inference"
+BUCKET_NAME_MAX = 63
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*[a-z0-9]$")
+_IAM_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+_SAX_CELL = re.compile(r"^/sax/[A-Za-z0-9_-]+$")
+
+
+def _kubernetes_name(name: str) -> str:
+    """Namespaces and service accounts: DNS labels of at most 63 characters."""
+    if len(name) > 63 or not _DNS_LABEL.match(name):
+        raise ValueError(
+            f"{name!r} must be a DNS label of at most 63 characters: lowercase letters, digits and '-', "
+            "starting with a letter"
+        )
+    return name
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Cloud Storage naming rules; dotted names are refused as they need domain verification."""
+    if not 3 <= len(name) <= BUCKET_NAME_MAX:
+        return f"{name!r} is {len(name)} characters; Cloud Storage allows 3 to {BUCKET_NAME_MAX}"
+    if not _BUCKET_NAME.match(name):
+        return (
+            f"{name!r} is not a bucket name: lowercase letters, digits, '-' and '_', starting and ending with "
+            "a letter or digit (dotted names need domain verification)"
+        )
+    if name.startswith("goog") or "google" in name:
+        return f"{name!r} cannot start with 'goog' or contain 'google'"
+    return None
+
+
+class WorkloadRef(_Model):
+    """A Kubernetes service account whose pods reach Google Cloud through Workload Identity.
+
+    `principal` grants roles to the KSA's own principal (no Google service account, no key, no annotation);
+    `iamServiceAccount` is the older form: a Google service account the KSA impersonates.
+    """
+
+    namespace: str
+    service_account: str
+    identity: IdentityForm = "principal"
+    iam_service_account: str | None = None
+    """Account id of the Google service account (iamServiceAccount form); defaults to `<namespace>-<ksa>`."""
+
+    _names = field_validator("namespace", "service_account")(_kubernetes_name)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.service_account}"
+
+    @property
+    def iam_account_id(self) -> str:
+        return self.iam_service_account or f"{self.namespace}-{self.service_account}"[:30].rstrip("-")
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(config field, message): the Google service account id must be valid where one is created."""
+        if self.identity == "principal":
+            if self.iam_service_account is not None:
+                return [("iamServiceAccount", "applies only with identity: iamServiceAccount")]
+            return []
+        if not _IAM_ACCOUNT_ID.match(self.iam_account_id):
+            field = "iamServiceAccount" if self.iam_service_account else "identity"
+            return [
+                (
+                    field,
+                    f"Google service account id {self.iam_account_id!r} must be 6-30 lowercase letters, digits and "
+                    "'-', starting with a letter; set iamServiceAccount",
+                )
+            ]
+        return []
+
+
+READER_ROLE = "roles/storage.objectViewer"
+WRITER_ROLE = "roles/storage.objectUser"
+
+
 class BucketConfig(_Model):
-    """The stack's Cloud Storage bucket (`tpu-stack:bucket`)."""
+    """The stack's Cloud Storage bucket (`tpu-stack:bucket`) and who may use it.
+
+    Readers get `roles/storage.objectViewer`, writers `roles/storage.objectUser`, on this bucket only.
+    The namespaces of readers and writers must exist (`default`, a team namespace, or Saxml's own).
+    """
+
+    name: str | None = None
+    """Defaults to `<gcp:project>-<stack>-tpu-stack`."""
+    location: str | None = None
+    """Defaults to gcp:region."""
+    noncurrent_version_days: int = Field(default=30, ge=1)
+    """Versioning keeps overwritten objects; they are deleted this many days after they stop being current."""
+    project_number: int | None = Field(default=None, gt=0)
+    """Number of gcp:project for `principal://` members; looked up (resourcemanager.projects.get) when unset."""
+    readers: tuple[WorkloadRef, ...] = ()
+    writers: tuple[WorkloadRef, ...] = ()
+
+    @property
+    def grants(self) -> list[tuple[str, int, WorkloadRef, str]]:
+        """(list name, index, workload, role) for every reader and writer."""
+        return [("readers", i, w, READER_ROLE) for i, w in enumerate(self.readers)] + [
+            ("writers", i, w, WRITER_ROLE) for i, w in enumerate(self.writers)
+        ]
+
+
+def _pinned_image(image: str) -> str:
+    tag = image.rsplit("/", 1)[-1].partition(":")[2]
+    if "@sha256:" not in image and (not tag or tag == "latest"):
+        raise ValueError(f"{image!r} is not pinned; use an explicit version tag or an @sha256 digest, never latest")
+    return image
+
+
+class SaxmlImagesConfig(_Model):
+    """Saxml images of the GKE sample, pinned."""
+
+    admin_server: str = f"{SAXML_IMAGES}/sax-admin-server:v1.1.0"
+    model_server: str = f"{SAXML_IMAGES}/sax-model-server:v1.1.0"
+    http_server: str = f"{SAXML_IMAGES}/sax-http:v1.0.0"
+
+    _pinned = field_validator("admin_server", "model_server", "http_server")(_pinned_image)
+
+
+def _source_range(cidr: str) -> str:
+    try:
+        network = ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        raise ValueError(f"{cidr!r} is not a CIDR range like 203.0.113.0/24") from None
+    if network.prefixlen == 0:
+        raise ValueError(f"{cidr!r} admits every address; list the client CIDRs instead")
+    return cidr
+
+
+class SaxmlServiceConfig(_Model):
+    """The `sax-http-lb` Service: an internal load balancer unless `external` (then sourceRanges are required)."""
+
+    external: bool = False
+    source_ranges: tuple[Annotated[str, AfterValidator(_source_range)], ...] = ()
+
+
+class SaxmlModelConfig(_Model):
+    """The model the pool must hold: about 2 GB of HBM per billion parameters."""
+
+    name: str
+    billions_of_parameters: float = Field(gt=0)
+
+    @property
+    def memory_gb(self) -> float:
+        return 2 * self.billions_of_parameters
+
+    def chips(self, version: tpu_catalog.TpuVersion) -> int:
+        return math.ceil(self.memory_gb / version.hbm_gb_per_chip)
 
 
 class SaxmlConfig(_Model):
-    """Saxml serving on a TPU pool group (`tpu-stack:saxml`)."""
+    """Saxml serving on a TPU pool group (`tpu-stack:saxml`): one model server per slice of `pool`."""
+
+    pool: str
+    model: SaxmlModelConfig | None = None
+    namespace: str = "saxml"
+    service_account: str = "sax-sa"
+    identity: IdentityForm = "principal"
+    iam_service_account: str | None = None
+    cell: str = "/sax/test"
+    max_restarts: int = Field(default=4, ge=0)
+    """JobSet failurePolicy.maxRestarts: how often all model servers restart together after a failure."""
+    images: SaxmlImagesConfig = SaxmlImagesConfig()
+    service: SaxmlServiceConfig = SaxmlServiceConfig()
+
+    @field_validator("cell")
+    @classmethod
+    def _cell(cls, cell: str) -> str:
+        if not _SAX_CELL.match(cell):
+            raise ValueError(f"{cell!r} is not a Saxml cell; use /sax/<name>, e.g. /sax/test")
+        return cell
+
+    @property
+    def workload(self) -> WorkloadRef:
+        return WorkloadRef(
+            namespace=self.namespace,
+            service_account=self.service_account,
+            identity=self.identity,
+            iam_service_account=self.iam_service_account,
+        )
+
+
+def bucket_name(config: StackConfig) -> str:
+    """`bucket.name`, else `<project>-<stack>-tpu-stack` (stack names may hold upper case, '.' and '_')."""
+    stack = re.sub(r"[^a-z0-9-]", "-", config.stack.lower())
+    return config.bucket.name or f"{config.project}-{stack}-{PROJECT}"
+
+
+def saxml_pool(config: StackConfig) -> TpuPoolConfig:
+    """The pool Saxml serves on; only call with saxml set (stack_problems checked it exists)."""
+    assert config.saxml is not None
+    pool = config.pool(config.saxml.pool)
+    assert pool is not None, "checked in stack_problems"
+    return pool
+
+
+def _serving_problems(config: StackConfig) -> list[str]:
+    problems: list[str] = []
+    key = f"{PROJECT}:bucket"
+    if config.throwaway and config.is_prod:
+        problems.append(f"{PROJECT}:throwaway: the prod stack keeps its data (its bucket is protected); remove it")
+    name = bucket_name(config)
+    problem = bucket_name_problem(name)
+    if problem and config.bucket.name is None:
+        problem = f"the derived name {problem}: set bucket.name"
+    if problem:
+        problems.append(f"{key}.name: {problem}")
+    seen: dict[str, str] = {}
+    if config.saxml is not None:
+        seen[config.saxml.workload.key] = "Saxml's service account (saxml.serviceAccount)"
+    namespaces = ["default", *queue_namespaces(config)]
+    for field, index, workload, _role in config.bucket.grants:
+        where = f"{key}.{field}[{index}]"
+        problems += [f"{where}.{f}: {message}" for f, message in workload.problems()]
+        if workload.key in seen:
+            problems.append(f"{where}: {workload.key} is already {seen[workload.key]}; list it once")
+        elif workload.namespace not in namespaces:
+            problems.append(
+                f"{where}.namespace: {workload.namespace!r} is not a namespace the stack has; use one of "
+                f"{', '.join(namespaces)} (team namespaces come from tpu-stack:queues.teams)"
+            )
+        seen.setdefault(workload.key, f"listed in bucket.{field}[{index}]")
+    if config.saxml is not None:
+        problems += _saxml_problems(config, config.saxml)
+    return problems
+
+
+def _saxml_problems(config: StackConfig, saxml: SaxmlConfig) -> list[str]:
+    key = f"{PROJECT}:saxml"
+    problems = [f"{key}.{field}: {message}" for field, message in saxml.workload.problems()]
+    if saxml.service.external and not saxml.service.source_ranges:
+        problems.append(
+            f"{key}.service.sourceRanges: required with external: true (the client CIDRs allowed to reach "
+            "port 8888); list them or remove external"
+        )
+    pool = config.pool(saxml.pool)
+    if pool is None:
+        names = ", ".join(p.name for p in config.tpu_pools) or "none"
+        return [*problems, f"{key}.pool: {saxml.pool!r} names no TPU pool; tpuPools: {names}"]
+    if pool.problems():
+        return problems
+    if pool.provisioning == "queued":
+        problems.append(
+            f"{key}.pool: pool {pool.name!r} is queued-provisioning, whose nodes exist only for Kueue-admitted "
+            "jobs; serve on an on-demand, reservation, spot or flex-start pool"
+        )
+    model = saxml.model
+    if model is not None:
+        version = pool.machine.version
+        chips = model.chips(version)
+        if chips > pool.chips_per_slice:
+            problems.append(
+                f"{key}.model.billionsOfParameters: a {model.billions_of_parameters:g}B model needs "
+                f"~{model.memory_gb:g} GB = {chips} {version.name} chips; pool {pool.name!r} slices have "
+                f"{pool.chips_per_slice} chips ({pool.slice_topology}); {_fitting_slice(pool, model)}"
+            )
+    return problems
+
+
+def _fitting_slice(pool: TpuPoolConfig, model: SaxmlModelConfig) -> str:
+    version = pool.machine.version
+    topology = pool.machine.smallest_topology_with(model.chips(version))
+    if topology is not None:
+        return f"use topology {topology} or larger"
+    fitting = tpu_catalog.smallest_topology_for_model(model.billions_of_parameters, version.name)
+    if fitting is not None:
+        return f"use machineType {fitting[0]} with topology {fitting[1]} or larger"
+    return f"no {version.name} slice is that large; use a TPU version with more HBM per chip"
 
 
 class StackConfig(_Model):
@@ -942,6 +1219,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     # --- queue checks (batch scheduling) ---
     problems += _queue_problems(config)
     # --- serving checks (bucket, identity, Saxml) ---
+    problems += _serving_problems(config)
     location = config.cluster_location
     if location.count("-") == 2 and not location.startswith(config.region + "-"):
         problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")

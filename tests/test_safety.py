@@ -116,10 +116,6 @@ def test_prod_buckets_are_protected_and_keep_their_objects(plans: dict[str, Plan
         assert not bucket["inputs"].get("forceDestroy"), bucket["name"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the serving work (Bucket component) has not landed yet; remove this marker when it does",
-)
 def test_prod_declares_a_bucket(plans: dict[str, Plan]) -> None:
     assert plans["prod"].by_type(BUCKET)
 

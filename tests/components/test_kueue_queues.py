@@ -262,6 +262,7 @@ def test_shares_above_capacity_are_one_exact_error_and_exit_2(
 
 
 P = {"tpu-stack:tpuPools": [MULTISLICE, QUEUED_LABELED]}
+SAXML = {"tpu-stack:saxml": {"pool": "multislice"}}
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("percentage above what remains", {**P, "tpu-stack:queues": {"teams": [
         {"name": "a", "shares": {"multislice": "75%"}}, {"name": "b", "shares": {"multislice": "50%"}}]}},
@@ -287,6 +288,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("team name not a label", {**P, "tpu-stack:queues": {"teams": [{"name": "Team A"}]}},
      "tpu-stack:queues.teams[0].name: 'Team A' must be a DNS label of at most 63 characters: lowercase letters, "
      "digits and '-', starting with a letter"),
+    ("share of the serving pool",
+     {**P, **SAXML, "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"multislice": 8}}]}},
+     "tpu-stack:queues.teams[0].shares.multislice: pool 'multislice' serves Saxml, whose model servers hold all "
+     "its slices; it is not Kueue capacity"),
     ("two global defaults", {**P, "tpu-stack:queues": {"priorityClasses": [
         {"name": "low", "value": 1, "globalDefault": True}, {"name": "high", "value": 9, "globalDefault": True}]}},
      "tpu-stack:queues.priorityClasses: low, high are all globalDefault; at most one may be"),
@@ -411,3 +416,10 @@ def test_priority_classes_default_to_xpks_and_are_configurable(plans: dict[str, 
         "globalDefault": True,
         "description": "preemptible work",
     }
+
+
+def test_saxml_serving_pool_is_not_kueue_capacity(plans: dict[str, Plan]) -> None:
+    plan = plans["prod"]
+    assert "serve" in plan.outputs["tpuPools"]
+    assert "serve" not in plan.outputs["flavors"]
+    assert all("serve" not in tpu_quota(q) for q in kueue(plan, "ClusterQueue"))

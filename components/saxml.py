@@ -1,0 +1,268 @@
+"""Saxml: admin server, one multi-host model server per slice of a TPU pool group, HTTP server and its Service.
+
+The model-server JobSet's shape comes from the pool's config (replicas = slices, parallelism = completions =
+VMs per slice, `google.com/tpu` = chips per VM, the pool's node labels), so serving cannot ask for a slice
+the pools do not have. Every pod runs as one Workload Identity KSA with object access to the stack's bucket
+only; the admin server keeps its state under `gs://<bucket>/sax-root`, where model and HTTP servers find it.
+CPU servers run on the system pool, never on TPU nodes. The HTTP Service is an internal load balancer unless
+config opens it, and then only to listed source ranges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import tpu_catalog
+from components.config import WRITER_ROLE, SaxmlConfig, StackConfig, TpuPoolConfig, saxml_pool
+from components.kubernetes_object import KubernetesObject
+from components.workload_identity import BucketRole, WorkloadIdentity
+
+ADMIN_PORT = 10000
+MODEL_PORT = 10001
+ICI_PORT = 8471
+HTTP_PORT = 8888
+SYSTEM_POOL = "system"
+"""Name of the CPU node pool (components/gke_cluster.py)."""
+MODEL_SERVER_SET = "sax-model-server-set"
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+INTERNAL_LB = "networking.gke.io/load-balancer-type"
+HTTP_PATHS = ("publish", "generate", "listcell", "unpublish")
+# Requests for the CPU servers, so the scheduler spreads them over the system pool like any controller.
+ADMIN_RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+HTTP_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
+_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
+
+
+def sax_root(bucket: str) -> str:
+    return f"gs://{bucket}/sax-root"
+
+
+def admin_server(saxml: SaxmlConfig, bucket: str) -> dict[str, Any]:
+    """Deployment spec of the admin server: it tracks model servers and keeps its state in the bucket."""
+    return _cpu_deployment(
+        "sax-admin-server",
+        saxml,
+        image=saxml.images.admin_server,
+        port=ADMIN_PORT,
+        env=[{"name": "GSBUCKET", "value": bucket}],
+        resources=ADMIN_RESOURCES,
+    )
+
+
+def http_server(saxml: SaxmlConfig, bucket: str) -> dict[str, Any]:
+    """Deployment spec of the HTTP server: publish, list, generate, unpublish over REST."""
+    return _cpu_deployment(
+        "sax-http",
+        saxml,
+        image=saxml.images.http_server,
+        port=HTTP_PORT,
+        env=[{"name": "SAX_ROOT", "value": sax_root(bucket)}],
+        resources=HTTP_RESOURCES,
+    )
+
+
+def _cpu_deployment(
+    app: str, saxml: SaxmlConfig, *, image: str, port: int, env: list[dict[str, str]], resources: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": app}},
+        "template": {
+            "metadata": {"labels": {"app": app}},
+            "spec": {
+                "serviceAccountName": saxml.service_account,
+                "nodeSelector": {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL},
+                "containers": [
+                    {
+                        "name": app,
+                        "image": image,
+                        "ports": [{"containerPort": port}],
+                        "env": env,
+                        "resources": resources,
+                    }
+                ],
+            },
+        },
+    }
+
+
+def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> dict[str, Any]:
+    """JobSet spec: one child Job per slice, one pod per VM of it; any pod failing restarts them all."""
+    machine = pool.machine
+    chips = {tpu_catalog.TPU_RESOURCE: machine.chips_per_vm}
+    pod: dict[str, Any] = {
+        "serviceAccountName": saxml.service_account,
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "restartPolicy": "Never",
+        "nodeSelector": pool.node_selector,
+        "containers": [
+            {
+                "name": "sax-model-server",
+                "image": saxml.images.model_server,
+                "args": [
+                    f"--port={MODEL_PORT}",
+                    f"--sax_cell={saxml.cell}",
+                    f"--platform_chip={machine.version.platform_chip}",
+                    f"--platform_topology={pool.slice_topology}",
+                ],
+                "ports": [{"containerPort": MODEL_PORT}, {"containerPort": ICI_PORT}],
+                "securityContext": {"privileged": True},
+                "env": [
+                    {"name": "SAX_ROOT", "value": sax_root(bucket)},
+                    # Each slice serves on its own: unset the multislice variable the TPU runtime would read.
+                    {"name": "MEGASCALE_NUM_SLICES", "value": ""},
+                ],
+                "resources": {"requests": chips, "limits": chips},
+            }
+        ],
+    }
+    if pool.taints:
+        pod["tolerations"] = [
+            {"key": t.key, "operator": "Equal", "value": t.value, "effect": _TAINT_EFFECTS[t.effect]}
+            for t in pool.taints
+        ]
+    return {
+        "failurePolicy": {"maxRestarts": saxml.max_restarts},
+        "replicatedJobs": [
+            {
+                "name": "sax-model-server",
+                "replicas": pool.slices,
+                "template": {
+                    "spec": {
+                        "parallelism": pool.vms_per_slice,
+                        "completions": pool.vms_per_slice,
+                        "backoffLimit": 0,
+                        "template": {"spec": pod},
+                    }
+                },
+            }
+        ],
+    }
+
+
+def http_service(saxml: SaxmlConfig) -> tuple[dict[str, str], dict[str, Any]]:
+    """(annotations, spec) of `sax-http-lb`: internal unless external is configured, always range-limited then."""
+    annotations = {} if saxml.service.external else {INTERNAL_LB: "Internal"}
+    spec: dict[str, Any] = {
+        "type": "LoadBalancer",
+        "selector": {"app": "sax-http"},
+        "ports": [{"name": "http", "protocol": "TCP", "port": HTTP_PORT, "targetPort": HTTP_PORT}],
+    }
+    if saxml.service.source_ranges:
+        spec["loadBalancerSourceRanges"] = list(saxml.service.source_ranges)
+    return annotations, spec
+
+
+def _load_balancer_ip(status: Any) -> str:
+    """The Service's first ingress address; empty until the load balancer exists (and in previews)."""
+    ingress = ((status or {}).get("load_balancer") or (status or {}).get("loadBalancer") or {}).get("ingress") or []
+    return str(ingress[0].get("ip") or ingress[0].get("hostname") or "") if ingress else ""
+
+
+class Saxml(pulumi.ComponentResource):
+    """Saxml on `config.saxml.pool`; `http_address` and `urls` are the endpoints users call.
+
+    `depends_on`: the JobSet install; the model-server JobSet waits for its CRD and webhook.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: StackConfig,
+        bucket_name: pulumi.Input[str],
+        provider: k8s.Provider,
+        cluster: pulumi.Resource,
+        project_number: pulumi.Input[str] | None = None,
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("tpu-stack:index:Saxml", name, None, opts)
+        assert config.saxml is not None, "only built when tpu-stack:saxml is set"
+        saxml = config.saxml
+        pool = saxml_pool(config)
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
+
+        self.namespace: KubernetesObject = KubernetesObject(
+            f"{name}-namespace",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": saxml.namespace}},
+            opts=in_cluster,
+        )
+        namespace: pulumi.Output[str] = self.namespace.metadata.apply(lambda m: m["name"])
+        self.identity: WorkloadIdentity = WorkloadIdentity(
+            f"{name}-identity",
+            config=config,
+            workload=saxml.workload,
+            bucket_roles=[BucketRole("bucket", bucket_name, WRITER_ROLE)],
+            provider=provider,
+            cluster=cluster,
+            namespace=namespace,
+            project_number=project_number,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # Pods wait for their KSA; model servers also for the bucket binding, or the first GCS read fails.
+        ready = pulumi.ResourceOptions(
+            parent=self, provider=provider, depends_on=[self.identity.service_account, *self.identity.bindings]
+        )
+        bucket = pulumi.Output.from_input(bucket_name)
+
+        self.admin_server: KubernetesObject = KubernetesObject(
+            f"{name}-admin-server",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": _meta("sax-admin-server", namespace),
+                "spec": bucket.apply(lambda b: admin_server(saxml, b)),
+            },
+            opts=ready,
+        )
+        self.model_servers: KubernetesObject = KubernetesObject(
+            f"{name}-model-servers",
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": _meta(
+                    MODEL_SERVER_SET, namespace, annotations={EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}
+                ),
+                "spec": bucket.apply(lambda b: model_server_set(saxml, pool, b)),
+            },
+            opts=pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(depends_on))),
+        )
+        self.http_server: KubernetesObject = KubernetesObject(
+            f"{name}-http",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": _meta("sax-http", namespace),
+                "spec": bucket.apply(lambda b: http_server(saxml, b)),
+            },
+            opts=ready,
+        )
+        annotations, service_spec = http_service(saxml)
+        self.service: KubernetesObject = KubernetesObject(
+            f"{name}-http-lb",
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": _meta("sax-http-lb", namespace, annotations=annotations),
+                "spec": service_spec,
+            },
+            opts=in_cluster,
+        )
+        self.http_address: pulumi.Output[str] = self.service.status.apply(_load_balancer_ip)
+        self.urls: pulumi.Output[dict[str, str]] = self.http_address.apply(
+            lambda ip: {path: f"http://{ip}:{HTTP_PORT}/{path}" for path in HTTP_PATHS} if ip else {}
+        )
+        self.register_outputs({"httpAddress": self.http_address, "urls": self.urls})
+
+
+def _meta(name: str, namespace: pulumi.Input[str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "saxml"}}
+    if annotations:
+        meta["annotations"] = annotations
+    return meta

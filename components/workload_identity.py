@@ -1,0 +1,158 @@
+"""WorkloadIdentity: a Kubernetes service account and exactly the bucket roles its pods need.
+
+Two forms (facts §5). `principal` grants the roles straight to the KSA's Workload Identity principal: nothing
+to impersonate, no annotation. `iamServiceAccount` is the form of the Saxml tutorial: a Google service account
+gets the roles, the KSA may act as it (`roles/iam.workloadIdentityUser`) and names it in an annotation.
+Either way roles are bound on the resources asked for, never on the project: the tutorial's project-wide
+`roles/storage.admin` would let one pod read and delete every bucket of the project.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.config import StackConfig, WorkloadRef
+from components.kubernetes_object import KubernetesObject
+
+GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
+WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
+# Roles that must never reach a workload: primitive roles and bucket administration (IAM, deletion).
+FORBIDDEN_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer", "roles/storage.admin"})
+
+
+@dataclass(frozen=True)
+class BucketRole:
+    """`role` on one bucket; `label` keeps the binding's resource name stable and readable."""
+
+    label: str
+    bucket: pulumi.Input[str]
+    role: str
+
+
+def principal(project_number: str | int, workload_pool: str, namespace: str, service_account: str) -> str:
+    """The IAM principal of a KSA in a cluster's workload identity pool."""
+    return (
+        f"principal://iam.googleapis.com/projects/{project_number}/locations/global/workloadIdentityPools/"
+        f"{workload_pool}/subject/ns/{namespace}/sa/{service_account}"
+    )
+
+
+def service_account_member(workload_pool: str, namespace: str, service_account: str) -> str:
+    """The member that may impersonate a Google service account in the iamServiceAccount form."""
+    return f"serviceAccount:{workload_pool}[{namespace}/{service_account}]"
+
+
+def project_number(config: StackConfig) -> pulumi.Output[str] | None:
+    """The project number principal members need: from config, else looked up; None if no one needs it."""
+    workloads = [g[2] for g in config.bucket.grants] + ([config.saxml.workload] if config.saxml else [])
+    if not any(w.identity == "principal" for w in workloads):
+        return None
+    if config.bucket.project_number is not None:
+        return pulumi.Output.from_input(str(config.bucket.project_number))
+    return gcp.organizations.get_project_output(project_id=config.project).number
+
+
+def _slug(role: str) -> str:
+    return role.split("/")[-1].replace(".", "-")
+
+
+class WorkloadIdentity(pulumi.ComponentResource):
+    """KSA `workload.service_account` in `namespace`, bound to `bucket_roles`.
+
+    `namespace` is an input so a caller that creates the namespace passes its output (the KSA waits for it).
+    `cluster`: IAM refuses members of a workload identity pool before a cluster has created the pool, so
+    the bindings wait for it. `project_number` is needed for the principal form only.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: StackConfig,
+        workload: WorkloadRef,
+        bucket_roles: Sequence[BucketRole],
+        provider: k8s.Provider,
+        cluster: pulumi.Resource,
+        namespace: pulumi.Input[str] | None = None,
+        project_number: pulumi.Input[str] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("tpu-stack:index:WorkloadIdentity", name, None, opts)
+        forbidden = sorted({r.role for r in bucket_roles} & FORBIDDEN_ROLES)
+        if forbidden:
+            raise ValueError(f"{workload.key}: {', '.join(forbidden)} is never granted to a workload")
+        pool = config.workload_pool
+        ns, ksa = workload.namespace, workload.service_account
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[cluster])
+
+        self.google_service_account: gcp.serviceaccount.Account | None = None
+        self.impersonation: gcp.serviceaccount.IAMMember | None = None
+        annotations: dict[str, pulumi.Input[str]] = {}
+        if workload.identity == "iamServiceAccount":
+            self.google_service_account = gcp.serviceaccount.Account(
+                f"{name}-gsa",
+                account_id=workload.iam_account_id,
+                display_name=f"Workload Identity of {workload.key}",
+                project=config.project,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.impersonation = gcp.serviceaccount.IAMMember(
+                f"{name}-wi-user",
+                service_account_id=self.google_service_account.name,
+                role=WORKLOAD_IDENTITY_USER,
+                member=service_account_member(pool, ns, ksa),
+                opts=after_cluster,
+            )
+            annotations[GSA_ANNOTATION] = self.google_service_account.email
+            self.member: pulumi.Output[str] = self.google_service_account.email.apply(
+                lambda email: f"serviceAccount:{email}"
+            )
+        else:
+            if project_number is None:
+                raise ValueError(f"{workload.key}: the principal form needs the project number")
+            self.member = pulumi.Output.from_input(project_number).apply(
+                lambda number: principal(number, pool, ns, ksa)
+            )
+
+        metadata: dict[str, Any] = {
+            "name": ksa,
+            "namespace": namespace if namespace is not None else ns,
+            "labels": {"app.kubernetes.io/managed-by": "pulumi"},
+        }
+        if annotations:
+            metadata["annotations"] = annotations
+        self.service_account: KubernetesObject = KubernetesObject(
+            f"{name}-ksa",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata},
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        self.bindings: list[gcp.storage.BucketIAMMember] = [
+            gcp.storage.BucketIAMMember(
+                f"{name}-{grant.label}-{_slug(grant.role)}",
+                bucket=grant.bucket,
+                role=grant.role,
+                member=self.member,
+                opts=after_cluster,
+            )
+            for grant in bucket_roles
+        ]
+        self.key = workload.key
+        self.roles = [r.role for r in bucket_roles]
+        self.google_service_account_email: pulumi.Output[str] | None = (
+            self.google_service_account.email if self.google_service_account else None
+        )
+        self.register_outputs({"kubernetesServiceAccount": self.key, "member": self.member, "roles": self.roles})
+
+    def summary(self) -> dict[str, Any]:
+        """What the stack outputs say about this identity."""
+        return {
+            "member": self.member,
+            "googleServiceAccount": self.google_service_account_email,
+            "roles": self.roles,
+        }

@@ -1,0 +1,373 @@
+"""Saxml: the seed's serving scenario derived from the pool config, valid Kubernetes objects, sizing, exposure.
+
+Seed saxml-multihost-tpu: a 175B model (~350 GB) on two ct5lp-hightpu-4t 4x8 slices, model servers as a
+JobSet with replicas 2 and parallelism = completions = 8, an admin server, an HTTP server behind a load balancer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components import tpu_catalog
+from components.config import ConfigError, load
+from offline import __main__ as cli
+from offline import validate
+from offline.engine import Plan
+from tests.conftest import BASE, StackRunner
+
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+SERVICE = "kubernetes:core/v1:Service"
+KSA = "kubernetes:core/v1:ServiceAccount"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+BUCKET = "proj-dev-tpu-stack"
+SERVE = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x8", "slices": 2, "zone": "us-central1-a"}
+MODEL_175B = {"name": "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test", "billionsOfParameters": 175}
+SEED = {"tpu-stack:tpuPools": [SERVE], "tpu-stack:saxml": {"pool": "serve", "model": MODEL_175B}}
+
+
+def with_saxml(pool: dict[str, Any] | None = None, **saxml: Any) -> dict[str, Any]:
+    return {"tpu-stack:tpuPools": [pool or SERVE], "tpu-stack:saxml": {"pool": "serve", **saxml}}
+
+
+def kube(plan: Plan, type_token: str, name: str) -> dict[str, Any]:
+    (found,) = [r for r in plan.by_type(type_token) if r["inputs"]["metadata"]["name"] == name]
+    return found
+
+
+def pod_of(plan: Plan) -> dict[str, Any]:
+    jobset = kube(plan, JOBSET, "sax-model-server-set")["inputs"]
+    (job,) = jobset["spec"]["replicatedJobs"]
+    pod: dict[str, Any] = job["template"]["spec"]["template"]["spec"]
+    return pod
+
+
+def saxml_objects(plan: Plan) -> list[dict[str, Any]]:
+    """The Kubernetes objects the Saxml component declares (itself or through its Workload Identity child)."""
+    by_urn = {r["urn"]: r for r in plan.resources}
+
+    def under_saxml(resource: dict[str, Any]) -> bool:
+        parent = by_urn.get(resource.get("parent") or "")
+        while parent is not None:
+            if parent["type"] == "tpu-stack:index:Saxml":
+                return True
+            parent = by_urn.get(parent.get("parent") or "")
+        return False
+
+    return [r for r in plan.resources if r["type"].startswith("kubernetes:") and r["custom"] and under_saxml(r)]
+
+
+@pytest.fixture(scope="module")
+def seed_plan() -> Plan:
+    from offline.engine import run_program
+
+    return run_program({**BASE, **SEED}, stack="dev")
+
+
+# ---- the seed scenario -------------------------------------------------------------------------------------
+
+
+def test_seed_model_servers_one_per_4x8_slice(seed_plan: Plan) -> None:
+    jobset = kube(seed_plan, JOBSET, "sax-model-server-set")["inputs"]
+    assert jobset["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
+    assert jobset["metadata"]["namespace"] == "saxml"
+    assert jobset["metadata"]["annotations"] == {
+        "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"
+    }
+    assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 4}
+    (job,) = jobset["spec"]["replicatedJobs"]
+    assert (job["name"], job["replicas"]) == ("sax-model-server", 2)
+    spec = job["template"]["spec"]
+    assert (spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (8, 8, 0)
+
+
+def test_seed_model_server_pod(seed_plan: Plan) -> None:
+    pod = pod_of(seed_plan)
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "4x8",
+    }
+    assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
+    assert pod["serviceAccountName"] == "sax-sa"
+    (container,) = pod["containers"]
+    assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0"
+    assert container["args"] == [
+        "--port=10001",
+        "--sax_cell=/sax/test",
+        "--platform_chip=tpuv5e",
+        "--platform_topology=4x8",
+    ]
+    assert container["ports"] == [{"containerPort": 10001}, {"containerPort": 8471}]
+    assert container["securityContext"] == {"privileged": True}
+    assert container["env"] == [
+        {"name": "SAX_ROOT", "value": f"gs://{BUCKET}/sax-root"},
+        {"name": "MEGASCALE_NUM_SLICES", "value": ""},
+    ]
+    assert container["resources"] == {"requests": {"google.com/tpu": 4}, "limits": {"google.com/tpu": 4}}
+
+
+def test_seed_slices_are_the_tutorials_node_pools(seed_plan: Plan) -> None:
+    """gcloud container node-pools create tpu1|tpu2 --machine-type=ct5lp-hightpu-4t --tpu-topology=4x8 --num-nodes=8"""
+    pools = [p["inputs"] for p in seed_plan.by_type(NODE_POOL) if p["name"].startswith("serve-")]
+    shapes = [(p["name"], p["nodeConfig"]["machineType"], p["placementPolicy"]["tpuTopology"], p["nodeCount"])
+              for p in pools]  # fmt: skip
+    assert shapes == [("serve-0", "ct5lp-hightpu-4t", "4x8", 8), ("serve-1", "ct5lp-hightpu-4t", "4x8", 8)]
+
+
+def test_seed_admin_and_http_servers(seed_plan: Plan) -> None:
+    admin = kube(seed_plan, DEPLOYMENT, "sax-admin-server")["inputs"]["spec"]["template"]["spec"]
+    (container,) = admin["containers"]
+    assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0"
+    assert container["ports"] == [{"containerPort": 10000}]
+    assert container["env"] == [{"name": "GSBUCKET", "value": BUCKET}]
+    http = kube(seed_plan, DEPLOYMENT, "sax-http")["inputs"]["spec"]["template"]["spec"]
+    (container,) = http["containers"]
+    assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0"
+    assert container["ports"] == [{"containerPort": 8888}]
+    assert container["env"] == [{"name": "SAX_ROOT", "value": f"gs://{BUCKET}/sax-root"}]
+    service = kube(seed_plan, SERVICE, "sax-http-lb")["inputs"]["spec"]
+    assert service["type"] == "LoadBalancer"
+    assert (
+        service["selector"]
+        == kube(seed_plan, DEPLOYMENT, "sax-http")["inputs"]["spec"]["template"]["metadata"]["labels"]
+    )
+    assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(8888, 8888)]
+
+
+def test_every_pod_runs_as_the_one_workload_identity_ksa(seed_plan: Plan) -> None:
+    (account,) = [r["inputs"]["metadata"] for r in seed_plan.by_type(KSA)]
+    assert (account["namespace"], account["name"]) == ("saxml", "sax-sa")
+    specs = [pod_of(seed_plan)] + [
+        kube(seed_plan, DEPLOYMENT, name)["inputs"]["spec"]["template"]["spec"]
+        for name in ("sax-admin-server", "sax-http")
+    ]
+    assert {spec["serviceAccountName"] for spec in specs} == {"sax-sa"}
+    (binding,) = seed_plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert binding["inputs"]["bucket"] == BUCKET
+    assert binding["inputs"]["role"] == "roles/storage.objectUser"
+    assert binding["inputs"]["member"].endswith("/subject/ns/saxml/sa/sax-sa")
+
+
+def test_cpu_servers_request_resources_on_the_system_pool_and_are_not_privileged(seed_plan: Plan) -> None:
+    for name in ("sax-admin-server", "sax-http"):
+        spec = kube(seed_plan, DEPLOYMENT, name)["inputs"]["spec"]["template"]["spec"]
+        assert spec["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}, name
+        (container,) = spec["containers"]
+        assert set(container["resources"]["requests"]) == {"cpu", "memory"}, name
+        assert tpu_catalog.TPU_RESOURCE not in container["resources"].get("limits", {}), name
+        assert "securityContext" not in container, name
+        assert "hostNetwork" not in spec, name
+
+
+def test_every_kubernetes_object_is_valid_for_the_api_server(seed_plan: Plan) -> None:
+    objects = [r["inputs"] for r in saxml_objects(seed_plan)]
+    kinds = sorted(o["kind"] for o in objects)
+    assert kinds == ["Deployment", "Deployment", "JobSet", "Namespace", "Service", "ServiceAccount"]
+    assert validate.validate_all(objects) == []
+
+
+def test_validation_would_catch_a_wrong_field(seed_plan: Plan) -> None:
+    """The check above can fail: a misspelt pod field in the JobSet is refused."""
+    import copy
+
+    jobset = copy.deepcopy(kube(seed_plan, JOBSET, "sax-model-server-set")["inputs"])
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["hostNetwrok"] = pod.pop("hostNetwork")
+    assert validate.validate_object(jobset) == [
+        "JobSet/sax-model-server-set: spec.replicatedJobs[0].template.spec.template.spec.hostNetwrok: unknown field"
+    ]
+
+
+def test_objects_live_in_the_saxml_namespace_created_first(seed_plan: Plan) -> None:
+    objects = saxml_objects(seed_plan)
+    (namespace,) = [r for r in objects if r["type"] == "kubernetes:core/v1:Namespace"]
+    assert namespace["inputs"]["metadata"]["name"] == "saxml"
+    for r in objects:
+        if r is not namespace:
+            assert r["inputs"]["metadata"]["namespace"] == "saxml", r["name"]
+            assert namespace["urn"] in r["dependencies"], r["name"]
+
+
+def test_model_servers_wait_for_their_identity(seed_plan: Plan) -> None:
+    jobset = kube(seed_plan, JOBSET, "sax-model-server-set")
+    waited = {r["type"] for r in seed_plan.resources if r["urn"] in jobset["dependencies"]}
+    assert {KSA, "gcp:storage/bucketIAMMember:BucketIAMMember"} <= waited
+
+
+def test_model_servers_wait_for_the_jobset_install(seed_plan: Plan) -> None:
+    """The JobSet CRD and webhook come with the chart; a JobSet created before them is refused."""
+    jobset = kube(seed_plan, JOBSET, "sax-model-server-set")
+    (chart,) = [r for r in seed_plan.by_type("kubernetes:helm.sh/v4:Chart") if r["inputs"]["chart"].endswith("jobset")]
+    assert chart["urn"] in jobset["dependencies"]
+
+
+def test_outputs_give_the_http_address_and_the_api_urls(seed_plan: Plan) -> None:
+    saxml = seed_plan.outputs["saxml"]
+    assert saxml["httpAddress"] == "192.0.2.20"
+    assert saxml["urls"] == {
+        "publish": "http://192.0.2.20:8888/publish",
+        "generate": "http://192.0.2.20:8888/generate",
+        "listcell": "http://192.0.2.20:8888/listcell",
+        "unpublish": "http://192.0.2.20:8888/unpublish",
+    }
+    assert (saxml["namespace"], saxml["serviceAccount"], saxml["cell"], saxml["pool"]) == (
+        "saxml",
+        "sax-sa",
+        "/sax/test",
+        "serve",
+    )
+
+
+def test_prod_serves_the_seed_model_and_dev_does_not() -> None:
+    from offline.engine import run_stack
+
+    prod = run_stack("prod")
+    assert pod_of(prod)["nodeSelector"][tpu_catalog.TOPOLOGY_LABEL] == "4x8"
+    assert kube(prod, JOBSET, "sax-model-server-set")["inputs"]["spec"]["replicatedJobs"][0]["replicas"] == 2
+    assert validate.validate_all([r["inputs"] for r in prod.resources if r["type"] == JOBSET]) == []
+    assert run_stack("dev").by_type(JOBSET) == []
+
+
+# ---- configuration --------------------------------------------------------------------------------------------
+
+
+def test_single_host_v6e_pool_one_pod_per_slice(run: StackRunner) -> None:
+    pool = {"name": "serve", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-central1-b"}
+    plan = run(with_saxml(pool, model={"name": "llama-8b", "billionsOfParameters": 8}))
+    jobset = kube(plan, JOBSET, "sax-model-server-set")["inputs"]
+    (job,) = jobset["spec"]["replicatedJobs"]
+    assert (job["replicas"], job["template"]["spec"]["parallelism"], job["template"]["spec"]["completions"]) == (
+        1,
+        1,
+        1,
+    )
+    pod = pod_of(plan)
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "2x2",
+        "cloud.google.com/gke-flex-start": "true",
+    }
+    assert pod["containers"][0]["args"][2:] == ["--platform_chip=tpuv6e", "--platform_topology=2x2"]
+
+
+def test_names_cell_images_and_restarts_from_config(run: StackRunner) -> None:
+    image = "europe-docker.pkg.dev/team/sax/sax-model-server@sha256:" + "a" * 64
+    plan = run(with_saxml(namespace="serving", serviceAccount="sax", cell="/sax/prod", maxRestarts=1,
+                          images={"modelServer": image}))  # fmt: skip
+    jobset = kube(plan, JOBSET, "sax-model-server-set")["inputs"]
+    assert jobset["metadata"]["namespace"] == "serving"
+    assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 1}
+    (container,) = pod_of(plan)["containers"]
+    assert container["image"] == image
+    assert "--sax_cell=/sax/prod" in container["args"]
+    assert {r["inputs"]["metadata"]["namespace"] for r in plan.by_type(DEPLOYMENT)} == {"serving"}
+    assert kube(plan, KSA, "sax")["inputs"]["metadata"]["namespace"] == "serving"
+
+
+def test_pool_taints_are_tolerated(run: StackRunner) -> None:
+    pool = {**SERVE, "taints": [{"key": "serving", "value": "saxml", "effect": "NO_EXECUTE"}]}
+    assert pod_of(run(with_saxml(pool)))["tolerations"] == [
+        {"key": "serving", "operator": "Equal", "value": "saxml", "effect": "NoExecute"}
+    ]
+
+
+def test_iam_service_account_form_annotates_the_saxml_ksa(run: StackRunner) -> None:
+    plan = run(with_saxml(identity="iamServiceAccount", iamServiceAccount="sax-iam-sa"))
+    assert kube(plan, KSA, "sax-sa")["inputs"]["metadata"]["annotations"] == {
+        "iam.gke.io/gcp-service-account": "sax-iam-sa@proj.iam.gserviceaccount.com"
+    }
+
+
+# ---- exposure ---------------------------------------------------------------------------------------------------
+
+
+def test_http_service_is_an_internal_load_balancer_by_default(seed_plan: Plan) -> None:
+    service = kube(seed_plan, SERVICE, "sax-http-lb")["inputs"]
+    assert service["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    assert "loadBalancerSourceRanges" not in service["spec"]
+
+
+def test_external_service_only_with_source_ranges(run: StackRunner) -> None:
+    plan = run(with_saxml(service={"external": True, "sourceRanges": ["203.0.113.0/24", "2001:db8::/32"]}))
+    service = kube(plan, SERVICE, "sax-http-lb")["inputs"]
+    assert "annotations" not in service["metadata"]
+    assert service["spec"]["loadBalancerSourceRanges"] == ["203.0.113.0/24", "2001:db8::/32"]
+    assert validate.validate_object(service) == []
+
+
+# ---- sizing and config errors -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("billions", "version", "expected"),
+    [
+        (175, "v5e", ("ct5lp-hightpu-4t", "4x8")),  # 350 GB / 16 GB = 22 chips; 4x4 holds 16
+        (8, "v6e", ("ct6e-standard-4t", "2x2")),  # 16 GB fits one 32 GB chip: the smallest slice
+        (70, "v6e", ("ct6e-standard-4t", "2x4")),  # 140 GB / 32 GB = 5 chips
+    ],
+)
+def test_catalog_sizing(billions: float, version: str, expected: tuple[str, str]) -> None:
+    assert tpu_catalog.smallest_topology_for_model(billions, version) == expected
+
+
+SMALL_SERVE = {**SERVE, "topology": "4x4"}
+CASES = [
+    ("model too big for the pool", with_saxml(SMALL_SERVE, model=MODEL_175B),
+     "tpu-stack:saxml.model.billionsOfParameters: a 175B model needs ~350 GB = 22 v5e chips; pool 'serve' slices "
+     "have 16 chips (4x4); use topology 4x8 or larger"),
+    ("too big for a single-host machine type",
+     with_saxml({"name": "serve", "machineType": "ct5lp-hightpu-8t", "topology": "2x4"}, model=MODEL_175B),
+     "tpu-stack:saxml.model.billionsOfParameters: a 175B model needs ~350 GB = 22 v5e chips; pool 'serve' slices "
+     "have 8 chips (2x4); use machineType ct5lp-hightpu-4t with topology 4x8 or larger"),
+    ("too big for any slice of the version", with_saxml(model={"name": "huge", "billionsOfParameters": 2100}),
+     "tpu-stack:saxml.model.billionsOfParameters: a 2100B model needs ~4200 GB = 263 v5e chips; pool 'serve' slices "
+     "have 32 chips (4x8); no v5e slice is that large; use a TPU version with more HBM per chip"),
+    ("pool names no pool", {"tpu-stack:tpuPools": [SERVE], "tpu-stack:saxml": {"pool": "serving"}},
+     "tpu-stack:saxml.pool: 'serving' names no TPU pool; tpuPools: serve"),
+    ("queued pool", with_saxml({**SERVE, "provisioning": "queued"}),
+     "tpu-stack:saxml.pool: pool 'serve' is queued-provisioning, whose nodes exist only for Kueue-admitted jobs; "
+     "serve on an on-demand, reservation, spot or flex-start pool"),
+    ("external without source ranges", with_saxml(service={"external": True}),
+     "tpu-stack:saxml.service.sourceRanges: required with external: true (the client CIDRs allowed to reach port "
+     "8888); list them or remove external"),
+    ("open to the internet", with_saxml(service={"external": True, "sourceRanges": ["10.0.0.0/8", "0.0.0.0/0"]}),
+     "tpu-stack:saxml.service.sourceRanges[1]: '0.0.0.0/0' admits every address; list the client CIDRs instead"),
+    ("not a CIDR", with_saxml(service={"sourceRanges": ["10.0.0.0/33"]}),
+     "tpu-stack:saxml.service.sourceRanges[0]: '10.0.0.0/33' is not a CIDR range like 203.0.113.0/24"),
+    ("unpinned image", with_saxml(images={"httpServer": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http"}),
+     "tpu-stack:saxml.images.httpServer: 'us-docker.pkg.dev/cloud-tpu-images/inference/sax-http' is not pinned; "
+     "use an explicit version tag or an @sha256 digest, never latest"),
+    ("latest image", with_saxml(images={"adminServer": "registry:5000/sax-admin-server:latest"}),
+     "tpu-stack:saxml.images.adminServer: 'registry:5000/sax-admin-server:latest' is not pinned; use an explicit "
+     "version tag or an @sha256 digest, never latest"),
+    ("bad cell", with_saxml(cell="test"),
+     "tpu-stack:saxml.cell: 'test' is not a Saxml cell; use /sax/<name>, e.g. /sax/test"),
+    ("negative restarts", with_saxml(maxRestarts=-1),
+     "tpu-stack:saxml.maxRestarts: Input should be greater than or equal to 0"),
+    ("model of no size", with_saxml(model={"name": "m", "billionsOfParameters": 0}),
+     "tpu-stack:saxml.model.billionsOfParameters: Input should be greater than 0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "extra", "message"), CASES, ids=[c[0] for c in CASES])
+def test_saxml_config_errors(case: str, extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load({**BASE, **extra}, stack="dev")
+    assert error.value.lines == [message]
+
+
+@pytest.mark.parametrize("case", ["model too big for the pool", "external without source ranges"])
+def test_saxml_config_errors_exit_2_through_the_cli(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, extra, message = next(c for c in CASES if c[0] == case)
+    path = tmp_path / "Pulumi.case.yaml"
+    path.write_text(yaml.safe_dump({"config": {**BASE, **extra}}))
+    out = tmp_path / "out"
+    assert cli.main(["preview", "--stack", "case", "--config", str(path), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: {message}", "1 config error(s); nothing was registered."]
+    assert not out.exists()
