@@ -199,6 +199,12 @@ class Rule:
     detail: str
 
 
+def names_workload_identity_pool(resource: Resource) -> bool:
+    """A member of `<project>.svc.id.goog`: IAM refuses it until the first cluster has created that pool, so it
+    may wait for the cluster resource (never for node pools or anything inside the cluster)."""
+    return ".svc.id.goog" in str((resource.get("inputs") or {}).get("member", ""))
+
+
 def rules(resources: Iterable[Resource]) -> list[Rule]:
     """Node pools never wait on each other; Kueue objects wait only on the Kueue chart; bucket and IAM wait
     on nothing in the cluster."""
@@ -224,9 +230,15 @@ def rules(resources: Iterable[Resource]) -> list[Rule]:
         )
     ]
 
+    # What the Kueue chart itself waits for (the cluster, its system pool, the JobSet chart) comes with it.
+    with_the_chart = set().union(*(before[u] for u in kueue_charts))
     kueue_problems = []
     for obj in kueue_objects:
-        heavy = {u for u in before[obj["urn"]] if by_urn[u]["type"] == NODE_POOL or u in charts - kueue_charts}
+        heavy = {
+            u
+            for u in before[obj["urn"]] - with_the_chart
+            if by_urn[u]["type"] == NODE_POOL or u in charts - kueue_charts
+        }
         if heavy:
             kueue_problems.append(f"{obj['name']} waits for {names(heavy)}")
         if not before[obj["urn"]] & kueue_charts:
@@ -245,6 +257,7 @@ def rules(resources: Iterable[Resource]) -> list[Rule]:
             u
             for u in before[resource["urn"]]
             if by_urn[u]["type"].startswith(("gcp:container/", "kubernetes:", "pulumi:providers:kubernetes"))
+            and not (by_urn[u]["type"] == CLUSTER and names_workload_identity_pool(resource))
         }
         if in_cluster:
             detached_problems.append(f"{resource['name']} waits for {names(in_cluster)}")

@@ -132,13 +132,15 @@ class WorkloadIdentity(pulumi.ComponentResource):
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata},
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
+        # A principal member names the pool itself; a Google service account member does not need it.
+        binding_opts = after_cluster if workload.identity == "principal" else pulumi.ResourceOptions(parent=self)
         self.bindings: list[gcp.storage.BucketIAMMember] = [
             gcp.storage.BucketIAMMember(
                 f"{name}-{grant.label}-{_slug(grant.role)}",
                 bucket=grant.bucket,
                 role=grant.role,
                 member=self.member,
-                opts=after_cluster,
+                opts=binding_opts,
             )
             for grant in bucket_roles
         ]

@@ -146,6 +146,22 @@ def test_kueue_objects_must_wait_for_the_kueue_chart_and_nothing_heavier() -> No
     assert "other does not wait for the Kueue chart" in found.detail
 
 
+def test_kueue_objects_may_wait_for_what_the_kueue_chart_waits_for() -> None:
+    plan = [*good_plan()]
+    plan[[r["name"] for r in plan].index("kueue")] = chart("kueue", "jobset")
+    assert rule(plan, "Kueue").passed is True
+
+
+def test_workload_identity_members_may_wait_for_the_cluster_only() -> None:
+    member = {"member": "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/"
+              "p.svc.id.goog/subject/ns/default/sa/trainer"}  # fmt: skip
+    pool_member = res("wi", "gcp:storage/bucketIAMMember:BucketIAMMember", "gke", inputs=member)
+    assert rule([*good_plan(), pool_member], "bucket and IAM").passed is True
+    on_pool = res("wi", "gcp:storage/bucketIAMMember:BucketIAMMember", "gke", "slice-0", inputs=member)
+    found = rule([*good_plan(), on_pool], "bucket and IAM")
+    assert found.passed is False and "wi waits for slice-0" in found.detail
+
+
 def test_bucket_and_iam_must_not_wait_for_the_cluster() -> None:
     plan = [*good_plan(), res("late-data", BUCKET, "gke"), res("ksa-role", "gcp:projects/iAMMember:IAMMember", "k8s")]
     found = rule(plan, "bucket and IAM")

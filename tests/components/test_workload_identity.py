@@ -96,11 +96,17 @@ def test_explicit_google_service_account_id(run: StackRunner) -> None:
 
 
 @pytest.mark.parametrize("identity", ["principal", "iamServiceAccount"])
-def test_bindings_wait_for_the_cluster_that_creates_the_identity_pool(run: StackRunner, identity: str) -> None:
+def test_only_members_of_the_identity_pool_wait_for_the_cluster_that_creates_it(
+    run: StackRunner, identity: str
+) -> None:
     plan = run(bucket_with(writers=[{**TRAINER, "identity": identity}]))
     (cluster,) = plan.by_type(CLUSTER)
-    for binding in plan.by_type(BUCKET_MEMBER) + plan.by_type(GSA_MEMBER):
-        assert cluster["urn"] in binding["dependencies"], binding["name"]
+    members = plan.by_type(BUCKET_MEMBER) + plan.by_type(GSA_MEMBER)
+    assert members
+    for binding in members:
+        in_pool = ".svc.id.goog" in binding["inputs"]["member"]
+        assert (cluster["urn"] in binding["dependencies"]) == in_pool, binding["name"]
+        assert not [d for d in binding["dependencies"] if "NodePool" in d or "kubernetes" in d], binding["name"]
 
 
 def test_a_ksa_in_a_team_namespace_waits_for_that_namespace(run: StackRunner) -> None:
