@@ -1,0 +1,202 @@
+"""Run the policy pack over a plan without the Pulumi CLI.
+
+The very objects in policies/rules.py run here, imported the way the CLI's pack imports them (the policies
+folder on sys.path, `import rules`), and they receive the real `pulumi_policy` argument objects: props wrapped
+in the SDK's unknown-checking proxy, resource options, parents and dependencies. Config is a policy pack
+config mapping, the JSON `pulumi preview --policy-pack-config` reads: {"all": level, "<policy>": level or
+{"enforcementLevel": level, "<property>": value}}; properties default to each policy's config_schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
+
+POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
+PACK_NAME = "tpu-stack"
+UNKNOWN_MARKER = "[unknown]"
+"""How the offline engine writes a value preview cannot know (offline/engine.py `_plain`)."""
+
+
+class PolicyConfigError(ValueError):
+    """The policy config names a policy or property the pack does not have, or a bad level."""
+
+
+def load_rules() -> ModuleType:
+    """policies/rules.py, imported as the pack's __main__.py imports it."""
+    if str(POLICY_DIR) not in sys.path:
+        sys.path.insert(0, str(POLICY_DIR))
+    return importlib.import_module("rules")
+
+
+def _level(value: Any, where: str) -> EnforcementLevel:
+    try:
+        return EnforcementLevel(value)
+    except ValueError:
+        levels = ", ".join(level.value for level in EnforcementLevel)
+        raise PolicyConfigError(f"{where}: enforcement level {value!r} is not one of {levels}") from None
+
+
+def settings(
+    policies: list[Policy], config: Mapping[str, Any] | None
+) -> dict[str, tuple[EnforcementLevel, dict[str, Any]]]:
+    """Policy name -> (effective level, config properties with schema defaults), as the CLI resolves them."""
+    config = dict(config or {})
+    unknown = sorted(set(config) - {p.name for p in policies} - {"all"})
+    if unknown:
+        raise PolicyConfigError(f"policy config names unknown policies: {', '.join(unknown)}")
+    every = _level(config["all"], "all") if "all" in config else None
+    resolved = {}
+    for policy in policies:
+        level = every or policy.enforcement_level or EnforcementLevel.ADVISORY
+        schema = policy.config_schema.properties if policy.config_schema else {}
+        properties = {key: spec["default"] for key, spec in schema.items() if "default" in spec}
+        entry = config.get(policy.name)
+        if isinstance(entry, str):
+            level = _level(entry, policy.name)
+        elif isinstance(entry, Mapping):
+            for key, value in entry.items():
+                if key == "enforcementLevel":
+                    level = _level(value, policy.name)
+                elif key in schema:
+                    properties[key] = value
+                else:
+                    raise PolicyConfigError(f"{policy.name}: unknown config property {key!r}")
+        elif entry is not None:
+            raise PolicyConfigError(f"{policy.name}: expected a level or a mapping, got {entry!r}")
+        resolved[policy.name] = (level, properties)
+    return resolved
+
+
+def _with_unknowns(value: Any) -> Any:
+    """Plan markers back to the engine's unknown sentinel, so reading one raises as under the CLI."""
+    if value == UNKNOWN_MARKER:
+        return UNKNOWN_STRING_VALUE
+    if isinstance(value, dict):
+        return {k: _with_unknowns(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_unknowns(v) for v in value]
+    return value
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s)")
+
+
+def _seconds(text: str | None) -> float:
+    """Go duration ("1h30m", "90s") in seconds; 0 when unset."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    return sum(float(n) * units[u] for n, u in _DURATION.findall(text or ""))
+
+
+def _options(resource: Mapping[str, Any]) -> PolicyResourceOptions:
+    timeouts = resource.get("customTimeouts") or {}
+    return PolicyResourceOptions(
+        protect=bool(resource.get("protect")),
+        ignore_changes=list(resource.get("ignoreChanges") or []),
+        delete_before_replace=None,
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(
+            _seconds(timeouts.get("create")), _seconds(timeouts.get("update")), _seconds(timeouts.get("delete"))
+        ),
+        additional_secret_outputs=[],
+        parent=resource.get("parent"),
+    )
+
+
+def _analyzed(resource: Mapping[str, Any]) -> bool:
+    """Resources the engine sends to Analyze: custom resources and remote components (Helm charts), not providers
+    or the program's own components (they have no inputs of their own)."""
+    if resource["type"].startswith("pulumi:providers:"):
+        return False
+    return bool(resource.get("custom", True) or resource.get("remote"))
+
+
+async def _awaited(result: Any) -> None:
+    await result
+
+
+def evaluate(
+    resources: list[dict[str, Any]],
+    *,
+    stack: str,
+    config: Mapping[str, Any] | None = None,
+    rules: ModuleType | None = None,
+) -> list[dict[str, Any]]:
+    """Violations of every policy over plan resources: [{"policy", "level", "urn", "message"}].
+
+    Resources without a "urn" (small test fixtures) get `urn:pulumi:<stack>::tpu-stack::<type>::<name>`.
+    A policy that reads a value unknown during preview yields an advisory note, as `pulumi preview` does.
+    """
+    policies: list[Policy] = list((rules or load_rules()).POLICIES)
+    resolved = settings(policies, config)
+    found: list[dict[str, Any]] = []
+
+    def recorder(policy: Policy, level: EnforcementLevel, default_urn: str) -> Any:
+        def report_violation(message: str, urn: str | None = None) -> None:
+            found.append({"policy": policy.name, "level": level.value, "urn": urn or default_urn, "message": message})
+
+        return report_violation
+
+    def run(policy: Policy, level: EnforcementLevel, urn: str, call: Any) -> None:
+        try:
+            result = call(recorder(policy, level, urn))
+            if inspect.isawaitable(result):
+                asyncio.run(_awaited(result))
+        except UnknownValueError as error:
+            message = f"can't run policy '{policy.name}' from policy pack '{PACK_NAME}' during preview: {error.message}"
+            found.append({"policy": policy.name, "level": "advisory", "urn": urn, "message": message})
+
+    active = []
+    for policy in policies:
+        level, properties = resolved[policy.name]
+        if level is EnforcementLevel.DISABLED:
+            continue
+        if level is EnforcementLevel.REMEDIATE:
+            level = EnforcementLevel.MANDATORY  # what the CLI reports when a remediation still violates
+        active.append((policy, level, properties))
+
+    entries: list[tuple[dict[str, Any], PolicyResource]] = []
+    for resource in resources:
+        urn = resource.get("urn") or f"urn:pulumi:{stack}::{PACK_NAME}::{resource['type']}::{resource['name']}"
+        props = unknown_checking_proxy(_with_unknowns(resource.get("inputs") or {}))
+        options = _options(resource)
+        entries.append(
+            (resource, PolicyResource(resource["type"], props, urn, resource["name"], options, None, None, [], {}))
+        )
+        if not _analyzed(resource):
+            continue
+        for policy, level, properties in active:
+            if isinstance(policy, ResourceValidationPolicy):
+                args = ResourceValidationArgs(resource["type"], props, urn, resource["name"], options, None, properties)
+                run(policy, level, urn, lambda report, p=policy, a=args: p.validate(a, report))
+
+    by_urn = {policy_resource.urn: policy_resource for _, policy_resource in entries}
+    for resource, policy_resource in entries:
+        policy_resource.parent = by_urn.get(resource.get("parent") or "")
+        policy_resource.dependencies = [by_urn[d] for d in resource.get("dependencies") or [] if d in by_urn]
+    everything = [policy_resource for _, policy_resource in entries]
+    for policy, level, properties in active:
+        if isinstance(policy, StackValidationPolicy):
+            stack_args = StackValidationArgs(everything, properties)
+            run(policy, level, "", lambda report, p=policy, a=stack_args: p.validate(a, report))
+    return found

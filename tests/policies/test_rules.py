@@ -1,0 +1,617 @@
+"""Every policy against minimal resources in plan.json shape: a clean baseline, then one change per violation.
+
+The resources run through offline/policy_check.py, i.e. the real pulumi_policy args (unknown-checking
+proxies, resource options, stack resources). Facts behind the pool shapes: docs facts.md §1-2 and §6.
+"""
+
+from __future__ import annotations
+
+import copy
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from offline import policy_check
+
+SA = "tpu-dev-nodes@proj.iam.gserviceaccount.com"
+LABELS = {"managed-by": "pulumi", "app": "tpu-stack", "env": "dev"}
+
+
+def res(type_: str, name: str, inputs: dict[str, Any], *, stack: str = "dev", protect: bool = False) -> dict[str, Any]:
+    return {
+        "urn": f"urn:pulumi:{stack}::tpu-stack::{type_}::{name}",
+        "type": type_,
+        "name": name,
+        "parent": None,
+        "dependencies": [],
+        "custom": True,
+        "remote": False,
+        "protect": protect,
+        "ignoreChanges": [],
+        "inputs": inputs,
+    }
+
+
+def pool(name: str, machine: str = "ct5lp-hightpu-4t", **inputs: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "cluster": "tpu-dev",
+        "name": name,
+        "nodeLocations": ["us-central1-a"],
+        "nodeConfig": {
+            "machineType": machine,
+            "serviceAccount": SA,
+            "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+            "resourceLabels": LABELS,
+        },
+        "management": {"autoRepair": True, "autoUpgrade": False},
+    }
+    for key, value in inputs.items():
+        base[key] = {**base[key], **value} if isinstance(value, dict) and key in base else value
+    return res("gcp:container/nodePool:NodePool", name, base)
+
+
+def flex_pool(name: str = "flex", topology: str = "2x4", vms: int = 2) -> dict[str, Any]:
+    return pool(
+        name,
+        initialNodeCount=0,
+        nodeConfig={"flexStart": True, "reservationAffinity": {"consumeReservationType": "NO_RESERVATION"}},
+        autoscaling={"minNodeCount": 0, "maxNodeCount": vms},
+        management={"autoRepair": False},
+        placementPolicy={"tpuTopology": topology, "type": ""},
+    )
+
+
+def pod_template(container: dict[str, Any]) -> dict[str, Any]:
+    return {"template": {"spec": {"containers": [container]}}}
+
+
+def baseline() -> list[dict[str, Any]]:
+    """A small stack every policy accepts."""
+    tpu = {"requests": {"google.com/tpu": 4}, "limits": {"google.com/tpu": 4}}
+    return [
+        res(
+            "gcp:container/cluster:Cluster",
+            "tpu-dev",
+            {
+                "name": "tpu-dev",
+                "deletionProtection": False,
+                "resourceLabels": LABELS,
+                "workloadIdentityConfig": {"workloadPool": "proj.svc.id.goog"},
+                "nodeConfig": {"serviceAccount": SA, "workloadMetadataConfig": {"mode": "GKE_METADATA"}},
+            },
+        ),
+        pool("system", "e2-standard-4", initialNodeCount=1, management={"autoUpgrade": True}),
+        flex_pool(),
+        pool(
+            "burst",
+            initialNodeCount=0,
+            queuedProvisioning={"enabled": True},
+            nodeConfig={"reservationAffinity": {"consumeReservationType": "NO_RESERVATION"}},
+            autoscaling={"totalMaxNodeCount": 2},
+            management={"autoRepair": False},
+            placementPolicy={"tpuTopology": "2x4", "type": ""},
+        ),
+        pool("serve", nodeCount=8, placementPolicy={"tpuTopology": "4x8", "type": ""}),
+        pool("single", "ct6e-standard-8t", nodeCount=3),
+        res(
+            "gcp:storage/bucket:Bucket",
+            "data-bucket",
+            {
+                "uniformBucketLevelAccess": True,
+                "publicAccessPrevention": "enforced",
+                "versioning": {"enabled": True},
+                "labels": LABELS,
+            },
+        ),
+        res("gcp:projects/iAMMember:IAMMember", "log-writer", {"role": "roles/logging.logWriter", "member": "x"}),
+        res("gcp:storage/bucketIAMMember:BucketIAMMember", "writer", {"role": "roles/storage.objectUser"}),
+        res(
+            "kubernetes:core/v1:Service",
+            "sax-http-lb",
+            {
+                "metadata": {
+                    "name": "sax-http-lb",
+                    "annotations": {"networking.gke.io/load-balancer-type": "Internal"},
+                },
+                "spec": {"type": "LoadBalancer", "ports": [{"port": 8888}]},
+            },
+        ),
+        res(
+            "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+            "servers",
+            {
+                "kind": "JobSet",
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "server",
+                            "template": {
+                                "spec": pod_template(
+                                    {
+                                        "name": "model-server",
+                                        "image": "us-docker.pkg.dev/x/sax-model-server:v1.1.0",
+                                        "securityContext": {"privileged": True},
+                                        "resources": tpu,
+                                    }
+                                )
+                            },
+                        }
+                    ]
+                },
+            },
+        ),
+        res(
+            "kubernetes:apps/v1:Deployment",
+            "http",
+            {"kind": "Deployment", "spec": pod_template({"name": "http", "image": "registry/x@sha256:" + "a" * 64})},
+        ),
+        {
+            **res("kubernetes:helm.sh/v4:Chart", "kueue", {"chart": "oci://registry.k8s.io/kueue/charts/kueue"}),
+            "custom": False,
+            "remote": True,
+            "inputs": {"chart": "oci://registry.k8s.io/kueue/charts/kueue", "version": "0.19.2"},
+        },
+        flavor("flex", {"cloud.google.com/gke-tpu-topology": "2x4", "cloud.google.com/gke-nodepool": "flex"}),
+        cluster_queue("team", {"flex": 8}),
+    ]
+
+
+def flavor(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return res(
+        "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor",
+        f"flavor-{name}",
+        {"kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {"nodeLabels": labels}},
+    )
+
+
+def cluster_queue(name: str, quotas: dict[str, int], kind: str = "ClusterQueue") -> dict[str, Any]:
+    flavors = [
+        {"name": f, "resources": [{"name": "google.com/tpu", "nominalQuota": float(q), "borrowingLimit": 64}]}
+        for f, q in quotas.items()
+    ]
+    return res(
+        f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}",
+        f"{kind.lower()}-{name}",
+        {"kind": kind, "metadata": {"name": name}, "spec": {"resourceGroups": [{"flavors": flavors}]}},
+    )
+
+
+def find(resources: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(r for r in resources if r["name"] == name)
+
+
+def put(resource: dict[str, Any], path: str, value: Any) -> None:
+    """Set inputs at a dotted path (creating mappings); value None deletes the key."""
+    *parents, last = path.split(".")
+    data = resource["inputs"]
+    for key in parents:
+        data = data.setdefault(key, {})
+    if value is None:
+        data.pop(last, None)
+    else:
+        data[last] = value
+
+
+def check(
+    rules: ModuleType, resources: list[dict[str, Any]], *, stack: str = "dev", config: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    return policy_check.evaluate(resources, stack=stack, config=config, rules=rules)
+
+
+def changed(name: str, *edits: tuple[str, Any]) -> list[dict[str, Any]]:
+    resources = copy.deepcopy(baseline())
+    for path, value in edits:
+        put(find(resources, name), path, value)
+    return resources
+
+
+def only(found: list[dict[str, Any]], policy: str) -> list[dict[str, Any]]:
+    others = [v for v in found if v["policy"] != policy]
+    assert not others, others
+    assert found, f"{policy} reported nothing"
+    return found
+
+
+def test_the_baseline_passes_every_policy(rules: ModuleType) -> None:
+    assert check(rules, baseline()) == []
+
+
+# --- flex-start-pool-shape -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("edits", "expected"),
+    [
+        ((("autoscaling.maxNodeCount", 4),), "set autoscaling.maxNodeCount to the slice's 2 VMs"),
+        ((("autoscaling.minNodeCount", 1.0),), "autoscaling.minNodeCount is 1"),
+        ((("initialNodeCount", 2),), "set initialNodeCount to 0"),
+        ((("management.autoRepair", None),), "set management.autoRepair false"),
+        ((("nodeConfig.reservationAffinity", None),), "consumeReservationType to NO_RESERVATION"),
+        ((("nodeConfig.spot", True),), "remove nodeConfig.spot"),
+        ((("autoscaling", None),), "set autoscaling with minNodeCount 0"),
+    ],
+)
+def test_flex_start_pool_shape(rules: ModuleType, edits: tuple[tuple[str, Any], ...], expected: str) -> None:
+    # Some edits also change the chips Kueue may count on; only this policy's findings matter here.
+    found = [v for v in check(rules, changed("flex", *edits)) if v["policy"] == "flex-start-pool-shape"]
+    assert any(expected in v["message"] for v in found), found
+    assert {v["level"] for v in found} == {"mandatory"}
+    assert {v["urn"] for v in found} == {"urn:pulumi:dev::tpu-stack::gcp:container/nodePool:NodePool::flex"}
+
+
+def test_single_host_flex_pools_may_hold_several_slices_and_keep_auto_repair(rules: ModuleType) -> None:
+    resources = baseline()
+    single = flex_pool("flex-v6e")
+    put(single, "nodeConfig.machineType", "ct6e-standard-4t")
+    put(single, "placementPolicy", None)
+    put(single, "autoscaling.maxNodeCount", 3)
+    put(single, "management.autoRepair", True)
+    assert check(rules, [*resources, single]) == []
+    put(single, "autoscaling.maxNodeCount", 0)
+    assert "at least 1" in only(check(rules, [*resources, single]), "flex-start-pool-shape")[0]["message"]
+
+
+# --- queued-pool-shape -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("edits", "expected"),
+    [
+        ((("autoscaling", {"maxNodeCount": 2}),), "set autoscaling.totalMaxNodeCount"),
+        ((("management.autoRepair", True),), "set management.autoRepair false"),
+        ((("nodeConfig.reservationAffinity.consumeReservationType", "ANY_RESERVATION"),), "NO_RESERVATION"),
+        ((("nodeConfig.spot", True),), "remove nodeConfig.spot"),
+        ((("nodeConfig.flexStart", True),), "remove nodeConfig.flexStart"),
+        ((("nodeCount", 2),), "set nodeCount to 0"),
+    ],
+)
+def test_queued_pool_shape(rules: ModuleType, edits: tuple[tuple[str, Any], ...], expected: str) -> None:
+    found = [v for v in check(rules, changed("burst", *edits)) if v["policy"] == "queued-pool-shape"]
+    assert any(expected in v["message"] and v["level"] == "mandatory" for v in found), found
+
+
+# --- tpu-topology-and-node-count -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "edits", "expected"),
+    [
+        ("serve", (("placementPolicy.tpuTopology", "4x5"),), "'4x5' is not valid for ct5lp-hightpu-4t; valid: 2x2"),
+        ("serve", (("nodeCount", 4),), "set nodeCount to 8"),
+        ("burst", (("autoscaling.totalMaxNodeCount", 4.0),), "set autoscaling.totalMaxNodeCount to 2"),
+        ("serve", (("placementPolicy.type", "COMPACT"),), "remove placementPolicy.type ('COMPACT')"),
+        ("single", (("placementPolicy", {"tpuTopology": "2x4"}),), "remove placementPolicy.tpuTopology"),
+        ("serve", (("nodeConfig.machineType", "ct9-hightpu-4t"),), "not a known TPU machine type"),
+    ],
+)
+def test_topology_matches_machine_type_and_node_counts(
+    rules: ModuleType, name: str, edits: tuple[tuple[str, Any], ...], expected: str
+) -> None:
+    found = [v for v in check(rules, changed(name, *edits)) if v["policy"] == "tpu-topology-and-node-count"]
+    assert len(found) == 1 and expected in found[0]["message"], found
+    assert found[0]["level"] == "mandatory"
+
+
+def test_three_d_topologies_follow_the_generation_rules(rules: ModuleType) -> None:
+    v5p = pool("v5p", "ct5p-hightpu-4t", nodeCount=16, placementPolicy={"tpuTopology": "4x4x4", "type": ""})
+    assert check(rules, [v5p]) == []
+    put(v5p, "placementPolicy.tpuTopology", "4x4x2")  # v5p takes sorted shapes only
+    assert "not valid for ct5p-hightpu-4t" in only(check(rules, [v5p]), "tpu-topology-and-node-count")[0]["message"]
+
+
+# --- multi-host-pool-single-zone -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("zones", [["us-central1-a", "us-central1-b"], None])
+def test_multi_host_pools_sit_in_one_zone(rules: ModuleType, zones: list[str] | None) -> None:
+    found = only(check(rules, changed("serve", ("nodeLocations", zones))), "multi-host-pool-single-zone")
+    assert "set nodeLocations to one zone" in found[0]["message"]
+
+
+def test_single_host_pools_may_span_zones(rules: ModuleType) -> None:
+    assert check(rules, changed("single", ("nodeLocations", ["us-central1-a", "us-central1-b"]))) == []
+
+
+# --- workload-identity -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "value", "expected"),
+    [
+        ("tpu-dev", "workloadIdentityConfig", None, "set workloadIdentityConfig.workloadPool"),
+        ("tpu-dev", "nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA", "nodeConfig.workloadMetadataConfig"),
+        ("serve", "nodeConfig.workloadMetadataConfig", None, "set nodeConfig.workloadMetadataConfig.mode to"),
+    ],
+)
+def test_workload_identity(rules: ModuleType, name: str, path: str, value: Any, expected: str) -> None:
+    found = only(check(rules, changed(name, (path, value))), "workload-identity")
+    assert expected in found[0]["message"] and found[0]["level"] == "mandatory"
+
+
+def test_autopilot_clusters_always_run_workload_identity(rules: ModuleType) -> None:
+    autopilot = res(
+        "gcp:container/cluster:Cluster",
+        "ap",
+        {
+            "enableAutopilot": True,
+            "resourceLabels": LABELS,
+            "clusterAutoscaling": {"autoProvisioningDefaults": {"serviceAccount": SA}},
+        },
+    )
+    assert check(rules, [autopilot]) == []
+
+
+# --- no-default-compute-service-account ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, "set nodeConfig.serviceAccount to a dedicated node service account"),
+        ("default", "set nodeConfig.serviceAccount to a dedicated node service account"),
+        ("123-compute@developer.gserviceaccount.com", "is the Compute Engine default service account"),
+    ],
+)
+def test_no_default_compute_service_account(rules: ModuleType, value: str | None, expected: str) -> None:
+    for name in ("serve", "tpu-dev"):
+        found = only(
+            check(rules, changed(name, ("nodeConfig.serviceAccount", value))), "no-default-compute-service-account"
+        )
+        assert expected in found[0]["message"] and found[0]["level"] == "mandatory"
+
+
+def test_a_service_account_unknown_during_preview_is_not_a_violation(rules: ModuleType) -> None:
+    """Before the account exists its email is unknown; the policy skips it rather than fail the preview."""
+    assert check(rules, changed("serve", ("nodeConfig.serviceAccount", "[unknown]"))) == []
+
+
+# --- bucket-hardening ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        ("uniformBucketLevelAccess", False, "set uniformBucketLevelAccess true"),
+        ("publicAccessPrevention", "inherited", "set publicAccessPrevention 'enforced'"),
+        ("versioning", None, "set versioning.enabled true"),
+    ],
+)
+def test_bucket_hardening(rules: ModuleType, path: str, value: Any, expected: str) -> None:
+    found = only(check(rules, changed("data-bucket", (path, value))), "bucket-hardening")
+    assert len(found) == 1 and expected in found[0]["message"] and found[0]["level"] == "mandatory"
+
+
+# --- least-privilege-iam ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "role", "expected"),
+    [
+        ("log-writer", "roles/storage.admin", "grant roles/storage.objectUser (or objectViewer) on the one bucket"),
+        ("log-writer", "roles/editor", "roles/editor is a primitive role"),
+        ("writer", "roles/owner", "roles/owner is a primitive role"),
+    ],
+)
+def test_least_privilege_iam(rules: ModuleType, name: str, role: str, expected: str) -> None:
+    found = only(check(rules, changed(name, ("role", role))), "least-privilege-iam")
+    assert expected in found[0]["message"] and found[0]["level"] == "mandatory"
+
+
+def test_storage_admin_on_one_bucket_is_allowed_but_primitive_roles_in_policy_documents_are_not(
+    rules: ModuleType,
+) -> None:
+    assert check(rules, changed("writer", ("role", "roles/storage.admin"))) == []
+    document = res(
+        "gcp:projects/iAMPolicy:IAMPolicy",
+        "policy",
+        {"policyData": '{"bindings": [{"role": "roles/viewer", "members": ["user:a@example.com"]}]}'},
+    )
+    assert "roles/viewer is a primitive role" in only(check(rules, [document]), "least-privilege-iam")[0]["message"]
+
+
+# --- no-open-load-balancer -------------------------------------------------------------------------------
+
+
+def external(ranges: list[str] | None) -> list[dict[str, Any]]:
+    return changed("sax-http-lb", ("metadata.annotations", None), ("spec.loadBalancerSourceRanges", ranges))
+
+
+def test_external_load_balancer_needs_source_ranges(rules: ModuleType) -> None:
+    found = only(check(rules, external(None)), "no-open-load-balancer")
+    assert "set spec.loadBalancerSourceRanges" in found[0]["message"] and found[0]["level"] == "mandatory"
+    found = only(check(rules, external(["0.0.0.0/0"])), "no-open-load-balancer")
+    assert "admits every address" in found[0]["message"]
+    assert check(rules, external(["203.0.113.0/24"])) == []
+
+
+def test_allowed_source_ranges_come_from_policy_config(rules: ModuleType) -> None:
+    config = {"no-open-load-balancer": {"allowedSourceRanges": ["10.0.0.0/8", "0.0.0.0/0"]}}
+    assert check(rules, external(["10.1.0.0/16", "0.0.0.0/0"]), config=config) == []
+    config = {"no-open-load-balancer": {"allowedSourceRanges": ["10.0.0.0/8"]}}
+    found = only(check(rules, external(["10.1.0.0/16", "203.0.113.0/24"]), config=config), "no-open-load-balancer")
+    assert len(found) == 1 and "203.0.113.0/24 is outside the allowed ranges (10.0.0.0/8)" in found[0]["message"]
+
+
+# --- privileged-only-on-tpu-pods -------------------------------------------------------------------------
+
+
+def test_privileged_containers_only_in_pods_that_request_tpus(rules: ModuleType) -> None:
+    resources = changed(
+        "http",
+        ("spec.template.spec.containers", [{"name": "http", "image": "x:1", "securityContext": {"privileged": True}}]),
+    )
+    found = only(check(rules, resources), "privileged-only-on-tpu-pods")
+    assert (
+        "container(s) http run privileged" in found[0]["message"]
+        and "remove securityContext.privileged" in found[0]["message"]
+    )
+    servers = find(resources, "servers")
+    job_pod = servers["inputs"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    job_pod["containers"][0]["resources"] = {}
+    names = {v["urn"].rsplit("::", 1)[1] for v in check(rules, resources)}
+    assert names == {"http", "servers"}
+
+
+# --- kueue-quota-within-chips ----------------------------------------------------------------------------
+
+
+def test_quota_may_not_exceed_the_chips_of_matching_pools(rules: ModuleType) -> None:
+    resources = baseline()  # flex: 1 pool x 2 VMs x 4 chips = 8 chips, quota 8
+    resources.append(cluster_queue("other", {"flex": 4}))
+    found = only(check(rules, resources), "kueue-quota-within-chips")
+    assert found == [
+        {
+            "policy": "kueue-quota-within-chips",
+            "level": "mandatory",
+            "urn": "urn:pulumi:dev::tpu-stack::kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor::flavor-flex",
+            "message": "ResourceFlavor 'flex': queues hold 12 google.com/tpu nominal quota but the 1 matching node "
+            "pool(s) provide 8 chips; lower the ClusterQueue nominalQuota or add slices",
+        }
+    ]
+
+
+def test_pool_labels_come_from_the_catalog_provisioning_mode_and_the_pool(rules: ModuleType) -> None:
+    resources = baseline()
+    flex_labels = {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+        "cloud.google.com/gke-flex-start": "true",
+    }
+    resources.append(flavor("all-2x4-flex", flex_labels))
+    resources.append(cluster_queue("cohort", {"all-2x4-flex": 8}, kind="Cohort"))
+    resources.append(flavor("v6e", {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "team": "a"}))
+    resources.append(cluster_queue("v6e", {"v6e": 24}))
+    found = only(check(rules, resources), "kueue-quota-within-chips")
+    assert [v["urn"].rsplit("::", 1)[1] for v in found] == ["flavor-v6e"]
+    assert "0 matching node pool(s) provide 0 chips" in found[0]["message"]
+    put(find(resources, "single"), "nodeConfig.labels", {"team": "a"})  # 3 single-host VMs x 8 chips
+    assert check(rules, resources) == []
+
+
+def test_queued_pools_count_total_max_nodes_and_autopilot_flavors_are_skipped(rules: ModuleType) -> None:
+    resources = baseline()
+    resources.append(flavor("burst", {"cloud.google.com/gke-nodepool": "burst"}))
+    resources.append(cluster_queue("burst", {"burst": 9}))
+    assert "provide 8 chips" in only(check(rules, resources), "kueue-quota-within-chips")[0]["message"]
+    autopilot = [
+        res("gcp:container/cluster:Cluster", "ap", {"enableAutopilot": True, "resourceLabels": LABELS}),
+        flavor("v5e-2x4", {"cloud.google.com/gke-tpu-topology": "2x4"}),
+        cluster_queue("ap", {"v5e-2x4": 16}),
+    ]
+    assert [v for v in check(rules, autopilot) if v["policy"] == "kueue-quota-within-chips"] == []
+
+
+# --- pinned-charts-and-images ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["^0.19.0", "0.19.x", None, ">=0.19.0"])
+def test_charts_pin_one_exact_version(rules: ModuleType, version: str | None) -> None:
+    found = only(check(rules, changed("kueue", ("version", version))), "pinned-charts-and-images")
+    assert "set `version` to one exact release" in found[0]["message"] and found[0]["level"] == "mandatory"
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [("registry/app:latest", "uses :latest"), ("registry:5000/app", "has no tag"), ("app", "has no tag")],
+)
+def test_images_pin_a_tag_or_digest(rules: ModuleType, image: str, expected: str) -> None:
+    resources = changed("http", ("spec.template.spec.containers", [{"name": "http", "image": image}]))
+    found = only(check(rules, resources), "pinned-charts-and-images")
+    assert f"container 'http': image {image!r} {expected}: pin a version tag or a digest" == found[0]["message"]
+
+
+# --- protected-stack-resources ---------------------------------------------------------------------------
+
+
+def prod(resources: list[dict[str, Any]], protect: bool = True) -> list[dict[str, Any]]:
+    """The baseline as stack `prod`: URNs carry the stack name."""
+    for resource in resources:
+        resource["urn"] = resource["urn"].replace("urn:pulumi:dev::", "urn:pulumi:prod::")
+        if resource["name"] in ("tpu-dev", "data-bucket"):
+            resource["protect"] = protect
+    put(find(resources, "tpu-dev"), "deletionProtection", True)
+    return resources
+
+
+def test_protected_stacks_protect_cluster_and_bucket(rules: ModuleType) -> None:
+    assert check(rules, prod(baseline()), stack="prod") == []
+    found = only(check(rules, prod(baseline(), protect=False), stack="prod"), "protected-stack-resources")
+    assert [v["urn"].rsplit("::", 1)[1] for v in found] == ["tpu-dev", "data-bucket"]
+    assert all("ResourceOptions(protect=True)" in v["message"] for v in found)
+    resources = prod(baseline())
+    put(find(resources, "tpu-dev"), "deletionProtection", False)
+    put(find(resources, "data-bucket"), "forceDestroy", True)
+    messages = [v["message"] for v in only(check(rules, resources, stack="prod"), "protected-stack-resources")]
+    assert messages == [
+        "stack 'prod' is protected: set deletionProtection true on the cluster",
+        "stack 'prod' is protected: remove forceDestroy from the bucket",
+    ]
+
+
+def test_protected_stacks_come_from_policy_config(rules: ModuleType) -> None:
+    config = {"protected-stack-resources": {"protectedStacks": ["dev"]}}
+    found = only(check(rules, baseline(), config=config), "protected-stack-resources")
+    assert {v["urn"].rsplit("::", 1)[1] for v in found} == {"tpu-dev", "data-bucket"}
+
+
+# --- advisory: tpu-auto-upgrade-off, required-labels -----------------------------------------------------
+
+
+def test_auto_upgrade_on_tpu_pools_is_advisory(rules: ModuleType) -> None:
+    found = only(check(rules, changed("serve", ("management", None))), "tpu-auto-upgrade-off")
+    assert found[0]["level"] == "advisory" and "set management.autoUpgrade false" in found[0]["message"]
+
+
+def test_missing_labels_are_advisory(rules: ModuleType) -> None:
+    found = only(check(rules, changed("data-bucket", ("labels", {"app": "tpu-stack"}))), "required-labels")
+    assert found[0]["level"] == "advisory" and found[0]["message"] == "add label(s) managed-by, env to labels"
+    found = only(check(rules, baseline(), config={"required-labels": {"requiredLabels": ["team"]}}), "required-labels")
+    assert {v["message"] for v in found} == {
+        "add label(s) team to resourceLabels",
+        "add label(s) team to labels",
+        "add label(s) team to nodeConfig.resourceLabels",
+    }
+
+
+# --- how the pack is evaluated ---------------------------------------------------------------------------
+
+
+def test_policy_config_levels_override_and_disable(rules: ModuleType) -> None:
+    resources = changed("data-bucket", ("labels", {}))
+    assert {v["level"] for v in check(rules, resources, config={"required-labels": "mandatory"})} == {"mandatory"}
+    assert check(rules, resources, config={"required-labels": {"enforcementLevel": "disabled"}}) == []
+    assert check(rules, resources, config={"all": "disabled"}) == []
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"no-such-policy": "mandatory"}, "unknown policies: no-such-policy"),
+        ({"required-labels": {"labels": []}}, "unknown config property 'labels'"),
+        ({"required-labels": "fatal"}, "enforcement level 'fatal' is not one of"),
+    ],
+)
+def test_a_bad_policy_config_is_an_error(rules: ModuleType, config: dict[str, Any], expected: str) -> None:
+    with pytest.raises(policy_check.PolicyConfigError, match=expected):
+        check(rules, baseline(), config=config)
+
+
+def test_a_value_unknown_during_preview_makes_the_policy_advisory_as_under_the_cli(rules: ModuleType) -> None:
+    found = check(rules, changed("data-bucket", ("publicAccessPrevention", "[unknown]")))
+    assert found == [
+        {
+            "policy": "bucket-hardening",
+            "level": "advisory",
+            "urn": "urn:pulumi:dev::tpu-stack::gcp:storage/bucket:Bucket::data-bucket",
+            "message": "can't run policy 'bucket-hardening' from policy pack 'tpu-stack' during preview: "
+            "string value at .publicAccessPrevention can't be known during preview",
+        }
+    ]
+
+
+def test_providers_and_local_components_are_not_analyzed(rules: ModuleType) -> None:
+    provider = res("pulumi:providers:kubernetes", "k8s", {"kubeconfig": "[secret]"})
+    component = {**res("tpu-stack:index:Bucket", "data", {}), "custom": False}
+    component["type"] = "gcp:storage/bucket:Bucket"  # a component that would fail bucket-hardening if analyzed
+    assert check(rules, [provider, component]) == []
