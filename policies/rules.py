@@ -496,12 +496,37 @@ def validate_protected(args: ResourceValidationArgs, report: ReportViolation) ->
         _say(report, f"stack {stack!r} is protected: remove forceDestroy from the bucket")
 
 
-def validate_auto_upgrade(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """An upgrade restarts every VM of a slice at once; schedule it with maintenance windows instead."""
-    if args.resource_type != NODE_POOL or _machine(args.props) is None:
-        return
-    if _get(args.props, "management.autoUpgrade", True) is not False:
-        _say(report, "TPU pool auto-upgrades by default: set management.autoUpgrade false and upgrade in a window")
+def _cluster_channels(resources: list[PolicyResource]) -> dict[str, str]:
+    """Cluster name -> release channel; GKE enrolls a cluster in REGULAR when none is given."""
+    return {
+        str(r.props.get("name") or r.name): str(_get(r.props, "releaseChannel.channel") or "REGULAR")
+        for r in resources
+        if r.resource_type == CLUSTER and _get(r.props, "enableAutopilot") is not True
+    }
+
+
+def validate_auto_upgrade(args: StackValidationArgs, report: ReportViolation) -> None:
+    """An upgrade restarts every VM of a slice at once, so TPU pools should not auto-upgrade; but on a release
+    channel GKE refuses node pools with auto-upgrade off (400 "Auto_upgrade cannot be false when
+    release_channel ... is set"), so there the advice is the reverse: keep it on, steer it with maintenance
+    windows and exclusions. A pool whose cluster is not in the stack is compared with the stack's one cluster."""
+    resources = list(args.resources)
+    channels = _cluster_channels(resources)
+    only_channel = next(iter(channels.values())) if len(channels) == 1 else None
+    for pool in (r for r in resources if r.resource_type == NODE_POOL):
+        channel = channels.get(str(pool.props.get("cluster")), only_channel)
+        upgrades = _get(pool.props, "management.autoUpgrade", True) is not False
+        if channel not in (None, "UNSPECIFIED") and not upgrades:
+            report(
+                f"GKE refuses management.autoUpgrade false in a cluster on release channel {channel}: set it true "
+                "and control upgrades with maintenance windows/exclusions, or set the cluster's releaseChannel "
+                "to UNSPECIFIED",
+                pool.urn,
+            )
+        elif channel == "UNSPECIFIED" and upgrades and _machine(pool.props) is not None:
+            report(
+                "TPU pool auto-upgrades by default: set management.autoUpgrade false and upgrade in a window", pool.urn
+            )
 
 
 LABELS_PATH = {CLUSTER: "resourceLabels", BUCKET: "labels", NODE_POOL: "nodeConfig.resourceLabels"}
@@ -725,9 +750,9 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         enforcement_level=MANDATORY,
         config_schema=PROTECTED_STACKS_SCHEMA,
     ),
-    ResourceValidationPolicy(
-        name="tpu-auto-upgrade-off",
-        description="TPU node pools do not auto-upgrade (an upgrade restarts whole slices).",
+    StackValidationPolicy(
+        name="tpu-node-auto-upgrade",
+        description="TPU pools do not auto-upgrade, unless a release channel requires auto-upgrade on every pool.",
         validate=validate_auto_upgrade,
         enforcement_level=ADVISORY,
     ),

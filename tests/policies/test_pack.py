@@ -31,7 +31,7 @@ EXPECTED = {
     "kueue-quota-within-chips": "mandatory",
     "pinned-charts-and-images": "mandatory",
     "protected-stack-resources": "mandatory",
-    "tpu-auto-upgrade-off": "advisory",
+    "tpu-node-auto-upgrade": "advisory",
     "required-labels": "advisory",
 }
 

@@ -76,6 +76,7 @@ def baseline() -> list[dict[str, Any]]:
             {
                 "name": "tpu-dev",
                 "deletionProtection": False,
+                "releaseChannel": {"channel": "UNSPECIFIED"},
                 "resourceLabels": LABELS,
                 "workloadIdentityConfig": {"workloadPool": "proj.svc.id.goog"},
                 "nodeConfig": {"serviceAccount": SA, "workloadMetadataConfig": {"mode": "GKE_METADATA"}},
@@ -558,9 +559,19 @@ def test_protected_stacks_come_from_policy_config(rules: ModuleType) -> None:
 # --- advisory: tpu-auto-upgrade-off, required-labels -----------------------------------------------------
 
 
-def test_auto_upgrade_on_tpu_pools_is_advisory(rules: ModuleType) -> None:
-    found = only(check(rules, changed("serve", ("management", None))), "tpu-auto-upgrade-off")
+def test_auto_upgrade_on_tpu_pools_is_advisory_without_a_release_channel(rules: ModuleType) -> None:
+    found = only(check(rules, changed("serve", ("management", None))), "tpu-node-auto-upgrade")
+    assert len(found) == 1 and found[0]["urn"].endswith("::serve")
     assert found[0]["level"] == "advisory" and "set management.autoUpgrade false" in found[0]["message"]
+
+
+@pytest.mark.parametrize("channel", [{"channel": "REGULAR"}, None])
+def test_auto_upgrade_off_on_a_release_channel_is_flagged(rules: ModuleType, channel: dict[str, str] | None) -> None:
+    """GKE answers 400 "Auto_upgrade cannot be false when release_channel REGULAR is set"; no channel = REGULAR."""
+    found = only(check(rules, changed("tpu-dev", ("releaseChannel", channel))), "tpu-node-auto-upgrade")
+    assert [v["urn"].rsplit("::", 1)[1] for v in found] == ["flex", "burst", "serve", "single"]
+    assert {v["level"] for v in found} == {"advisory"}
+    assert "GKE refuses management.autoUpgrade false in a cluster on release channel REGULAR" in found[0]["message"]
 
 
 def test_missing_labels_are_advisory(rules: ModuleType) -> None:
