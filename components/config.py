@@ -89,12 +89,97 @@ class SystemPoolConfig(_Model):
         return self
 
 
+class RecurringWindowConfig(_Model):
+    """A recurring maintenance window: the first occurrence and an RFC 5545 rule, e.g. FREQ=WEEKLY;BYDAY=SA,SU."""
+
+    start_time: datetime
+    end_time: datetime
+    recurrence: str
+
+
+class MaintenanceExclusionConfig(_Model):
+    """A period GKE holds upgrades back, e.g. a training campaign; the default scope also holds node upgrades."""
+
+    name: str
+    start_time: datetime
+    end_time: datetime
+    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = "NO_MINOR_OR_NODE_UPGRADES"
+
+
+NO_UPGRADES_MAX_DAYS = 30
+"""GKE's limit on a NO_UPGRADES exclusion."""
+_DAILY_START = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
+
+
+class MaintenanceConfig(_Model):
+    """When GKE may upgrade the cluster and its nodes: a daily or recurring window, and exclusions from it.
+
+    On a release channel node auto-upgrade cannot be turned off, so this is how a training run is kept
+    from being restarted by a node upgrade.
+    """
+
+    daily_start_time: str | None = None
+    """Start (UTC, HH:MM) of a daily 4-hour window."""
+    recurring_window: RecurringWindowConfig | None = None
+    exclusions: tuple[MaintenanceExclusionConfig, ...] = ()
+
+    @property
+    def has_window(self) -> bool:
+        return self.daily_start_time is not None or self.recurring_window is not None
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field under cluster.maintenance, message)."""
+        problems: list[tuple[str, str]] = []
+        if self.daily_start_time is not None and self.recurring_window is not None:
+            problems.append(("dailyStartTime", "set dailyStartTime or recurringWindow, not both"))
+        if self.daily_start_time is not None and not _DAILY_START.match(self.daily_start_time):
+            problems.append(("dailyStartTime", f"{self.daily_start_time!r} is not a UTC time like 03:00"))
+        window = self.recurring_window
+        if window is not None:
+            problems += [(f"recurringWindow.{f}", m) for f, m in _period_problems(window.start_time, window.end_time)]
+            if not window.recurrence.startswith("FREQ="):
+                problems.append(
+                    ("recurringWindow.recurrence", f"{window.recurrence!r} is not a rule like FREQ=WEEKLY;BYDAY=SA,SU")
+                )
+        if self.exclusions and not self.has_window:
+            problems.append(
+                ("exclusions", "exclusions need a maintenance window; set dailyStartTime or recurringWindow")
+            )
+        names: set[str] = set()
+        for index, exclusion in enumerate(self.exclusions):
+            where = f"exclusions[{index}]"
+            problems += [(f"{where}.{f}", m) for f, m in _period_problems(exclusion.start_time, exclusion.end_time)]
+            length = exclusion.end_time - exclusion.start_time
+            if exclusion.scope == "NO_UPGRADES" and length > timedelta(days=NO_UPGRADES_MAX_DAYS):
+                problems.append(
+                    (
+                        f"{where}.endTime",
+                        f"a NO_UPGRADES exclusion lasts at most {NO_UPGRADES_MAX_DAYS} days (this one {length.days}); "
+                        "shorten it or use scope NO_MINOR_OR_NODE_UPGRADES",
+                    )
+                )
+            if exclusion.name in names:
+                problems.append((f"{where}.name", f"{exclusion.name!r} is used twice; exclusion names are unique"))
+            names.add(exclusion.name)
+        return problems
+
+
+def _period_problems(start: datetime, end: datetime) -> list[tuple[str, str]]:
+    if start.tzinfo is None or end.tzinfo is None:
+        return [("startTime", "startTime and endTime need a timezone, e.g. 2026-12-01T00:00:00Z")]
+    if end <= start:
+        return [("endTime", f"{end.isoformat()} is not after startTime {start.isoformat()}")]
+    return []
+
+
 class ClusterConfig(_Model):
     name: str = "tpu-cluster"
     location: str | None = None
     """Region (regional control plane) or zone; defaults to gcp:region."""
     mode: Literal["standard", "autopilot"] = "standard"
-    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "RAPID"
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"] = "RAPID"
+    """UNSPECIFIED: no channel; only then may TPU pools turn node auto-upgrade off."""
+    maintenance: MaintenanceConfig = MaintenanceConfig()
     min_master_version: str = "1.33"
     """Version floor: flex-start on TPUs needs 1.33.0-gke.1712000 or newer."""
     kubernetes_minor: str = "1.33"
@@ -195,8 +280,9 @@ class TpuPoolConfig(_Model):
     max_run_duration: str | None = None
     labels: dict[str, str] = {}
     taints: tuple[Taint, ...] = ()
-    auto_upgrade: bool = False
-    """Off by default: an upgrade restarts every VM of a slice and kills the training run on it."""
+    auto_upgrade: bool | None = None
+    """Node auto-upgrade; GKE keeps it on in clusters on a release channel (steer it with cluster.maintenance).
+    Without a channel it defaults to off: an upgrade restarts every VM of a slice and the run on it."""
 
     def problems(self) -> list[tuple[str, str]]:
         """(config field, message) for each problem of the pool on its own; derived values need none."""
@@ -1118,6 +1204,16 @@ class StackConfig(_Model):
     def pool(self, name: str) -> TpuPoolConfig | None:
         return next((p for p in self.tpu_pools if p.name == name), None)
 
+    @property
+    def on_release_channel(self) -> bool:
+        return self.cluster.release_channel != "UNSPECIFIED"
+
+    def auto_upgrade(self, pool: TpuPoolConfig) -> bool:
+        """Node auto-upgrade of a TPU pool: always on a release channel (GKE refuses off), else off by default."""
+        if pool.auto_upgrade is not None:
+            return pool.auto_upgrade
+        return self.on_release_channel
+
 
 # ---- loading ----------------------------------------------------------------------------------------------
 
@@ -1212,6 +1308,14 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problem = pool.future_reservation.lead_time_problem(now)
             if problem:
                 problems.append(f"{key}.futureReservation: {problem}")
+        if pool.auto_upgrade is False and config.on_release_channel:
+            problems.append(
+                f"{key}.autoUpgrade: GKE keeps node auto-upgrade on in clusters on a release channel (cluster."
+                f"releaseChannel {config.cluster.release_channel}); remove autoUpgrade and hold upgrades during "
+                "training with cluster.maintenance.exclusions, or set cluster.releaseChannel: UNSPECIFIED"
+            )
+    maintenance = config.cluster.maintenance.problems()
+    problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
     if config.cluster.mode == "autopilot" and config.tpu_pools:
         problems.append(
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pulumi
@@ -9,7 +10,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.config import StackConfig
+from components.config import MaintenanceConfig, StackConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="45m", update="60m", delete="45m")
@@ -87,6 +88,7 @@ class GkeCluster(pulumi.ComponentResource):
             "network": cluster_config.network,
             "subnetwork": cluster_config.subnetwork,
             "resource_labels": config.resource_labels,
+            "maintenance_policy": _maintenance_policy(cluster_config.maintenance),
         }
         if cluster_config.mode == "autopilot":
             self.cluster: gcp.container.Cluster = gcp.container.Cluster(
@@ -174,3 +176,40 @@ class GkeCluster(pulumi.ComponentResource):
                 ignore_changes=["initialNodeCount", "nodeCount"],
             ),
         )
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _maintenance_policy(maintenance: MaintenanceConfig) -> gcp.container.ClusterMaintenancePolicyArgs | None:
+    """When GKE may upgrade; None leaves GKE's default (any time). Exclusions need a window (config checks)."""
+    if not maintenance.has_window:
+        return None
+    window = maintenance.recurring_window
+    return gcp.container.ClusterMaintenancePolicyArgs(
+        daily_maintenance_window=(
+            gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(start_time=maintenance.daily_start_time)
+            if maintenance.daily_start_time is not None
+            else None
+        ),
+        recurring_window=(
+            gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
+                start_time=_rfc3339(window.start_time), end_time=_rfc3339(window.end_time), recurrence=window.recurrence
+            )
+            if window is not None
+            else None
+        ),
+        maintenance_exclusions=[
+            gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                exclusion_name=exclusion.name,
+                start_time=_rfc3339(exclusion.start_time),
+                end_time=_rfc3339(exclusion.end_time),
+                exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                    scope=exclusion.scope
+                ),
+            )
+            for exclusion in maintenance.exclusions
+        ]
+        or None,
+    )

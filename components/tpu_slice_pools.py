@@ -50,7 +50,7 @@ class TpuSlicePools(pulumi.ComponentResource):
                 node_count=None if pool.autoscaled else pool.vms_per_slice,
                 autoscaling=_autoscaling(pool),
                 management=gcp.container.NodePoolManagementArgs(
-                    auto_repair=pool.auto_repair, auto_upgrade=pool.auto_upgrade
+                    auto_repair=pool.auto_repair, auto_upgrade=config.auto_upgrade(pool)
                 ),
                 # `type` is required by the provider schema, but GKE never reports it for TPU pools: an
                 # empty string is left out of the API request (as gcloud does) and reads back equal.

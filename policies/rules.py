@@ -496,34 +496,51 @@ def validate_protected(args: ResourceValidationArgs, report: ReportViolation) ->
         _say(report, f"stack {stack!r} is protected: remove forceDestroy from the bucket")
 
 
-def _cluster_channels(resources: list[PolicyResource]) -> dict[str, str]:
-    """Cluster name -> release channel; GKE enrolls a cluster in REGULAR when none is given."""
+def _clusters(resources: list[PolicyResource]) -> dict[str, PolicyResource]:
+    """Cluster name -> cluster resource (Standard clusters only: Autopilot has no node pools of its own)."""
     return {
-        str(r.props.get("name") or r.name): str(_get(r.props, "releaseChannel.channel") or "REGULAR")
+        str(r.props.get("name") or r.name): r
         for r in resources
         if r.resource_type == CLUSTER and _get(r.props, "enableAutopilot") is not True
     }
 
 
+def _holds_node_upgrades(cluster: PolicyResource) -> bool:
+    """A maintenance window, or an exclusion that holds node upgrades back, keeps upgrades out of training."""
+    policy = _get(cluster.props, "maintenancePolicy") or {}
+    windows = ("dailyMaintenanceWindow", "recurringWindow", "recurringMaintenanceWindow")
+    return any(policy.get(window) for window in windows) or bool(policy.get("maintenanceExclusions"))
+
+
 def validate_auto_upgrade(args: StackValidationArgs, report: ReportViolation) -> None:
-    """An upgrade restarts every VM of a slice at once, so TPU pools should not auto-upgrade; but on a release
-    channel GKE refuses node pools with auto-upgrade off (400 "Auto_upgrade cannot be false when
-    release_channel ... is set"), so there the advice is the reverse: keep it on, steer it with maintenance
-    windows and exclusions. A pool whose cluster is not in the stack is compared with the stack's one cluster."""
+    """An upgrade restarts every VM of a slice at once, and with it the run on the slice. Without a release
+    channel TPU pools should not auto-upgrade. On a channel GKE refuses auto-upgrade off (400 "Auto_upgrade
+    cannot be false when release_channel ... is set"; a cluster given no channel is enrolled in REGULAR), so
+    there the cluster needs a maintenance window or exclusions to keep upgrades out of training runs. A pool
+    whose cluster is not in the stack is compared with the stack's one cluster."""
     resources = list(args.resources)
-    channels = _cluster_channels(resources)
-    only_channel = next(iter(channels.values())) if len(channels) == 1 else None
-    for pool in (r for r in resources if r.resource_type == NODE_POOL):
-        channel = channels.get(str(pool.props.get("cluster")), only_channel)
+    clusters = _clusters(resources)
+    only_cluster = next(iter(clusters.values())) if len(clusters) == 1 else None
+    for pool in (r for r in resources if r.resource_type == NODE_POOL and _machine(r.props) is not None):
+        cluster = clusters.get(str(pool.props.get("cluster")), only_cluster)
+        if cluster is None:
+            continue
+        channel = str(_get(cluster.props, "releaseChannel.channel") or "REGULAR")
         upgrades = _get(pool.props, "management.autoUpgrade", True) is not False
-        if channel not in (None, "UNSPECIFIED") and not upgrades:
+        if channel != "UNSPECIFIED" and not upgrades:
             report(
                 f"GKE refuses management.autoUpgrade false in a cluster on release channel {channel}: set it true "
                 "and control upgrades with maintenance windows/exclusions, or set the cluster's releaseChannel "
                 "to UNSPECIFIED",
                 pool.urn,
             )
-        elif channel == "UNSPECIFIED" and upgrades and _machine(pool.props) is not None:
+        elif channel != "UNSPECIFIED" and not _holds_node_upgrades(cluster):
+            report(
+                f"TPU pool may be upgraded, restarting its slices, at any time: give cluster {cluster.name!r} a "
+                "maintenancePolicy (a window, and exclusions of scope NO_MINOR_OR_NODE_UPGRADES over training runs)",
+                pool.urn,
+            )
+        elif channel == "UNSPECIFIED" and upgrades:
             report(
                 "TPU pool auto-upgrades by default: set management.autoUpgrade false and upgrade in a window", pool.urn
             )

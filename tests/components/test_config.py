@@ -113,6 +113,26 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"),
     ("cluster location outside the region", {"tpu-stack:cluster": {"location": "us-east1-b"}},
      "tpu-stack:cluster.location: 'us-east1-b' is not in gcp:region 'us-central1'"),
+    ("auto-upgrade off on a release channel", pools(pool(autoUpgrade=False)),
+     f"{P0}.autoUpgrade: GKE keeps node auto-upgrade on in clusters on a release channel (cluster.releaseChannel "
+     "RAPID); remove autoUpgrade and hold upgrades during training with cluster.maintenance.exclusions, or set "
+     "cluster.releaseChannel: UNSPECIFIED"),
+    ("maintenance exclusion without a window",
+     {"tpu-stack:cluster": {"maintenance": {"exclusions": [{"name": "run", **window(SOON, 10)}]}}},
+     "tpu-stack:cluster.maintenance.exclusions: exclusions need a maintenance window; set dailyStartTime or "
+     "recurringWindow"),
+    ("maintenance exclusion that ends before it starts",
+     {"tpu-stack:cluster": {"maintenance": {"dailyStartTime": "03:00", "exclusions": [
+         {"name": "run", "startTime": "2026-12-10T00:00:00Z", "endTime": "2026-12-01T00:00:00Z"}]}}},
+     "tpu-stack:cluster.maintenance.exclusions[0].endTime: 2026-12-01T00:00:00+00:00 is not after startTime "
+     "2026-12-10T00:00:00+00:00"),
+    ("no-upgrades exclusion longer than GKE allows",
+     {"tpu-stack:cluster": {"maintenance": {"dailyStartTime": "03:00", "exclusions": [
+         {"name": "freeze", "scope": "NO_UPGRADES", **window(SOON, 45)}]}}},
+     "tpu-stack:cluster.maintenance.exclusions[0].endTime: a NO_UPGRADES exclusion lasts at most 30 days (this one "
+     "45); shorten it or use scope NO_MINOR_OR_NODE_UPGRADES"),
+    ("daily maintenance start not a time", {"tpu-stack:cluster": {"maintenance": {"dailyStartTime": "3am"}}},
+     "tpu-stack:cluster.maintenance.dailyStartTime: '3am' is not a UTC time like 03:00"),
 ]  # fmt: skip
 
 

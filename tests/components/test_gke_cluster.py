@@ -68,3 +68,49 @@ def test_in_cluster_provider_waits_for_the_system_pool_only(run: StackRunner) ->
     (provider,) = plan.by_type("pulumi:providers:kubernetes")
     pools = {p["urn"]: p["name"] for p in plan.by_type("gcp:container/nodePool:NodePool")}
     assert [pools[d] for d in provider["dependencies"] if d in pools] == ["tpu-cluster-system"]
+
+
+def test_no_maintenance_policy_unless_configured(run: StackRunner) -> None:
+    (cluster,) = run().by_type(CLUSTER)
+    assert "maintenancePolicy" not in cluster["inputs"]
+
+
+def test_maintenance_window_and_exclusions_hold_node_upgrades_during_training(run: StackRunner) -> None:
+    maintenance = {
+        "recurringWindow": {
+            "startTime": "2026-01-03T03:00:00+01:00",
+            "endTime": "2026-01-03T09:00:00+01:00",
+            "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU",
+        },
+        "exclusions": [{"name": "llm-run", "startTime": "2026-12-01T00:00:00Z", "endTime": "2027-01-15T00:00:00Z"}],
+    }
+    (cluster,) = run({"tpu-stack:cluster": {"maintenance": maintenance}}).by_type(CLUSTER)
+    assert cluster["inputs"]["maintenancePolicy"] == {
+        "recurringWindow": {
+            "startTime": "2026-01-03T02:00:00Z",
+            "endTime": "2026-01-03T08:00:00Z",
+            "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU",
+        },
+        "maintenanceExclusions": [
+            {
+                "exclusionName": "llm-run",
+                "startTime": "2026-12-01T00:00:00Z",
+                "endTime": "2027-01-15T00:00:00Z",
+                "exclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES"},
+            }
+        ],
+    }
+
+
+def test_tpu_pools_auto_upgrade_on_a_channel_and_not_without_one(run: StackRunner) -> None:
+    pool = {"name": "v5e", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a"}
+    on_channel = run({"tpu-stack:tpuPools": [pool]}).by_type("gcp:container/nodePool:NodePool")
+    assert {p["name"]: p["inputs"]["management"]["autoUpgrade"] for p in on_channel} == {
+        "tpu-cluster-system": True,
+        "v5e": True,
+    }
+    static = run({"tpu-stack:cluster": {"releaseChannel": "UNSPECIFIED"}, "tpu-stack:tpuPools": [pool]})
+    upgrades = {
+        p["name"]: p["inputs"]["management"]["autoUpgrade"] for p in static.by_type("gcp:container/nodePool:NodePool")
+    }
+    assert upgrades["v5e"] is False

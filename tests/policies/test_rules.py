@@ -574,6 +574,21 @@ def test_auto_upgrade_off_on_a_release_channel_is_flagged(rules: ModuleType, cha
     assert "GKE refuses management.autoUpgrade false in a cluster on release channel REGULAR" in found[0]["message"]
 
 
+def test_tpu_pools_on_a_channel_without_a_maintenance_policy_are_advised_one(rules: ModuleType) -> None:
+    on_channel = [
+        {**r, "inputs": {**r["inputs"], "management": {"autoRepair": False, "autoUpgrade": True}}}
+        if r["type"] == "gcp:container/nodePool:NodePool"
+        else r
+        for r in changed("tpu-dev", ("releaseChannel", {"channel": "RAPID"}))
+    ]
+    found = only(check(rules, on_channel), "tpu-node-auto-upgrade")
+    assert [v["urn"].rsplit("::", 1)[1] for v in found] == ["flex", "burst", "serve", "single"]
+    assert "give cluster 'tpu-dev' a maintenancePolicy" in found[0]["message"]
+    window = {"maintenancePolicy": {"dailyMaintenanceWindow": {"startTime": "03:00"}}}
+    held = [{**r, "inputs": {**r["inputs"], **window}} if r["name"] == "tpu-dev" else r for r in on_channel]
+    assert check(rules, held) == []
+
+
 def test_missing_labels_are_advisory(rules: ModuleType) -> None:
     found = only(check(rules, changed("data-bucket", ("labels", {"app": "tpu-stack"}))), "required-labels")
     assert found[0]["level"] == "advisory" and found[0]["message"] == "add label(s) managed-by, env to labels"
