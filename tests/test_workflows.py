@@ -1,0 +1,69 @@
+"""The GitHub workflows do what the README promises (their schema is checked by `make lint`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from offline.engine import REPO
+
+WORKFLOWS = REPO / ".github" / "workflows"
+
+
+def load(name: str) -> dict[Any, Any]:
+    data: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    return data
+
+
+def steps_using(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    return [step for step in job["steps"] if str(step.get("uses", "")).startswith(action + "@")]
+
+
+def runs(job: dict[str, Any]) -> str:
+    return "\n".join(str(step.get("run", "")) for step in job["steps"])
+
+
+def test_pull_requests_run_the_offline_checks_without_credentials() -> None:
+    workflow = load("pull-request.yml")
+    assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as True
+    offline = workflow["jobs"]["offline"]
+    assert "id-token" not in offline.get("permissions", {})
+    assert "make test" in runs(offline)
+    assert "make preview STACK=" in runs(offline) and "Pulumi.*.yaml" in runs(offline)
+    (upload,) = steps_using(offline, "actions/upload-artifact")
+    assert upload["with"]["path"] == "build/" and upload["if"] == "always()"
+
+
+def test_pull_requests_preview_every_stack_with_the_policy_pack_and_comment() -> None:
+    preview = load("pull-request.yml")["jobs"]["preview"]
+    assert preview["needs"] == "offline"
+    assert "head.repo.full_name == github.repository" in preview["if"]  # forks get no cloud identity
+    assert preview["permissions"]["id-token"] == "write" and preview["permissions"]["pull-requests"] == "write"
+    assert set(preview["strategy"]["matrix"]["stack"]) == {"dev", "prod"}
+    (auth,) = steps_using(preview, "google-github-actions/auth")
+    assert "workload_identity_provider" in auth["with"] and "credentials_json" not in auth["with"]
+    (pulumi,) = steps_using(preview, "pulumi/actions")
+    assert pulumi["uses"] == "pulumi/actions@v7"
+    assert pulumi["with"]["command"] == "preview" and pulumi["with"]["comment-on-pr"] is True
+    assert pulumi["with"]["policyPacks"] == "policies"
+
+
+def test_deploys_dev_then_prod_behind_an_environment() -> None:
+    workflow = load("deploy.yml")
+    assert workflow[True]["push"]["branches"] == ["main"]
+    up = workflow["jobs"]["up"]
+    assert up["needs"] == "test" and up["strategy"]["max-parallel"] == 1
+    assert up["strategy"]["matrix"]["stack"] == ["dev", "prod"]
+    assert up["environment"] == "${{ matrix.stack }}"
+    (pulumi,) = steps_using(up, "pulumi/actions")
+    assert pulumi["with"]["command"] == "up" and pulumi["with"]["policyPacks"] == "policies"
+
+
+def test_every_action_is_pinned_to_a_version() -> None:
+    for path in WORKFLOWS.glob("*.yml"):
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            for step in job["steps"]:
+                if "uses" in step:
+                    _, _, version = step["uses"].partition("@")
+                    assert version and version not in ("main", "master", "latest"), (path.name, step["uses"])
