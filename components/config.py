@@ -74,6 +74,10 @@ def parse_duration(text: str) -> int:
     return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
 
 
+SYSTEM_POOL_NAME = "system"
+"""GKE name of the CPU node pool of a Standard cluster; controllers and Saxml's CPU servers run there."""
+
+
 class SystemPoolConfig(_Model):
     """CPU nodes for system pods, the Kueue/JobSet controllers and Saxml's admin and HTTP servers."""
 
@@ -1203,6 +1207,13 @@ class StackConfig(_Model):
 
     def pool(self, name: str) -> TpuPoolConfig | None:
         return next((p for p in self.tpu_pools if p.name == name), None)
+
+    @property
+    def system_node_selector(self) -> dict[str, str]:
+        """Keeps CPU pods off TPU nodes: the system pool (Standard); Autopilot chooses nodes itself."""
+        if self.cluster.mode == "autopilot":
+            return {}
+        return {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME}
 
     @property
     def on_release_channel(self) -> bool:

@@ -10,7 +10,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.config import MaintenanceConfig, StackConfig
+from components.config import SYSTEM_POOL_NAME, MaintenanceConfig, StackConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="45m", update="60m", delete="45m")
@@ -149,7 +149,7 @@ class GkeCluster(pulumi.ComponentResource):
         pool = config.cluster.system_pool
         return gcp.container.NodePool(
             f"{name}-system",
-            name="system",
+            name=SYSTEM_POOL_NAME,
             project=config.project,
             cluster=self.cluster.name,
             location=config.cluster_location,

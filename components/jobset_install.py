@@ -13,7 +13,6 @@ import pulumi_kubernetes as k8s
 
 from components.config import JOBSET_NAMESPACE, StackConfig, controller_resources
 from components.kubernetes_object import KubernetesObject
-from components.kueue_install import controller_node_selector
 
 JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 
@@ -22,7 +21,7 @@ def chart_values(config: StackConfig) -> dict[str, Any]:
     return {
         "controller": {
             "resources": controller_resources(config),
-            "nodeSelector": controller_node_selector(config),
+            "nodeSelector": config.system_node_selector,
         },
         "certManager": {"enable": False},
         "prometheus": {"enable": False},

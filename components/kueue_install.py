@@ -16,7 +16,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components import tpu_catalog
 from components.config import KUEUE_NAMESPACE, StackConfig, controller_resources, covered_resources
 from components.kubernetes_object import KubernetesObject
 
@@ -24,13 +23,6 @@ KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 HOST_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-SYSTEM_NODE_POOL = "system"
-"""The CPU node pool of a Standard cluster (components/gke_cluster.py): controllers never land on TPU nodes."""
-
-
-def controller_node_selector(config: StackConfig) -> dict[str, str]:
-    """Standard: the system pool; Autopilot chooses nodes itself."""
-    return {} if config.cluster.mode == "autopilot" else {tpu_catalog.NODE_POOL_LABEL: SYSTEM_NODE_POOL}
 
 
 def controller_config(config: StackConfig) -> dict[str, Any]:
@@ -57,7 +49,7 @@ def chart_values(config: StackConfig) -> dict[str, Any]:
         "enableKueueViz": False,
         "controllerManager": {
             "manager": {"resources": controller_resources(config)},
-            "nodeSelector": controller_node_selector(config),
+            "nodeSelector": config.system_node_selector,
         },
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(controller_config(config), sort_keys=False)},
     }

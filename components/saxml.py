@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import tpu_catalog
-from components.config import WRITER_ROLE, SaxmlConfig, StackConfig, TpuPoolConfig, saxml_pool
+from components.config import SYSTEM_POOL_NAME, WRITER_ROLE, SaxmlConfig, StackConfig, TpuPoolConfig, saxml_pool
 from components.kubernetes_object import KubernetesObject
 from components.workload_identity import BucketRole, WorkloadIdentity
 
@@ -25,11 +25,9 @@ ADMIN_PORT = 10000
 MODEL_PORT = 10001
 ICI_PORT = 8471
 HTTP_PORT = 8888
-SYSTEM_POOL = "system"
-"""Name of the CPU node pool (components/gke_cluster.py)."""
 MODEL_SERVER_SET = "sax-model-server-set"
-EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 INTERNAL_LB = "networking.gke.io/load-balancer-type"
+ONE_SLICE_PER_NODE_POOL = {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}
 HTTP_PATHS = ("publish", "generate", "listcell", "unpublish")
 # Requests for the CPU servers, so the scheduler spreads them over the system pool like any controller.
 ADMIN_RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
@@ -75,7 +73,7 @@ def _cpu_deployment(
             "metadata": {"labels": {"app": app}},
             "spec": {
                 "serviceAccountName": saxml.service_account,
-                "nodeSelector": {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL},
+                "nodeSelector": {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME},
                 "containers": [
                     {
                         "name": app,
@@ -226,9 +224,7 @@ class Saxml(pulumi.ComponentResource):
             {
                 "apiVersion": "jobset.x-k8s.io/v1alpha2",
                 "kind": "JobSet",
-                "metadata": _meta(
-                    MODEL_SERVER_SET, namespace, annotations={EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}
-                ),
+                "metadata": _meta(MODEL_SERVER_SET, namespace, annotations=ONE_SLICE_PER_NODE_POOL),
                 "spec": bucket.apply(lambda b: model_server_set(saxml, pool, b)),
             },
             opts=pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(depends_on))),

@@ -16,6 +16,8 @@ TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
 SPOT_LABEL = "cloud.google.com/gke-spot"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+"""JobSet annotation: each child Job (one slice) gets a node pool of its own, keyed by NODE_POOL_LABEL."""
 QUEUED_TAINT = "cloud.google.com/gke-queued"
 TPU_RESOURCE = "google.com/tpu"
 

@@ -32,7 +32,6 @@ METRICS_PORT = 8431
 MEGASCALE_PORT = 8080
 MAX_RESTARTS = 4
 MAX_MULTISLICE = 3
-EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
 
 
@@ -162,7 +161,7 @@ def multislice_jobset(
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
-        "metadata": _metadata(name, queue, {EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}),
+        "metadata": _metadata(name, queue, {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}),
         "spec": {
             "failurePolicy": {"maxRestarts": MAX_RESTARTS},
             "replicatedJobs": [
