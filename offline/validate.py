@@ -52,10 +52,18 @@ _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _NAME_RULES = {"Namespace": "dns1123-label", "Service": "dns1035-label"}
 
 
+TEAM_SHARED = Path("/work/shared")
+"""Where the team's machines keep the shared folder, for clones that are not beside it (e.g. in /tmp)."""
+
+
 def shared_dir() -> Path:
-    """The shared data folder beside the repo; `TPU_STACK_SHARED` points elsewhere (CI clones, other layouts)."""
+    """The shared data folder (upstream CRDs, reference catalog): `TPU_STACK_SHARED` if set, else `../shared`
+    beside the repo, else the team machines' copy."""
     override = os.environ.get("TPU_STACK_SHARED")
-    return Path(override) if override else Path(__file__).resolve().parents[1] / ".." / "shared"
+    if override:
+        return Path(override)
+    beside = Path(__file__).resolve().parents[1].parent / "shared"
+    return beside if beside.is_dir() or not TEAM_SHARED.is_dir() else TEAM_SHARED
 
 
 @dataclass(frozen=True)

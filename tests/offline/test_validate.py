@@ -256,6 +256,16 @@ def test_shared_folder_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
         v.load_crds()
 
 
+def test_shared_folder_beside_the_repo_else_the_team_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("TPU_STACK_SHARED", raising=False)
+    monkeypatch.setattr(v, "__file__", str(tmp_path / "clone" / "offline" / "validate.py"))
+    monkeypatch.setattr(v, "TEAM_SHARED", tmp_path / "team")
+    (tmp_path / "team").mkdir()
+    assert v.shared_dir() == tmp_path / "team"
+    (tmp_path / "shared").mkdir()
+    assert v.shared_dir() == tmp_path / "shared"
+
+
 # --- custom resources: valid ----------------------------------------------------------------------------------
 
 
