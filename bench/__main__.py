@@ -172,6 +172,7 @@ def _timing_table(
         # Per-slice cost is only meaningful once slices dominate the fixed start-up cost.
         slope = _slope_ms(ours, previous, n) if previous is not None and previous >= GROWTH_FROM else None
         notes = [f"ours: {timing.failure}"] if timing.failure else []
+        notes += [f"ours: {timing.note}"] if timing.note else []
         notes += [f"xpk: {peer[n].failure}"] if peer[n].failure else []
         count = len(plans.get(stacks.name(n), []))
         lines.append(

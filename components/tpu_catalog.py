@@ -40,7 +40,6 @@ class TpuVersion:
     max_chips: int
     any_axis_order: bool
     """v4 accepts every permutation of a 3-D shape; v5p and Ironwood only sorted shapes (a <= b <= c)."""
-    min_gke_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,7 @@ def _three_d_topologies(version: TpuVersion) -> list[str]:
 V4 = TpuVersion("v4", "tpu-v4-podslice", 32, "tpuv4", 3, 4096, any_axis_order=True)
 V5E = TpuVersion("v5e", "tpu-v5-lite-podslice", 16, "tpuv5e", 2, 256, any_axis_order=False)
 V5P = TpuVersion("v5p", "tpu-v5p-slice", 95, "tpuv5p", 3, 8960, any_axis_order=False)
-V6E = TpuVersion("v6e", "tpu-v6e-slice", 32, "tpuv6e", 2, 256, any_axis_order=False, min_gke_version="1.31.2")
+V6E = TpuVersion("v6e", "tpu-v6e-slice", 32, "tpuv6e", 2, 256, any_axis_order=False)
 IRONWOOD = TpuVersion("tpu7x", "tpu7x", 192, "tpu7x", 3, 9216, any_axis_order=False)
 
 VERSIONS: dict[str, TpuVersion] = {v.name: v for v in (V4, V5E, V5P, V6E, IRONWOOD)}
@@ -151,10 +150,6 @@ DEFAULT_MACHINE_TYPE: dict[str, str] = {
 
 def machine_type(name: str) -> MachineType | None:
     return MACHINE_TYPES.get(name)
-
-
-def by_accelerator(accelerator: str) -> TpuVersion | None:
-    return next((v for v in VERSIONS.values() if v.accelerator == accelerator), None)
 
 
 def smallest_topology_for_model(billions_of_parameters: float, version: str) -> tuple[str, str] | None:
