@@ -3,16 +3,23 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+HELM := .tools/bin/helm
 STACK ?= dev
 
-.PHONY: preview test lint typecheck unit bench urns workloads clean
+.PHONY: preview test lint typecheck unit bench urns workloads clean helm
 
 $(STAMP): requirements.txt requirements-dev.txt policies/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	touch $(STAMP)
 
-preview: $(STAMP)
+# The pinned helm (offline/helm.py) the offline preview renders the Kueue and JobSet charts with.
+$(HELM): offline/helm.py | $(STAMP)
+	$(PY) -m offline.helm
+
+helm: $(HELM)
+
+preview: $(STAMP) $(HELM)
 	$(PY) -m offline preview --stack $(STACK)
 
 workloads: $(STAMP)
@@ -26,15 +33,15 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
-unit: $(STAMP)
+unit: $(STAMP) $(HELM)
 	$(PY) -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) $(HELM)
 	$(PY) -m bench
 
 # Regenerate tests/snapshots/urns-*.txt after a deliberate rename or new resources (see offline/urns.py).
-urns: $(STAMP)
+urns: $(STAMP) $(HELM)
 	$(PY) -m offline.urns --update
 
 clean:
-	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build .tools .pytest_cache .mypy_cache .ruff_cache

@@ -487,7 +487,7 @@ def _optional_k8s_name(name: str | None) -> str | None:
 
 
 class ChartsConfig(_Model):
-    """Pinned Helm chart versions; the offline CRD schemas in ../shared/crds are of these tags."""
+    """Pinned Helm chart versions; vendor/ holds these charts and the CRDs of these tags (offline checks)."""
 
     kueue_version: str = "0.19.2"
     jobset_version: str = "0.12.0"

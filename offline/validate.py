@@ -1,8 +1,8 @@
 """Check Kubernetes objects offline the way the API server would admit them on create.
 
 A wrong field in a Kueue or JobSet object is otherwise found only by `pulumi up` against a live cluster.
-Custom resources (`kueue.x-k8s.io`, `jobset.x-k8s.io`) are checked against the upstream CRDs in the shared
-folder (`../shared/crds`, or `$TPU_STACK_SHARED/crds`) for the exact version named in `apiVersion`:
+Custom resources (`kueue.x-k8s.io`, `jobset.x-k8s.io`, `monitoring.googleapis.com`) are checked against the
+upstream CRDs vendored in `vendor/crds` (provenance in vendor/README.md) for the version named in `apiVersion`:
 schema defaults applied first (as the API server does), unknown fields rejected, RE2 patterns, list-map/set
 uniqueness, then the CRDs' `x-kubernetes-validations` CEL rules with `cel-python`. Rules that use `oldSelf`
 only guard updates and are skipped. Core kinds go to `kubernetes_validate` in strict mode.
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import celpy
 import jsonschema
@@ -34,14 +34,14 @@ from celpy import celtypes
 from jsonschema.exceptions import ValidationError
 from packaging.version import Version
 
-CRD_GROUPS = frozenset({"kueue.x-k8s.io", "jobset.x-k8s.io"})
+CRD_GROUPS = frozenset({"kueue.x-k8s.io", "jobset.x-k8s.io", "monitoring.googleapis.com"})
 # Groups whose kinds are compiled into the API server; only these may go to kubernetes_validate, whose file
 # lookup keeps just the first label of a group (it would take "apps.example.com/v1" for "apps/v1").
 _BUILTIN_GROUPS = frozenset({"", "apps", "batch", "autoscaling", "policy"})
 
 # Function names celpy resolves itself (macros are handled by its evaluator, not its function table).
 _CEL_MACROS = frozenset({"has", "dyn", "all", "exists", "exists_one", "map", "filter", "reduce", "min"})
-_CEL_FUNCTIONS = frozenset(celpy.evaluation.base_functions) | _CEL_MACROS
+_CEL_FUNCTIONS = frozenset(celpy.evaluation.base_functions) | _CEL_MACROS | {"isURL"}
 _OLD_SELF = re.compile(r"\boldSelf\b")
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -52,18 +52,9 @@ _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _NAME_RULES = {"Namespace": "dns1123-label", "Service": "dns1035-label"}
 
 
-TEAM_SHARED = Path("/work/shared")
-"""Where the team's machines keep the shared folder, for clones that are not beside it (e.g. in /tmp)."""
-
-
-def shared_dir() -> Path:
-    """The shared data folder (upstream CRDs, reference catalog): `TPU_STACK_SHARED` if set, else `../shared`
-    beside the repo, else the team machines' copy."""
-    override = os.environ.get("TPU_STACK_SHARED")
-    if override:
-        return Path(override)
-    beside = Path(__file__).resolve().parents[1].parent / "shared"
-    return beside if beside.is_dir() or not TEAM_SHARED.is_dir() else TEAM_SHARED
+VENDOR = Path(__file__).resolve().parent.parent / "vendor"
+"""Upstream files the repo carries (CRDs, charts, reference catalog); see vendor/README.md."""
+CRD_DIR = VENDOR / "crds"
 
 
 @dataclass(frozen=True)
@@ -151,7 +142,7 @@ def validate_all(objs: Iterable[Mapping[str, Any]], *, kubernetes_version: str =
 
 
 def known_custom_kinds() -> frozenset[tuple[str, str]]:
-    """(apiVersion, kind) of every custom resource version the shared CRDs define."""
+    """(apiVersion, kind) of every custom resource version the vendored CRDs define."""
     return frozenset(load_crds().versions)
 
 
@@ -174,8 +165,8 @@ def core_schema_version(kubernetes_version: str) -> str:
 
 
 def load_crds(root: Path | None = None) -> CrdSet:
-    """The CRDs of `<shared>/crds`, read once per folder."""
-    return _load_crds((root or shared_dir() / "crds").resolve())
+    """The CRDs of `root` (default vendor/crds), read once per folder."""
+    return _load_crds((root or CRD_DIR).resolve())
 
 
 def compile_rule(rule: str) -> Any:
@@ -190,7 +181,7 @@ def compile_rule(rule: str) -> Any:
 @cache
 def _load_crds(root: Path) -> CrdSet:
     if not root.is_dir():
-        raise FileNotFoundError(f"CRD folder {root} not found (set TPU_STACK_SHARED to the shared folder)")
+        raise FileNotFoundError(f"CRD folder {root} not found")
     versions: dict[tuple[str, str], CrdVersion] = {}
     unsupported: set[UnsupportedRule] = set()
     for path in sorted(root.glob("*/*.yaml")):
@@ -367,6 +358,13 @@ def _cel_env() -> celpy.Environment:
     return celpy.Environment()
 
 
+def _is_url(value: celtypes.Value) -> celtypes.BoolType:
+    """Kubernetes' CEL `isURL`: an absolute URI (scheme and host) or an absolute path."""
+    text = str(value)
+    parts = urlsplit(text)
+    return celtypes.BoolType(bool(parts.scheme and parts.netloc) or text.startswith("/"))
+
+
 @cache
 def _compile_rule(rule: str) -> Any:
     try:
@@ -382,7 +380,7 @@ def _compile_rule(rule: str) -> Any:
     )
     if missing:
         return f"uses functions celpy lacks: {', '.join(missing)}"
-    return _cel_env().program(ast)
+    return _cel_env().program(ast, functions={"isURL": _is_url})
 
 
 def _called_name(node: Any) -> str | None:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from offline.engine import Plan, run_program
-from offline.validate import shared_dir
+from offline.validate import VENDOR
 from tests.conftest import BASE, StackRunner
 
 CHART = "kubernetes:helm.sh/v4:Chart"
@@ -127,8 +127,8 @@ def test_chart_versions_come_from_config(run: StackRunner) -> None:
 
 
 def test_default_versions_are_the_tags_of_the_offline_crd_schemas(plan: Plan) -> None:
-    readme = (shared_dir() / "crds" / "README.md").read_text()
-    tags = dict(re.findall(r"kubernetes-sigs/(kueue|jobset), tag `v([\d.]+)`", readme))
+    readme = (VENDOR / "README.md").read_text()
+    tags = dict(re.findall(r"kubernetes-sigs/(kueue|jobset) `config/components/crd/bases/` \| `v([\d.]+)`", readme))
     assert tags == {
         "kueue": chart(plan, "kueue")["inputs"]["version"],
         "jobset": chart(plan, "jobset")["inputs"]["version"],

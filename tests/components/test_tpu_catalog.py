@@ -1,4 +1,4 @@
-"""The catalog against Google's xpk system characteristics (../shared/data/tpu_catalog_xpk.json) and facts §1."""
+"""The catalog against Google's xpk system characteristics (vendor/data/tpu_catalog_xpk.json) and the GKE docs."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import json
 import pytest
 
 from components import tpu_catalog
-from offline.validate import shared_dir
+from offline.validate import VENDOR
 
-SHARED = shared_dir()
-XPK = SHARED / "data" / "tpu_catalog_xpk.json"
+XPK = VENDOR / "data" / "tpu_catalog_xpk.json"
 
 
 def xpk_records() -> list[dict[str, object]]:

@@ -1,6 +1,6 @@
 """The offline validator refuses what the API server would refuse on create, and accepts what it would admit.
 
-Rule messages quoted below are the CRDs' own (../shared/crds, Kueue v0.19.2 and JobSet v0.12.0).
+Rule messages quoted below are the CRDs' own (vendor/crds, Kueue v0.19.2 and JobSet v0.12.0).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from offline import validate as v
 
 Obj = dict[str, Any]
 
-# Rules of the shared CRDs that cannot be evaluated here. Empty today: every create-time rule parses and uses
+# Rules of the vendored CRDs that cannot be evaluated here. Empty today: every create-time rule parses and uses
 # only functions celpy has. A CRD update that adds one must show up here, not pass quietly.
 EXPECTED_UNSUPPORTED: frozenset[v.UnsupportedRule] = frozenset()
 
@@ -212,7 +212,7 @@ VALID_CORE: dict[str, Callable[[], Obj]] = {
 # --- what is known --------------------------------------------------------------------------------------------
 
 
-def test_known_custom_kinds_are_the_shared_crds_versions() -> None:
+def test_known_custom_kinds_are_the_vendored_crds_versions() -> None:
     known = v.known_custom_kinds()
     kueue_kinds = {
         "AdmissionCheck",
@@ -225,7 +225,12 @@ def test_known_custom_kinds_are_the_shared_crds_versions() -> None:
         "WorkloadPriorityClass",
     }
     expected = {(f"kueue.x-k8s.io/{ver}", k) for k in kueue_kinds for ver in ("v1beta1", "v1beta2")}
-    assert known == expected | {("jobset.x-k8s.io/v1alpha2", "JobSet")}
+    monitoring = {
+        (f"monitoring.googleapis.com/{ver}", k)
+        for k in ("PodMonitoring", "ClusterPodMonitoring")
+        for ver in ("v1", "v1alpha1")
+    }
+    assert known == expected | {("jobset.x-k8s.io/v1alpha2", "JobSet")} | monitoring
 
 
 def test_unsupported_rules_are_exactly_the_listed_ones() -> None:
@@ -244,26 +249,16 @@ def test_a_rule_with_a_function_celpy_lacks_is_reported_not_passed() -> None:
     assert str(v.compile_rule("self.all(x,")).startswith("does not parse")
 
 
-def test_shared_folder_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    (tmp_path / "crds" / "kueue").mkdir(parents=True)
-    crd = v.load_crds().root / "kueue" / "kueue.x-k8s.io_cohorts.yaml"
-    shutil.copy(crd, tmp_path / "crds" / "kueue")
-    monkeypatch.setenv("TPU_STACK_SHARED", str(tmp_path))
-    assert v.shared_dir() == tmp_path
-    assert set(v.load_crds().versions) == {(KUEUE, "Cohort"), ("kueue.x-k8s.io/v1beta1", "Cohort")}
-    monkeypatch.setenv("TPU_STACK_SHARED", str(tmp_path / "missing"))
+def test_crds_come_from_the_folder_given(tmp_path: Path) -> None:
+    (tmp_path / "kueue").mkdir(parents=True)
+    shutil.copy(v.CRD_DIR / "kueue" / "kueue.x-k8s.io_cohorts.yaml", tmp_path / "kueue")
+    assert set(v.load_crds(tmp_path).versions) == {(KUEUE, "Cohort"), ("kueue.x-k8s.io/v1beta1", "Cohort")}
     with pytest.raises(FileNotFoundError):
-        v.load_crds()
+        v.load_crds(tmp_path / "missing")
 
 
-def test_shared_folder_beside_the_repo_else_the_team_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("TPU_STACK_SHARED", raising=False)
-    monkeypatch.setattr(v, "__file__", str(tmp_path / "clone" / "offline" / "validate.py"))
-    monkeypatch.setattr(v, "TEAM_SHARED", tmp_path / "team")
-    (tmp_path / "team").mkdir()
-    assert v.shared_dir() == tmp_path / "team"
-    (tmp_path / "shared").mkdir()
-    assert v.shared_dir() == tmp_path / "shared"
+def test_crds_are_the_repos_own_copies() -> None:
+    assert v.load_crds().root == (Path(__file__).resolve().parents[2] / "vendor" / "crds")
 
 
 # --- custom resources: valid ----------------------------------------------------------------------------------
@@ -540,3 +535,19 @@ def test_hundreds_of_objects_validate_quickly() -> None:
     start = time.perf_counter()
     assert v.validate_all(objs) == []
     assert time.perf_counter() - start < 5.0, "schemas or rules are being rebuilt per object"
+
+
+def test_pod_monitoring_url_rule_is_evaluated() -> None:
+    """The Managed Prometheus CRDs check proxy URLs with Kubernetes' CEL isURL, which the validator provides."""
+    endpoint = {"port": 8080, "interval": "30s", "proxyUrl": "proxy.internal:3128"}
+    monitoring = {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": "kueue", "namespace": "kueue-system"},
+        "spec": {"selector": {"matchLabels": {"app": "kueue"}}, "endpoints": [endpoint]},
+    }
+    assert v.validate_object(monitoring) == [
+        "PodMonitoring/kueue: spec.endpoints[0].proxyUrl: failed rule: isURL(self) && !self.matches('@')"
+    ]
+    endpoint["proxyUrl"] = "http://proxy.internal:3128"
+    assert v.validate_object(monitoring) == []
