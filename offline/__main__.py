@@ -16,7 +16,7 @@ import yaml
 
 from components import workloads
 from components.config import ConfigError, StackConfig, load
-from offline import engine, policy_check, report
+from offline import charts, engine, helm, policy_check, report
 from offline.engine import REPO, Plan, run_stack
 
 EXIT_OK, EXIT_VIOLATION, EXIT_CONFIG = 0, 1, 2
@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         return preview(args.stack, config_file, args.out, args.quiet, args.policy_config)
     except policy_check.PolicyConfigError as error:
         print(f"error: policy config: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    except (charts.ChartError, helm.HelmMissing) as error:
+        print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
     except ConfigError as error:
         for line in error.lines:

@@ -24,7 +24,8 @@ from pulumi.runtime import config as runtime_config
 from pulumi.runtime import mocks, settings
 from pulumi.runtime.stack import run_pulumi_func
 
-from components.config import PROJECT, ConfigError
+from components.config import PROJECT, ConfigError, load
+from offline import charts
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "__main__.py"
@@ -220,11 +221,13 @@ def run_program(
     stack: str,
     program: Path = PROGRAM,
     recorded: list[dict[str, Any]] | None = None,
+    kubernetes_version: str | None = None,
 ) -> Plan:
     """Run `program` under mocks with the given stack config; raises ConfigError for invalid config.
 
     `recorded` (optional) receives registrations as they happen, so a caller can see what was registered
-    even when the program fails.
+    even when the program fails. With `kubernetes_version`, the Helm charts the program declares are rendered
+    (offline/charts.py) and their objects join the plan as the Charts' children, as in a real preview.
     """
     for key in [k for k in os.environ if k.startswith(_UNSAFE_ENV_PREFIXES)]:
         del os.environ[key]
@@ -243,8 +246,9 @@ def run_program(
     try:
         loop.run_until_complete(run_pulumi_func(lambda: _run_main(program)))
         plan.outputs = loop.run_until_complete(_stack_outputs())
+        rendered = charts.render_all(recorded, kubernetes_version) if kubernetes_version else []
         # Registration order depends on the event loop; a stable order keeps plan.json diffable in reviews.
-        plan.resources = sorted(recorded, key=lambda r: r["urn"])
+        plan.resources = sorted(recorded + rendered, key=lambda r: r["urn"])
     finally:
         _close(loop)
         if collecting:
@@ -272,7 +276,9 @@ async def _stack_outputs() -> dict[str, Any]:
     return outputs
 
 
-def run_stack(stack: str, *, config_file: Path | None = None) -> Plan:
-    """Run the stack `stack` with its Pulumi.<stack>.yaml (or `config_file`)."""
+def run_stack(stack: str, *, config_file: Path | None = None, render_charts: bool = True) -> Plan:
+    """Run the stack `stack` with its Pulumi.<stack>.yaml (or `config_file`), charts rendered unless told not to."""
     path = config_file or REPO / f"Pulumi.{stack}.yaml"
-    return run_program(read_stack_file(path), stack=stack)
+    config = read_stack_file(path)
+    minor = load(_engine_config(config), stack=stack).cluster.kubernetes_minor if render_charts else None
+    return run_program(config, stack=stack, kubernetes_version=minor)

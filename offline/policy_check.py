@@ -178,7 +178,9 @@ def evaluate(
     entries: list[tuple[dict[str, Any], PolicyResource]] = []
     for resource in resources:
         urn = resource.get("urn") or f"urn:pulumi:{stack}::{PACK_NAME}::{resource['type']}::{resource['name']}"
-        props = unknown_checking_proxy(_with_unknowns(resource.get("inputs") or {}))
+        inputs = resource.get("inputs") or {}
+        # Objects rendered from a chart never hold unknowns (the provider renders only fully known charts).
+        props = unknown_checking_proxy(inputs if resource.get("rendered") else _with_unknowns(inputs))
         options = _options(resource)
         entries.append(
             (resource, PolicyResource(resource["type"], props, urn, resource["name"], options, None, None, [], {}))

@@ -430,8 +430,12 @@ def _requests_tpu(pod: Mapping[str, Any]) -> bool:
     return False
 
 
+NO_POD_SPECS = (*CHARTS, "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")
+"""Kubernetes types that never hold a pod spec; a CRD's schema is large and only describes pods."""
+
+
 def _workload(args: ResourceValidationArgs) -> bool:
-    return args.resource_type.startswith("kubernetes:") and args.resource_type not in CHARTS
+    return args.resource_type.startswith("kubernetes:") and args.resource_type not in NO_POD_SPECS
 
 
 def validate_privileged(args: ResourceValidationArgs, report: ReportViolation) -> None:

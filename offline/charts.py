@@ -1,0 +1,272 @@
+"""Render the program's Helm charts offline, as the kubernetes provider renders them during a real preview.
+
+`kubernetes.helm.v4.Chart` is a remote component: the engine hands it to the provider's Construct, which runs
+Helm's template engine and registers every object itself, so under the mock engine no child is ever
+registered. This module does what that Construct does (pulumi-kubernetes `provider/pkg/provider/helm/v4/
+chart.go` and `yaml/v2/yaml.go`), with the pinned helm (offline/helm.py) and the chart archives in vendor/:
+
+- `helm template` with the Chart's own inputs (release name, namespace, values), CRDs included, hooks off;
+- namespaced objects without a namespace get the Chart's namespace;
+- each object becomes a child of the Chart named `<Chart resource name>:<namespace>/<name>` (cluster-scoped:
+  `<Chart resource name>:<name>`), typed `kubernetes:<group>/<version>:<Kind>`, Secret data marked secret;
+- a Chart with an unknown input (a new stack whose namespace is not known yet) registers no children.
+
+Differences that remain: the provider renders with the live cluster's API versions (`--dry-run=server`);
+offline the Kubernetes minor of the config stands in for it. Dependencies between children (namespaces,
+CRDs before their objects) are not recorded. Values are checked first against the chart's own
+values.yaml, so a misspelled key fails here instead of being ignored by helm.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.kubernetes_object import type_token
+from offline import helm
+from offline.validate import VENDOR
+
+CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
+CHART_DIR = VENDOR / "charts"
+CACHE_DIR = helm.REPO / "build" / ".chart-cache"
+UNKNOWN = "[unknown]"
+SECRET = "[secret]"
+_CACHE_FORMAT = "1"
+"""Bump when what is cached changes, so old entries are not read."""
+
+# Built-in kinds that live outside namespaces (the provider asks the API server; the set is fixed per minor).
+CLUSTER_SCOPED = frozenset(
+    {
+        "APIService",
+        "CertificateSigningRequest",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CSIDriver",
+        "CSINode",
+        "CustomResourceDefinition",
+        "FlowSchema",
+        "IngressClass",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+        "MutatingWebhookConfiguration",
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "PriorityClass",
+        "PriorityLevelConfiguration",
+        "RuntimeClass",
+        "StorageClass",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingWebhookConfiguration",
+        "VolumeAttachment",
+    }
+)
+
+
+class ChartError(ValueError):
+    """A chart the offline preview cannot render as asked: not vendored, or a values key the chart lacks."""
+
+
+@dataclass(frozen=True)
+class ChartRequest:
+    """What the program asked of one Chart resource."""
+
+    resource_name: str
+    release: str
+    chart: str
+    version: str
+    namespace: str
+    values: Mapping[str, Any]
+
+    @property
+    def chart_name(self) -> str:
+        """`oci://registry.k8s.io/kueue/charts/kueue` -> `kueue`."""
+        return self.chart.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def archive(self) -> Path:
+        return CHART_DIR / f"{self.chart_name}-{self.version}.tgz"
+
+
+def _contains_unknown(value: Any) -> bool:
+    if value == UNKNOWN:
+        return True
+    if isinstance(value, Mapping):
+        return any(_contains_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_contains_unknown(v) for v in value)
+    return False
+
+
+def request(resource: Mapping[str, Any]) -> ChartRequest | None:
+    """The Chart's inputs, or None when one is unknown (the provider then renders nothing)."""
+    inputs = resource["inputs"]
+    if _contains_unknown(inputs):
+        return None
+    return ChartRequest(
+        resource_name=resource["name"],
+        release=str(inputs.get("name") or resource["name"]),
+        chart=str(inputs.get("chart") or ""),
+        version=str(inputs.get("version") or ""),
+        namespace=str(inputs.get("namespace") or "default"),
+        values=inputs.get("values") or {},
+    )
+
+
+@cache
+def chart_defaults(archive: Path) -> dict[str, Any]:
+    """The chart's own values.yaml."""
+    with tarfile.open(archive) as packed:
+        member = next(m for m in packed.getmembers() if m.name.count("/") == 1 and m.name.endswith("/values.yaml"))
+        handle = packed.extractfile(member)
+        assert handle is not None
+        return yaml.load(handle.read(), Loader=yaml.CSafeLoader) or {}
+
+
+def unknown_value_keys(values: Mapping[str, Any], defaults: Any, prefix: str = "") -> list[str]:
+    """Dotted keys of `values` that the chart's values.yaml does not define. Below a default that is an
+    empty mapping (nodeSelector: {}), a list or a scalar, any content is the chart's to accept."""
+    if not isinstance(defaults, Mapping) or not defaults:
+        return []
+    unknown = []
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if key not in defaults:
+            unknown.append(path)
+        elif isinstance(value, Mapping):
+            unknown += unknown_value_keys(value, defaults[key], f"{path}.")
+    return unknown
+
+
+def check(chart: ChartRequest) -> None:
+    """Raise ChartError unless the chart is vendored and every values key is one the chart defines."""
+    if not chart.archive.is_file():
+        raise ChartError(
+            f"chart {chart.chart} version {chart.version} is not vendored (vendor/charts/{chart.archive.name}); "
+            "use a vendored version or add it with vendor/refresh.sh"
+        )
+    unknown = unknown_value_keys(chart.values, chart_defaults(chart.archive))
+    if unknown:
+        keys = ", ".join(unknown)
+        raise ChartError(
+            f"chart {chart.chart_name} {chart.version} (resource {chart.resource_name}): values key(s) {keys} "
+            "not in the chart's values.yaml; fix the spelling (helm would silently ignore them)"
+        )
+
+
+def _cache_key(chart: ChartRequest, kubernetes_version: str) -> str:
+    digest = hashlib.sha256(chart.archive.read_bytes()).hexdigest()
+    fields = [_CACHE_FORMAT, helm.HELM_VERSION, digest, chart.release, chart.namespace, kubernetes_version]
+    payload = json.dumps([fields, chart.values], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _helm_template(chart: ChartRequest, kubernetes_version: str) -> list[dict[str, Any]]:
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as values:
+        json.dump(chart.values, values)
+        values.flush()
+        command = [
+            str(helm.binary()), "template", chart.release, str(chart.archive), "--namespace", chart.namespace,
+            "--include-crds", "--no-hooks", "--kube-version", kubernetes_version, "--values", values.name,
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ChartError(f"helm template {chart.chart_name} {chart.version} failed: {done.stderr.strip()}")
+    return [doc for doc in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader) if doc]
+
+
+def rendered_objects(chart: ChartRequest, kubernetes_version: str) -> list[dict[str, Any]]:
+    """The chart's objects as helm renders them, cached in build/.chart-cache by everything they depend on."""
+    check(chart)
+    path = CACHE_DIR / f"{_cache_key(chart, kubernetes_version)}.json"
+    if path.is_file():
+        cached: list[dict[str, Any]] = json.loads(path.read_text())
+        return cached
+    objects = _helm_template(chart, kubernetes_version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(objects))
+    partial.replace(path)
+    return objects
+
+
+def _custom_kind_scopes(objects: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Kind -> scope of the custom kinds the chart itself defines (other custom kinds count as namespaced)."""
+    scopes: dict[str, str] = {}
+    for obj in objects:
+        if obj.get("kind") == "CustomResourceDefinition":
+            spec = obj.get("spec") or {}
+            scopes[str((spec.get("names") or {}).get("kind"))] = str(spec.get("scope"))
+    return scopes
+
+
+def _qualified_type(urn: str) -> str:
+    return urn.split("::")[2]
+
+
+def children(chart_resource: Mapping[str, Any], kubernetes_version: str) -> list[dict[str, Any]]:
+    """Plan records of the Chart's rendered objects, as the provider would register them."""
+    chart = request(chart_resource)
+    if chart is None:
+        return []
+    objects = rendered_objects(chart, kubernetes_version)
+    scopes = _custom_kind_scopes(objects)
+    parent_urn = chart_resource["urn"]
+    stack_and_project = parent_urn.split("::")[:2]
+    parent_type = _qualified_type(parent_urn).rsplit("$", 1)[-1]
+    records = []
+    for obj in objects:
+        obj = dict(obj)
+        kind = str(obj["kind"])
+        metadata = dict(obj.get("metadata") or {})
+        namespaced = kind not in CLUSTER_SCOPED and scopes.get(kind, "Namespaced") == "Namespaced"
+        if namespaced and not metadata.get("namespace"):
+            metadata["namespace"] = chart.namespace
+        obj["metadata"] = metadata
+        if kind == "Secret" and obj.get("apiVersion") == "v1":
+            obj.update({key: SECRET for key in ("data", "stringData") if key in obj})
+        where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
+        name = f"{chart.resource_name}:{where}{metadata['name']}"
+        token = type_token(str(obj["apiVersion"]), kind)
+        records.append(
+            {
+                "urn": "::".join([*stack_and_project, f"{parent_type}${token}", name]),
+                "type": token,
+                "name": name,
+                "parent": parent_urn,
+                "dependencies": [],
+                "custom": True,
+                "remote": False,
+                "rendered": True,
+                "protect": False,
+                "ignoreChanges": [],
+                "customTimeouts": {},
+                "inputs": obj,
+            }
+        )
+    return records
+
+
+def render_all(resources: Iterable[Mapping[str, Any]], kubernetes_version: str) -> list[dict[str, Any]]:
+    """Children of every Chart in `resources`. Every chart is checked before any renders; charts not in the
+    cache render side by side (helm runs in its own process)."""
+    charts = [r for r in resources if r["type"] == CHART_TYPE]
+    for resource in charts:
+        chart = request(resource)
+        if chart is not None:
+            check(chart)
+    with ThreadPoolExecutor(max_workers=max(1, len(charts))) as pool:
+        rendered = list(pool.map(lambda resource: children(resource, kubernetes_version), charts))
+    return [child for records in rendered for child in records]
