@@ -93,17 +93,21 @@ def read_policy_config(path: Path | None) -> dict[str, Any]:
 
 
 def evaluate(stack: str, config_file: Path | None, policy_config: Path | None = None) -> Plan:
-    """Run the program and the policy pack over what it declared."""
+    """Run the program (as deployed, and as a new stack) and the policy pack in both real-engine views."""
     pack_config = read_policy_config(policy_config)
     rules = policy_check.load_rules()
     policy_check.settings(rules.POLICIES, pack_config)  # a bad policy config fails before the program runs
     plan = run_stack(stack, config_file=config_file)
-    # The run leaves ~100k SDK objects behind; a cyclic collection now would re-scan them all (80 ms) for
+    # The same program as a brand-new stack's preview sees it: what the cloud computes is unknown.
+    new_stack = run_stack(stack, config_file=config_file, known_outputs=False)
+    plan.unrendered_in_new_stack = charts.unrenderable(new_stack.resources)
+    # The runs leave ~100k SDK objects behind; a cyclic collection now would re-scan them all (80 ms) for
     # nothing, so the policies run with collection paused, as the program did.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        plan.violations = policy_check.evaluate(plan.resources, stack=stack, config=pack_config, rules=rules)
+        runs = {policy_check.NEW_STACK.name: new_stack.resources, policy_check.DEPLOYED.name: plan.resources}
+        plan.violations = policy_check.evaluate_views(runs, stack=stack, config=pack_config, rules=rules)
     finally:
         if collecting:
             gc.enable()

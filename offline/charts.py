@@ -9,7 +9,10 @@ chart.go` and `yaml/v2/yaml.go`), with the pinned helm (offline/helm.py) and the
 - namespaced objects without a namespace get the Chart's namespace;
 - each object becomes a child of the Chart named `<Chart resource name>:<namespace>/<name>` (cluster-scoped:
   `<Chart resource name>:<name>`), typed `kubernetes:<group>/<version>:<Kind>`, Secret data marked secret;
-- a Chart with an unknown input (a new stack whose namespace is not known yet) registers no children.
+- a Chart with an unknown input registers no children; neither does one whose provider's kubeconfig is unknown
+  (a new stack's preview, before the cluster exists): the provider cannot run the chart against a cluster
+  that does not exist (pulumi-kubernetes issue 3027 reports the preview failing there; `unrenderable` names
+  such Charts so the report can say so).
 
 Differences that remain: the provider renders with the live cluster's API versions (`--dry-run=server`);
 offline the Kubernetes minor of the config stands in for it. Dependencies between children (namespaces,
@@ -216,6 +219,14 @@ def _qualified_type(urn: str) -> str:
     return urn.split("::")[2]
 
 
+def unrenderable(resources: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Names of the Charts whose kubernetes provider has no kubeconfig yet (its cluster does not exist)."""
+    resources = list(resources)
+    pending = {r["urn"] for r in resources if r["type"].startswith("pulumi:providers:kubernetes")
+               and _contains_unknown(r["inputs"].get("kubeconfig"))}  # fmt: skip
+    return [r["name"] for r in resources if r["type"] == CHART_TYPE and r.get("provider") in pending]
+
+
 def children(chart_resource: Mapping[str, Any], kubernetes_version: str) -> list[dict[str, Any]]:
     """Plan records of the Chart's rendered objects, as the provider would register them."""
     chart = request(chart_resource)
@@ -262,7 +273,9 @@ def children(chart_resource: Mapping[str, Any], kubernetes_version: str) -> list
 def render_all(resources: Iterable[Mapping[str, Any]], kubernetes_version: str) -> list[dict[str, Any]]:
     """Children of every Chart in `resources`. Every chart is checked before any renders; charts not in the
     cache render side by side (helm runs in its own process)."""
-    charts = [r for r in resources if r["type"] == CHART_TYPE]
+    resources = list(resources)
+    skipped = set(unrenderable(resources))
+    charts = [r for r in resources if r["type"] == CHART_TYPE and r["name"] not in skipped]
     for resource in charts:
         chart = request(resource)
         if chart is not None:

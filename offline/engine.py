@@ -42,6 +42,8 @@ class Plan:
     resources: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     violations: list[dict[str, Any]] = field(default_factory=list)
+    unrendered_in_new_stack: list[str] = field(default_factory=list)
+    """Charts a new stack's preview cannot render (their cluster does not exist yet); shown in the report."""
     aliases: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """URN -> the aliases it was registered with ({"urn"} or a spec: name, type, stack, project, parentUrn,
     noParent); read by offline/urns.py, not part of plan.json."""
@@ -93,8 +95,16 @@ def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> 
 
 
 class _Mocks(pulumi.runtime.Mocks):
+    """`known_outputs`: the cloud's computed outputs (emails, endpoints) are filled in, as for a deployed stack;
+    without, a resource reports only its inputs and everything else stays unknown, as in a new stack's preview
+    (the SDK resolves an output the engine did not return to unknown during preview)."""
+
+    def __init__(self, known_outputs: bool = True) -> None:
+        self.known_outputs = known_outputs
+
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
-        state = {**args.inputs, **_computed_outputs(args.typ, args.name, args.inputs)}
+        computed = _computed_outputs(args.typ, args.name, args.inputs) if self.known_outputs else {}
+        state = {**args.inputs, **computed}
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
@@ -121,8 +131,8 @@ def _close_worker_loops() -> None:
 class _RecordingMonitor(mocks.MockMonitor):
     """Keeps what the real engine would receive, in registration order."""
 
-    def __init__(self, recorded: list[dict[str, Any]]) -> None:
-        super().__init__(_Mocks())
+    def __init__(self, recorded: list[dict[str, Any]], known_outputs: bool = True) -> None:
+        super().__init__(_Mocks(known_outputs))
         self.recorded = recorded
         self.aliases: dict[str, list[dict[str, Any]]] = {}
 
@@ -144,6 +154,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     "protect": bool(request.protect),
                     "ignoreChanges": list(request.ignoreChanges),
                     "customTimeouts": _timeouts(request),
+                    "provider": request.provider.rsplit("::", 1)[0] if request.provider else None,
                     "inputs": _plain(rpc.deserialize_properties(request.object, keep_unknowns=True)),
                 }
             )
@@ -174,7 +185,8 @@ def _plain(value: Any) -> Any:
     """Deserialized inputs as JSON data: ints stay ints, unknowns and secrets become markers."""
     if isinstance(value, dict):
         if value.get(pulumi.runtime.rpc._special_sig_key) == pulumi.runtime.rpc._special_secret_sig:
-            return "[secret]"
+            # A secret whose value preview cannot know yet (a new cluster's kubeconfig) is unknown first.
+            return "[unknown]" if _plain(value.get("value")) == "[unknown]" else "[secret]"
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
@@ -222,12 +234,14 @@ def run_program(
     program: Path = PROGRAM,
     recorded: list[dict[str, Any]] | None = None,
     kubernetes_version: str | None = None,
+    known_outputs: bool = True,
 ) -> Plan:
     """Run `program` under mocks with the given stack config; raises ConfigError for invalid config.
 
     `recorded` (optional) receives registrations as they happen, so a caller can see what was registered
     even when the program fails. With `kubernetes_version`, the Helm charts the program declares are rendered
     (offline/charts.py) and their objects join the plan as the Charts' children, as in a real preview.
+    `known_outputs=False` leaves every value the cloud computes unknown: the inputs of a new stack's preview.
     """
     for key in [k for k in os.environ if k.startswith(_UNSAFE_ENV_PREFIXES)]:
         del os.environ[key]
@@ -235,7 +249,7 @@ def run_program(
     asyncio.set_event_loop(loop)
     settings.ROOT.set(None)
     recorded = [] if recorded is None else recorded
-    monitor = _RecordingMonitor(recorded)
+    monitor = _RecordingMonitor(recorded, known_outputs)
     mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
     runtime_config.set_all_config(_engine_config(config))
     plan = Plan(project=PROJECT, stack=stack, resources=recorded, aliases=monitor.aliases)
@@ -276,9 +290,12 @@ async def _stack_outputs() -> dict[str, Any]:
     return outputs
 
 
-def run_stack(stack: str, *, config_file: Path | None = None, render_charts: bool = True) -> Plan:
-    """Run the stack `stack` with its Pulumi.<stack>.yaml (or `config_file`), charts rendered unless told not to."""
+def run_stack(
+    stack: str, *, config_file: Path | None = None, render_charts: bool = True, known_outputs: bool = True
+) -> Plan:
+    """Run the stack `stack` with its Pulumi.<stack>.yaml (or `config_file`), charts rendered unless told not to;
+    `known_outputs=False` gives the inputs of a new stack's preview (computed values unknown)."""
     path = config_file or REPO / f"Pulumi.{stack}.yaml"
     config = read_stack_file(path)
     minor = load(_engine_config(config), stack=stack).cluster.kubernetes_minor if render_charts else None
-    return run_program(config, stack=stack, kubernetes_version=minor)
+    return run_program(config, stack=stack, kubernetes_version=minor, known_outputs=known_outputs)

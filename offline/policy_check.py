@@ -1,10 +1,20 @@
-"""Run the policy pack over a plan without the Pulumi CLI.
+"""Run the policy pack over a plan without the Pulumi CLI, the way the real engine shows resources to it.
 
 The very objects in policies/rules.py run here, imported the way the CLI's pack imports them (the policies
 folder on sys.path, `import rules`), and they receive the real `pulumi_policy` argument objects: props wrapped
 in the SDK's unknown-checking proxy, resource options, parents and dependencies. Config is a policy pack
 config mapping, the JSON `pulumi preview --policy-pack-config` reads: {"all": level, "<policy>": level or
 {"enforcementLevel": level, "<property>": value}}; properties default to each policy's config_schema.
+
+The real engine does not show the pack what the program registered (facts from the engine and provider
+sources, see the README's offline-engine section); each `View` models one situation a user meets:
+- a remote component (the Helm Chart) reaches Analyze and AnalyzeStack with no properties at all; its
+  rendered objects are ordinary resources with their inputs;
+- stack policies (AnalyzeStack) see each resource's outputs, not its inputs;
+- `new`: preview of a stack that does not exist yet: values the cloud computes are unknown (the run that
+  produced the resources left them unknown), a node pool's size and zones are unknown outputs;
+- `deployed`: preview of the deployed stack at rest: outputs are known, an idle scale-from-zero pool reads
+  back `nodeCount` 0, and autoscaling counts the program left unset read back as 0.
 """
 
 from __future__ import annotations
@@ -14,7 +24,8 @@ import importlib
 import inspect
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -123,6 +134,54 @@ def _options(resource: Mapping[str, Any]) -> PolicyResourceOptions:
     )
 
 
+NODE_POOL = "gcp:container/nodePool:NodePool"
+AUTOSCALING_COUNTS = ("minNodeCount", "maxNodeCount", "totalMinNodeCount", "totalMaxNodeCount")
+
+
+def _new_stack_outputs(resource: Mapping[str, Any]) -> dict[str, Any]:
+    """A new resource's outputs in preview: its inputs, and the values only the cloud knows unknown."""
+    outputs = dict(resource.get("inputs") or {})
+    if resource["type"] == NODE_POOL:
+        for key in ("nodeCount", "nodeLocations"):
+            outputs.setdefault(key, UNKNOWN_MARKER)
+    return outputs
+
+
+def _at_rest_outputs(resource: Mapping[str, Any]) -> dict[str, Any]:
+    """A deployed resource's outputs while nothing runs: an autoscaled pool holds no nodes, and the autoscaling
+    counts the program did not set read back as 0."""
+    outputs = dict(resource.get("inputs") or {})
+    if resource["type"] == NODE_POOL:
+        scaling = outputs.get("autoscaling")
+        if isinstance(scaling, Mapping):
+            outputs["autoscaling"] = {**{key: 0 for key in AUTOSCALING_COUNTS}, **scaling}
+            outputs["nodeCount"] = 0
+        outputs.setdefault("nodeCount", 0)
+    return outputs
+
+
+@dataclass(frozen=True)
+class View:
+    """One situation in which the real engine runs the pack, and what stack policies see in it."""
+
+    name: str
+    summary: str
+    stack_props: Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+NEW_STACK = View(
+    "new",
+    "preview of a new stack: computed values unknown, charts unrendered until the cluster exists",
+    _new_stack_outputs,
+)
+DEPLOYED = View(
+    "deployed",
+    "preview of the deployed stack at rest: stack policies see outputs, idle scale-from-zero pools at 0 nodes",
+    _at_rest_outputs,
+)
+VIEWS = (NEW_STACK, DEPLOYED)
+
+
 def _analyzed(resource: Mapping[str, Any]) -> bool:
     """Resources the engine sends to Analyze: custom resources and remote components (Helm charts), not providers
     or the program's own components (they have no inputs of their own)."""
@@ -141,11 +200,14 @@ def evaluate(
     stack: str,
     config: Mapping[str, Any] | None = None,
     rules: ModuleType | None = None,
+    view: View | None = None,
 ) -> list[dict[str, Any]]:
     """Violations of every policy over plan resources: [{"policy", "level", "urn", "message"}].
 
-    Resources without a "urn" (small test fixtures) get `urn:pulumi:<stack>::tpu-stack::<type>::<name>`.
-    A policy that reads a value unknown during preview yields an advisory note, as `pulumi preview` does.
+    Without a `view`, every policy sees the inputs as registered (policy unit tests); with one, what the real
+    engine shows the pack in that situation (module docstring). Resources without a "urn" (small test
+    fixtures) get `urn:pulumi:<stack>::tpu-stack::<type>::<name>`. A policy that reads a value unknown during
+    preview yields an advisory note, as `pulumi preview` does.
     """
     policies: list[Policy] = list((rules or load_rules()).POLICIES)
     resolved = settings(policies, config)
@@ -178,12 +240,17 @@ def evaluate(
     entries: list[tuple[dict[str, Any], PolicyResource]] = []
     for resource in resources:
         urn = resource.get("urn") or f"urn:pulumi:{stack}::{PACK_NAME}::{resource['type']}::{resource['name']}"
-        inputs = resource.get("inputs") or {}
+        without_props = view is not None and bool(resource.get("remote"))
+        inputs = {} if without_props else resource.get("inputs") or {}
         # Objects rendered from a chart never hold unknowns (the provider renders only fully known charts).
         props = unknown_checking_proxy(inputs if resource.get("rendered") else _with_unknowns(inputs))
+        if view is None:
+            outputs = props
+        else:
+            outputs = unknown_checking_proxy(_with_unknowns({} if without_props else view.stack_props(resource)))
         options = _options(resource)
         entries.append(
-            (resource, PolicyResource(resource["type"], props, urn, resource["name"], options, None, None, [], {}))
+            (resource, PolicyResource(resource["type"], outputs, urn, resource["name"], options, None, None, [], {}))
         )
         if not _analyzed(resource):
             continue
@@ -202,3 +269,20 @@ def evaluate(
             stack_args = StackValidationArgs(everything, properties)
             run(policy, level, "", lambda report, p=policy, a=stack_args: p.validate(a, report))
     return found
+
+
+def evaluate_views(
+    runs: Mapping[str, list[dict[str, Any]]],
+    *,
+    stack: str,
+    config: Mapping[str, Any] | None = None,
+    rules: ModuleType | None = None,
+) -> list[dict[str, Any]]:
+    """Violations under every view, given each view's resources by view name: one entry per distinct finding,
+    with the views it shows in (`views`)."""
+    merged: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for view in VIEWS:
+        for found in evaluate(runs[view.name], stack=stack, config=config, rules=rules, view=view):
+            key = (found["policy"], found["level"], found["urn"], found["message"])
+            merged.setdefault(key, {**found, "views": []})["views"].append(view.name)
+    return list(merged.values())

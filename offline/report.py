@@ -144,16 +144,27 @@ def render_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+VIEW_NAMES = {"new": "new stack", "deployed": "deployed stack at rest"}
+
+
 def render_violations(plan: Plan) -> str:
+    views = "policies run as the real engine runs them: preview of a new stack, and of the deployed stack at rest"
+    lines = [f"Policy report ({views})"]
+    if plan.unrendered_in_new_stack:
+        lines.append(
+            f"  note: in a new stack's preview, {', '.join(plan.unrendered_in_new_stack)} cannot render before "
+            "the cluster exists; see the README (first deployment)"
+        )
     if not plan.violations:
-        return "Policies: all passed"
+        lines.append("Policies: all passed")
+        return "\n".join(lines)
     by_urn = {r["urn"]: r for r in plan.resources}
-    lines = ["Policy violations:"]
     for level in ("mandatory", "advisory"):
         for violation in (v for v in plan.violations if v["level"] == level):
             resource = by_urn.get(violation.get("urn") or "")
             where = f"{resource['type']} {resource['name']}" if resource else "stack"
-            lines.append(f"  [{level}] {violation['policy']}: {where}")
+            seen = ", ".join(VIEW_NAMES.get(view, view) for view in violation.get("views", []))
+            lines.append(f"  [{level}] {violation['policy']}: {where}" + (f" ({seen})" if seen else ""))
             lines.append(f"      {violation['message']}")
     mandatory = sum(1 for v in plan.violations if v["level"] == "mandatory")
     lines.append(f"Policies: {mandatory} mandatory, {len(plan.violations) - mandatory} advisory")

@@ -125,17 +125,17 @@ def _vms(props: Mapping[str, Any]) -> int | None:
 
 
 def _max_nodes(props: Mapping[str, Any]) -> int | None:
-    """Most nodes the pool can hold: fixed count, autoscaling total max, or per-zone max times its zones."""
-    fixed = _int(props.get("nodeCount"))
-    if fixed is not None:
-        return fixed
-    total = _int(_get(props, "autoscaling.totalMaxNodeCount"))
-    if total is not None:
-        return total
-    per_zone = _int(_get(props, "autoscaling.maxNodeCount"))
-    if per_zone is not None:
-        return per_zone * max(1, len(_list(props.get("nodeLocations"))))
-    return None
+    """Most nodes the pool can hold. An autoscaled pool: its autoscaling maximum (the total, or the per-zone
+    maximum times its zones); its nodeCount is only its size at the moment, 0 for an idle scale-from-zero pool
+    read back from a deployed stack, where unset counts also read back as 0. A fixed pool: its nodeCount."""
+    scaling = props.get("autoscaling")
+    if isinstance(scaling, Mapping):
+        total = _int(scaling.get("totalMaxNodeCount")) or 0
+        per_zone = _int(scaling.get("maxNodeCount")) or 0
+        zones = max(1, len(_list(props.get("nodeLocations")))) if per_zone else 1
+        if total or per_zone:
+            return max(total, per_zone * zones)
+    return _int(props.get("nodeCount"))
 
 
 def _static_nodes(props: Mapping[str, Any], report: ReportViolation, why: str) -> None:
@@ -464,14 +464,30 @@ def _image_problem(image: str) -> str | None:
     return None
 
 
+HELM_CHART_LABEL = "helm.sh/chart"
+_CHART_LABEL = re.compile(r"^(?P<name>.+?)-(?P<version>v?\d+\.\d+\.\d+\S*)$")
+
+
 def validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """An unpinned chart or image changes under the stack without a diff in any preview."""
+    """An unpinned chart or image changes under the stack without a diff in any preview.
+
+    A Helm v4 Chart is a remote component: the real engine shows it to the pack with no properties, so its
+    version is checked where the engine does show it, on every object the chart renders (`helm.sh/chart:
+    <name>-<version>`), beside their images. A chart resource that does carry properties (a v3 Release, or a
+    Chart in a unit test) is checked directly."""
     props = args.props
     if args.resource_type in CHARTS:
+        if not props:
+            return  # a remote component: its rendered objects carry the version
         version = props.get("version")
         if not isinstance(version, str) or not EXACT_VERSION.match(version):
             _say(report, f"chart {props.get('chart')!r} version {version!r}: set `version` to one exact release")
         return
+    label = _get(props, "metadata.labels", {}).get(HELM_CHART_LABEL)
+    if isinstance(label, str):
+        match = _CHART_LABEL.match(label)
+        if match is None or not EXACT_VERSION.match(match["version"]):
+            _say(report, f"rendered from chart {label!r}: pin the chart to one exact release")
     if not _workload(args):
         return
     for pod in _pod_specs(props.get("spec")):

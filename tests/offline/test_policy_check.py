@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
+from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 
 from offline import __main__ as cli
 from offline import policy_check
@@ -17,11 +19,71 @@ from offline.engine import REPO, run_stack
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in REPO.glob("Pulumi.*.yaml"))
 
 
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Stack -> view -> the resources that view evaluates: a new stack's run (computed values unknown) and the
+    deployed stack's run (values known)."""
+    return {
+        stack: {"new": run_stack(stack, known_outputs=False).resources, "deployed": run_stack(stack).resources}
+        for stack in STACKS
+    }
+
+
+@pytest.mark.parametrize("view", policy_check.VIEWS, ids=lambda view: view.name)
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_stack_has_no_mandatory_violation(stack: str) -> None:
-    plan = run_stack(stack)
-    found = policy_check.evaluate(plan.resources, stack=stack)
+def test_every_stack_has_no_mandatory_violation_in_each_real_engine_view(
+    runs: dict[str, dict[str, list[dict[str, Any]]]], stack: str, view: policy_check.View
+) -> None:
+    found = policy_check.evaluate(runs[stack][view.name], stack=stack, view=view)
     assert [v for v in found if v["level"] == "mandatory"] == []
+    # Nothing is left unchecked for want of a value either: no "can't run policy during preview" notes.
+    assert [v["message"] for v in found if "during preview" in v["message"]] == []
+
+
+def test_a_new_stack_leaves_computed_values_unknown_and_its_charts_unrendered(
+    runs: dict[str, dict[str, list[dict[str, Any]]]],
+) -> None:
+    new = {r["name"]: r for r in runs["dev"]["new"]}
+    deployed = {r["name"]: r for r in runs["dev"]["deployed"]}
+    assert new["flex-v6e"]["inputs"]["nodeConfig"]["serviceAccount"] == "[unknown]"
+    assert (
+        deployed["flex-v6e"]["inputs"]["nodeConfig"]["serviceAccount"]
+        == "tpu-dev-nodes@tpu-stack-dev.iam.gserviceaccount.com"
+    )
+    assert not any(r.get("rendered") for r in runs["dev"]["new"])
+    assert sum(1 for r in runs["dev"]["deployed"] if r.get("rendered")) == 99
+
+
+def test_a_deployed_idle_flex_pool_reads_back_zero_nodes_and_zero_for_unset_counts(
+    runs: dict[str, dict[str, list[dict[str, Any]]]],
+) -> None:
+    """dev's flex-v6e: the seed's --min-nodes=0 --max-nodes=1; GKE reports the idle pool at size 0."""
+    (pool,) = [r for r in runs["dev"]["deployed"] if r["name"] == "flex-v6e" and r["type"] == policy_check.NODE_POOL]
+    outputs = policy_check.DEPLOYED.stack_props(pool)
+    assert outputs["nodeCount"] == 0
+    assert outputs["autoscaling"] == {
+        "minNodeCount": 0,
+        "maxNodeCount": 1,
+        "totalMinNodeCount": 0,
+        "totalMaxNodeCount": 0,
+    }
+    assert policy_check.NEW_STACK.stack_props(pool)["nodeCount"] == "[unknown]"
+
+
+def test_the_chart_reaches_the_pack_without_props_in_both_views(
+    runs: dict[str, dict[str, list[dict[str, Any]]]],
+) -> None:
+    seen: dict[str, list[Any]] = {}
+
+    def record(args: ResourceValidationArgs, report: Any) -> None:
+        if args.resource_type == "kubernetes:helm.sh/v4:Chart":
+            seen.setdefault(args.name, []).append(dict(args.props))
+
+    rules = ModuleType("recording_rules")
+    rules.POLICIES = [ResourceValidationPolicy(name="record", description="records", validate=record)]  # type: ignore[attr-defined]
+    for view in policy_check.VIEWS:
+        policy_check.evaluate(runs["dev"][view.name], stack="dev", rules=rules, view=view)
+    assert seen == {"jobset-chart": [{}, {}], "kueue-chart": [{}, {}]}
 
 
 def test_prod_protects_what_the_protection_policy_checks() -> None:

@@ -503,6 +503,39 @@ def test_queued_pools_count_total_max_nodes_and_autopilot_flavors_are_skipped(ru
     assert [v for v in check(rules, autopilot) if v["policy"] == "kueue-quota-within-chips"] == []
 
 
+def deployed_and_idle(resources: list[dict[str, Any]], view: policy_check.View) -> list[dict[str, Any]]:
+    return policy_check.evaluate(resources, stack="dev", view=view)
+
+
+@pytest.mark.parametrize("view", policy_check.VIEWS, ids=lambda view: view.name)
+def test_an_autoscaled_pool_provides_its_autoscaling_maximum_in_every_view(view: policy_check.View) -> None:
+    """A deployed idle flex pool reads back nodeCount 0 and totalMaxNodeCount 0; its capacity is still its
+    maxNodeCount: 2 VMs x 4 chips = 8 chips in its one zone."""
+    resources = baseline()
+    quota = [v for v in deployed_and_idle(resources, view) if v["policy"] == "kueue-quota-within-chips"]
+    assert quota == []
+    resources.append(cluster_queue("other", {"flex": 4}))
+    quota = [v for v in deployed_and_idle(resources, view) if v["policy"] == "kueue-quota-within-chips"]
+    assert [v["message"] for v in quota] == [
+        "ResourceFlavor 'flex': queues hold 12 google.com/tpu nominal quota but the 1 matching node pool(s) "
+        "provide 8 chips; lower the ClusterQueue nominalQuota or add slices"
+    ]
+
+
+def test_a_per_zone_maximum_counts_once_per_zone(rules: ModuleType) -> None:
+    """maxNodeCount is per zone (gcloud --max-nodes): 2 VMs in each of 2 zones = 4 VMs x 4 chips = 16 chips."""
+    resources = baseline()
+    put(find(resources, "flex"), "nodeLocations", ["us-central1-a", "us-central1-b"])
+    resources.append(cluster_queue("other", {"flex": 8}))  # 8 + 8 = 16: fits two zones, not one
+    assert [v for v in check(rules, resources) if v["policy"] == "kueue-quota-within-chips"] == []
+    resources.append(cluster_queue("more", {"flex": 1}))
+    (found,) = [v for v in check(rules, resources) if v["policy"] == "kueue-quota-within-chips"]
+    assert (
+        "queues hold 17 google.com/tpu nominal quota but the 1 matching node pool(s) provide 16 chips"
+        in (found["message"])
+    )
+
+
 # --- pinned-charts-and-images ----------------------------------------------------------------------------
 
 
@@ -510,6 +543,28 @@ def test_queued_pools_count_total_max_nodes_and_autopilot_flavors_are_skipped(ru
 def test_charts_pin_one_exact_version(rules: ModuleType, version: str | None) -> None:
     found = only(check(rules, changed("kueue", ("version", version))), "pinned-charts-and-images")
     assert "set `version` to one exact release" in found[0]["message"] and found[0]["level"] == "mandatory"
+
+
+def test_a_chart_without_props_is_checked_through_what_it_renders(rules: ModuleType) -> None:
+    """The real engine shows a Helm v4 Chart (a remote component) with no props: no finding on the Chart; the
+    version is read from the `helm.sh/chart` label of each rendered object."""
+
+    def pinning(resources: list[dict[str, Any]]) -> list[str]:
+        return [v["message"] for v in check(rules, resources) if v["policy"] == "pinned-charts-and-images"]
+
+    resources = baseline()
+    find(resources, "kueue")["inputs"] = {}
+    assert pinning(resources) == []
+    rendered = res("kubernetes:core/v1:ServiceAccount", "kueue-chart:kueue-system/kueue-controller-manager", {
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "kueue-controller-manager", "labels": {"helm.sh/chart": "kueue-0.19.2"}},
+    })  # fmt: skip
+    assert pinning([*resources, rendered]) == []
+    for label in ("kueue-latest", "kueue", "kueue-0.19"):
+        put(rendered, "metadata.labels", {"helm.sh/chart": label})
+        assert pinning([*resources, rendered]) == [f"rendered from chart {label!r}: pin the chart to one exact release"]
+    put(rendered, "metadata.labels", {"helm.sh/chart": "kube-state-metrics-5.27.0-rc.1"})
+    assert pinning([*resources, rendered]) == []
 
 
 @pytest.mark.parametrize(
