@@ -13,6 +13,7 @@ from components.gke_cluster import GkeCluster
 from components.jobset_install import JobSetInstall
 from components.kueue_install import KueueInstall
 from components.kueue_queues import KueueQueues
+from components.network_policies import NamespacePolicies, training_policies
 from components.saxml import Saxml
 from components.tpu_slice_pools import TpuSlicePools
 from components.workload_identity import BucketRole, WorkloadIdentity
@@ -43,6 +44,11 @@ pulumi.export(
     },
 )
 pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in queue_pools(config)})
+# Default deny in every namespace the queues create; workers of a job still reach each other.
+for name, namespace in queues.namespaces.items():
+    NamespacePolicies(
+        f"{name}-policies", policies=training_policies(name), provider=cluster.provider, depends_on=[namespace]
+    )
 
 # --- serving and identity: bucket, Workload Identity, Saxml ---
 bucket = Bucket("data", config=config)
