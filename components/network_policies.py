@@ -86,6 +86,26 @@ def allow_clients(
     )
 
 
+CONTROLLER_PORTS = (9443, 8082)
+"""Ports the API server calls in a chart's controller: admission webhooks (9443) and Kueue's visibility API (8082)."""
+
+
+def controller_policies(namespace: str) -> list[dict[str, Any]]:
+    """A chart's controller namespace: deny, then the API server's calls in and the controller's calls out (HTTPS).
+
+    The control plane has no pod-network address to select, so the webhook ports admit any source."""
+    webhooks = _policy(
+        "allow-api-server-calls",
+        namespace,
+        {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"ports": [{"protocol": "TCP", "port": port} for port in CONTROLLER_PORTS]}],
+        },
+    )
+    return [default_deny(namespace), allow_platform_egress(namespace), webhooks]
+
+
 def training_policies(namespace: str) -> list[dict[str, Any]]:
     return [default_deny(namespace), allow_platform_egress(namespace), allow_same_namespace(namespace)]
 
