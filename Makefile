@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 HELM := .tools/bin/helm
 STACK ?= dev
 
-.PHONY: preview test lint typecheck unit bench urns workloads clean helm
+.PHONY: preview test lint typecheck unit bench urns workloads scan clean helm
 
 $(STAMP): requirements.txt requirements-dev.txt policies/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,26 @@ bench: $(STAMP) $(HELM)
 # Regenerate tests/snapshots/urns-*.txt after a deliberate rename or new resources (see offline/urns.py).
 urns: $(STAMP) $(HELM)
 	$(PY) -m offline.urns --update
+
+# Security scan (not part of `make test`): checkov over every object dev and prod render (manifests, example
+# workloads, JobSets unwrapped into Jobs) and zizmor over the workflows, from their own pinned virtualenv.
+SCAN_VENV := .scan-venv
+SCAN_STAMP := $(SCAN_VENV)/.installed-stamp
+SCAN_STACKS ?= dev prod
+
+$(SCAN_STAMP): requirements-scan.txt constraints-scan.txt
+	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-scan.txt -c constraints-scan.txt
+	touch $(SCAN_STAMP)
+
+scan: $(STAMP) $(HELM) $(SCAN_STAMP)
+	for stack in $(SCAN_STACKS); do \
+		$(PY) -m offline preview --stack $$stack --quiet >/dev/null && \
+		$(PY) -m offline workloads --stack $$stack >/dev/null || exit 1; \
+	done
+	$(PY) -m security $(SCAN_STACKS)
+	$(SCAN_VENV)/bin/checkov --directory build/scan --framework kubernetes --compact --quiet
+	$(SCAN_VENV)/bin/zizmor --offline --min-severity medium .github/workflows
 
 clean:
 	rm -rf build .tools .pytest_cache .mypy_cache .ruff_cache

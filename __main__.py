@@ -8,11 +8,19 @@ import pulumi
 
 from components import workload_identity
 from components.bucket import Bucket
-from components.config import flavor_labels, load_from_pulumi, queue_pools, queue_refs
+from components.config import (
+    JOBSET_NAMESPACE,
+    KUEUE_NAMESPACE,
+    flavor_labels,
+    load_from_pulumi,
+    queue_pools,
+    queue_refs,
+)
 from components.gke_cluster import GkeCluster
 from components.jobset_install import JobSetInstall
 from components.kueue_install import KueueInstall
 from components.kueue_queues import KueueQueues
+from components.network_policies import NamespacePolicies, controller_policies, training_policies
 from components.saxml import Saxml
 from components.tpu_slice_pools import TpuSlicePools
 from components.workload_identity import BucketRole, WorkloadIdentity
@@ -43,6 +51,21 @@ pulumi.export(
     },
 )
 pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in queue_pools(config)})
+# Default deny in every namespace the stack creates; then what the controllers and training pods need.
+for prefix, install_namespace, namespace_name in (
+    ("jobset", jobset.namespace, JOBSET_NAMESPACE),
+    ("kueue", kueue.namespace, KUEUE_NAMESPACE),
+):
+    NamespacePolicies(
+        f"{prefix}-policies",
+        policies=controller_policies(namespace_name),
+        provider=cluster.provider,
+        depends_on=[install_namespace],
+    )
+for name, namespace in queues.namespaces.items():
+    NamespacePolicies(
+        f"{name}-policies", policies=training_policies(name), provider=cluster.provider, depends_on=[namespace]
+    )
 
 # --- serving and identity: bucket, Workload Identity, Saxml ---
 bucket = Bucket("data", config=config)

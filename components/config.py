@@ -176,6 +176,16 @@ def _period_problems(start: datetime, end: datetime) -> list[tuple[str, str]]:
     return []
 
 
+class ControlPlaneConfig(_Model):
+    """Who reaches the Kubernetes API: the DNS endpoint (IAM decides) and, unless turned off, the IP endpoint
+    from `authorizedNetworks` only."""
+
+    ip_endpoint: bool | None = None
+    """Direct IP access to the control plane; default off in prod (only the DNS endpoint), on elsewhere."""
+    authorized_networks: tuple[Annotated[str, AfterValidator(lambda c: _source_range(c))], ...] = ()
+    """CIDRs that may use the IP endpoint (Google Cloud public IPs never may)."""
+
+
 class ClusterConfig(_Model):
     name: str = "tpu-cluster"
     location: str | None = None
@@ -192,6 +202,9 @@ class ClusterConfig(_Model):
     deletion_protection: bool = False
     network: str | None = None
     subnetwork: str | None = None
+    private_nodes: bool | None = None
+    """Nodes without external IPs, egress through Cloud NAT; default on in prod."""
+    control_plane: ControlPlaneConfig = ControlPlaneConfig()
     node_service_account_roles: tuple[str, ...] = (
         "roles/logging.logWriter",
         "roles/monitoring.metricWriter",
@@ -1021,6 +1034,10 @@ class SaxmlImagesConfig(_Model):
     _pinned = field_validator("admin_server", "model_server", "http_server")(_pinned_image)
 
 
+WIDEST_PREFIX = {4: 8, 6: 16}
+"""Widest client range a load balancer may admit (IPv4 /8, IPv6 /16); the policy pack uses the same bound."""
+
+
 def _source_range(cidr: str) -> str:
     try:
         network = ipaddress.ip_network(cidr, strict=False)
@@ -1028,11 +1045,16 @@ def _source_range(cidr: str) -> str:
         raise ValueError(f"{cidr!r} is not a CIDR range like 203.0.113.0/24") from None
     if network.prefixlen == 0:
         raise ValueError(f"{cidr!r} admits every address; list the client CIDRs instead")
+    if network.prefixlen < WIDEST_PREFIX[network.version]:
+        raise ValueError(
+            f"{cidr!r} covers a large part of the internet; list client CIDRs of /{WIDEST_PREFIX[network.version]} "
+            "or narrower"
+        )
     return cidr
 
 
 class SaxmlServiceConfig(_Model):
-    """The `sax-http-lb` Service: an internal load balancer unless `external` (then sourceRanges are required)."""
+    """The `sax-http-lb` Service: an internal load balancer unless `external`; sourceRanges always required."""
 
     external: bool = False
     source_ranges: tuple[Annotated[str, AfterValidator(_source_range)], ...] = ()
@@ -1084,6 +1106,12 @@ class SaxmlConfig(_Model):
         )
 
 
+def bucket_service_account(config: StackConfig, namespace: str) -> str | None:
+    """The KSA in `namespace` that holds a role on the bucket (writers first), so jobs there can use it."""
+    grants = sorted(config.bucket.grants, key=lambda grant: grant[3] != WRITER_ROLE)
+    return next((w.service_account for _f, _i, w, _r in grants if w.namespace == namespace), None)
+
+
 def bucket_name(config: StackConfig) -> str:
     """`bucket.name`, else `<project>-<stack>-tpu-stack` (stack names may hold upper case, '.' and '_')."""
     stack = re.sub(r"[^a-z0-9-]", "-", config.stack.lower())
@@ -1132,10 +1160,10 @@ def _serving_problems(config: StackConfig) -> list[str]:
 def _saxml_problems(config: StackConfig, saxml: SaxmlConfig) -> list[str]:
     key = f"{PROJECT}:saxml"
     problems = [f"{key}.{field}: {message}" for field, message in saxml.workload.problems()]
-    if saxml.service.external and not saxml.service.source_ranges:
+    if not saxml.service.source_ranges:
         problems.append(
-            f"{key}.service.sourceRanges: required with external: true (the client CIDRs allowed to reach "
-            "port 8888); list them or remove external"
+            f"{key}.service.sourceRanges: required, also for the internal load balancer (the client CIDRs allowed "
+            "to call the Saxml HTTP API on port 8888); list them"
         )
     pool = config.pool(saxml.pool)
     if pool is None:
@@ -1214,6 +1242,16 @@ class StackConfig(_Model):
         if self.cluster.mode == "autopilot":
             return {}
         return {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME}
+
+    @property
+    def private_nodes(self) -> bool:
+        return self.is_prod if self.cluster.private_nodes is None else self.cluster.private_nodes
+
+    @property
+    def ip_endpoint(self) -> bool:
+        """Control plane reachable by IP (from authorized networks only); off: only the DNS endpoint."""
+        plane = self.cluster.control_plane
+        return (not self.is_prod) if plane.ip_endpoint is None else plane.ip_endpoint
 
     @property
     def on_release_channel(self) -> bool:

@@ -14,6 +14,9 @@ from components.config import SYSTEM_POOL_NAME, MaintenanceConfig, StackConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="45m", update="60m", delete="45m")
+SHIELDED = gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+    enable_secure_boot=True, enable_integrity_monitoring=True
+)
 
 
 def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
@@ -89,6 +92,10 @@ class GkeCluster(pulumi.ComponentResource):
             "subnetwork": cluster_config.subnetwork,
             "resource_labels": config.resource_labels,
             "maintenance_policy": _maintenance_policy(cluster_config.maintenance),
+            # Dataplane V2: eBPF datapath that enforces the stack's NetworkPolicies.
+            "datapath_provider": "ADVANCED_DATAPATH",
+            "enable_shielded_nodes": True,
+            **_access(config),
         }
         if cluster_config.mode == "autopilot":
             self.cluster: gcp.container.Cluster = gcp.container.Cluster(
@@ -129,10 +136,17 @@ class GkeCluster(pulumi.ComponentResource):
             )
             self.system_pool = self._system_pool(name, config)
 
+        self.nat: gcp.compute.RouterNat | None = self._nat(name, config) if config.private_nodes else None
+        # Without the IP endpoint, clients (CI, operators, this program's provider) use the DNS endpoint.
+        endpoint = (
+            self.cluster.endpoint
+            if config.ip_endpoint
+            else self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+        )
         self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(
                 self.cluster.name,
-                self.cluster.endpoint,
+                endpoint,
                 self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate),
             ).apply(lambda args: kubeconfig(args[0], args[1], args[2]))
         )
@@ -144,6 +158,29 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[p for p in [self.system_pool] if p]),
         )
         self.register_outputs({"name": self.cluster.name, "endpoint": self.cluster.endpoint})
+
+    def _nat(self, name: str, config: StackConfig) -> gcp.compute.RouterNat:
+        """Egress for private nodes (image pulls, pip, Google APIs): a Cloud Router with NAT in the region."""
+        network = config.cluster.network or "default"
+        router = gcp.compute.Router(
+            f"{name}-router",
+            name=f"{config.cluster.name}-nat",
+            project=config.project,
+            region=config.region,
+            network=network,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return gcp.compute.RouterNat(
+            f"{name}-nat",
+            name=f"{config.cluster.name}-nat",
+            project=config.project,
+            region=config.region,
+            router=router.name,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _system_pool(self, name: str, config: StackConfig) -> gcp.container.NodePool:
         pool = config.cluster.system_pool
@@ -168,6 +205,7 @@ class GkeCluster(pulumi.ComponentResource):
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
                     mode="GKE_METADATA"
                 ),
+                shielded_instance_config=SHIELDED,
                 resource_labels=config.resource_labels,
             ),
             opts=pulumi.ResourceOptions(
@@ -176,6 +214,38 @@ class GkeCluster(pulumi.ComponentResource):
                 ignore_changes=["initialNodeCount", "nodeCount"],
             ),
         )
+
+
+def _access(config: StackConfig) -> dict[str, Any]:
+    """Cluster arguments for private nodes and control-plane access (config.private_nodes, config.ip_endpoint)."""
+    plane = config.cluster.control_plane
+    args: dict[str, Any] = {
+        "control_plane_endpoints_config": gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+            dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                allow_external_traffic=True
+            ),
+            ip_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigIpEndpointsConfigArgs(
+                enabled=config.ip_endpoint
+            ),
+        ),
+    }
+    if config.ip_endpoint:
+        args["master_authorized_networks_config"] = gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+            cidr_blocks=[
+                gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=c, display_name=c)
+                for c in plane.authorized_networks
+            ],
+            gcp_public_cidrs_access_enabled=False,
+        )
+    if config.private_nodes:
+        args["private_cluster_config"] = gcp.container.ClusterPrivateClusterConfigArgs(enable_private_nodes=True)
+    return args
+
+
+def _dns_endpoint(endpoints: Any) -> str:
+    """The control plane's DNS name (`gke-<id>.<region>.gke.goog`); empty until the cluster exists."""
+    dns = getattr(endpoints, "dns_endpoint_config", None) if endpoints else None
+    return str(getattr(dns, "endpoint", "") or "")
 
 
 def _rfc3339(moment: datetime) -> str:

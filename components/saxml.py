@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import tpu_catalog
+from components import network_policies, pod_security, tpu_catalog
 from components.config import SYSTEM_POOL_NAME, WRITER_ROLE, SaxmlConfig, StackConfig, TpuPoolConfig, saxml_pool
 from components.kubernetes_object import KubernetesObject
 from components.workload_identity import BucketRole, WorkloadIdentity
@@ -30,8 +30,9 @@ INTERNAL_LB = "networking.gke.io/load-balancer-type"
 ONE_SLICE_PER_NODE_POOL = {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}
 HTTP_PATHS = ("publish", "generate", "listcell", "unpublish")
 # Requests for the CPU servers, so the scheduler spreads them over the system pool like any controller.
-ADMIN_RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
-HTTP_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
+ADMIN_RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}
+HTTP_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+PART_OF = {"app.kubernetes.io/part-of": "saxml"}
 _TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 
@@ -66,42 +67,40 @@ def http_server(saxml: SaxmlConfig, bucket: str) -> dict[str, Any]:
 def _cpu_deployment(
     app: str, saxml: SaxmlConfig, *, image: str, port: int, env: list[dict[str, str]], resources: dict[str, Any]
 ) -> dict[str, Any]:
+    """A restricted CPU pod on the system pool: non-root, read-only root, no API token (Saxml never calls it)."""
+    container = {"name": app, "image": image, "ports": [{"containerPort": port}], "env": env, "resources": resources}
     return {
         "replicas": 1,
         "selector": {"matchLabels": {"app": app}},
         "template": {
-            "metadata": {"labels": {"app": app}},
+            "metadata": {"labels": {"app": app, **PART_OF}},
             "spec": {
                 "serviceAccountName": saxml.service_account,
                 "nodeSelector": {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME},
-                "containers": [
-                    {
-                        "name": app,
-                        "image": image,
-                        "ports": [{"containerPort": port}],
-                        "env": env,
-                        "resources": resources,
-                    }
-                ],
+                **pod_security.cpu_pod(container, port=port),
             },
         },
     }
 
 
 def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> dict[str, Any]:
-    """JobSet spec: one child Job per slice, one pod per VM of it; any pod failing restarts them all."""
+    """JobSet spec: one child Job per slice, one pod per VM of it; any pod failing restarts them all.
+
+    Not on the host network: Workload Identity applies only to pods on the pod network, and the servers of a
+    slice reach each other (ICI port) and the admin server through pod IPs, which the namespace policy allows.
+    """
     machine = pool.machine
     chips = {tpu_catalog.TPU_RESOURCE: machine.chips_per_vm}
     pod: dict[str, Any] = {
         "serviceAccountName": saxml.service_account,
-        "hostNetwork": True,
-        "dnsPolicy": "ClusterFirstWithHostNet",
         "restartPolicy": "Never",
         "nodeSelector": pool.node_selector,
+        **pod_security.tpu_pod_fields(),
         "containers": [
             {
                 "name": "sax-model-server",
                 "image": saxml.images.model_server,
+                "imagePullPolicy": "Always",
                 "args": [
                     f"--port={MODEL_PORT}",
                     f"--sax_cell={saxml.cell}",
@@ -109,7 +108,7 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
                     f"--platform_topology={pool.slice_topology}",
                 ],
                 "ports": [{"containerPort": MODEL_PORT}, {"containerPort": ICI_PORT}],
-                "securityContext": {"privileged": True},
+                "securityContext": pod_security.tpu_container_security(),
                 "env": [
                     {"name": "SAX_ROOT", "value": sax_root(bucket)},
                     # Each slice serves on its own: unset the multislice variable the TPU runtime would read.
@@ -135,7 +134,7 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
                         "parallelism": pool.vms_per_slice,
                         "completions": pool.vms_per_slice,
                         "backoffLimit": 0,
-                        "template": {"spec": pod},
+                        "template": {"metadata": {"labels": dict(PART_OF)}, "spec": pod},
                     }
                 },
             }
@@ -150,10 +149,37 @@ def http_service(saxml: SaxmlConfig) -> tuple[dict[str, str], dict[str, Any]]:
         "type": "LoadBalancer",
         "selector": {"app": "sax-http"},
         "ports": [{"name": "http", "protocol": "TCP", "port": HTTP_PORT, "targetPort": HTTP_PORT}],
+        # Internal or not, only the listed clients; Local keeps their addresses for the NetworkPolicy.
+        "loadBalancerSourceRanges": list(saxml.service.source_ranges),
+        "externalTrafficPolicy": "Local",
     }
-    if saxml.service.source_ranges:
-        spec["loadBalancerSourceRanges"] = list(saxml.service.source_ranges)
     return annotations, spec
+
+
+def image_exceptions(*images: str) -> dict[str, str]:
+    """The digest exception, only while an image is pinned by tag."""
+    return {} if all(pod_security.has_digest(i) for i in images) else dict(pod_security.TAG_EXCEPTION)
+
+
+def model_server_exceptions(saxml: SaxmlConfig) -> dict[str, str]:
+    """Documented TPU-pod exceptions of the model servers (their pool is not Kueue capacity: no hostResources)."""
+    return {
+        **pod_security.TPU_EXCEPTIONS,
+        **pod_security.NO_HOST_RESOURCES,
+        **image_exceptions(saxml.images.model_server),
+    }
+
+
+def policies(saxml: SaxmlConfig, namespace: str) -> list[dict[str, Any]]:
+    """Default deny; Saxml pods reach each other (admin only from them); clients reach only the HTTP port."""
+    return [
+        network_policies.default_deny(namespace),
+        network_policies.allow_platform_egress(namespace),
+        network_policies.allow_same_namespace(namespace, PART_OF),
+        network_policies.allow_clients(
+            namespace, "allow-http-clients", {"app": "sax-http"}, HTTP_PORT, saxml.service.source_ranges
+        ),
+    ]
 
 
 def _load_balancer_ip(status: Any) -> str:
@@ -214,7 +240,11 @@ class Saxml(pulumi.ComponentResource):
             {
                 "apiVersion": "apps/v1",
                 "kind": "Deployment",
-                "metadata": _meta("sax-admin-server", namespace),
+                "metadata": _meta(
+                    "sax-admin-server",
+                    namespace,
+                    pod_security.skip_annotations(image_exceptions(saxml.images.admin_server)),
+                ),
                 "spec": bucket.apply(lambda b: admin_server(saxml, b)),
             },
             opts=ready,
@@ -224,7 +254,11 @@ class Saxml(pulumi.ComponentResource):
             {
                 "apiVersion": "jobset.x-k8s.io/v1alpha2",
                 "kind": "JobSet",
-                "metadata": _meta(MODEL_SERVER_SET, namespace, annotations=ONE_SLICE_PER_NODE_POOL),
+                "metadata": _meta(
+                    MODEL_SERVER_SET,
+                    namespace,
+                    {**ONE_SLICE_PER_NODE_POOL, **pod_security.skip_annotations(model_server_exceptions(saxml))},
+                ),
                 "spec": bucket.apply(lambda b: model_server_set(saxml, pool, b)),
             },
             opts=pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(depends_on))),
@@ -234,7 +268,9 @@ class Saxml(pulumi.ComponentResource):
             {
                 "apiVersion": "apps/v1",
                 "kind": "Deployment",
-                "metadata": _meta("sax-http", namespace),
+                "metadata": _meta(
+                    "sax-http", namespace, pod_security.skip_annotations(image_exceptions(saxml.images.http_server))
+                ),
                 "spec": bucket.apply(lambda b: http_server(saxml, b)),
             },
             opts=ready,
@@ -250,6 +286,14 @@ class Saxml(pulumi.ComponentResource):
             },
             opts=in_cluster,
         )
+        self.network_policies: list[KubernetesObject] = [
+            KubernetesObject(
+                f"{name}-{policy['metadata']['name']}",
+                {**policy, "metadata": {**policy["metadata"], "namespace": namespace}},
+                opts=in_cluster,
+            )
+            for policy in policies(saxml, saxml.namespace)
+        ]
         self.http_address: pulumi.Output[str] = self.service.status.apply(_load_balancer_ip)
         self.urls: pulumi.Output[dict[str, str]] = self.http_address.apply(
             lambda ip: {path: f"http://{ip}:{HTTP_PORT}/{path}" for path in HTTP_PATHS} if ip else {}
@@ -258,7 +302,7 @@ class Saxml(pulumi.ComponentResource):
 
 
 def _meta(name: str, namespace: pulumi.Input[str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "saxml"}}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(PART_OF)}
     if annotations:
         meta["annotations"] = annotations
     return meta

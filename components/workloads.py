@@ -12,20 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components import tpu_catalog
+from components import pod_security, tpu_catalog
 from components.config import (
     QueueRef,
     StackConfig,
     TpuPoolConfig,
+    bucket_service_account,
     flavor_labels,
     queue_pools,
     queue_refs,
+    quota,
     team_borrowing,
     team_chips,
 )
 from components.kueue_queues import QUEUE_LABEL, pool_tolerations
 
-IMAGE = "python:3.11.13-slim-bookworm"
+IMAGE = "python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1"
 JAX = "jax[tpu]==0.6.2"
 ICI_PORT = 8471
 METRICS_PORT = 8431
@@ -33,6 +35,8 @@ MEGASCALE_PORT = 8080
 MAX_RESTARTS = 4
 MAX_MULTISLICE = 3
 MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
+TTL_SECONDS = 3600
+"""Finished Jobs and JobSets (and their pods) are deleted an hour later: logs stay readable, nodes are freed."""
 
 
 @dataclass(frozen=True)
@@ -78,24 +82,33 @@ def _script(multislice: bool) -> list[str]:
     ]
 
 
-def _pod(config: StackConfig, pool: TpuPoolConfig, ports: list[int], *, host_network: bool) -> dict[str, Any]:
-    """A pod on one VM of the pool: all its chips, the flavor's labels, tolerations of the pool's own taints."""
-    standard = config.cluster.mode == "standard"
-    chips = {tpu_catalog.TPU_RESOURCE: pool.machine.chips_per_vm}
+def _pod(
+    config: StackConfig, pool: TpuPoolConfig, ports: list[int], namespace: str, *, multislice: bool
+) -> dict[str, Any]:
+    """A pod on one VM of the pool: all its chips (and its CPU/memory when queues.hostResources is set), the
+    flavor's labels, tolerations of the pool's own taints, the namespace's bucket KSA. Not privileged and not on
+    the host network: GKE gives TPU access without either, and Workload Identity only works off the host network."""
+    amounts = quota(config, pool, pool.machine.chips_per_vm)
+    limits = {k: v for k, v in amounts.items() if k != "cpu"}
     container: dict[str, Any] = {
         "name": "jax-tpu",
         "image": IMAGE,
-        "command": _script(host_network),
-        "resources": {"requests": dict(chips), "limits": dict(chips)},
+        "imagePullPolicy": "Always",
+        "command": _script(multislice),
+        "resources": {"requests": dict(amounts), "limits": limits},
+        "securityContext": pod_security.tpu_container_security(),
     }
     if ports:
         container["ports"] = [{"containerPort": port} for port in ports]
-    if pool.multi_host and standard:
-        container["securityContext"] = {"privileged": True}
-    pod: dict[str, Any] = {"restartPolicy": "Never", "nodeSelector": flavor_labels(pool), "containers": [container]}
-    if host_network and standard:
-        pod["hostNetwork"] = True
-        pod["dnsPolicy"] = "ClusterFirstWithHostNet"
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "nodeSelector": flavor_labels(pool),
+        **pod_security.tpu_pod_fields(),
+        "containers": [container],
+    }
+    account = bucket_service_account(config, namespace)
+    if account:
+        pod["serviceAccountName"] = account
     priority = _lowest_priority(config)
     if priority:
         pod["priorityClassName"] = priority
@@ -105,16 +118,30 @@ def _pod(config: StackConfig, pool: TpuPoolConfig, ports: list[int], *, host_net
     return pod
 
 
+def exceptions(config: StackConfig, pool: TpuPoolConfig) -> dict[str, str]:
+    """The documented checkov exceptions of a TPU pod of `pool`."""
+    resources = (
+        pod_security.CPU_LIMIT_EXCEPTION
+        if pool.name in config.queues.host_resources
+        else pod_security.NO_HOST_RESOURCES
+    )
+    return {**pod_security.TPU_EXCEPTIONS, **resources}
+
+
 def _tolerations(pool: TpuPoolConfig) -> list[dict[str, str]]:
     """The flavor's tolerations but GKE's own TPU taint, which GKE tolerates for pods that request TPUs."""
     return [t for t in pool_tolerations(pool) if t["key"] != tpu_catalog.TPU_RESOURCE]
 
 
-def _metadata(name: str, queue: QueueRef, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": queue.namespace, "labels": {QUEUE_LABEL: queue.local_queue}}
-    if annotations:
-        metadata["annotations"] = annotations
-    return metadata
+def _metadata(
+    config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueRef, annotations: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": queue.namespace,
+        "labels": {QUEUE_LABEL: queue.local_queue},
+        "annotations": {**annotations, **pod_security.skip_annotations(exceptions(config, pool))},
+    }
 
 
 def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueRef) -> tuple[dict[str, Any], ...]:
@@ -126,10 +153,11 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
     if pool.provisioning == "queued" and seconds:
         annotations[MAX_RUN_ANNOTATION] = str(seconds)
     ports = [ICI_PORT, METRICS_PORT] if pool.multi_host else []
-    pod = _pod(config, pool, ports, host_network=False)
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(name, queue, annotations)}
+    pod = _pod(config, pool, ports, queue.namespace, multislice=False)
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(config, pool, name, queue, annotations)}
     if not pool.multi_host:
-        return ({**job, "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": pod}}},)
+        spec = {"suspend": True, "backoffLimit": 0, "ttlSecondsAfterFinished": TTL_SECONDS, "template": {"spec": pod}}
+        return ({**job, "spec": spec},)
     service = f"{name}-svc"
     pod["subdomain"] = service
     vms = pool.vms_per_slice
@@ -139,6 +167,7 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
         "parallelism": vms,
         "completions": vms,
         "backoffLimit": 0,
+        "ttlSecondsAfterFinished": TTL_SECONDS,
         "template": {"spec": pod},
     }
     return (
@@ -157,13 +186,14 @@ def multislice_jobset(
 ) -> dict[str, Any]:
     """The multislice seed's JobSet: one child Job per slice (exclusive node pool), one pod per VM."""
     vms = pool.vms_per_slice
-    pod = _pod(config, pool, [ICI_PORT, MEGASCALE_PORT], host_network=True)
+    pod = _pod(config, pool, [ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
-        "metadata": _metadata(name, queue, {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}),
+        "metadata": _metadata(config, pool, name, queue, {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}),
         "spec": {
             "failurePolicy": {"maxRestarts": MAX_RESTARTS},
+            "ttlSecondsAfterFinished": TTL_SECONDS,
             "replicatedJobs": [
                 {
                     "name": "slice",

@@ -42,6 +42,11 @@ CHARTS = ("kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Release")
 KUEUE_GROUP = "kubernetes:kueue.x-k8s.io/"
 
 PRIMITIVE_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+NAMESPACE = "kubernetes:core/v1:Namespace"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+WIDEST_PREFIX = {4: 8, 6: 16}
+"""Widest load-balancer source range (IPv4 /8, IPv6 /16): a shorter prefix covers a large part of the internet."""
 STORAGE_ADMIN = "roles/storage.admin"
 # IAM resources whose grant covers everything in a project, folder or organization.
 WIDE_IAM_PREFIXES = ("gcp:projects/", "gcp:folder/", "gcp:organizations/")
@@ -335,12 +340,31 @@ def validate_least_privilege(args: ResourceValidationArgs, report: ReportViolati
     for role in _roles(args.resource_type, args.props):
         if role in PRIMITIVE_ROLES:
             _say(report, f"{role} is a primitive role: grant a predefined role scoped to what the member uses")
-        elif role == STORAGE_ADMIN and args.resource_type.startswith(WIDE_IAM_PREFIXES):
+        elif role.startswith("roles/storage.") and args.resource_type.startswith(WIDE_IAM_PREFIXES):
             _say(
                 report,
-                f"{STORAGE_ADMIN} on a whole project/folder/organization: grant roles/storage.objectUser "
+                f"{role} on a whole project/folder/organization: grant roles/storage.objectUser "
                 "(or objectViewer) on the one bucket instead",
             )
+    for member in _members(args.resource_type, args.props):
+        if member in PUBLIC_MEMBERS:
+            _say(report, f"member {member} makes the resource public: grant named principals only")
+
+
+def _members(resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    """Members an IAM resource grants to: `member`, `members`, or every binding of a policy document."""
+    kind = resource_type.rsplit(":", 1)[-1]
+    if kind.endswith("IAMMember"):
+        return [str(props.get("member", ""))]
+    if kind.endswith("IAMBinding"):
+        return [str(m) for m in _list(props.get("members"))]
+    if kind.endswith("IAMPolicy"):
+        try:
+            document = json.loads(str(props.get("policyData") or "{}"))
+        except ValueError:
+            return []
+        return [str(m) for b in document.get("bindings", []) if isinstance(b, dict) for m in b.get("members", [])]
+    return []
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -365,22 +389,18 @@ def validate_bucket(args: ResourceValidationArgs, report: ReportViolation) -> No
 
 
 def validate_load_balancer(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """An external LoadBalancer without source ranges is open to the internet."""
+    """A LoadBalancer without source ranges is open to the internet (external) or the whole VPC (internal)."""
     props = args.props
     if args.resource_type != SERVICE or _get(props, "spec.type") != "LoadBalancer":
         return
     annotations = _get(props, "metadata.annotations", {})
-    if any(str(annotations.get(key, "")).lower() == "internal" for key in INTERNAL_LB_ANNOTATIONS):
-        return
+    internal = any(str(annotations.get(key, "")).lower() == "internal" for key in INTERNAL_LB_ANNOTATIONS)
     allowed_text = _config(args, "allowedSourceRanges", [])
     allowed = [ipaddress.ip_network(r, strict=False) for r in allowed_text]
     ranges = [str(r) for r in _list(_get(props, "spec.loadBalancerSourceRanges"))]
     if not ranges:
-        _say(
-            report,
-            "external LoadBalancer open to every address: set spec.loadBalancerSourceRanges, or annotate "
-            "networking.gke.io/load-balancer-type: Internal",
-        )
+        where = "every address in the VPC" if internal else "every address"
+        _say(report, f"LoadBalancer open to {where}: set spec.loadBalancerSourceRanges to the client CIDRs")
         return
     for text in ranges:
         try:
@@ -395,11 +415,11 @@ def validate_load_balancer(args: ResourceValidationArgs, report: ReportViolation
                 f"spec.loadBalancerSourceRanges entry {text} is outside the allowed ranges "
                 f"({', '.join(allowed_text)}): narrow it or add it to allowedSourceRanges",
             )
-        elif not allowed and network.prefixlen == 0:
+        elif not allowed and network.prefixlen < WIDEST_PREFIX[network.version]:
             _say(
                 report,
-                f"spec.loadBalancerSourceRanges entry {text} admits every address: narrow it, or allow it "
-                "explicitly in the policy config allowedSourceRanges",
+                f"spec.loadBalancerSourceRanges entry {text} covers a large part of the internet: narrow it to "
+                f"/{WIDEST_PREFIX[network.version]} or less, or allow it explicitly in allowedSourceRanges",
             )
 
 
@@ -439,18 +459,78 @@ def _workload(args: ResourceValidationArgs) -> bool:
 
 
 def validate_privileged(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """TPU runtimes need device access; nothing else on the cluster gets a privileged container."""
+    """No privileged containers: GKE 1.28+ (the stack's floor is 1.33) gives TPU pods their chips without it."""
     if not _workload(args):
         return
     for pod in _pod_specs(args.props.get("spec")):
         privileged = [c.get("name") for c in _containers(pod) if _get(c, "securityContext.privileged") is True]
-        if privileged and not _requests_tpu(pod):
+        if privileged:
             names = ", ".join(str(n) for n in privileged)
             _say(
-                report,
-                f"container(s) {names} run privileged in a pod that requests no {tpu_catalog.TPU_RESOURCE}: "
-                "remove securityContext.privileged",
+                report, f"container(s) {names} run privileged: remove securityContext.privileged (TPUs do not need it)"
             )
+
+
+def validate_host_namespaces(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Host PID/IPC and added capabilities reach the node; the host network only for TPU pods (multislice DCN)."""
+    if not _workload(args):
+        return
+    for pod in _pod_specs(args.props.get("spec")):
+        for field in ("hostPID", "hostIPC"):
+            if pod.get(field) is True:
+                _say(report, f"pod sets {field}: remove it, no workload of the stack needs the node's {field[4:]}")
+        if pod.get("hostNetwork") is True and not _requests_tpu(pod):
+            _say(
+                report,
+                f"pod on the host network requests no {tpu_catalog.TPU_RESOURCE}: remove hostNetwork (it also "
+                "bypasses Workload Identity and NetworkPolicies)",
+            )
+        for container in _containers(pod):
+            added = _list(_get(container, "securityContext.capabilities.add"))
+            if added:
+                caps = ", ".join(str(c) for c in added)
+                _say(report, f"container {container.get('name')} adds capabilities {caps}: drop ALL and add none")
+
+
+def validate_cluster_network(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Dataplane V2 enforces NetworkPolicies; in protected stacks nodes are private and the control plane has no
+    IP endpoint (operators and CI use the IAM-checked DNS endpoint)."""
+    if args.resource_type != CLUSTER:
+        return
+    props = args.props
+    if props.get("datapathProvider") != "ADVANCED_DATAPATH" and props.get("enableAutopilot") is not True:
+        _say(report, "set datapathProvider ADVANCED_DATAPATH (Dataplane V2) so NetworkPolicies are enforced")
+    if _stack_of(args.urn) not in _config(args, "protectedStacks", DEFAULT_PROTECTED_STACKS):
+        return
+    if _get(props, "privateClusterConfig.enablePrivateNodes") is not True:
+        _say(report, "set privateClusterConfig.enablePrivateNodes true: nodes without external IPs (egress via NAT)")
+    if _get(props, "controlPlaneEndpointsConfig.ipEndpointsConfig.enabled") is not False:
+        _say(
+            report,
+            "set controlPlaneEndpointsConfig.ipEndpointsConfig.enabled false: reach the control plane only through "
+            "its DNS endpoint",
+        )
+
+
+def validate_default_deny(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Every namespace the stack creates has a NetworkPolicy that denies all ingress and egress by default."""
+    created = {str(_get(r.props, "metadata.name")) for r in args.resources if r.resource_type == NAMESPACE}
+    denied = set()
+    for r in args.resources:
+        if r.resource_type != NETWORK_POLICY:
+            continue
+        spec = r.props.get("spec") or {}
+        types = {str(t) for t in _list(spec.get("policyTypes"))}
+        selects_all = not _get(spec, "podSelector.matchLabels") and not _get(spec, "podSelector.matchExpressions")
+        allows = spec.get("ingress") or spec.get("egress")
+        if selects_all and types >= {"Ingress", "Egress"} and not allows:
+            denied.add(str(_get(r.props, "metadata.namespace")))
+    for namespace in sorted(created - denied):
+        _say(
+            report,
+            f"namespace {namespace} has no default-deny NetworkPolicy: add one with podSelector {{}} and "
+            "policyTypes Ingress and Egress, then allow what its pods need",
+        )
 
 
 def _image_problem(image: str) -> str | None:
@@ -763,9 +843,28 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         config_schema=SOURCE_RANGES_SCHEMA,
     ),
     ResourceValidationPolicy(
-        name="privileged-only-on-tpu-pods",
-        description="Privileged containers only run in pods that request google.com/tpu.",
+        name="no-privileged-containers",
+        description="No container runs privileged; TPU pods get their chips without it on GKE 1.28+.",
         validate=validate_privileged,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="no-host-namespaces",
+        description="No hostPID, hostIPC or added capabilities; the host network only for TPU pods.",
+        validate=validate_host_namespaces,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="cluster-network",
+        description="Dataplane V2; in protected stacks private nodes and no control-plane IP endpoint.",
+        validate=validate_cluster_network,
+        enforcement_level=MANDATORY,
+        config_schema=PROTECTED_STACKS_SCHEMA,
+    ),
+    StackValidationPolicy(
+        name="default-deny-network-policy",
+        description="Every namespace the stack creates has a default-deny NetworkPolicy.",
+        validate=validate_default_deny,
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -44,7 +45,7 @@ def test_pull_requests_preview_every_stack_with_the_policy_pack_and_comment() ->
     (auth,) = steps_using(preview, "google-github-actions/auth")
     assert "workload_identity_provider" in auth["with"] and "credentials_json" not in auth["with"]
     (pulumi,) = steps_using(preview, "pulumi/actions")
-    assert pulumi["uses"] == "pulumi/actions@v7"
+    assert pulumi["uses"] == "pulumi/actions@8e5e406f4007fca908480587cb9893c07090f58d"
     assert pulumi["with"]["command"] == "preview" and pulumi["with"]["comment-on-pr"] is True
     assert pulumi["with"]["policyPacks"] == "policies"
 
@@ -60,10 +61,26 @@ def test_deploys_dev_then_prod_behind_an_environment() -> None:
     assert pulumi["with"]["command"] == "up" and pulumi["with"]["policyPacks"] == "policies"
 
 
-def test_every_action_is_pinned_to_a_version() -> None:
+def test_every_action_is_pinned_to_a_commit_with_its_version_in_a_comment() -> None:
+    """A tag can be moved to other code; a full commit SHA cannot. The comment says which release it is."""
     for path in WORKFLOWS.glob("*.yml"):
-        for job in yaml.safe_load(path.read_text())["jobs"].values():
-            for step in job["steps"]:
-                if "uses" in step:
-                    _, _, version = step["uses"].partition("@")
-                    assert version and version not in ("main", "master", "latest"), (path.name, step["uses"])
+        for line in path.read_text().splitlines():
+            if "uses:" in line:
+                assert re.search(r"uses: [\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line), (path.name, line)
+
+
+def test_checkouts_do_not_keep_the_token_and_jobs_get_only_the_permissions_they_use() -> None:
+    for path in WORKFLOWS.glob("*.yml"):
+        workflow = yaml.safe_load(path.read_text())
+        assert workflow["permissions"] == {}, path.name
+        for name, job in workflow["jobs"].items():
+            assert job["permissions"]["contents"] == "read", (path.name, name)
+            for step in steps_using(job, "actions/checkout"):
+                assert step["with"]["persist-credentials"] is False, (path.name, name)
+            if "id-token" in job["permissions"]:  # only jobs that authenticate to Google Cloud
+                assert steps_using(job, "google-github-actions/auth"), (path.name, name)
+
+
+def test_pull_requests_run_the_security_scan() -> None:
+    offline = load("pull-request.yml")["jobs"]["offline"]
+    assert "make scan" in runs(offline)

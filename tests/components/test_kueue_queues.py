@@ -262,7 +262,7 @@ def test_shares_above_capacity_are_one_exact_error_and_exit_2(
 
 
 P = {"tpu-stack:tpuPools": [MULTISLICE, QUEUED_LABELED]}
-SAXML = {"tpu-stack:saxml": {"pool": "multislice"}}
+SAXML = {"tpu-stack:saxml": {"pool": "multislice", "service": {"sourceRanges": ["10.20.0.0/24"]}}}
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("percentage above what remains", {**P, "tpu-stack:queues": {"teams": [
         {"name": "a", "shares": {"multislice": "75%"}}, {"name": "b", "shares": {"multislice": "50%"}}]}},

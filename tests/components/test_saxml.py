@@ -27,11 +27,12 @@ NODE_POOL = "gcp:container/nodePool:NodePool"
 BUCKET = "proj-dev-tpu-stack"
 SERVE = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x8", "slices": 2, "zone": "us-central1-a"}
 MODEL_175B = {"name": "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test", "billionsOfParameters": 175}
-SEED = {"tpu-stack:tpuPools": [SERVE], "tpu-stack:saxml": {"pool": "serve", "model": MODEL_175B}}
+CLIENTS = {"sourceRanges": ["10.20.0.0/24"]}
+SEED = {"tpu-stack:tpuPools": [SERVE], "tpu-stack:saxml": {"pool": "serve", "model": MODEL_175B, "service": CLIENTS}}
 
 
 def with_saxml(pool: dict[str, Any] | None = None, **saxml: Any) -> dict[str, Any]:
-    return {"tpu-stack:tpuPools": [pool or SERVE], "tpu-stack:saxml": {"pool": "serve", **saxml}}
+    return {"tpu-stack:tpuPools": [pool or SERVE], "tpu-stack:saxml": {"pool": "serve", "service": CLIENTS, **saxml}}
 
 
 def kube(plan: Plan, type_token: str, name: str) -> dict[str, Any]:
@@ -75,9 +76,8 @@ def test_seed_model_servers_one_per_4x8_slice(seed_plan: Plan) -> None:
     jobset = kube(seed_plan, JOBSET, "sax-model-server-set")["inputs"]
     assert jobset["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
     assert jobset["metadata"]["namespace"] == "saxml"
-    assert jobset["metadata"]["annotations"] == {
-        "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"
-    }
+    annotations = jobset["metadata"]["annotations"]
+    assert annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "cloud.google.com/gke-nodepool"
     assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 4}
     (job,) = jobset["spec"]["replicatedJobs"]
     assert (job["name"], job["replicas"]) == ("sax-model-server", 2)
@@ -91,8 +91,11 @@ def test_seed_model_server_pod(seed_plan: Plan) -> None:
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
         "cloud.google.com/gke-tpu-topology": "4x8",
     }
-    assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
+    # Off the host network, so the pods act as sax-sa (Workload Identity), not as the node's account.
+    assert "hostNetwork" not in pod and "dnsPolicy" not in pod
     assert pod["serviceAccountName"] == "sax-sa"
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     (container,) = pod["containers"]
     assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0"
     assert container["args"] == [
@@ -102,7 +105,11 @@ def test_seed_model_server_pod(seed_plan: Plan) -> None:
         "--platform_topology=4x8",
     ]
     assert container["ports"] == [{"containerPort": 10001}, {"containerPort": 8471}]
-    assert container["securityContext"] == {"privileged": True}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "privileged": False,
+    }
     assert container["env"] == [
         {"name": "SAX_ROOT", "value": f"gs://{BUCKET}/sax-root"},
         {"name": "MEGASCALE_NUM_SLICES", "value": ""},
@@ -131,10 +138,8 @@ def test_seed_admin_and_http_servers(seed_plan: Plan) -> None:
     assert container["env"] == [{"name": "SAX_ROOT", "value": f"gs://{BUCKET}/sax-root"}]
     service = kube(seed_plan, SERVICE, "sax-http-lb")["inputs"]["spec"]
     assert service["type"] == "LoadBalancer"
-    assert (
-        service["selector"]
-        == kube(seed_plan, DEPLOYMENT, "sax-http")["inputs"]["spec"]["template"]["metadata"]["labels"]
-    )
+    labels = kube(seed_plan, DEPLOYMENT, "sax-http")["inputs"]["spec"]["template"]["metadata"]["labels"]
+    assert service["selector"] == {"app": "sax-http"} and labels["app"] == "sax-http"
     assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(8888, 8888)]
 
 
@@ -159,14 +164,38 @@ def test_cpu_servers_request_resources_on_the_system_pool_and_are_not_privileged
         (container,) = spec["containers"]
         assert set(container["resources"]["requests"]) == {"cpu", "memory"}, name
         assert tpu_catalog.TPU_RESOURCE not in container["resources"].get("limits", {}), name
-        assert "securityContext" not in container, name
         assert "hostNetwork" not in spec, name
+
+
+def test_cpu_servers_run_restricted(seed_plan: Plan) -> None:
+    """Non-root (the Saxml CPU images need no root), read-only root with a /tmp volume, probes, CPU limits."""
+    for name, port in (("sax-admin-server", 10000), ("sax-http", 8888)):
+        spec = kube(seed_plan, DEPLOYMENT, name)["inputs"]["spec"]["template"]["spec"]
+        assert spec["automountServiceAccountToken"] is False, name
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        (container,) = spec["containers"]
+        context = container["securityContext"]
+        assert context["allowPrivilegeEscalation"] is False and context["capabilities"] == {"drop": ["ALL"]}, name
+        assert context["readOnlyRootFilesystem"] is True and context["runAsNonRoot"] is True, name
+        assert context["runAsUser"] > 10000, name
+        assert container["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}], name
+        assert container["readinessProbe"]["tcpSocket"] == {"port": port}, name
+        assert container["livenessProbe"]["tcpSocket"] == {"port": port}, name
+        assert set(container["resources"]["limits"]) == {"cpu", "memory"}, name
 
 
 def test_every_kubernetes_object_is_valid_for_the_api_server(seed_plan: Plan) -> None:
     objects = [r["inputs"] for r in saxml_objects(seed_plan)]
     kinds = sorted(o["kind"] for o in objects)
-    assert kinds == ["Deployment", "Deployment", "JobSet", "Namespace", "Service", "ServiceAccount"]
+    assert kinds == [
+        "Deployment",
+        "Deployment",
+        "JobSet",
+        "Namespace",
+        *["NetworkPolicy"] * 4,
+        "Service",
+        "ServiceAccount",
+    ]
     assert validate.validate_all(objects) == []
 
 
@@ -176,9 +205,9 @@ def test_validation_would_catch_a_wrong_field(seed_plan: Plan) -> None:
 
     jobset = copy.deepcopy(kube(seed_plan, JOBSET, "sax-model-server-set")["inputs"])
     pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    pod["hostNetwrok"] = pod.pop("hostNetwork")
+    pod["nodeSelectr"] = pod.pop("nodeSelector")
     assert validate.validate_object(jobset) == [
-        "JobSet/sax-model-server-set: spec.replicatedJobs[0].template.spec.template.spec.hostNetwrok: unknown field"
+        "JobSet/sax-model-server-set: spec.replicatedJobs[0].template.spec.template.spec.nodeSelectr: unknown field"
     ]
 
 
@@ -285,10 +314,11 @@ def test_iam_service_account_form_annotates_the_saxml_ksa(run: StackRunner) -> N
 # ---- exposure ---------------------------------------------------------------------------------------------------
 
 
-def test_http_service_is_an_internal_load_balancer_by_default(seed_plan: Plan) -> None:
+def test_http_service_is_an_internal_load_balancer_limited_to_its_clients(seed_plan: Plan) -> None:
     service = kube(seed_plan, SERVICE, "sax-http-lb")["inputs"]
     assert service["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
-    assert "loadBalancerSourceRanges" not in service["spec"]
+    assert service["spec"]["loadBalancerSourceRanges"] == ["10.20.0.0/24"]
+    assert service["spec"]["externalTrafficPolicy"] == "Local"  # client addresses reach the NetworkPolicy
 
 
 def test_external_service_only_with_source_ranges(run: StackRunner) -> None:
@@ -326,14 +356,20 @@ CASES = [
     ("too big for any slice of the version", with_saxml(model={"name": "huge", "billionsOfParameters": 2100}),
      "tpu-stack:saxml.model.billionsOfParameters: a 2100B model needs ~4200 GB = 263 v5e chips; pool 'serve' slices "
      "have 32 chips (4x8); no v5e slice is that large; use a TPU version with more HBM per chip"),
-    ("pool names no pool", {"tpu-stack:tpuPools": [SERVE], "tpu-stack:saxml": {"pool": "serving"}},
+    ("pool names no pool", {"tpu-stack:tpuPools": [SERVE], "tpu-stack:saxml": {"pool": "serving", "service": CLIENTS}},
      "tpu-stack:saxml.pool: 'serving' names no TPU pool; tpuPools: serve"),
     ("queued pool", with_saxml({**SERVE, "provisioning": "queued"}),
      "tpu-stack:saxml.pool: pool 'serve' is queued-provisioning, whose nodes exist only for Kueue-admitted jobs; "
      "serve on an on-demand, reservation, spot or flex-start pool"),
     ("external without source ranges", with_saxml(service={"external": True}),
-     "tpu-stack:saxml.service.sourceRanges: required with external: true (the client CIDRs allowed to reach port "
-     "8888); list them or remove external"),
+     "tpu-stack:saxml.service.sourceRanges: required, also for the internal load balancer (the client CIDRs "
+     "allowed to call the Saxml HTTP API on port 8888); list them"),
+    ("internal without source ranges", with_saxml(service={}),
+     "tpu-stack:saxml.service.sourceRanges: required, also for the internal load balancer (the client CIDRs "
+     "allowed to call the Saxml HTTP API on port 8888); list them"),
+    ("half of the internet", with_saxml(service={"external": True, "sourceRanges": ["0.0.0.0/1"]}),
+     "tpu-stack:saxml.service.sourceRanges[0]: '0.0.0.0/1' covers a large part of the internet; list client CIDRs "
+     "of /8 or narrower"),
     ("open to the internet", with_saxml(service={"external": True, "sourceRanges": ["10.0.0.0/8", "0.0.0.0/0"]}),
      "tpu-stack:saxml.service.sourceRanges[1]: '0.0.0.0/0' admits every address; list the client CIDRs instead"),
     ("not a CIDR", with_saxml(service={"sourceRanges": ["10.0.0.0/33"]}),
@@ -371,3 +407,28 @@ def test_saxml_config_errors_exit_2_through_the_cli(
     assert cli.main(["preview", "--stack", "case", "--config", str(path), "--out", str(out)]) == 2
     assert capsys.readouterr().err.splitlines() == [f"error: {message}", "1 config error(s); nothing was registered."]
     assert not out.exists()
+
+
+def test_saxml_namespace_denies_by_default_and_admits_only_its_clients_and_its_own_pods(seed_plan: Plan) -> None:
+    policies = {o["metadata"]["name"]: o["spec"] for o in (r["inputs"] for r in saxml_objects(seed_plan))
+                if o["kind"] == "NetworkPolicy"}  # fmt: skip
+    assert policies["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    own = {"matchLabels": {"app.kubernetes.io/part-of": "saxml"}}
+    # The admin (10000), model (10001) and ICI (8471) ports: only from Saxml's own pods.
+    assert policies["allow-same-namespace"]["podSelector"] == own
+    assert policies["allow-same-namespace"]["ingress"] == [{"from": [{"podSelector": own}]}]
+    clients = policies["allow-http-clients"]
+    assert clients["podSelector"] == {"matchLabels": {"app": "sax-http"}}
+    assert clients["ingress"] == [
+        {"from": [{"ipBlock": {"cidr": "10.20.0.0/24"}}], "ports": [{"protocol": "TCP", "port": 8888}]}
+    ]
+    assert all(p["metadata"]["namespace"] == "saxml" for p in (r["inputs"] for r in saxml_objects(seed_plan))
+               if p["kind"] == "NetworkPolicy")  # fmt: skip
+    pod_labels = pod_of_template(seed_plan)
+    assert pod_labels == {"app.kubernetes.io/part-of": "saxml"}  # the model servers match `own`
+
+
+def pod_of_template(plan: Plan) -> dict[str, Any]:
+    (job,) = kube(plan, JOBSET, "sax-model-server-set")["inputs"]["spec"]["replicatedJobs"]
+    labels: dict[str, Any] = job["template"]["spec"]["template"]["metadata"]["labels"]
+    return labels

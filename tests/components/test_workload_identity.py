@@ -27,7 +27,7 @@ PRINCIPAL = (
     f"principal://iam.googleapis.com/projects/{MOCK_PROJECT_NUMBER}/locations/global/workloadIdentityPools/"
     "proj.svc.id.goog/subject/ns/default/sa/trainer"
 )
-SAXML = {"pool": "serve"}
+SAXML = {"pool": "serve", "service": {"sourceRanges": ["10.20.0.0/24"]}}
 SERVE_POOL = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x8", "slices": 2,
               "zone": "us-central1-a"}  # fmt: skip
 

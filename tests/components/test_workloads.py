@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from components import tpu_catalog
-from components.config import load, parse_duration
-from components.workloads import Workload, workloads
+from components.config import load, parse_duration, queue_refs
+from components.workloads import Workload, slice_job, workloads
 from offline import __main__ as cli
 from offline import validate
 from offline.engine import Plan, run_stack
@@ -163,20 +163,27 @@ def test_multislice_seed_gets_its_job_and_the_1_2_3_slice_jobsets() -> None:
     (jobset,) = found["multislice-3slice"].objects
     assert jobset["metadata"]["labels"] == {QUEUE_LABEL: "multislice-queue"}
     assert jobset["metadata"]["namespace"] == "default"
-    assert jobset["metadata"]["annotations"] == {
-        "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"
-    }
+    annotations = jobset["metadata"]["annotations"]
+    assert annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "cloud.google.com/gke-nodepool"
     spec = jobset["spec"]
     assert spec["failurePolicy"] == {"maxRestarts": 4}
+    assert spec["ttlSecondsAfterFinished"] == 3600
     (job,) = spec["replicatedJobs"]
     assert job["replicas"] == 3
     job_spec = job["template"]["spec"]
     assert (job_spec["parallelism"], job_spec["completions"], job_spec["backoffLimit"]) == (2, 2, 0)
     pod = job_spec["template"]["spec"]
-    assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
-    assert pod["containers"][0]["securityContext"] == {"privileged": True}
+    # GKE >= 1.28 needs neither for TPUs (the seed's second variant); off the host network Workload Identity works.
+    assert "hostNetwork" not in pod and "dnsPolicy" not in pod
+    assert pod["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "privileged": False,
+    }
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert pod["automountServiceAccountToken"] is False
     assert pod["priorityClassName"] == "very-low"
-    assert not pod["containers"][0]["image"].endswith(":latest") and ":" in pod["containers"][0]["image"]
+    assert "@sha256:" in pod["containers"][0]["image"]
 
 
 def test_multislice_jobsets_stop_at_the_slices_of_the_group() -> None:
@@ -221,7 +228,7 @@ def test_queued_job_is_suspended_tolerates_the_queued_taint_and_carries_the_run_
     _service, job = found["dws-queued"].objects
     assert job["spec"]["suspend"] is True
     assert job["metadata"]["labels"] == {QUEUE_LABEL: "multislice-queue"}
-    assert job["metadata"]["annotations"] == {"provreq.kueue.x-k8s.io/maxRunDurationSeconds": str(parse_duration("7d"))}
+    assert job["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == str(parse_duration("7d"))
     assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in job["spec"][
         "template"
     ]["spec"]["tolerations"]
@@ -234,7 +241,7 @@ def test_autopilot_workloads_are_neither_privileged_nor_on_the_host_network() ->
         for obj in workload.objects:
             for _, _, pod in pod_sets(obj) if obj["kind"] != "Service" else []:
                 assert "hostNetwork" not in pod
-                assert "securityContext" not in pod["containers"][0]
+                assert pod["containers"][0]["securityContext"]["privileged"] is False
 
 
 def test_cli_writes_one_file_per_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -250,3 +257,26 @@ def test_cli_workloads_with_bad_config_exit_2(tmp_path: Path, capsys: pytest.Cap
     assert cli.main(["workloads", "--stack", "bad", "--config", str(path), "--out", str(tmp_path)]) == 2
     assert "tpu-stack:tpuPools[0].topology" in capsys.readouterr().err
     assert not (tmp_path / "workloads").exists()
+
+
+def test_tpu_jobs_run_as_the_namespaces_bucket_account_and_document_their_exceptions() -> None:
+    """dev: the training team's trainer KSA holds objectUser on the bucket; research has no bucket account."""
+    found = by_name(stack_workloads("dev"))
+    for workload in found.values():
+        for obj in workload.objects:
+            if obj["kind"] == "Service":
+                continue
+            for _, _, pod in pod_sets(obj):
+                expected = "trainer" if obj["metadata"]["namespace"] == "training" else None
+                assert pod.get("serviceAccountName") == expected, workload.name
+            skips = {
+                v.split("=")[0] for k, v in obj["metadata"]["annotations"].items() if k.startswith("checkov.io/skip")
+            }
+            # root and a writable image filesystem (TPU runtime), no CPU/memory without queues.hostResources
+            assert skips == {"CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13", "CKV_K8S_22", "CKV_K8S_23",
+                             "CKV_K8S_40"}, workload.name  # fmt: skip
+    config = cli.stack_config("dev", None)
+    pool = config.pool("multislice")
+    assert pool is not None
+    (_service, job) = slice_job(config, pool, "ckpt", queue_refs(config)["training"])
+    assert job["spec"]["template"]["spec"]["serviceAccountName"] == "trainer"

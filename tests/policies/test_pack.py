@@ -27,7 +27,10 @@ EXPECTED = {
     "bucket-hardening": "mandatory",
     "least-privilege-iam": "mandatory",
     "no-open-load-balancer": "mandatory",
-    "privileged-only-on-tpu-pods": "mandatory",
+    "no-privileged-containers": "mandatory",
+    "no-host-namespaces": "mandatory",
+    "cluster-network": "mandatory",
+    "default-deny-network-policy": "mandatory",
     "kueue-quota-within-chips": "mandatory",
     "pinned-charts-and-images": "mandatory",
     "protected-stack-resources": "mandatory",
@@ -102,6 +105,7 @@ def test_the_analyzer_server_reports_every_policy_and_its_config_schema(rules: M
     assert schemas == {
         "no-open-load-balancer": {"allowedSourceRanges"},
         "protected-stack-resources": {"protectedStacks"},
+        "cluster-network": {"protectedStacks"},
         "required-labels": {"requiredLabels"},
     }
 

@@ -80,6 +80,7 @@ def baseline() -> list[dict[str, Any]]:
                 "resourceLabels": LABELS,
                 "workloadIdentityConfig": {"workloadPool": "proj.svc.id.goog"},
                 "nodeConfig": {"serviceAccount": SA, "workloadMetadataConfig": {"mode": "GKE_METADATA"}},
+                "datapathProvider": "ADVANCED_DATAPATH",
             },
         ),
         pool("system", "e2-standard-4", initialNodeCount=1, management={"autoUpgrade": True}),
@@ -115,7 +116,11 @@ def baseline() -> list[dict[str, Any]]:
                     "name": "sax-http-lb",
                     "annotations": {"networking.gke.io/load-balancer-type": "Internal"},
                 },
-                "spec": {"type": "LoadBalancer", "ports": [{"port": 8888}]},
+                "spec": {
+                    "type": "LoadBalancer",
+                    "ports": [{"port": 8888}],
+                    "loadBalancerSourceRanges": ["10.20.0.0/24"],
+                },
             },
         ),
         res(
@@ -132,7 +137,7 @@ def baseline() -> list[dict[str, Any]]:
                                     {
                                         "name": "model-server",
                                         "image": "us-docker.pkg.dev/x/sax-model-server:v1.1.0",
-                                        "securityContext": {"privileged": True},
+                                        "securityContext": {"privileged": False},
                                         "resources": tpu,
                                     }
                                 )
@@ -422,8 +427,17 @@ def test_external_load_balancer_needs_source_ranges(rules: ModuleType) -> None:
     found = only(check(rules, external(None)), "no-open-load-balancer")
     assert "set spec.loadBalancerSourceRanges" in found[0]["message"] and found[0]["level"] == "mandatory"
     found = only(check(rules, external(["0.0.0.0/0"])), "no-open-load-balancer")
-    assert "admits every address" in found[0]["message"]
+    assert "0.0.0.0/0 covers a large part of the internet" in found[0]["message"]
+    found = only(check(rules, external(["0.0.0.0/1", "128.0.0.0/1"])), "no-open-load-balancer")
+    assert len(found) == 2 and "0.0.0.0/1 covers a large part of the internet" in found[0]["message"]
     assert check(rules, external(["203.0.113.0/24"])) == []
+
+
+def test_internal_load_balancer_needs_source_ranges_too(rules: ModuleType) -> None:
+    found = only(check(rules, changed("sax-http-lb", ("spec.loadBalancerSourceRanges", None))), "no-open-load-balancer")
+    assert found[0]["message"] == (
+        "LoadBalancer open to every address in the VPC: set spec.loadBalancerSourceRanges to the client CIDRs"
+    )
 
 
 def test_allowed_source_ranges_come_from_policy_config(rules: ModuleType) -> None:
@@ -434,24 +448,80 @@ def test_allowed_source_ranges_come_from_policy_config(rules: ModuleType) -> Non
     assert len(found) == 1 and "203.0.113.0/24 is outside the allowed ranges (10.0.0.0/8)" in found[0]["message"]
 
 
-# --- privileged-only-on-tpu-pods -------------------------------------------------------------------------
+# --- no-privileged-containers, no-host-namespaces ----------------------------------------------------------
 
 
-def test_privileged_containers_only_in_pods_that_request_tpus(rules: ModuleType) -> None:
+def test_no_privileged_container_even_in_tpu_pods(rules: ModuleType) -> None:
     resources = changed(
         "http",
         ("spec.template.spec.containers", [{"name": "http", "image": "x:1", "securityContext": {"privileged": True}}]),
     )
-    found = only(check(rules, resources), "privileged-only-on-tpu-pods")
-    assert (
-        "container(s) http run privileged" in found[0]["message"]
-        and "remove securityContext.privileged" in found[0]["message"]
+    found = only(check(rules, resources), "no-privileged-containers")
+    assert found[0]["message"] == (
+        "container(s) http run privileged: remove securityContext.privileged (TPUs do not need it)"
     )
     servers = find(resources, "servers")
     job_pod = servers["inputs"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    job_pod["containers"][0]["resources"] = {}
+    job_pod["containers"][0]["securityContext"] = {"privileged": True}  # requests TPUs: still refused
     names = {v["urn"].rsplit("::", 1)[1] for v in check(rules, resources)}
     assert names == {"http", "servers"}
+
+
+def test_host_namespaces_and_added_capabilities(rules: ModuleType) -> None:
+    found = only(check(rules, changed("http", ("spec.template.spec.hostNetwork", True))), "no-host-namespaces")
+    assert found[0]["message"].startswith("pod on the host network requests no google.com/tpu: remove hostNetwork")
+    found = only(check(rules, changed("http", ("spec.template.spec.hostPID", True))), "no-host-namespaces")
+    assert found[0]["message"] == "pod sets hostPID: remove it, no workload of the stack needs the node's PID"
+    container = {"name": "http", "image": "x:1", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}
+    found = only(check(rules, changed("http", ("spec.template.spec.containers", [container]))), "no-host-namespaces")
+    assert found[0]["message"] == "container http adds capabilities NET_ADMIN: drop ALL and add none"
+    resources = changed("servers")
+    pod = find(resources, "servers")["inputs"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["hostNetwork"] = True  # a TPU pod may (multislice DCN)
+    assert check(rules, resources) == []
+
+
+# --- public members, project-level storage roles --------------------------------------------------------
+
+
+def test_public_members_and_any_project_level_storage_role(rules: ModuleType) -> None:
+    found = only(check(rules, changed("writer", ("member", "allUsers"))), "least-privilege-iam")
+    assert found[0]["message"] == "member allUsers makes the resource public: grant named principals only"
+    found = only(check(rules, changed("log-writer", ("role", "roles/storage.objectAdmin"))), "least-privilege-iam")
+    assert found[0]["message"].startswith("roles/storage.objectAdmin on a whole project/folder/organization")
+
+
+# --- cluster-network, default-deny-network-policy -------------------------------------------------------
+
+
+def test_dataplane_v2_and_in_prod_private_nodes_without_ip_endpoint(rules: ModuleType) -> None:
+    found = only(check(rules, changed("tpu-dev", ("datapathProvider", None))), "cluster-network")
+    assert found[0]["message"].startswith("set datapathProvider ADVANCED_DATAPATH")
+    prod = [r for r in baseline() if r["name"] == "tpu-dev"]
+    prod = [{**r, "urn": r["urn"].replace("urn:pulumi:dev", "urn:pulumi:prod")} for r in prod]
+    messages = [v["message"] for v in check(rules, prod, stack="prod") if v["policy"] == "cluster-network"]
+    assert [m.split(":")[0] for m in messages] == [
+        "set privateClusterConfig.enablePrivateNodes true",
+        "set controlPlaneEndpointsConfig.ipEndpointsConfig.enabled false",
+    ]
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return res("kubernetes:core/v1:Namespace", f"ns-{name}", {"kind": "Namespace", "metadata": {"name": name}})
+
+
+def network_policy(namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
+    meta = {"name": "p", "namespace": namespace}
+    return res("kubernetes:networking.k8s.io/v1:NetworkPolicy", f"np-{namespace}", {"metadata": meta, "spec": spec})
+
+
+def test_every_created_namespace_has_a_default_deny(rules: ModuleType) -> None:
+    deny = {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    assert check(rules, [*baseline(), namespace("saxml"), network_policy("saxml", deny)]) == []
+    ingress_only = {"podSelector": {}, "policyTypes": ["Ingress"]}
+    found = only(check(rules, [*baseline(), namespace("saxml"), network_policy("saxml", ingress_only)]),
+                 "default-deny-network-policy")  # fmt: skip
+    assert found[0]["message"].startswith("namespace saxml has no default-deny NetworkPolicy")
 
 
 # --- kueue-quota-within-chips ----------------------------------------------------------------------------
@@ -587,6 +657,8 @@ def prod(resources: list[dict[str, Any]], protect: bool = True) -> list[dict[str
         if resource["name"] in ("tpu-dev", "data-bucket"):
             resource["protect"] = protect
     put(find(resources, "tpu-dev"), "deletionProtection", True)
+    put(find(resources, "tpu-dev"), "privateClusterConfig.enablePrivateNodes", True)
+    put(find(resources, "tpu-dev"), "controlPlaneEndpointsConfig.ipEndpointsConfig.enabled", False)
     return resources
 
 

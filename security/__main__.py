@@ -1,0 +1,70 @@
+"""`python -m security <stack>...`: collect what the stacks render into build/scan/ for checkov.
+
+Reads the offline preview's manifests and the example workloads of each stack (`make scan` writes them
+first) and unwraps every JobSet into one batch/v1 Job per replicated job, so checkov's pod checks reach the
+pod templates inside the JobSet, which it does not know. The JobSet's annotations travel to the Jobs: a
+documented exception (`checkov.io/skip<n>`) on the JobSet holds for its pods.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = ("manifests", "workloads")
+
+
+def unwrap(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The object itself, or for a JobSet one Job per replicated job (name `<jobset>-<replicated job>`)."""
+    if obj.get("kind") != "JobSet":
+        return [obj]
+    meta = obj.get("metadata") or {}
+    jobs = []
+    for replicated in (obj.get("spec") or {}).get("replicatedJobs") or []:
+        job_meta = {"name": f"{meta.get('name')}-{replicated['name']}", "namespace": meta.get("namespace")}
+        if meta.get("annotations"):
+            job_meta["annotations"] = dict(meta["annotations"])
+        spec = (replicated.get("template") or {}).get("spec") or {}
+        jobs.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": spec})
+    return jobs
+
+
+def rendered(build: Path, stack: str) -> Iterator[tuple[Path, list[dict[str, Any]]]]:
+    """(source file, its objects with JobSets unwrapped) for every manifest and workload of the stack."""
+    for source in SOURCES:
+        for path in sorted((build / stack / source).glob("*.yaml")):
+            objects = [o for o in yaml.safe_load_all(path.read_text()) if isinstance(o, dict)]
+            yield path, [out for obj in objects for out in unwrap(obj)]
+
+
+def collect(build: Path, stacks: list[str], out: Path) -> int:
+    """Write build/scan/<stack>/<source>-<file>.yaml; returns how many objects were written."""
+    count = 0
+    for stack in stacks:
+        target = out / stack
+        target.mkdir(parents=True, exist_ok=True)
+        for old in target.glob("*.yaml"):
+            old.unlink()
+        for path, objects in rendered(build, stack):
+            (target / f"{path.parent.name}-{path.name}").write_text(yaml.safe_dump_all(objects, sort_keys=False))
+            count += len(objects)
+    return count
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: python -m security STACK [STACK...]", file=sys.stderr)
+        return 2
+    build = REPO / "build"
+    count = collect(build, argv, build / "scan")
+    print(f"Wrote {count} objects of {', '.join(argv)} to {build / 'scan'}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
