@@ -352,10 +352,14 @@ def validate_least_privilege(args: ResourceValidationArgs, report: ReportViolati
 
 
 def _members(resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """Members an IAM resource grants to: `member`, `members`, or every binding of a policy document."""
+    """Members an IAM resource grants to: `member`, `members`, or every binding of a policy document. A member
+    not known during a new stack's preview is built from an account the stack creates, never a public one."""
     kind = resource_type.rsplit(":", 1)[-1]
     if kind.endswith("IAMMember"):
-        return [str(props.get("member", ""))]
+        try:
+            return [str(props.get("member", ""))]
+        except UnknownValueError:
+            return []
     if kind.endswith("IAMBinding"):
         return [str(m) for m in _list(props.get("members"))]
     if kind.endswith("IAMPolicy"):
