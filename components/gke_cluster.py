@@ -10,10 +10,13 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.config import SYSTEM_POOL_NAME, MaintenanceConfig, StackConfig
+from components.config import SYSTEM_POOL_NAME, MaintenanceConfig, StackConfig, version_below_floor
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="45m", update="60m", delete="45m")
+# Never below the provider's defaults (pulumi-gcp 10.x bridges the Terraform provider: clusters 90 minutes,
+# node pools 2 hours): a shorter timeout only makes a long create fail sooner and leaves it half-recorded.
+CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="90m")
+NODE_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="120m", delete="120m")
 
 
 def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
@@ -83,7 +86,7 @@ class GkeCluster(pulumi.ComponentResource):
             "project": config.project,
             "location": config.cluster_location,
             "release_channel": gcp.container.ClusterReleaseChannelArgs(channel=cluster_config.release_channel),
-            "min_master_version": cluster_config.min_master_version,
+            "min_master_version": config.initial_master_version,
             "deletion_protection": cluster_config.deletion_protection,
             "network": cluster_config.network,
             "subnetwork": cluster_config.subnetwork,
@@ -129,6 +132,9 @@ class GkeCluster(pulumi.ComponentResource):
             )
             self.system_pool = self._system_pool(name, config)
 
+        if config.initial_master_version is None:
+            floor = cluster_config.min_master_version
+            self.cluster.master_version.apply(lambda version: check_version_floor(version, floor))
         self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(
                 self.cluster.name,
@@ -153,7 +159,8 @@ class GkeCluster(pulumi.ComponentResource):
             project=config.project,
             cluster=self.cluster.name,
             location=config.cluster_location,
-            initial_node_count=pool.min_nodes,
+            # Per zone (GKE's meaning); minNodes/maxNodes are totals over the pool's zones.
+            initial_node_count=config.system_pool_initial_nodes_per_zone,
             autoscaling=gcp.container.NodePoolAutoscalingArgs(
                 total_min_node_count=pool.min_nodes,
                 total_max_node_count=pool.max_nodes,
@@ -172,9 +179,18 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                custom_timeouts=CLUSTER_TIMEOUTS,
+                custom_timeouts=NODE_POOL_TIMEOUTS,
                 ignore_changes=["initialNodeCount", "nodeCount"],
             ),
+        )
+
+
+def check_version_floor(version: str | None, floor: str) -> None:
+    """On a release channel GKE chooses the version; refuse to go on with one below tpu-stack's floor."""
+    if version and version_below_floor(version, floor):
+        raise pulumi.RunError(
+            f"tpu-stack:cluster.minMasterVersion: the release channel gave the cluster {version}, below the floor "
+            f"{floor}; choose a channel that offers {floor} or newer (cluster.releaseChannel)"
         )
 
 

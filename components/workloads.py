@@ -33,6 +33,8 @@ MEGASCALE_PORT = 8080
 MAX_RESTARTS = 4
 MAX_MULTISLICE = 3
 MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+"""Set by the Job controller on every pod of a Job."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,8 @@ def _metadata(name: str, queue: QueueRef, annotations: dict[str, str] | None = N
 
 def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueRef) -> tuple[dict[str, Any], ...]:
     """A Job over one slice, created suspended for Kueue: one pod on a single-host slice; an Indexed Job with a
-    headless Service (the pods find each other by hostname) on a multi-host slice; for a queued-provisioning
+    headless Service (the pods find each other by hostname), pinned to one node pool, on a multi-host slice; for a
+    queued-provisioning
     group, the pool's run limit travels to the ProvisioningRequest as an annotation."""
     annotations = {}
     seconds = pool.max_run_duration_seconds
@@ -132,6 +135,7 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
         return ({**job, "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": pod}}},)
     service = f"{name}-svc"
     pod["subdomain"] = service
+    pod["affinity"] = _same_node_pool_as(name)
     vms = pool.vms_per_slice
     spec = {
         "suspend": True,
@@ -150,6 +154,13 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
         },
         {**job, "spec": spec},
     )
+
+
+def _same_node_pool_as(job: str) -> dict[str, Any]:
+    """Every pod of the Job on the node pool of its first pod: one slice. The accelerator and topology labels
+    alone match every slice of the group, so an Indexed Job could straddle two slices that share no ICI."""
+    term = {"labelSelector": {"matchLabels": {JOB_NAME_LABEL: job}}, "topologyKey": tpu_catalog.NODE_POOL_LABEL}
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
 def multislice_jobset(
