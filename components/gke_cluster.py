@@ -132,9 +132,11 @@ class GkeCluster(pulumi.ComponentResource):
             )
             self.system_pool = self._system_pool(name, config)
 
-        if config.initial_master_version is None:
-            floor = cluster_config.min_master_version
-            self.cluster.master_version.apply(lambda version: check_version_floor(version, floor))
+        floor = cluster_config.min_master_version
+        # Registered as an output, so a failed check fails the update (an unused apply would not).
+        self.master_version: pulumi.Output[str] = self.cluster.master_version.apply(
+            lambda version: check_version_floor(version, floor)
+        )
         self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(
                 self.cluster.name,
@@ -149,7 +151,9 @@ class GkeCluster(pulumi.ComponentResource):
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[p for p in [self.system_pool] if p]),
         )
-        self.register_outputs({"name": self.cluster.name, "endpoint": self.cluster.endpoint})
+        self.register_outputs(
+            {"name": self.cluster.name, "endpoint": self.cluster.endpoint, "masterVersion": self.master_version}
+        )
 
     def _system_pool(self, name: str, config: StackConfig) -> gcp.container.NodePool:
         pool = config.cluster.system_pool
@@ -185,13 +189,14 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
 
-def check_version_floor(version: str | None, floor: str) -> None:
-    """On a release channel GKE chooses the version; refuse to go on with one below tpu-stack's floor."""
+def check_version_floor(version: str, floor: str) -> str:
+    """The cluster's version, if not below tpu-stack's floor (on a release channel GKE chooses the version)."""
     if version and version_below_floor(version, floor):
         raise pulumi.RunError(
             f"tpu-stack:cluster.minMasterVersion: the release channel gave the cluster {version}, below the floor "
             f"{floor}; choose a channel that offers {floor} or newer (cluster.releaseChannel)"
         )
+    return version
 
 
 def _rfc3339(moment: datetime) -> str:
