@@ -91,7 +91,8 @@ saxml = (
         provider=cluster.provider,
         cluster=cluster.cluster,
         project_number=project_number,
-        depends_on=[jobset.chart],
+        # Kueue's JobSet webhook (failurePolicy Fail) refuses JobSets until its controller serves.
+        depends_on=[jobset.chart, kueue.chart],
     )
     if config.saxml
     else None

@@ -11,6 +11,7 @@ import ipaddress
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Annotated, Any, Literal
@@ -39,6 +40,7 @@ GKE_NAME_MAX = 40
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 FLEX_START_MAX_SECONDS = 7 * 86400
+"""GKE's limit on a flex-start run; queued provisioning pools are flex-start too, so it applies to both."""
 
 
 class ConfigError(RunError):
@@ -74,6 +76,25 @@ def parse_duration(text: str) -> int:
     return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
 
 
+REGIONAL_CLUSTER_ZONES = 3
+"""Zones GKE spreads a regional cluster's node pools over by default."""
+
+
+def _is_zone(location: str) -> bool:
+    """`us-east5-a` is a zone, `us-east5` a region."""
+    return location.count("-") == 2
+
+
+def version_below_floor(version: str, floor: str) -> bool:
+    """True if GKE version `version` (1.33.5-gke.1234000) is older than `floor` (1.33 or 1.33.0-gke.1712000)."""
+
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(n) for n in re.findall(r"\d+", text))
+
+    wanted = parts(floor)
+    return parts(version)[: len(wanted)] < wanted
+
+
 SYSTEM_POOL_NAME = "system"
 """GKE name of the CPU node pool of a Standard cluster; controllers and Saxml's CPU servers run there."""
 
@@ -83,6 +104,7 @@ class SystemPoolConfig(_Model):
 
     machine_type: str = "e2-standard-4"
     min_nodes: int = Field(default=1, ge=0)
+    """Nodes of the whole pool, over all its zones (the autoscaler's total bounds)."""
     max_nodes: int = Field(default=3, ge=1)
     disk_size_gb: int = Field(default=100, ge=10)
 
@@ -195,7 +217,8 @@ class ClusterConfig(_Model):
     """UNSPECIFIED: no channel; only then may TPU pools turn node auto-upgrade off."""
     maintenance: MaintenanceConfig = MaintenanceConfig()
     min_master_version: str = "1.33"
-    """Version floor: flex-start on TPUs needs 1.33.0-gke.1712000 or newer."""
+    """Version floor: flex-start on TPUs needs 1.33.0-gke.1712000 or newer. Sent as the initial version only
+    without a release channel; on a channel GKE picks the channel's version and the floor is checked against it."""
     kubernetes_minor: str = "1.33"
     """Minor the Kubernetes objects are validated against offline."""
     system_pool: SystemPoolConfig = SystemPoolConfig()
@@ -206,13 +229,11 @@ class ClusterConfig(_Model):
     """Nodes without external IPs, egress through Cloud NAT; default on in prod."""
     control_plane: ControlPlaneConfig = ControlPlaneConfig()
     node_service_account_roles: tuple[str, ...] = (
-        "roles/logging.logWriter",
-        "roles/monitoring.metricWriter",
-        "roles/monitoring.viewer",
-        "roles/stackdriver.resourceMetadata.writer",
+        "roles/container.defaultNodeServiceAccount",
         "roles/artifactregistry.reader",
     )
-    """Least-privilege roles of the dedicated node service account: GKE's documented minimum + image pulls."""
+    """Roles of the dedicated node service account: GKE's documented minimum for custom node service accounts
+    (logging, monitoring, metadata) and image pulls from Artifact Registry."""
 
     @property
     def node_service_account_id(self) -> str:
@@ -241,16 +262,41 @@ class Taint(_Model):
     effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
 
 
+CALENDAR_MAX_DAYS = 90
+"""Compute's limits on a calendar-mode request: 1 to 90 days long, starting at most 120 days ahead."""
+CALENDAR_MAX_LEAD_DAYS = 120
+
+
+@dataclass(frozen=True)
+class CalendarTpu:
+    """How Compute takes a calendar-mode request for one TPU version (gcloud --tpu-version/--chip-count)."""
+
+    vm_family: str
+    accelerator_type: str
+    chips: tuple[int, ...]
+    """Chip counts one request may ask for."""
+    serving_only_chips: tuple[int, ...] = ()
+    """Counts only a SERVING request may ask for."""
+
+
+CALENDAR_TPUS: dict[str, CalendarTpu] = {
+    "v5e": CalendarTpu("VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT5LP", "ct5lp", (1, 4, 8, 16, 32, 64, 128, 256), (1, 4, 8)),
+    "v5p": CalendarTpu("VM_FAMILY_CLOUD_TPU_POD_SLICE_CT5P", "ct5p", (4, 8, 16, 32, 64, 128, 256, 512, 1024)),
+    "v6e": CalendarTpu("VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E", "ct6e", (1, 4, 8, 16, 32, 64, 128, 256)),
+}
+
+
 class FutureReservationConfig(_Model):
-    """Calendar mode (DWS): capacity for a fixed window, delivered as an auto-created reservation."""
+    """Calendar mode (DWS): TPU capacity for a fixed window, delivered as an auto-created reservation.
+
+    A submitted request cannot be modified, cancelled or deleted: a new window is a new request.
+    """
 
     start_time: datetime
     end_time: datetime
     name: str | None = None
-    """Defaults to `<pool name>-calendar`; the pools consume the reservation of this name."""
-    auto_delete_auto_created_reservations: bool = True
-    max_duration_days: int = Field(default=14, ge=1)
-    max_lead_weeks: int = Field(default=8, ge=0)
+    """Defaults to `<pool name>-<start date>`, so a new window submits a new request."""
+    workload_type: Literal["BATCH", "SERVING"] = "BATCH"
 
     @model_validator(mode="after")
     def _window(self) -> FutureReservationConfig:
@@ -259,18 +305,18 @@ class FutureReservationConfig(_Model):
         if self.end_time <= self.start_time:
             raise ValueError(f"endTime {self.end_time.isoformat()} is not after startTime")
         length = self.end_time - self.start_time
-        if length > timedelta(days=self.max_duration_days):
+        if not timedelta(days=1) <= length <= timedelta(days=CALENDAR_MAX_DAYS):
             raise ValueError(
-                f"window is {length.days} days long; calendar mode allows at most {self.max_duration_days} "
-                "(maxDurationDays)"
+                f"window is {length.total_seconds() / 86400:g} days long; calendar mode reserves 1 to "
+                f"{CALENDAR_MAX_DAYS} days"
             )
         return self
 
     def lead_time_problem(self, now: datetime) -> str | None:
-        if self.start_time - now > timedelta(weeks=self.max_lead_weeks):
+        if self.start_time - now > timedelta(days=CALENDAR_MAX_LEAD_DAYS):
             return (
-                f"startTime is more than {self.max_lead_weeks} weeks ahead (maxLeadWeeks); "
-                "calendar-mode requests can start at most that far out"
+                f"startTime is more than {CALENDAR_MAX_LEAD_DAYS} days ahead; calendar-mode requests can start "
+                "at most that far out"
             )
         if self.start_time < now:
             return "startTime is in the past; choose a window that starts later"
@@ -334,7 +380,40 @@ class TpuPoolConfig(_Model):
                 )
             )
         problems += self._provisioning_problems()
+        if not problems and self.future_reservation is not None:
+            problems += self._calendar_problems(self.future_reservation)
         return problems
+
+    def _calendar_problems(self, window: FutureReservationConfig) -> list[tuple[str, str]]:
+        version = self.machine.version.name
+        calendar = CALENDAR_TPUS.get(version)
+        if calendar is None:
+            return [
+                (
+                    "futureReservation",
+                    f"calendar mode reserves TPU {', '.join(CALENDAR_TPUS)}, not {version}; use another provisioning "
+                    "mode or TPU version",
+                )
+            ]
+        chips = self.total_chips
+        if chips not in calendar.chips:
+            counts = ", ".join(str(c) for c in calendar.chips)
+            return [
+                (
+                    "slices",
+                    f"{self.slices} x {self.slice_topology} = {chips} {version} chips; a calendar-mode request takes "
+                    f"{counts} chips: change slices or topology",
+                )
+            ]
+        if chips in calendar.serving_only_chips and window.workload_type != "SERVING":
+            return [
+                (
+                    "futureReservation.workloadType",
+                    f"{chips} {version} chips can be reserved only for SERVING; set workloadType: SERVING or reserve "
+                    "16 chips or more",
+                )
+            ]
+        return []
 
     def _topology_problem(self, machine: MachineType, topology: str) -> str:
         dims = len(topology.split("x"))
@@ -386,6 +465,13 @@ class TpuPoolConfig(_Model):
             return [("maxRunDuration", str(error))]
         if self.provisioning == "flex-start" and seconds > FLEX_START_MAX_SECONDS:
             return [("maxRunDuration", f"{text} exceeds flex-start's 7-day limit; use 7d or less")]
+        if self.provisioning == "queued" and seconds > FLEX_START_MAX_SECONDS:
+            return [
+                (
+                    "maxRunDuration",
+                    f"{text} exceeds the 7-day limit of queued pools (they run on flex-start capacity); use 7d or less",
+                )
+            ]
         return []
 
     # ---- derived values -------------------------------------------------------------------------------
@@ -431,18 +517,31 @@ class TpuPoolConfig(_Model):
 
     @property
     def autoscaled(self) -> bool:
-        """DWS modes scale 0 -> one slice -> 0; the other modes hold the slice."""
-        return self.provisioning in ("flex-start", "queued")
+        """DWS modes scale 0 -> one slice -> 0, and so do calendar-mode pools, whose reservation exists only
+        during its window; the other modes hold the slice."""
+        return self.provisioning in ("flex-start", "queued") or self.future_reservation is not None
 
     @property
     def reservation_name(self) -> str | None:
-        if self.future_reservation is not None:
-            return self.future_reservation.name or f"{self.name}-calendar"
+        window = self.future_reservation
+        if window is not None:
+            return window.name or f"{self.name}-{window.start_time.astimezone(UTC):%Y%m%d}"
         return self.reservation
 
     @property
     def max_run_duration_seconds(self) -> int | None:
         return parse_duration(self.max_run_duration) if self.max_run_duration else None
+
+    @property
+    def flex_start(self) -> bool:
+        """GKE creates queued-provisioning pools on flex-start capacity (--flex-start with
+        --enable-queued-provisioning), so their nodes carry the flex-start label too."""
+        return self.provisioning in ("flex-start", "queued")
+
+    @property
+    def calendar(self) -> CalendarTpu | None:
+        """How Compute takes this pool's calendar-mode request (validated in problems())."""
+        return CALENDAR_TPUS.get(self.machine.version.name) if self.future_reservation is not None else None
 
     @property
     def auto_repair(self) -> bool:
@@ -465,7 +564,7 @@ class TpuPoolConfig(_Model):
             tpu_catalog.ACCELERATOR_LABEL: self.machine.version.accelerator,
             tpu_catalog.TOPOLOGY_LABEL: self.slice_topology,
         }
-        if self.provisioning == "flex-start":
+        if self.flex_start:
             selector[tpu_catalog.FLEX_START_LABEL] = "true"
         if self.provisioning == "spot":
             selector[tpu_catalog.SPOT_LABEL] = "true"
@@ -480,6 +579,8 @@ _CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
 _QUANTITY_MI = {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
 _MEMORY = re.compile(r"^(\d+)(Mi|Gi|Ti)$")
+BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+"""Namespaces every cluster has; the stack uses them but never declares (owns) them."""
 _RESERVED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", KUEUE_NAMESPACE, JOBSET_NAMESPACE)
 MAX_USER_PRIORITY = 1_000_000_000
 """PriorityClass values above this are reserved for system classes."""
@@ -1080,6 +1181,7 @@ class SaxmlConfig(_Model):
     pool: str
     model: SaxmlModelConfig | None = None
     namespace: str = "saxml"
+    """Created unless it is a namespace Kubernetes has built in (`default`, as in the Saxml tutorial)."""
     service_account: str = "sax-sa"
     identity: IdentityForm = "principal"
     iam_service_account: str | None = None
@@ -1095,6 +1197,11 @@ class SaxmlConfig(_Model):
         if not _SAX_CELL.match(cell):
             raise ValueError(f"{cell!r} is not a Saxml cell; use /sax/<name>, e.g. /sax/test")
         return cell
+
+    @property
+    def declares_namespace(self) -> bool:
+        """Never declare a built-in namespace: the stack would own it and delete it on destroy."""
+        return self.namespace not in BUILT_IN_NAMESPACES
 
     @property
     def workload(self) -> WorkloadRef:
@@ -1165,12 +1272,22 @@ def _saxml_problems(config: StackConfig, saxml: SaxmlConfig) -> list[str]:
             f"{key}.service.sourceRanges: required, also for the internal load balancer (the client CIDRs allowed "
             "to call the Saxml HTTP API on port 8888); list them"
         )
+    if saxml.namespace in _RESERVED_NAMESPACES:
+        problems.append(
+            f"{key}.namespace: {saxml.namespace!r} belongs to the system; use default or a namespace of your own"
+        )
     pool = config.pool(saxml.pool)
     if pool is None:
         names = ", ".join(p.name for p in config.tpu_pools) or "none"
         return [*problems, f"{key}.pool: {saxml.pool!r} names no TPU pool; tpuPools: {names}"]
     if pool.problems():
         return problems
+    if pool.machine.version.platform_chip is None:
+        known = ", ".join(v.name for v in tpu_catalog.VERSIONS.values() if v.platform_chip)
+        problems.append(
+            f"{key}.pool: pool {pool.name!r} is TPU {pool.machine.version.name}, a chip Saxml's model server does "
+            f"not know (--platform_chip); serve on {known}"
+        )
     if pool.provisioning == "queued":
         problems.append(
             f"{key}.pool: pool {pool.name!r} is queued-provisioning, whose nodes exist only for Kueue-admitted "
@@ -1235,6 +1352,23 @@ class StackConfig(_Model):
 
     def pool(self, name: str) -> TpuPoolConfig | None:
         return next((p for p in self.tpu_pools if p.name == name), None)
+
+    @property
+    def cluster_zones(self) -> int:
+        """Zones a node pool without node locations spans: a zonal cluster's one, else the three GKE uses by
+        default for a regional cluster."""
+        return 1 if _is_zone(self.cluster_location) else REGIONAL_CLUSTER_ZONES
+
+    @property
+    def system_pool_initial_nodes_per_zone(self) -> int:
+        """GKE's initialNodeCount is per zone: the fewest per zone that reach systemPool.minNodes in total."""
+        return math.ceil(self.cluster.system_pool.min_nodes / self.cluster_zones)
+
+    @property
+    def initial_master_version(self) -> str | None:
+        """minMasterVersion is sent (as the initial version) only without a release channel: a channel moves
+        the version itself, and a pinned minor it no longer offers makes creation fail."""
+        return None if self.on_release_channel else self.cluster.min_master_version
 
     @property
     def system_node_selector(self) -> dict[str, str]:
@@ -1363,6 +1497,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
                 f"releaseChannel {config.cluster.release_channel}); remove autoUpgrade and hold upgrades during "
                 "training with cluster.maintenance.exclusions, or set cluster.releaseChannel: UNSPECIFIED"
             )
+    problems += _system_pool_problems(config)
     maintenance = config.cluster.maintenance.problems()
     problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
     if config.cluster.mode == "autopilot" and config.tpu_pools:
@@ -1374,9 +1509,23 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     # --- serving checks (bucket, identity, Saxml) ---
     problems += _serving_problems(config)
     location = config.cluster_location
-    if location.count("-") == 2 and not location.startswith(config.region + "-"):
+    if _is_zone(location) and not location.startswith(config.region + "-"):
         problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
     return problems
+
+
+def _system_pool_problems(config: StackConfig) -> list[str]:
+    if config.cluster.mode != "standard":
+        return []
+    pool = config.cluster.system_pool
+    per_zone, zones = config.system_pool_initial_nodes_per_zone, config.cluster_zones
+    if per_zone * zones > pool.max_nodes:
+        return [
+            f"{PROJECT}:cluster.systemPool.maxNodes: GKE starts the pool with {per_zone} node(s) in each of its "
+            f"{zones} zones = {per_zone * zones}, above maxNodes {pool.max_nodes}; raise maxNodes to "
+            f"{per_zone * zones} or more"
+        ]
+    return []
 
 
 def load_from_pulumi() -> StackConfig:

@@ -10,13 +10,16 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.config import SYSTEM_POOL_NAME, MaintenanceConfig, StackConfig
+from components.config import SYSTEM_POOL_NAME, MaintenanceConfig, StackConfig, version_below_floor
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="45m", update="60m", delete="45m")
 SHIELDED = gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
     enable_secure_boot=True, enable_integrity_monitoring=True
 )
+# Never below the provider's defaults (pulumi-gcp 10.x bridges the Terraform provider: clusters 90 minutes,
+# node pools 2 hours): a shorter timeout only makes a long create fail sooner and leaves it half-recorded.
+CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="90m")
+NODE_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="120m", delete="120m")
 
 
 def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
@@ -86,7 +89,7 @@ class GkeCluster(pulumi.ComponentResource):
             "project": config.project,
             "location": config.cluster_location,
             "release_channel": gcp.container.ClusterReleaseChannelArgs(channel=cluster_config.release_channel),
-            "min_master_version": cluster_config.min_master_version,
+            "min_master_version": config.initial_master_version,
             "deletion_protection": cluster_config.deletion_protection,
             "network": cluster_config.network,
             "subnetwork": cluster_config.subnetwork,
@@ -136,6 +139,11 @@ class GkeCluster(pulumi.ComponentResource):
             )
             self.system_pool = self._system_pool(name, config)
 
+        floor = cluster_config.min_master_version
+        # Registered as an output, so a failed check fails the update (an unused apply would not).
+        self.master_version: pulumi.Output[str] = self.cluster.master_version.apply(
+            lambda version: check_version_floor(version, floor)
+        )
         self.nat: gcp.compute.RouterNat | None = self._nat(name, config) if config.private_nodes else None
         # Without the IP endpoint, clients (CI, operators, this program's provider) use the DNS endpoint.
         endpoint = (
@@ -157,7 +165,9 @@ class GkeCluster(pulumi.ComponentResource):
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[p for p in [self.system_pool] if p]),
         )
-        self.register_outputs({"name": self.cluster.name, "endpoint": self.cluster.endpoint})
+        self.register_outputs(
+            {"name": self.cluster.name, "endpoint": self.cluster.endpoint, "masterVersion": self.master_version}
+        )
 
     def _nat(self, name: str, config: StackConfig) -> gcp.compute.RouterNat:
         """Egress for private nodes (image pulls, pip, Google APIs): a Cloud Router with NAT in the region."""
@@ -190,7 +200,8 @@ class GkeCluster(pulumi.ComponentResource):
             project=config.project,
             cluster=self.cluster.name,
             location=config.cluster_location,
-            initial_node_count=pool.min_nodes,
+            # Per zone (GKE's meaning); minNodes/maxNodes are totals over the pool's zones.
+            initial_node_count=config.system_pool_initial_nodes_per_zone,
             autoscaling=gcp.container.NodePoolAutoscalingArgs(
                 total_min_node_count=pool.min_nodes,
                 total_max_node_count=pool.max_nodes,
@@ -210,7 +221,7 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                custom_timeouts=CLUSTER_TIMEOUTS,
+                custom_timeouts=NODE_POOL_TIMEOUTS,
                 ignore_changes=["initialNodeCount", "nodeCount"],
             ),
         )
@@ -246,6 +257,16 @@ def _dns_endpoint(endpoints: Any) -> str:
     """The control plane's DNS name (`gke-<id>.<region>.gke.goog`); empty until the cluster exists."""
     dns = getattr(endpoints, "dns_endpoint_config", None) if endpoints else None
     return str(getattr(dns, "endpoint", "") or "")
+
+
+def check_version_floor(version: str, floor: str) -> str:
+    """The cluster's version, if not below tpu-stack's floor (on a release channel GKE chooses the version)."""
+    if version and version_below_floor(version, floor):
+        raise pulumi.RunError(
+            f"tpu-stack:cluster.minMasterVersion: the release channel gave the cluster {version}, below the floor "
+            f"{floor}; choose a channel that offers {floor} or newer (cluster.releaseChannel)"
+        )
+    return version
 
 
 def _rfc3339(moment: datetime) -> str:

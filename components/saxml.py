@@ -191,7 +191,8 @@ def _load_balancer_ip(status: Any) -> str:
 class Saxml(pulumi.ComponentResource):
     """Saxml on `config.saxml.pool`; `http_address` and `urls` are the endpoints users call.
 
-    `depends_on`: the JobSet install; the model-server JobSet waits for its CRD and webhook.
+    `depends_on`: the JobSet and Kueue installs; the model-server JobSet waits for the JobSet CRD and for both
+    charts' JobSet webhooks (Kueue's fails closed, refusing JobSets until its controller serves).
     """
 
     def __init__(
@@ -212,12 +213,22 @@ class Saxml(pulumi.ComponentResource):
         pool = saxml_pool(config)
         in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
 
-        self.namespace: KubernetesObject = KubernetesObject(
-            f"{name}-namespace",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": saxml.namespace}},
-            opts=in_cluster,
+        # A built-in namespace (`default`, as in the Saxml tutorial) is used, never declared: the stack would
+        # own it, and `pulumi destroy` would delete it.
+        self.namespace: KubernetesObject | None = (
+            KubernetesObject(
+                f"{name}-namespace",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": saxml.namespace}},
+                opts=in_cluster,
+            )
+            if saxml.declares_namespace
+            else None
         )
-        namespace: pulumi.Output[str] = self.namespace.metadata.apply(lambda m: m["name"])
+        namespace: pulumi.Output[str] = (
+            self.namespace.metadata.apply(lambda m: m["name"])
+            if self.namespace
+            else pulumi.Output.from_input(saxml.namespace)
+        )
         self.identity: WorkloadIdentity = WorkloadIdentity(
             f"{name}-identity",
             config=config,

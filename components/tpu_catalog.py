@@ -35,7 +35,8 @@ class TpuVersion:
     name: str
     accelerator: str
     hbm_gb_per_chip: int
-    platform_chip: str
+    platform_chip: str | None
+    """Saxml's --platform_chip name; None where Saxml's model server knows no such chip (its proto_util)."""
     dimensions: int
     max_chips: int
     any_axis_order: bool
@@ -116,9 +117,9 @@ def _three_d_topologies(version: TpuVersion) -> list[str]:
 
 V4 = TpuVersion("v4", "tpu-v4-podslice", 32, "tpuv4", 3, 4096, any_axis_order=True)
 V5E = TpuVersion("v5e", "tpu-v5-lite-podslice", 16, "tpuv5e", 2, 256, any_axis_order=False)
-V5P = TpuVersion("v5p", "tpu-v5p-slice", 95, "tpuv5p", 3, 8960, any_axis_order=False)
-V6E = TpuVersion("v6e", "tpu-v6e-slice", 32, "tpuv6e", 2, 256, any_axis_order=False)
-IRONWOOD = TpuVersion("tpu7x", "tpu7x", 192, "tpu7x", 3, 9216, any_axis_order=False)
+V5P = TpuVersion("v5p", "tpu-v5p-slice", 95, None, 3, 8960, any_axis_order=False)
+V6E = TpuVersion("v6e", "tpu-v6e-slice", 32, None, 2, 256, any_axis_order=False)
+IRONWOOD = TpuVersion("tpu7x", "tpu7x", 192, None, 3, 9216, any_axis_order=False)
 
 VERSIONS: dict[str, TpuVersion] = {v.name: v for v in (V4, V5E, V5P, V6E, IRONWOOD)}
 

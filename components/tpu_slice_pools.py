@@ -6,14 +6,11 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import StackConfig, TpuPoolConfig
-from components.gke_cluster import CLOUD_PLATFORM_SCOPE
+from components.gke_cluster import CLOUD_PLATFORM_SCOPE, NODE_POOL_TIMEOUTS
 
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
-# Multi-host slices are created atomically and can take long; the provider's 30 minutes is not enough.
-TPU_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="60m")
-# GKE adds the google.com/tpu taint and its own labels to TPU pools; changing either would force
-# a replacement of the whole slice. Autoscaled pools resize themselves.
-GKE_MANAGED_FIELDS = ["nodeConfig.taints", "nodeConfig.labels"]
+# Autoscaled pools resize themselves. Labels and taints are not ignored: Kueue's flavors are built from the
+# same config, and GKE reports its own taints (google.com/tpu) apart, in nodeConfig.effectiveTaints.
 AUTOSCALED_FIELDS = ["initialNodeCount", "nodeCount"]
 
 
@@ -37,7 +34,7 @@ class TpuSlicePools(pulumi.ComponentResource):
         super().__init__("tpu-stack:index:TpuSlicePools", name, None, opts)
         self.future_reservation: gcp.compute.FutureReservation | None = self._future_reservation(name, config, pool)
         depends_on: list[pulumi.Resource] = [self.future_reservation] if self.future_reservation else []
-        ignore = GKE_MANAGED_FIELDS + (AUTOSCALED_FIELDS if pool.autoscaled else [])
+        ignore = AUTOSCALED_FIELDS if pool.autoscaled else []
         self.node_pools: list[gcp.container.NodePool] = [
             gcp.container.NodePool(
                 node_pool_name,
@@ -68,7 +65,7 @@ class TpuSlicePools(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     depends_on=depends_on,
-                    custom_timeouts=TPU_POOL_TIMEOUTS,
+                    custom_timeouts=NODE_POOL_TIMEOUTS,
                     ignore_changes=ignore,
                 ),
             )
@@ -79,8 +76,14 @@ class TpuSlicePools(pulumi.ComponentResource):
     def _future_reservation(
         self, name: str, config: StackConfig, pool: TpuPoolConfig
     ) -> gcp.compute.FutureReservation | None:
-        window = pool.future_reservation
-        if window is None:
+        """The calendar-mode request, built as gcloud builds TPU requests: an aggregate reservation of chips.
+
+        A submitted request cannot be modified, cancelled or deleted, so any change submits a new request
+        (replace) and `pulumi destroy` only forgets it (retain_on_delete): Compute deletes the reservation it
+        auto-created at the window's end.
+        """
+        window, calendar = pool.future_reservation, pool.calendar
+        if window is None or calendar is None:
             return None
         return gcp.compute.FutureReservation(
             f"{name}-calendar",
@@ -94,24 +97,41 @@ class TpuSlicePools(pulumi.ComponentResource):
                 start_time=window.start_time.isoformat().replace("+00:00", "Z"),
                 end_time=window.end_time.isoformat().replace("+00:00", "Z"),
             ),
-            specific_sku_properties=gcp.compute.FutureReservationSpecificSkuPropertiesArgs(
-                total_count=str(pool.total_vms),
-                instance_properties=gcp.compute.FutureReservationSpecificSkuPropertiesInstancePropertiesArgs(
-                    machine_type=pool.machine.name
-                ),
+            aggregate_reservation=gcp.compute.FutureReservationAggregateReservationArgs(
+                vm_family=calendar.vm_family,
+                workload_type=window.workload_type,
+                reserved_resources=[
+                    gcp.compute.FutureReservationAggregateReservationReservedResourceArgs(
+                        accelerator=gcp.compute.FutureReservationAggregateReservationReservedResourceAcceleratorArgs(
+                            accelerator_count=pool.total_chips,
+                            accelerator_type=(
+                                f"projects/{config.project}/zones/{pool.zone}/acceleratorTypes/"
+                                f"{calendar.accelerator_type}"
+                            ),
+                        )
+                    )
+                ],
             ),
-            auto_delete_auto_created_reservations=window.auto_delete_auto_created_reservations,
+            # Calendar mode requires auto-delete of the auto-created reservation at the window's end.
+            auto_delete_auto_created_reservations=True,
             specific_reservation_required=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=CALENDAR_REQUEST_OPTIONS.merge(pulumi.ResourceOptions(parent=self)),
         )
 
 
+CALENDAR_REQUEST_OPTIONS = pulumi.ResourceOptions(retain_on_delete=True, replace_on_changes=["*"])
+"""A submitted calendar request is immutable and cannot be deleted: replace it on change, never delete it."""
+
+
 def _autoscaling(pool: TpuPoolConfig) -> gcp.container.NodePoolAutoscalingArgs | None:
-    if pool.provisioning == "flex-start":
-        # gcloud --min-nodes/--max-nodes: per-zone bounds, and a slice pool lives in one zone.
-        return gcp.container.NodePoolAutoscalingArgs(min_node_count=0, max_node_count=pool.vms_per_slice)
     if pool.provisioning == "queued":
-        return gcp.container.NodePoolAutoscalingArgs(total_max_node_count=pool.vms_per_slice)
+        # gcloud --enable-queued-provisioning --flex-start --total-max-nodes=N --location-policy=ANY
+        return gcp.container.NodePoolAutoscalingArgs(total_max_node_count=pool.vms_per_slice, location_policy="ANY")
+    if pool.autoscaled:
+        # Flex-start, and calendar-mode pools that hold a slice only while their reservation is active.
+        # gcloud --min-nodes/--max-nodes are per-zone bounds: a multi-host slice has exactly one zone (required),
+        # a single-host pool without `zone` may hold one VM in each of the cluster's zones.
+        return gcp.container.NodePoolAutoscalingArgs(min_node_count=0, max_node_count=pool.vms_per_slice)
     return None
 
 
@@ -125,7 +145,7 @@ def _node_config(
         service_account=service_account,
         oauth_scopes=[CLOUD_PLATFORM_SCOPE],
         workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
-        flex_start=True if pool.provisioning == "flex-start" else None,
+        flex_start=True if pool.flex_start else None,
         spot=True if pool.provisioning == "spot" else None,
         reservation_affinity=(
             gcp.container.NodePoolNodeConfigReservationAffinityArgs(

@@ -37,6 +37,8 @@ MAX_MULTISLICE = 3
 MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
 TTL_SECONDS = 3600
 """Finished Jobs and JobSets (and their pods) are deleted an hour later: logs stay readable, nodes are freed."""
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+"""Set by the Job controller on every pod of a Job."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,8 @@ def _metadata(
 
 def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueRef) -> tuple[dict[str, Any], ...]:
     """A Job over one slice, created suspended for Kueue: one pod on a single-host slice; an Indexed Job with a
-    headless Service (the pods find each other by hostname) on a multi-host slice; for a queued-provisioning
+    headless Service (the pods find each other by hostname), pinned to one node pool, on a multi-host slice; for a
+    queued-provisioning
     group, the pool's run limit travels to the ProvisioningRequest as an annotation."""
     annotations = {}
     seconds = pool.max_run_duration_seconds
@@ -160,6 +163,7 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
         return ({**job, "spec": spec},)
     service = f"{name}-svc"
     pod["subdomain"] = service
+    pod["affinity"] = _same_node_pool_as(name)
     vms = pool.vms_per_slice
     spec = {
         "suspend": True,
@@ -179,6 +183,13 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
         },
         {**job, "spec": spec},
     )
+
+
+def _same_node_pool_as(job: str) -> dict[str, Any]:
+    """Every pod of the Job on the node pool of its first pod: one slice. The accelerator and topology labels
+    alone match every slice of the group, so an Indexed Job could straddle two slices that share no ICI."""
+    term = {"labelSelector": {"matchLabels": {JOB_NAME_LABEL: job}}, "topologyKey": tpu_catalog.NODE_POOL_LABEL}
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
 def multislice_jobset(

@@ -194,7 +194,8 @@ def validate_flex_start(args: ResourceValidationArgs, report: ReportViolation) -
 
 
 def validate_queued(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """Queued provisioning (DWS via ProvisioningRequest) fails to create nodes unless the pool has this shape."""
+    """Queued provisioning (DWS via ProvisioningRequest) fails to create nodes unless the pool has this shape:
+    GKE's current docs create it with --flex-start --enable-queued-provisioning --location-policy=ANY."""
     props = args.props
     if args.resource_type != NODE_POOL or _get(props, "queuedProvisioning.enabled") is not True:
         return
@@ -202,12 +203,19 @@ def validate_queued(args: ResourceValidationArgs, report: ReportViolation) -> No
     _static_nodes(props, report, "queued-provisioning")
     if _int(_get(props, "autoscaling.totalMaxNodeCount")) is None:
         _say(report, "queued-provisioning pools scale by total: set autoscaling.totalMaxNodeCount")
+    policy = _get(props, "autoscaling.locationPolicy")
+    if policy != "ANY":
+        _say(
+            report,
+            f"queued-provisioning pools take the slice in whichever zone has it: set autoscaling.locationPolicy ANY "
+            f"(found {policy!r})",
+        )
     if _get(props, "management.autoRepair", True) is not False:
         _say(report, "queued-provisioning nodes are not repaired in place: set management.autoRepair false")
     if _get(props, "nodeConfig.spot") is True:
         _say(report, "queued provisioning and spot exclude each other: remove nodeConfig.spot")
-    if _get(props, "nodeConfig.flexStart") is True:
-        _say(report, "queued provisioning and flex-start exclude each other: remove nodeConfig.flexStart")
+    if _get(props, "nodeConfig.flexStart") is not True:
+        _say(report, "GKE runs queued provisioning on flex-start capacity: set nodeConfig.flexStart true")
 
 
 def validate_topology(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -799,7 +807,8 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     ),
     ResourceValidationPolicy(
         name="queued-pool-shape",
-        description="Queued pools: NO_RESERVATION, totalMaxNodeCount, no auto-repair, no spot or flex-start.",
+        description="Queued pools: flex-start, NO_RESERVATION, totalMaxNodeCount, location policy ANY, no auto-repair, "
+        "no spot.",
         validate=validate_queued,
         enforcement_level=MANDATORY,
     ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 import yaml
 
 from offline.engine import REPO
@@ -84,3 +85,31 @@ def test_checkouts_do_not_keep_the_token_and_jobs_get_only_the_permissions_they_
 def test_pull_requests_run_the_security_scan() -> None:
     offline = load("pull-request.yml")["jobs"]["offline"]
     assert "make scan" in runs(offline)
+
+
+@pytest.mark.parametrize(("workflow", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])
+def test_pulumi_steps_get_the_login_secret_of_each_documented_backend(workflow: str, job: str) -> None:
+    """Pulumi Cloud needs PULUMI_ACCESS_TOKEN, the passphrase provider PULUMI_CONFIG_PASSPHRASE; a Cloud KMS
+    secrets provider needs neither (the federated Google identity decrypts)."""
+    (pulumi,) = steps_using(load(workflow)["jobs"][job], "pulumi/actions")
+    assert pulumi["env"] == {
+        "PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}",
+        "PULUMI_CONFIG_PASSPHRASE": "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}",
+    }
+    assert pulumi["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_stack_files_name_the_cloud_kms_secrets_provider_of_their_project(stack: str) -> None:
+    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())
+    project = data["config"]["gcp:project"]
+    assert data["secretsprovider"] == f"gcpkms://projects/{project}/locations/global/keyRings/pulumi/cryptoKeys/{stack}"
+
+
+def test_readme_documents_every_secret_and_variable_the_workflows_read() -> None:
+    readme = (REPO / "README.md").read_text()
+    read = set()
+    for path in WORKFLOWS.glob("*.yml"):
+        read |= set(re.findall(r"\$\{\{ (?:secrets|vars)\.([A-Z_]+) \}\}", path.read_text()))
+    assert read >= {"PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_BACKEND_URL"}
+    assert [name for name in sorted(read) if f"`{name}`" not in readme] == []

@@ -90,12 +90,51 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      pools(pool(provisioning="reservation",
                 futureReservation={"startTime": "2027-01-10T00:00:00Z", "endTime": "2027-01-09T00:00:00Z"})),
      f"{P0}.futureReservation: endTime 2027-01-09T00:00:00+00:00 is not after startTime"),
-    ("calendar window longer than 14 days", pools(pool(provisioning="reservation", futureReservation=window(SOON, 20))),
-     f"{P0}.futureReservation: window is 20 days long; calendar mode allows at most 14 (maxDurationDays)"),
-    ("calendar window more than 8 weeks ahead",
-     pools(pool(provisioning="reservation", futureReservation=window(SOON + timedelta(weeks=10), 7))),
-     f"{P0}.futureReservation: startTime is more than 8 weeks ahead (maxLeadWeeks); "
-     "calendar-mode requests can start at most that far out"),
+    # Calendar-mode limits (Compute "Create a future reservation request in calendar mode"): 1 to 90 days,
+    # at most 120 days ahead; per request v6e 1-256, v5p 4-1024, v5e 16-256 chips (1, 4, 8 for SERVING only).
+    ("calendar window longer than 90 days", pools(pool(provisioning="reservation", futureReservation=window(SOON, 91))),
+     f"{P0}.futureReservation: window is 91 days long; calendar mode reserves 1 to 90 days"),
+    ("calendar window shorter than a day",
+     pools(pool(provisioning="reservation", futureReservation=window(SOON, 0.5))),
+     f"{P0}.futureReservation: window is 0.5 days long; calendar mode reserves 1 to 90 days"),
+    ("calendar window more than 120 days ahead",
+     pools(pool(provisioning="reservation", futureReservation=window(SOON + timedelta(days=130), 7))),
+     f"{P0}.futureReservation: startTime is more than 120 days ahead; calendar-mode requests can start at most "
+     "that far out"),
+    ("calendar request of a chip count Compute does not take",
+     pools(pool(provisioning="reservation", slices=3, futureReservation=window(SOON, 7))),
+     f"{P0}.slices: 3 x 4x4 = 48 v6e chips; a calendar-mode request takes 1, 4, 8, 16, 32, 64, 128, 256 chips: "
+     "change slices or topology"),
+    ("calendar request of a TPU version calendar mode does not offer",
+     pools(pool(provisioning="reservation", machineType="ct4p-hightpu-4t", topology="2x2x2",
+                futureReservation=window(SOON, 7))),
+     f"{P0}.futureReservation: calendar mode reserves TPU v5e, v5p, v6e, not v4; use another provisioning mode or "
+     "TPU version"),
+    ("calendar request of 8 v5e chips for batch",
+     pools(pool(provisioning="reservation", machineType="ct5lp-hightpu-4t", topology="2x4",
+                futureReservation=window(SOON, 7))),
+     f"{P0}.futureReservation.workloadType: 8 v5e chips can be reserved only for SERVING; set workloadType: SERVING "
+     "or reserve 16 chips or more"),
+    ("calendar limits are Compute's, not config",
+     pools(pool(provisioning="reservation", futureReservation={**window(SOON, 7), "maxDurationDays": 14})),
+     f"{P0}.futureReservation.maxDurationDays: unknown key; check the spelling against the README's config "
+     "reference"),
+    ("queued run longer than 7 days", pools(pool(provisioning="queued", maxRunDuration="8d")),
+     f"{P0}.maxRunDuration: 8d exceeds the 7-day limit of queued pools (they run on flex-start capacity); use 7d "
+     "or less"),
+    ("saxml on a TPU version Saxml does not know",
+     {**pools(pool(name="serve", provisioning="on-demand")),
+      "tpu-stack:saxml": {"pool": "serve", "service": {"sourceRanges": ["10.20.0.0/24"]}}},
+     "tpu-stack:saxml.pool: pool 'serve' is TPU v6e, a chip Saxml's model server does not know (--platform_chip); "
+     "serve on v4, v5e"),
+    ("saxml in a system namespace",
+     {**pools(pool(name="serve", provisioning="on-demand", machineType="ct5lp-hightpu-4t")),
+      "tpu-stack:saxml": {"pool": "serve", "namespace": "kube-system", "service": {"sourceRanges": ["10.20.0.0/24"]}}},
+     "tpu-stack:saxml.namespace: 'kube-system' belongs to the system; use default or a namespace of your own"),
+    ("system pool whose per-zone start exceeds its maximum",
+     {"tpu-stack:cluster": {"systemPool": {"minNodes": 4, "maxNodes": 5}}},
+     "tpu-stack:cluster.systemPool.maxNodes: GKE starts the pool with 2 node(s) in each of its 3 zones = 6, above "
+     "maxNodes 5; raise maxNodes to 6 or more"),
     ("calendar window in the past",
      pools(pool(provisioning="reservation", futureReservation=window(SOON - timedelta(days=30), 7))),
      f"{P0}.futureReservation: startTime is in the past; choose a window that starts later"),

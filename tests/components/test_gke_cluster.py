@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import StackRunner
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -17,19 +19,38 @@ def test_standard_cluster_removes_default_pool_and_enables_workload_identity(run
     assert inputs["nodeConfig"]["serviceAccount"] == "c1-nodes@proj.iam.gserviceaccount.com"
     assert inputs["deletionProtection"] is False
     assert cluster["protect"] is False
-    assert cluster["customTimeouts"] == {"create": "45m", "update": "60m", "delete": "45m"}
+    assert cluster["customTimeouts"] == {"create": "90m", "update": "90m", "delete": "90m"}
+    assert "minMasterVersion" not in inputs  # on a channel: GKE picks the version, the floor is checked
+
+
+def test_version_floor_pins_the_initial_version_only_without_a_channel(run: StackRunner) -> None:
+    plan = run({"tpu-stack:cluster": {"releaseChannel": "UNSPECIFIED", "minMasterVersion": "1.33"}})
+    (cluster,) = plan.by_type(CLUSTER)
+    assert cluster["inputs"]["minMasterVersion"] == "1.33"
+
+
+def test_a_channel_version_below_the_floor_stops_the_update() -> None:
+    import pulumi
+    import pytest
+
+    from components.gke_cluster import check_version_floor
+
+    assert check_version_floor("1.34.1-gke.1000000", "1.33") == "1.34.1-gke.1000000"
+    check_version_floor("1.33.0-gke.1712000", "1.33.0-gke.1712000")
+    assert check_version_floor("", "1.33") == ""  # not reported yet
+    with pytest.raises(pulumi.RunError) as error:
+        check_version_floor("1.33.0-gke.1500000", "1.33.0-gke.1712000")
+    assert str(error.value) == (
+        "tpu-stack:cluster.minMasterVersion: the release channel gave the cluster 1.33.0-gke.1500000, below the "
+        "floor 1.33.0-gke.1712000; choose a channel that offers 1.33.0-gke.1712000 or newer (cluster.releaseChannel)"
+    )
 
 
 def test_nodes_run_as_a_dedicated_account_with_only_minimal_roles(run: StackRunner) -> None:
     plan = run()
     roles = sorted(m["inputs"]["role"] for m in plan.by_type("gcp:projects/iAMMember:IAMMember"))
-    assert roles == [
-        "roles/artifactregistry.reader",
-        "roles/logging.logWriter",
-        "roles/monitoring.metricWriter",
-        "roles/monitoring.viewer",
-        "roles/stackdriver.resourceMetadata.writer",
-    ]
+    # GKE's documented minimum for custom node service accounts, plus image pulls from Artifact Registry.
+    assert roles == ["roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount"]
     (system,) = plan.by_type("gcp:container/nodePool:NodePool")
     assert system["inputs"]["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert system["inputs"]["autoscaling"] == {
@@ -37,6 +58,26 @@ def test_nodes_run_as_a_dedicated_account_with_only_minimal_roles(run: StackRunn
         "totalMaxNodeCount": 3,
         "locationPolicy": "BALANCED",
     }
+
+
+@pytest.mark.parametrize(
+    ("location", "min_nodes", "max_nodes", "per_zone"),
+    [
+        (None, 4, 8, 2),  # regional: 3 zones x 2 = 6 nodes to start, 4..8 in total
+        (None, 1, 3, 1),  # regional: 3 zones x 1 = 3
+        ("us-central1-b", 4, 8, 4),  # zonal: one zone
+    ],
+)
+def test_system_pool_sizes_are_totals_and_the_initial_count_is_per_zone(
+    run: StackRunner, location: str | None, min_nodes: int, max_nodes: int, per_zone: int
+) -> None:
+    where = {"location": location} if location else {}
+    cluster = {"systemPool": {"minNodes": min_nodes, "maxNodes": max_nodes}, **where}
+    (system,) = run({"tpu-stack:cluster": cluster}).by_type("gcp:container/nodePool:NodePool")
+    assert system["inputs"]["initialNodeCount"] == per_zone
+    assert system["inputs"]["autoscaling"]["totalMinNodeCount"] == min_nodes
+    assert system["inputs"]["autoscaling"]["totalMaxNodeCount"] == max_nodes
+    assert system["customTimeouts"] == {"create": "120m", "update": "120m", "delete": "120m"}
 
 
 def test_prod_protects_the_cluster(run: StackRunner) -> None:

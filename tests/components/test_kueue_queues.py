@@ -166,6 +166,13 @@ def test_queued_pool_gets_a_provisioning_request_check_on_its_flavor_only(plans:
         assert set(tpu_quota(queue)) == {"multislice", "dws"}
     dws = named(plan, "ResourceFlavor", "dws")["spec"]
     assert {"key": tpu_catalog.QUEUED_TAINT, "operator": "Exists", "effect": "NoSchedule"} in dws["tolerations"]
+    # GKE creates queued pools with --flex-start: their nodes carry the flex-start label, the flavor selects it.
+    assert dws["nodeLabels"] == {
+        "pool": "dws",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+        "cloud.google.com/gke-flex-start": "true",
+    }
     other = named(plan, "ResourceFlavor", "multislice")["spec"]
     assert all(t["key"] != tpu_catalog.QUEUED_TAINT for t in other["tolerations"])
 

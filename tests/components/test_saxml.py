@@ -227,11 +227,24 @@ def test_model_servers_wait_for_their_identity(seed_plan: Plan) -> None:
     assert {KSA, "gcp:storage/bucketIAMMember:BucketIAMMember"} <= waited
 
 
-def test_model_servers_wait_for_the_jobset_install(seed_plan: Plan) -> None:
-    """The JobSet CRD and webhook come with the chart; a JobSet created before them is refused."""
+@pytest.mark.parametrize("chart_name", ["jobset", "kueue"])
+def test_model_servers_wait_for_the_jobset_and_kueue_installs(seed_plan: Plan, chart_name: str) -> None:
+    """The JobSet CRD and webhook come with the JobSet chart; Kueue's JobSet webhook (mjobset.kb.io,
+    failurePolicy Fail) with the Kueue chart. A JobSet created before either serves is refused, not retried."""
     jobset = kube(seed_plan, JOBSET, "sax-model-server-set")
-    (chart,) = [r for r in seed_plan.by_type("kubernetes:helm.sh/v4:Chart") if r["inputs"]["chart"].endswith("jobset")]
+    charts = seed_plan.by_type("kubernetes:helm.sh/v4:Chart")
+    (chart,) = [r for r in charts if r["inputs"]["chart"].endswith(f"/{chart_name}")]
     assert chart["urn"] in jobset["dependencies"]
+
+
+def test_the_built_in_default_namespace_is_used_never_declared(run: StackRunner) -> None:
+    # The Saxml tutorial runs in `default`; declaring it would make `pulumi destroy` delete it.
+    plan = run(with_saxml(namespace="default"))
+    namespaces = [r["inputs"]["metadata"]["name"] for r in plan.by_type("kubernetes:core/v1:Namespace")]
+    assert "default" not in namespaces
+    assert kube(plan, JOBSET, "sax-model-server-set")["inputs"]["metadata"]["namespace"] == "default"
+    assert kube(plan, KSA, "sax-sa")["inputs"]["metadata"]["namespace"] == "default"
+    assert {r["inputs"]["metadata"]["namespace"] for r in plan.by_type(DEPLOYMENT)} == {"default"}
 
 
 def test_outputs_give_the_http_address_and_the_api_urls(seed_plan: Plan) -> None:
@@ -264,8 +277,9 @@ def test_prod_serves_the_seed_model_and_dev_does_not() -> None:
 # ---- configuration --------------------------------------------------------------------------------------------
 
 
-def test_single_host_v6e_pool_one_pod_per_slice(run: StackRunner) -> None:
-    pool = {"name": "serve", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-central1-b"}
+def test_single_host_v5e_pool_one_pod_per_slice(run: StackRunner) -> None:
+    # Saxml's model server knows the chips tpuv2, tpuv3, tpuv4, tpuv4i, tpuv5e (saxml/server/proto_util.py).
+    pool = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "provisioning": "flex-start", "zone": "us-central1-b"}
     plan = run(with_saxml(pool, model={"name": "llama-8b", "billionsOfParameters": 8}))
     jobset = kube(plan, JOBSET, "sax-model-server-set")["inputs"]
     (job,) = jobset["spec"]["replicatedJobs"]
@@ -276,11 +290,11 @@ def test_single_host_v6e_pool_one_pod_per_slice(run: StackRunner) -> None:
     )
     pod = pod_of(plan)
     assert pod["nodeSelector"] == {
-        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
         "cloud.google.com/gke-tpu-topology": "2x2",
         "cloud.google.com/gke-flex-start": "true",
     }
-    assert pod["containers"][0]["args"][2:] == ["--platform_chip=tpuv6e", "--platform_topology=2x2"]
+    assert pod["containers"][0]["args"][2:] == ["--platform_chip=tpuv5e", "--platform_topology=2x2"]
 
 
 def test_names_cell_images_and_restarts_from_config(run: StackRunner) -> None:

@@ -36,7 +36,7 @@ def gke_api(inputs: dict[str, Any]) -> dict[str, Any]:
         "management.autoRepair": inputs.get("management", {}).get("autoRepair"),
         "autoscaling.enabled": True if scaling else None,
     }
-    for key in ("minNodeCount", "maxNodeCount", "totalMaxNodeCount"):
+    for key in ("minNodeCount", "maxNodeCount", "totalMaxNodeCount", "locationPolicy"):
         fields[f"autoscaling.{key}"] = (scaling or {}).get(key)
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -103,13 +103,16 @@ def test_three_multislice_pools_of_the_kueue_jobset_seed(run: StackRunner) -> No
 
 
 def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
-    # --enable-queued-provisioning --enable-autoscaling --num-nodes=0 --total-max-nodes=2
-    #   --reservation-affinity=none --no-enable-autorepair
+    # The seed's flags plus what GKE's current page ("Run a large-scale workload with flex-start with queued
+    # provisioning") requires: --flex-start --enable-queued-provisioning --enable-autoscaling --num-nodes=0
+    #   --total-max-nodes=2 --location-policy=ANY --reservation-affinity=none --no-enable-autorepair
     plan = run({"tpu-stack:tpuPools": [{"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
                                         "provisioning": "queued", "zone": ZONE}]})  # fmt: skip
     (pool,) = pools_of(plan, "dws")
     assert gke_api(pool["inputs"]) == {
         "config.machineType": "ct5lp-hightpu-4t",
+        "config.flexStart": True,
+        "autoscaling.locationPolicy": "ANY",
         "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
         "queuedProvisioning.enabled": True,
         "initialNodeCount": 0,
@@ -153,7 +156,7 @@ def test_spot_and_reservation_modes(
     assert api["initialNodeCount"] == 2 and "autoscaling.enabled" not in api
 
 
-def test_calendar_mode_future_reservation_is_consumed_by_the_pools(run: StackRunner) -> None:
+def calendar_plan(run: StackRunner, **window: str) -> tuple[Plan, str, str]:
     from datetime import UTC, datetime, timedelta
 
     start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
@@ -161,44 +164,92 @@ def test_calendar_mode_future_reservation_is_consumed_by_the_pools(run: StackRun
     plan = run({"tpu-stack:tpuPools": [{
         "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": ZONE,
         "provisioning": "reservation",
-        "futureReservation": {"startTime": start.isoformat(), "endTime": end.isoformat()}}]})  # fmt: skip
+        "futureReservation": {"startTime": start.isoformat(), "endTime": end.isoformat(), **window}}]})  # fmt: skip
+    return plan, start.isoformat().replace("+00:00", "Z"), end.isoformat().replace("+00:00", "Z")
+
+
+def test_calendar_mode_request_is_a_tpu_aggregate_reservation(run: StackRunner) -> None:
+    # gcloud compute future-reservations create NAME --tpu-version=V5E --chip-count=32 --workload-type=BATCH
+    #   --reservation-mode=CALENDAR --auto-delete-auto-created-reservations --require-specific-reservation
+    plan, start, end = calendar_plan(run)
     (reservation,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
     inputs = reservation["inputs"]
-    assert inputs["specificSkuProperties"] == {
-        "instanceProperties": {"machineType": "ct5lp-hightpu-4t"},
-        "totalCount": "8",  # 2 slices x 4 VMs
-    }
-    assert inputs["timeWindow"] == {"startTime": start.isoformat().replace("+00:00", "Z"),
-                                    "endTime": end.isoformat().replace("+00:00", "Z")}  # fmt: skip
+    name = f"cal-{start[:10].replace('-', '')}"  # a new window is a new request, under a new name
+    assert "specificSkuProperties" not in inputs
+    assert inputs["aggregateReservation"] == {
+        "vmFamily": "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT5LP",
+        "workloadType": "BATCH",
+        "reservedResources": [{"accelerator": {
+            "acceleratorCount": 32,  # 2 slices x 4x4
+            "acceleratorType": f"projects/proj/zones/{ZONE}/acceleratorTypes/ct5lp"}}],
+    }  # fmt: skip
+    assert inputs["timeWindow"] == {"startTime": start, "endTime": end}
     assert inputs["autoDeleteAutoCreatedReservations"] is True
     assert inputs["specificReservationRequired"] is True
-    assert (inputs["zone"], inputs["reservationMode"], inputs["name"]) == (ZONE, "CALENDAR", "cal-calendar")
+    assert (inputs["zone"], inputs["reservationMode"], inputs["name"], inputs["reservationName"]) == (
+        ZONE, "CALENDAR", name, name)  # fmt: skip
+
+
+def test_calendar_pools_are_usable_before_during_and_after_the_window(run: StackRunner) -> None:
+    # The reservation exists only after approval and is active only in its window: each slice pool scales
+    # 0 -> one slice (4 VMs of a 4x4 v5e slice) -> 0 on it instead of holding a fixed size.
+    plan, start, _end = calendar_plan(run)
+    (reservation,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
     pools = pools_of(plan, "cal")
     assert len(pools) == 2
     for pool in pools:
-        assert pool["inputs"]["nodeConfig"]["reservationAffinity"] == {
-            "consumeReservationType": "SPECIFIC_RESERVATION",
-            "key": "compute.googleapis.com/reservation-name",
-            "values": ["cal-calendar"],
+        assert gke_api(pool["inputs"]) == {
+            "config.machineType": "ct5lp-hightpu-4t",
+            "config.reservationAffinity.consumeReservationType": "SPECIFIC_RESERVATION",
+            "config.reservationAffinity.key": "compute.googleapis.com/reservation-name",
+            "config.reservationAffinity.values": [f"cal-{start[:10].replace('-', '')}"],
+            "initialNodeCount": 0,
+            "locations": [ZONE],
+            "placementPolicy.tpuTopology": "4x4",
+            "autoscaling.enabled": True,
+            "autoscaling.minNodeCount": 0,
+            "autoscaling.maxNodeCount": 4,
+            "management.autoRepair": True,
         }
+        assert "nodeCount" not in pool["inputs"]
         assert reservation["urn"] in pool["dependencies"]
 
 
-def test_no_placement_policy_type_and_gke_managed_fields_ignored(run: StackRunner) -> None:
+def test_calendar_request_survives_destroy_and_is_replaced_not_modified(
+    run: StackRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A submitted request cannot be modified, cancelled or deleted (Compute calendar-mode limitations).
+    from offline import engine
+
+    seen: dict[str, Any] = {}
+    register = engine._RecordingMonitor.RegisterResource
+
+    def record(self: Any, request: Any) -> Any:
+        if request.type == "gcp:compute/futureReservation:FutureReservation":
+            seen.update(retain=request.retainOnDelete, replace=list(request.replaceOnChanges))
+        return register(self, request)
+
+    monkeypatch.setattr(engine._RecordingMonitor, "RegisterResource", record)
+    calendar_plan(run, workloadType="SERVING")
+    assert seen == {"retain": True, "replace": ["*"]}
+
+
+def test_tpu_pools_do_not_ignore_their_labels_and_taints(run: StackRunner) -> None:
+    # Kueue's flavors are built from the same labels and taints; ignoring them lets nodes and flavors drift.
     plan = run({"tpu-stack:tpuPools": [
         {"name": "flex", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "flex-start",
-         "zone": ZONE},
+         "zone": ZONE, "labels": {"team": "a"}, "taints": [{"key": "team", "value": "a"}]},
         {"name": "fixed", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": ZONE}]})  # fmt: skip
     for pool in plan.by_type(NODE_POOL):
         if pool["name"].endswith("system"):
             continue
         assert pool["inputs"]["placementPolicy"]["type"] == ""  # never sent to GKE: no perpetual diff
-        assert {"nodeConfig.taints", "nodeConfig.labels"} <= set(pool["ignoreChanges"])
-        assert pool["customTimeouts"]["create"] == "90m"
+        assert not {"nodeConfig.taints", "nodeConfig.labels", "nodeConfig"} & set(pool["ignoreChanges"])
     (flex,) = pools_of(plan, "flex")
     (fixed,) = pools_of(plan, "fixed")
-    assert "initialNodeCount" in flex["ignoreChanges"]  # the autoscaler owns the size
-    assert "nodeCount" not in fixed["ignoreChanges"]  # a fixed slice's size is ours
+    assert flex["inputs"]["nodeConfig"]["taints"] == [{"key": "team", "value": "a", "effect": "NO_SCHEDULE"}]
+    assert flex["ignoreChanges"] == ["initialNodeCount", "nodeCount"]  # the autoscaler owns the size
+    assert fixed["ignoreChanges"] == []  # a fixed slice's size is ours
 
 
 def test_slice_pools_never_wait_on_each_other(run: StackRunner) -> None:

@@ -222,6 +222,23 @@ def test_flex_start_seed_single_host_job_and_multi_host_indexed_job() -> None:
     assert "hostNetwork" not in pod
 
 
+def test_multi_host_indexed_job_stays_on_one_slice() -> None:
+    # The 3 slices of the multislice seed share accelerator and topology labels; each Job's pods follow its first
+    # pod onto that pod's node pool (= slice) by required pod affinity on cloud.google.com/gke-nodepool.
+    found = by_name(scenario_workloads("multislice-seed"))
+    _service, job = found["multislice-job"].objects
+    assert job["spec"]["template"]["spec"]["affinity"] == {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"batch.kubernetes.io/job-name": "multislice-job"}},
+                    "topologyKey": "cloud.google.com/gke-nodepool",
+                }
+            ]
+        }
+    }
+
+
 def test_queued_job_is_suspended_tolerates_the_queued_taint_and_carries_the_run_limit() -> None:
     found = by_name(scenario_workloads("dws-seed"))
     assert set(found) == {"dws-queued"}, "a queued group gets the queued Job, no JobSets"
