@@ -38,10 +38,9 @@ import yaml
 
 from components.kubernetes_object import type_token
 from offline import helm
-from offline.validate import VENDOR
+from offline.vendor import CHART_DIR
 
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
-CHART_DIR = VENDOR / "charts"
 CACHE_DIR = helm.REPO / "build" / ".chart-cache"
 UNKNOWN = "[unknown]"
 SECRET = "[secret]"

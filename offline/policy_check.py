@@ -242,12 +242,16 @@ def evaluate(
         urn = resource.get("urn") or f"urn:pulumi:{stack}::{PACK_NAME}::{resource['type']}::{resource['name']}"
         without_props = view is not None and bool(resource.get("remote"))
         inputs = {} if without_props else resource.get("inputs") or {}
-        # Objects rendered from a chart never hold unknowns (the provider renders only fully known charts).
-        props = unknown_checking_proxy(inputs if resource.get("rendered") else _with_unknowns(inputs))
-        if view is None:
-            outputs = props
+        if resource.get("rendered"):
+            # Objects rendered from a chart hold no unknowns (the provider renders only fully known charts) and
+            # their outputs are their inputs: the plain mapping serves both, without proxying a CRD schema.
+            props = outputs = inputs
         else:
-            outputs = unknown_checking_proxy(_with_unknowns({} if without_props else view.stack_props(resource)))
+            props = unknown_checking_proxy(_with_unknowns(inputs))
+            if view is None:
+                outputs = props
+            else:
+                outputs = unknown_checking_proxy(_with_unknowns({} if without_props else view.stack_props(resource)))
         options = _options(resource)
         entries.append(
             (resource, PolicyResource(resource["type"], outputs, urn, resource["name"], options, None, None, [], {}))

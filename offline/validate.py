@@ -34,6 +34,8 @@ from celpy import celtypes
 from jsonschema.exceptions import ValidationError
 from packaging.version import Version
 
+from offline.vendor import CRD_DIR
+
 SECRET_MARKER = "[secret]"
 """How the offline engine writes a secret value (offline/engine.py `_plain`)."""
 CRD_GROUPS = frozenset({"kueue.x-k8s.io", "jobset.x-k8s.io", "monitoring.googleapis.com"})
@@ -54,9 +56,6 @@ _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _NAME_RULES = {"Namespace": "dns1123-label", "Service": "dns1035-label"}
 
 
-VENDOR = Path(__file__).resolve().parent.parent / "vendor"
-"""Upstream files the repo carries (CRDs, charts, reference catalog); see vendor/README.md."""
-CRD_DIR = VENDOR / "crds"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from offline.engine import Plan, run_program
-from offline.validate import VENDOR
+from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
 
 CHART = "kubernetes:helm.sh/v4:Chart"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from components import tpu_catalog
-from offline.validate import VENDOR
+from offline.vendor import VENDOR
 
 XPK = VENDOR / "data" / "tpu_catalog_xpk.json"
 
