@@ -132,6 +132,26 @@ def engine_urns(plan: Plan) -> list[str]:
     return sorted(resolver.current(r["urn"]) for r in plan.resources)
 
 
+CLUSTER_COMPONENT = "tpu-stack:index:GkeCluster"
+
+
+def cluster_targets(plan: Plan) -> list[str]:
+    """Engine URNs of the GkeCluster component and everything under it (cluster, system pool, node identity,
+    network, the kubernetes provider): what a new stack creates first, so that the Helm charts, which the
+    provider renders against a live cluster, have one when the rest of the stack is previewed."""
+    by_urn = {r["urn"]: r for r in plan.resources}
+
+    def under_cluster(resource: dict[str, Any]) -> bool:
+        while resource is not None:
+            if resource["type"] == CLUSTER_COMPONENT:
+                return True
+            resource = by_urn.get(resource.get("parent") or "")  # type: ignore[assignment]
+        return False
+
+    resolver = _Resolver(plan)
+    return sorted(resolver.current(r["urn"]) for r in plan.resources if under_cluster(r))
+
+
 @dataclass
 class Drift:
     """How a plan's URNs differ from a snapshot."""
@@ -196,10 +216,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offline.urns", description=__doc__.split("\n\n")[0])
     parser.add_argument("--update", action="store_true", help="rewrite the snapshots from the program")
     parser.add_argument("--stack", action="append", choices=STACKS, help="only this stack (repeatable)")
+    parser.add_argument(
+        "--cluster-targets",
+        action="store_true",
+        help="print `--target <URN>` for the cluster's resources (first `pulumi up` of a new stack)",
+    )
     args = parser.parse_args(argv)
     vanished = False
     for stack in args.stack or STACKS:
         plan = run_stack(stack)
+        if args.cluster_targets:
+            print(" ".join(f"--target '{urn}'" for urn in cluster_targets(plan)))
+            continue
         if args.update:
             path = write_snapshot(stack, engine_urns(plan))
             print(f"Wrote {path} ({len(plan.resources)} URNs)")

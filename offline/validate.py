@@ -56,8 +56,6 @@ _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _NAME_RULES = {"Namespace": "dns1123-label", "Service": "dns1035-label"}
 
 
-
-
 @dataclass(frozen=True)
 class UnsupportedRule:
     """A CRD rule this validator cannot evaluate; listed so a test pins the set instead of it passing quietly."""

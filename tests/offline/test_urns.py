@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from offline import urns
-from offline.engine import Plan, run_program
+from offline.engine import Plan, run_program, run_stack
 
 HEADER = """
 import pulumi
@@ -113,3 +113,16 @@ def test_update_writes_sorted_engine_urns_and_check_mode_fails_on_vanished(
     (tmp_path / "urns-dev.txt").write_text("\n".join([*lines, f"{PREFIX}gcp:storage/bucket:Bucket::gone"]) + "\n")
     assert urns.main(["--stack", "dev"]) == 1
     assert "gcp:storage/bucket:Bucket::gone" in capsys.readouterr().out
+
+
+def test_cluster_targets_are_the_cluster_components_resources_only() -> None:
+    """What a new stack creates first with `pulumi up --target ...`: the cluster, its system pool, the node
+    identity and the kubernetes provider; nothing in the cluster, no TPU pool, no chart."""
+    targets = urns.cluster_targets(run_stack("dev"))
+    prefix = "urn:pulumi:dev::tpu-stack::tpu-stack:index:GkeCluster$"
+    assert f"{prefix}gcp:container/cluster:Cluster::tpu-dev" in targets
+    assert f"{prefix}gcp:container/nodePool:NodePool::tpu-dev-system" in targets
+    assert f"{prefix}gcp:serviceaccount/account:Account::tpu-dev-nodes" in targets
+    assert f"{prefix}pulumi:providers:kubernetes::tpu-dev-k8s" in targets
+    assert all(urn.startswith(prefix) or urn.endswith("tpu-stack:index:GkeCluster::tpu-dev") for urn in targets)
+    assert not any("NodePool::multislice" in urn or "helm.sh" in urn for urn in targets)
