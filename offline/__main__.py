@@ -16,7 +16,7 @@ import yaml
 
 from components import workloads
 from components.config import ConfigError, StackConfig, load
-from offline import charts, engine, helm, policy_check, report
+from offline import charts, engine, helm, parallel, policy_check, report
 from offline.engine import REPO, Plan, run_stack
 
 EXIT_OK, EXIT_VIOLATION, EXIT_CONFIG = 0, 1, 2
@@ -92,25 +92,45 @@ def read_policy_config(path: Path | None) -> dict[str, Any]:
     return data
 
 
+def _new_stack_findings(
+    stack: str, config_file: Path | None, pack_config: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The new-stack view: the program run as a brand-new stack's preview sees it (what the cloud computes is
+    unknown), the pack over it, and the charts that cannot render before the cluster exists."""
+    new_stack = run_stack(stack, config_file=config_file, known_outputs=False)
+    rules = policy_check.load_rules()
+    view = policy_check.NEW_STACK
+    found = policy_check.evaluate(new_stack.resources, stack=stack, config=pack_config, rules=rules, view=view)
+    return found, charts.unrenderable(new_stack.resources)
+
+
 def evaluate(stack: str, config_file: Path | None, policy_config: Path | None = None) -> Plan:
-    """Run the program (as deployed, and as a new stack) and the policy pack in both real-engine views."""
+    """Run the program (as deployed, and as a new stack) and the policy pack in both real-engine views.
+
+    The new-stack view runs in a forked child beside the deployed one when the process is still
+    single-threaded (offline/parallel.py): the two runs are independent and the machines have two cores.
+    """
     pack_config = read_policy_config(policy_config)
     rules = policy_check.load_rules()
     policy_check.settings(rules.POLICIES, pack_config)  # a bad policy config fails before the program runs
-    plan = run_stack(stack, config_file=config_file)
-    # The same program as a brand-new stack's preview sees it: what the cloud computes is unknown.
-    new_stack = run_stack(stack, config_file=config_file, known_outputs=False)
-    plan.unrendered_in_new_stack = charts.unrenderable(new_stack.resources)
-    # The runs leave ~100k SDK objects behind; a cyclic collection now would re-scan them all (80 ms) for
-    # nothing, so the policies run with collection paused, as the program did.
-    collecting = gc.isenabled()
-    gc.disable()
+    new_stack = parallel.Background(lambda: _new_stack_findings(stack, config_file, pack_config))
     try:
-        runs = {policy_check.NEW_STACK.name: new_stack.resources, policy_check.DEPLOYED.name: plan.resources}
-        plan.violations = policy_check.evaluate_views(runs, stack=stack, config=pack_config, rules=rules)
-    finally:
-        if collecting:
-            gc.enable()
+        plan = run_stack(stack, config_file=config_file)
+        # The run leaves ~100k SDK objects behind; a cyclic collection now would re-scan them all (80 ms) for
+        # nothing, so the policies run with collection paused, as the program did.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            view = policy_check.DEPLOYED
+            deployed = policy_check.evaluate(plan.resources, stack=stack, config=pack_config, rules=rules, view=view)
+        finally:
+            if collecting:
+                gc.enable()
+    except BaseException:
+        new_stack.cancel()
+        raise
+    new_found, plan.unrendered_in_new_stack = new_stack.result()
+    plan.violations = policy_check.merge({policy_check.NEW_STACK.name: new_found, view.name: deployed})
     return plan
 
 

@@ -275,6 +275,16 @@ def evaluate(
     return found
 
 
+def merge(found_by_view: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One entry per distinct finding over the views, with the views it shows in (`views`), in VIEWS order."""
+    merged: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for view in VIEWS:
+        for found in found_by_view.get(view.name, []):
+            key = (found["policy"], found["level"], found["urn"], found["message"])
+            merged.setdefault(key, {**found, "views": []})["views"].append(view.name)
+    return list(merged.values())
+
+
 def evaluate_views(
     runs: Mapping[str, list[dict[str, Any]]],
     *,
@@ -282,11 +292,7 @@ def evaluate_views(
     config: Mapping[str, Any] | None = None,
     rules: ModuleType | None = None,
 ) -> list[dict[str, Any]]:
-    """Violations under every view, given each view's resources by view name: one entry per distinct finding,
-    with the views it shows in (`views`)."""
-    merged: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    for view in VIEWS:
-        for found in evaluate(runs[view.name], stack=stack, config=config, rules=rules, view=view):
-            key = (found["policy"], found["level"], found["urn"], found["message"])
-            merged.setdefault(key, {**found, "views": []})["views"].append(view.name)
-    return list(merged.values())
+    """Violations under every view, given each view's resources by view name, merged (`merge`)."""
+    return merge(
+        {view.name: evaluate(runs[view.name], stack=stack, config=config, rules=rules, view=view) for view in VIEWS}
+    )
