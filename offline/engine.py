@@ -22,6 +22,8 @@ import pulumi
 import yaml
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import mocks, settings
+from pulumi.runtime import resource as sdk_resource
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 
 from components.config import PROJECT, ConfigError, load
@@ -116,6 +118,14 @@ class _Mocks(pulumi.runtime.Mocks):
             return {"project": "mock-project", "accessToken": "mock"}, []
         return {}, []
 
+
+def _no_stack_trace() -> source_pb2.StackTrace:
+    return source_pb2.StackTrace()
+
+
+# The SDK captures the Python stack of every registration for the engine's diagnostics (source positions);
+# the offline plan records none, and the capture costs about a tenth of each registration.
+sdk_resource._get_stack_trace = _no_stack_trace
 
 _WORKER_LOOPS: set[asyncio.AbstractEventLoop] = set()
 
