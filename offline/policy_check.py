@@ -138,25 +138,30 @@ NODE_POOL = "gcp:container/nodePool:NodePool"
 AUTOSCALING_COUNTS = ("minNodeCount", "maxNodeCount", "totalMinNodeCount", "totalMaxNodeCount")
 
 
-def _new_stack_outputs(resource: Mapping[str, Any]) -> dict[str, Any]:
-    """A new resource's outputs in preview: its inputs, and the values only the cloud knows unknown."""
-    outputs = dict(resource.get("inputs") or {})
-    if resource["type"] == NODE_POOL:
-        for key in ("nodeCount", "nodeLocations"):
-            outputs.setdefault(key, UNKNOWN_MARKER)
+def _new_stack_outputs(resource: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A new resource's outputs in preview: its inputs, and the values only the cloud knows unknown. Returns the
+    inputs themselves when nothing differs."""
+    inputs = resource.get("inputs") or {}
+    if resource["type"] != NODE_POOL:
+        return inputs
+    outputs = dict(inputs)
+    for key in ("nodeCount", "nodeLocations"):
+        outputs.setdefault(key, UNKNOWN_MARKER)
     return outputs
 
 
-def _at_rest_outputs(resource: Mapping[str, Any]) -> dict[str, Any]:
+def _at_rest_outputs(resource: Mapping[str, Any]) -> Mapping[str, Any]:
     """A deployed resource's outputs while nothing runs: an autoscaled pool holds no nodes, and the autoscaling
-    counts the program did not set read back as 0."""
-    outputs = dict(resource.get("inputs") or {})
-    if resource["type"] == NODE_POOL:
-        scaling = outputs.get("autoscaling")
-        if isinstance(scaling, Mapping):
-            outputs["autoscaling"] = {**{key: 0 for key in AUTOSCALING_COUNTS}, **scaling}
-            outputs["nodeCount"] = 0
-        outputs.setdefault("nodeCount", 0)
+    counts the program did not set read back as 0. Returns the inputs themselves when nothing differs."""
+    inputs = resource.get("inputs") or {}
+    if resource["type"] != NODE_POOL:
+        return inputs
+    outputs = dict(inputs)
+    scaling = outputs.get("autoscaling")
+    if isinstance(scaling, Mapping):
+        outputs["autoscaling"] = {**{key: 0 for key in AUTOSCALING_COUNTS}, **scaling}
+        outputs["nodeCount"] = 0
+    outputs.setdefault("nodeCount", 0)
     return outputs
 
 
@@ -166,7 +171,7 @@ class View:
 
     name: str
     summary: str
-    stack_props: Callable[[Mapping[str, Any]], dict[str, Any]]
+    stack_props: Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
 NEW_STACK = View(
@@ -248,10 +253,11 @@ def evaluate(
             props = outputs = inputs
         else:
             props = unknown_checking_proxy(_with_unknowns(inputs))
-            if view is None:
-                outputs = props
+            modelled = None if view is None or without_props else view.stack_props(resource)
+            if modelled is None or modelled is inputs:
+                outputs = props  # stack policies see what resource policies see
             else:
-                outputs = unknown_checking_proxy(_with_unknowns({} if without_props else view.stack_props(resource)))
+                outputs = unknown_checking_proxy(_with_unknowns(modelled))
         options = _options(resource)
         entries.append(
             (resource, PolicyResource(resource["type"], outputs, urn, resource["name"], options, None, None, [], {}))
