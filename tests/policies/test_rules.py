@@ -543,6 +543,44 @@ def test_quota_may_not_exceed_the_chips_of_matching_pools(rules: ModuleType) -> 
     ]
 
 
+def string_quota(name: str, amount: str) -> dict[str, Any]:
+    """A ClusterQueue whose google.com/tpu quota is written as a string, which the API server accepts."""
+    queue = cluster_queue(name, {"flex": 0})
+    queue["inputs"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = amount
+    return queue
+
+
+@pytest.mark.parametrize(("amount", "total"), [("16", "24"), ("16.0", "24"), ("0.016k", "24"), ("16000m", "24")])
+def test_a_quota_written_as_a_quantity_string_still_counts(rules: ModuleType, amount: str, total: str) -> None:
+    """The baseline's queue holds 8 of flex's 8 chips; "16" more as a string makes 24."""
+    found = only(check(rules, [*baseline(), string_quota("strings", amount)]), "kueue-quota-within-chips")
+    assert [v["message"] for v in found] == [
+        f"ResourceFlavor 'flex': queues hold {total} google.com/tpu nominal quota but the 1 matching node "
+        "pool(s) provide 8 chips; lower the ClusterQueue nominalQuota or add slices"
+    ]
+
+
+def test_a_quota_string_that_is_not_a_quantity_is_a_violation(rules: ModuleType) -> None:
+    found = only(check(rules, [*baseline(), string_quota("words", "sixteen")]), "kueue-quota-within-chips")
+    assert found == [
+        {
+            "policy": "kueue-quota-within-chips",
+            "level": "mandatory",
+            "urn": "urn:pulumi:dev::tpu-stack::kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue::clusterqueue-words",
+            "message": "ClusterQueue 'clusterqueue-words': nominalQuota 'sixteen' of google.com/tpu in flavor 'flex' "
+            "is not a quantity; write the chips as a number, e.g. 16",
+        }
+    ]
+
+
+def test_a_quota_string_within_the_chips_passes(rules: ModuleType) -> None:
+    resources = baseline()
+    find(resources, "clusterqueue-team")["inputs"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0][
+        "nominalQuota"
+    ] = "8"
+    assert check(rules, resources) == []
+
+
 def test_pool_labels_come_from_the_catalog_provisioning_mode_and_the_pool(rules: ModuleType) -> None:
     resources = baseline()
     flex_labels = {
