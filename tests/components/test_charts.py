@@ -173,7 +173,8 @@ def test_image_digests_pin_the_controllers_and_end_the_tag_exception(run: StackR
     jobset_values = chart(plan, "jobset")["inputs"]["values"]
     assert jobset_values["image"] == {"pullPolicy": "Always", "tag": f"v0.12.0@{JOBSET_DIGEST}"}
     assert jobset_values["controller"]["annotations"] == {
-        "checkov.io/skip1": "CKV_K8S_38=a controller watches and writes the Kubernetes API with its service account token"
+        "checkov.io/skip1": "CKV_K8S_38=a controller watches and writes the Kubernetes API with its "
+        "service account token"
     }
 
 
