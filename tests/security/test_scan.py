@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -47,16 +48,16 @@ def test_collect_reads_manifests_and_workloads_of_each_stack(tmp_path: Path) -> 
     assert written == ["manifests-saxml.yaml", "workloads-job.yaml"]
 
 
-EXCEPTIONS = [
+EXCEPTIONS: list[dict[str, Any]] = [
     {"kind": "ClusterRole", "name": "manager-role", "checks": {"CKV_K8S_155": "own webhooks only"}},
     {"kind": "Deployment", "namespace": "ns", "name": "ctl", "checks": {"CKV_K8S_43": "tag", "CKV_K8S_38": "api"}},
 ]
 
 
 def test_listed_chart_objects_get_their_exceptions_after_the_skips_they_have() -> None:
-    deployment = {"kind": "Deployment", "metadata": {"name": "ctl", "namespace": "ns",
+    deployment: dict[str, Any] = {"kind": "Deployment", "metadata": {"name": "ctl", "namespace": "ns",
                                                     "annotations": {"checkov.io/skip1": "CKV_K8S_11=cpu"}}}  # fmt: skip
-    role = {"kind": "ClusterRole", "metadata": {"name": "manager-role"}}
+    role: dict[str, Any] = {"kind": "ClusterRole", "metadata": {"name": "manager-role"}}
     other = {"kind": "Deployment", "metadata": {"name": "ctl", "namespace": "elsewhere"}}
     annotate([deployment, role, other], EXCEPTIONS)
     assert deployment["metadata"]["annotations"] == {
