@@ -590,6 +590,44 @@ def validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> No
                 _say(report, f"container {container.get('name')!r}: {problem}")
 
 
+DIGEST_REFERENCE = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def _digest_exceptions(args: ResourceValidationArgs) -> dict[str, str]:
+    """Reviewed image -> reason; an entry without a reason excuses nothing."""
+    entries = args.get_config().get("exceptions")
+    if not isinstance(entries, Sequence) or isinstance(entries, str):
+        return {}
+    return {
+        str(e["image"]): str(e["reason"])
+        for e in entries
+        if isinstance(e, Mapping) and e.get("image") and str(e.get("reason") or "").strip()
+    }
+
+
+def validate_image_digests(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """A tag can be moved to other content; only a digest names exactly the image a protected stack was reviewed
+    with. Tag-pinned images a protected stack still runs are listed, each with its reason, in the policy config
+    (`exceptions`), so the list is reviewed and adding the digest ends the exception."""
+    if not _workload(args):
+        return
+    stack = _stack_of(args.urn)
+    if stack not in _config(args, "protectedStacks", DEFAULT_PROTECTED_STACKS):
+        return
+    excepted = _digest_exceptions(args)
+    for pod in _pod_specs(args.props.get("spec")):
+        for container in _containers(pod):
+            image = str(container.get("image") or "")
+            if DIGEST_REFERENCE.search(image) or image in excepted:
+                continue
+            _say(
+                report,
+                f"container {container.get('name')!r}: image {image!r} is not pinned by digest and stack {stack!r} "
+                "is protected: append @sha256:<digest>, or list the image with its reason under "
+                "images-by-digest.exceptions in the policy config",
+            )
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Protection and hygiene
 
@@ -825,6 +863,22 @@ PROTECTED_STACKS_SCHEMA = PolicyConfigSchema(
         }
     }
 )
+IMAGE_DIGESTS_SCHEMA = PolicyConfigSchema(
+    properties={
+        "protectedStacks": PROTECTED_STACKS_SCHEMA.properties["protectedStacks"],
+        "exceptions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"image": {"type": "string"}, "reason": {"type": "string", "minLength": 1}},
+                "required": ["image", "reason"],
+                "additionalProperties": False,
+            },
+            "default": [],
+            "description": "Reviewed images a protected stack may still run by tag, each with its reason",
+        },
+    }
+)
 REQUIRED_LABELS_SCHEMA = PolicyConfigSchema(
     properties={
         "requiredLabels": {
@@ -929,6 +983,13 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         description="Helm charts pin one exact version; container images pin a tag (not latest) or a digest.",
         validate=validate_pinned,
         enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="images-by-digest",
+        description="In protected stacks every container image is pinned by @sha256 digest, or a reviewed exception.",
+        validate=validate_image_digests,
+        enforcement_level=MANDATORY,
+        config_schema=IMAGE_DIGESTS_SCHEMA,
     ),
     ResourceValidationPolicy(
         name="protected-stack-resources",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from offline import __main__ as cli
-from offline import charts
+from offline import charts, policy_check
 from offline.engine import Plan, run_stack
 from offline.validate import validate_all
 
@@ -240,7 +240,8 @@ def test_a_chart_version_that_is_not_vendored_fails_the_preview(
 
 
 def test_plan_json_holds_the_rendered_children_one_per_line(tmp_path: Path) -> None:
-    assert cli.main(["preview", "--stack", "prod", "--out", str(tmp_path), "--quiet"]) == 0
+    argv = ["preview", "--stack", "prod", "--out", str(tmp_path), "--quiet"]
+    assert cli.main([*argv, "--policy-config", str(policy_check.TEAM_CONFIG)]) == 0
     text = (tmp_path / "plan.json").read_text()
     plan = json.loads(text)
     children = [r for r in plan["resources"] if r.get("rendered")]
