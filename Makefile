@@ -5,6 +5,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 HELM := .tools/bin/helm
 STACK ?= dev
+# The team's policy config (reviewed exceptions, e.g. prod's tag-pinned images); the workflows pass the same file.
+POLICY_CONFIG ?= policies/config.json
 
 .PHONY: preview test lint typecheck unit bench urns workloads scan clean helm
 
@@ -20,7 +22,7 @@ $(HELM): offline/helm.py | $(STAMP)
 helm: $(HELM)
 
 preview: $(STAMP) $(HELM)
-	$(PY) -m offline preview --stack $(STACK)
+	$(PY) -m offline preview --stack $(STACK) --policy-config $(POLICY_CONFIG)
 
 workloads: $(STAMP)
 	$(PY) -m offline workloads --stack $(STACK)
@@ -56,7 +58,7 @@ $(SCAN_STAMP): requirements-scan.txt constraints-scan.txt
 
 scan: $(STAMP) $(HELM) $(SCAN_STAMP)
 	for stack in $(SCAN_STACKS); do \
-		$(PY) -m offline preview --stack $$stack --quiet >/dev/null && \
+		$(PY) -m offline preview --stack $$stack --policy-config $(POLICY_CONFIG) --quiet >/dev/null && \
 		$(PY) -m offline workloads --stack $$stack >/dev/null || exit 1; \
 	done
 	$(PY) -m security $(SCAN_STACKS)

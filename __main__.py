@@ -20,7 +20,13 @@ from components.gke_cluster import GkeCluster
 from components.jobset_install import JobSetInstall
 from components.kueue_install import KueueInstall
 from components.kueue_queues import KueueQueues
-from components.network_policies import NamespacePolicies, controller_policies, training_policies
+from components.network_policies import (
+    JOBSET_API_SERVER_PORTS,
+    KUEUE_API_SERVER_PORTS,
+    NamespacePolicies,
+    controller_policies,
+    training_policies,
+)
 from components.saxml import Saxml
 from components.tpu_slice_pools import TpuSlicePools
 from components.workload_identity import BucketRole, WorkloadIdentity
@@ -52,13 +58,13 @@ pulumi.export(
 )
 pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in queue_pools(config)})
 # Default deny in every namespace the stack creates; then what the controllers and training pods need.
-for prefix, install_namespace, namespace_name in (
-    ("jobset", jobset.namespace, JOBSET_NAMESPACE),
-    ("kueue", kueue.namespace, KUEUE_NAMESPACE),
+for prefix, install_namespace, namespace_name, ports in (
+    ("jobset", jobset.namespace, JOBSET_NAMESPACE, JOBSET_API_SERVER_PORTS),
+    ("kueue", kueue.namespace, KUEUE_NAMESPACE, KUEUE_API_SERVER_PORTS),
 ):
     NamespacePolicies(
         f"{prefix}-policies",
-        policies=controller_policies(namespace_name),
+        policies=controller_policies(namespace_name, ports),
         provider=cluster.provider,
         depends_on=[install_namespace],
     )

@@ -52,6 +52,7 @@ def _timed(
 
 def _preview_command(stack: str, config: Path | None, out: Path) -> list[str]:
     command = [sys.executable, "-m", "offline", "preview", "--stack", stack, "--quiet", "--out", str(out)]
+    command += ["--policy-config", str(REPO / "policies" / "config.json")]  # as `make preview` runs it
     return command + (["--config", str(config)] if config else [])
 
 

@@ -576,6 +576,8 @@ class TpuPoolConfig(_Model):
 KUEUE_NAMESPACE = "kueue-system"
 JOBSET_NAMESPACE = "jobset-system"
 _CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+"""An OCI image digest as a reference carries it after `@`."""
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
 _QUANTITY_MI = {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
 _MEMORY = re.compile(r"^(\d+)(Mi|Gi|Ti)$")
@@ -601,10 +603,15 @@ def _optional_k8s_name(name: str | None) -> str | None:
 
 
 class ChartsConfig(_Model):
-    """Pinned Helm chart versions; vendor/ holds these charts and the CRDs of these tags (offline checks)."""
+    """Pinned Helm chart versions; vendor/ holds these charts and the CRDs of these tags (offline checks).
+
+    The image digests pin each controller image beyond its tag (the charts' images are `v<chart version>`);
+    unset, the chart's tag is used and the image stays on the reviewed digest exception list."""
 
     kueue_version: str = "0.19.2"
     jobset_version: str = "0.12.0"
+    kueue_image_digest: str | None = None
+    jobset_image_digest: str | None = None
 
     @field_validator("kueue_version", "jobset_version")
     @classmethod
@@ -612,6 +619,22 @@ class ChartsConfig(_Model):
         if not _CHART_VERSION.match(version):
             raise ValueError(f"{version!r} is not a chart version like 0.19.2 (OCI chart versions have no 'v')")
         return version
+
+    @field_validator("kueue_image_digest", "jobset_image_digest")
+    @classmethod
+    def _digest(cls, digest: str | None) -> str | None:
+        if digest is not None and not DIGEST.match(digest):
+            raise ValueError(f"{digest!r} is not an image digest; write sha256: and its 64 hex digits")
+        return digest
+
+    @property
+    def kueue_image_tag(self) -> str | None:
+        """The chart's image tag with the digest appended (`v0.19.2@sha256:...`), or None: the chart's own tag."""
+        return f"v{self.kueue_version}@{self.kueue_image_digest}" if self.kueue_image_digest else None
+
+    @property
+    def jobset_image_tag(self) -> str | None:
+        return f"v{self.jobset_version}@{self.jobset_image_digest}" if self.jobset_image_digest else None
 
 
 def _share(value: int | str) -> int | str:
@@ -1119,8 +1142,11 @@ class BucketConfig(_Model):
 
 
 def _pinned_image(image: str) -> str:
-    tag = image.rsplit("/", 1)[-1].partition(":")[2]
-    if "@sha256:" not in image and (not tag or tag == "latest"):
+    name, _, digest = image.partition("@")
+    if digest and not DIGEST.match(digest):
+        raise ValueError(f"{image!r}: {digest!r} is not a digest; write @sha256: and its 64 hex digits")
+    tag = name.rsplit("/", 1)[-1].partition(":")[2]
+    if not digest and (not tag or tag == "latest"):
         raise ValueError(f"{image!r} is not pinned; use an explicit version tag or an @sha256 digest, never latest")
     return image
 

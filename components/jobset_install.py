@@ -13,15 +13,32 @@ import pulumi_kubernetes as k8s
 
 from components.config import JOBSET_NAMESPACE, StackConfig, controller_resources
 from components.kubernetes_object import KubernetesObject
+from components.pod_security import (
+    CONTROLLER_POD_SECURITY,
+    CONTROLLER_TOKEN_EXCEPTION,
+    chart_tag_exception,
+    skip_annotations,
+)
 
 JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 
 
 def chart_values(config: StackConfig) -> dict[str, Any]:
+    """The chart's values: a pulled-every-time image (by digest when configured), the controller on the system
+    pool as its image's non-root user, and the remaining scan exceptions written on its Deployment."""
+    image: dict[str, Any] = {"pullPolicy": "Always"}
+    exceptions = dict(CONTROLLER_TOKEN_EXCEPTION)
+    if config.charts.jobset_image_tag:
+        image["tag"] = config.charts.jobset_image_tag
+    else:
+        exceptions.update(chart_tag_exception("jobsetImageDigest"))
     return {
+        "image": image,
         "controller": {
             "resources": controller_resources(config),
             "nodeSelector": config.system_node_selector,
+            "podSecurityContext": CONTROLLER_POD_SECURITY,
+            "annotations": skip_annotations(exceptions),
         },
         "certManager": {"enable": False},
         "prometheus": {"enable": False},

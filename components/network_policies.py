@@ -18,8 +18,8 @@ import pulumi_kubernetes as k8s
 from components.kubernetes_object import KubernetesObject
 
 API_VERSION = "networking.k8s.io/v1"
-# GKE metadata server: 169.254.169.254:80 for clients; on Dataplane V2 the server itself listens on
-# 169.254.169.252:988, which a NetworkPolicy must also allow for Workload Identity.
+# GKE metadata server (Workload Identity tokens), as GKE's Workload Identity page asks of a strict egress
+# policy: 169.254.169.252/32 on 988 always, and on Dataplane V2 also 169.254.169.254/32 on 80.
 METADATA_EGRESS = (("169.254.169.254/32", 80), ("169.254.169.252/32", 988))
 HTTPS = 443
 
@@ -86,21 +86,27 @@ def allow_clients(
     )
 
 
-CONTROLLER_PORTS = (9443, 8082)
-"""Ports the API server calls in a chart's controller: admission webhooks (9443) and Kueue's visibility API (8082)."""
+WEBHOOK_PORT = 9443
+KUEUE_VISIBILITY_PORT = 8082
+KUEUE_API_SERVER_PORTS = (WEBHOOK_PORT, KUEUE_VISIBILITY_PORT)
+"""Pod ports the API server calls in Kueue's controller: the webhook Service (443 -> 9443) and the visibility
+APIService's Service (443 -> 8082), as the Kueue 0.19.2 chart renders them."""
+JOBSET_API_SERVER_PORTS = (WEBHOOK_PORT,)
+"""JobSet 0.12.0's only Service the API server calls: its webhook (443 -> the `webhook` port, 9443)."""
 
 
-def controller_policies(namespace: str) -> list[dict[str, Any]]:
-    """A chart's controller namespace: deny, then the API server's calls in and the controller's calls out (HTTPS).
+def controller_policies(namespace: str, ports: Sequence[int]) -> list[dict[str, Any]]:
+    """A chart's controller namespace: deny, then the API server's calls in on `ports` (pod ports, after the
+    Service's translation) and the controller's calls out (HTTPS).
 
-    The control plane has no pod-network address to select, so the webhook ports admit any source."""
+    The control plane has no pod-network address to select, so these ports admit any source."""
     webhooks = _policy(
         "allow-api-server-calls",
         namespace,
         {
             "podSelector": {},
             "policyTypes": ["Ingress"],
-            "ingress": [{"ports": [{"protocol": "TCP", "port": port} for port in CONTROLLER_PORTS]}],
+            "ingress": [{"ports": [{"protocol": "TCP", "port": port} for port in ports]}],
         },
     )
     return [default_deny(namespace), allow_platform_egress(namespace), webhooks]

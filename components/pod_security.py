@@ -34,6 +34,22 @@ NO_HOST_RESOURCES = {
 CPU_LIMIT_EXCEPTION = {"CKV_K8S_11": "no CPU limit on a TPU pod: throttling the host starves the TPU input pipeline"}
 TAG_EXCEPTION = {"CKV_K8S_43": "image pinned by tag; set an @sha256 digest in the stack config to remove this"}
 
+# The Kueue and JobSet controllers: their images run as 65532:65532 (`USER` in both projects' Dockerfiles).
+CONTROLLER_POD_SECURITY = {
+    **POD_SECCOMP,
+    "runAsNonRoot": True,
+    "runAsUser": NON_ROOT_UID,
+    "runAsGroup": NON_ROOT_UID,
+}
+CONTROLLER_TOKEN_EXCEPTION = {
+    "CKV_K8S_38": "a controller watches and writes the Kubernetes API with its service account token"
+}
+
+
+def chart_tag_exception(digest_key: str) -> dict[str, str]:
+    """CKV_K8S_43 on a chart's controller until `tpu-stack:charts.<digest_key>` pins its image by digest."""
+    return {"CKV_K8S_43": f"image pinned by the chart's tag; set tpu-stack:charts.{digest_key} to pin its digest"}
+
 
 def cpu_pod(container: dict[str, Any], *, port: int) -> dict[str, Any]:
     """Pod spec fields of a restricted CPU pod around `container` (which gets securityContext, probes, /tmp)."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import tarfile
 import tempfile
@@ -137,10 +138,29 @@ def chart_defaults(archive: Path) -> dict[str, Any]:
         return yaml.load(handle.read(), Loader=yaml.CSafeLoader) or {}
 
 
-def unknown_value_keys(values: Mapping[str, Any], defaults: Any, prefix: str = "") -> list[str]:
+_WHOLE_VALUE = re.compile(r"\b(?:toYaml|with)\s+\.Values\.([A-Za-z0-9_.]+)")
+
+
+@cache
+def whole_values(archive: Path) -> frozenset[str]:
+    """Values paths the chart's templates render whole (`toYaml .Values.x`, or `with .Values.x` then `toYaml .`):
+    a Kubernetes object such as a securityContext, whose every field the chart passes through."""
+    with tarfile.open(archive) as packed:
+        texts = [
+            handle.read().decode()
+            for member in packed.getmembers()
+            if "/templates/" in member.name and (handle := packed.extractfile(member)) is not None
+        ]
+    return frozenset(path for text in texts for path in _WHOLE_VALUE.findall(text))
+
+
+def unknown_value_keys(
+    values: Mapping[str, Any], defaults: Any, prefix: str = "", whole: frozenset[str] = frozenset()
+) -> list[str]:
     """Dotted keys of `values` that the chart's values.yaml does not define. Below a default that is an
-    empty mapping (nodeSelector: {}), a list or a scalar, any content is the chart's to accept."""
-    if not isinstance(defaults, Mapping) or not defaults:
+    empty mapping (nodeSelector: {}), a list or a scalar, or a path in `whole`, any content is the chart's
+    to accept."""
+    if not isinstance(defaults, Mapping) or not defaults or prefix.rstrip(".") in whole:
         return []
     unknown = []
     for key, value in values.items():
@@ -148,7 +168,7 @@ def unknown_value_keys(values: Mapping[str, Any], defaults: Any, prefix: str = "
         if key not in defaults:
             unknown.append(path)
         elif isinstance(value, Mapping):
-            unknown += unknown_value_keys(value, defaults[key], f"{path}.")
+            unknown += unknown_value_keys(value, defaults[key], f"{path}.", whole)
     return unknown
 
 
@@ -159,7 +179,7 @@ def check(chart: ChartRequest) -> None:
             f"chart {chart.chart} version {chart.version} is not vendored (vendor/charts/{chart.archive.name}); "
             "use a vendored version or add it with vendor/refresh.sh"
         )
-    unknown = unknown_value_keys(chart.values, chart_defaults(chart.archive))
+    unknown = unknown_value_keys(chart.values, chart_defaults(chart.archive), whole=whole_values(chart.archive))
     if unknown:
         keys = ", ".join(unknown)
         raise ChartError(

@@ -44,6 +44,9 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
+TEAM_CONFIG = POLICY_DIR / "config.json"
+"""The team's policy config (reviewed exceptions): `make preview` passes it as --policy-config, the workflows as
+`--policy-pack-config`."""
 PACK_NAME = "tpu-stack"
 UNKNOWN_MARKER = "[unknown]"
 """How the offline engine writes a value preview cannot know (offline/engine.py `_plain`)."""

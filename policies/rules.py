@@ -15,6 +15,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from pulumi_policy import (
@@ -589,6 +590,44 @@ def validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> No
                 _say(report, f"container {container.get('name')!r}: {problem}")
 
 
+DIGEST_REFERENCE = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def _digest_exceptions(args: ResourceValidationArgs) -> dict[str, str]:
+    """Reviewed image -> reason; an entry without a reason excuses nothing."""
+    entries = args.get_config().get("exceptions")
+    if not isinstance(entries, Sequence) or isinstance(entries, str):
+        return {}
+    return {
+        str(e["image"]): str(e["reason"])
+        for e in entries
+        if isinstance(e, Mapping) and e.get("image") and str(e.get("reason") or "").strip()
+    }
+
+
+def validate_image_digests(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """A tag can be moved to other content; only a digest names exactly the image a protected stack was reviewed
+    with. Tag-pinned images a protected stack still runs are listed, each with its reason, in the policy config
+    (`exceptions`), so the list is reviewed and adding the digest ends the exception."""
+    if not _workload(args):
+        return
+    stack = _stack_of(args.urn)
+    if stack not in _config(args, "protectedStacks", DEFAULT_PROTECTED_STACKS):
+        return
+    excepted = _digest_exceptions(args)
+    for pod in _pod_specs(args.props.get("spec")):
+        for container in _containers(pod):
+            image = str(container.get("image") or "")
+            if DIGEST_REFERENCE.search(image) or image in excepted:
+                continue
+            _say(
+                report,
+                f"container {container.get('name')!r}: image {image!r} is not pinned by digest and stack {stack!r} "
+                "is protected: append @sha256:<digest>, or list the image with its reason under "
+                "images-by-digest.exceptions in the policy config",
+            )
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Protection and hygiene
 
@@ -711,17 +750,50 @@ def _pool_chips(resources: list[PolicyResource]) -> list[tuple[dict[str, str], i
     return pools
 
 
-def _nominal_tpu(resource: PolicyResource) -> dict[str, int]:
-    """Flavor name -> nominal google.com/tpu quota of a ClusterQueue or Cohort."""
-    quotas: dict[str, int] = {}
+_QUANTITY = re.compile(r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
+_QUANTITY_SUFFIX = {
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: Decimal(10) ** e for s, e in (("n", -9), ("u", -6), ("m", -3), ("k", 3), ("M", 6), ("G", 9), ("T", 12),
+                                        ("P", 15), ("E", 18))},
+}  # fmt: skip
+
+
+def _quantity(value: Any) -> Decimal | None:
+    """A Kubernetes resource quantity (16, 16.0, "16", "1k", "500m") as a number; None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return Decimal(str(value))
+    match = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        return None
+    suffix = match["suffix"] or ""
+    scale = Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _QUANTITY_SUFFIX.get(suffix, Decimal(1))
+    return Decimal(match["number"]) * scale
+
+
+def _nominal_tpu(resource: PolicyResource) -> tuple[dict[str, Decimal], list[str]]:
+    """Flavor name -> nominal google.com/tpu quota of a ClusterQueue or Cohort, and the quotas that are not
+    quantities at all. The API server takes a quantity as a number or a string ("16"); both count."""
+    quotas: dict[str, Decimal] = {}
+    problems = []
     for group in _list(_get(resource.props, "spec.resourceGroups")):
         for flavor in _list(_get(group, "flavors")):
             for entry in _list(_get(flavor, "resources")):
-                if _get(entry, "name") == tpu_catalog.TPU_RESOURCE:
-                    amount = _int(_get(entry, "nominalQuota")) or 0
-                    name = str(_get(flavor, "name"))
-                    quotas[name] = quotas.get(name, 0) + amount
-    return quotas
+                if _get(entry, "name") != tpu_catalog.TPU_RESOURCE:
+                    continue
+                name = str(_get(flavor, "name"))
+                raw = _get(entry, "nominalQuota", 0)
+                amount = _quantity(raw)
+                if amount is None:
+                    problems.append(
+                        f"{resource.resource_type.rsplit(':', 1)[-1]} {resource.name!r}: nominalQuota {raw!r} of "
+                        f"{tpu_catalog.TPU_RESOURCE} in flavor {name!r} is not a quantity; write the chips as a "
+                        "number, e.g. 16"
+                    )
+                    continue
+                quotas[name] = quotas.get(name, Decimal(0)) + amount
+    return quotas, problems
 
 
 def _provisions_itself(resources: list[PolicyResource]) -> bool:
@@ -743,11 +815,14 @@ def validate_quota(args: StackValidationArgs, report: ReportViolation) -> None:
     """
     resources = list(args.resources)
     pools = _pool_chips(resources)
-    quota: dict[str, int] = {}
+    quota: dict[str, Decimal] = {}
     for resource in resources:
         if _kueue(resource, "ClusterQueue") or _kueue(resource, "Cohort"):
-            for name, amount in _nominal_tpu(resource).items():
-                quota[name] = quota.get(name, 0) + amount
+            amounts, problems = _nominal_tpu(resource)
+            for problem in problems:
+                report(problem, resource.urn)
+            for name, amount in amounts.items():
+                quota[name] = quota.get(name, Decimal(0)) + amount
     self_provisioning = _provisions_itself(resources)
     for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
         name = str(_get(flavor.props, "metadata.name") or flavor.name)
@@ -758,7 +833,8 @@ def validate_quota(args: StackValidationArgs, report: ReportViolation) -> None:
         chips = sum(matching)
         if quota.get(name, 0) > chips:
             report(
-                f"ResourceFlavor {name!r}: queues hold {quota[name]} {tpu_catalog.TPU_RESOURCE} nominal quota but "
+                f"ResourceFlavor {name!r}: queues hold {quota[name].normalize():f} {tpu_catalog.TPU_RESOURCE} "
+                "nominal quota but "
                 f"the {len(matching)} matching node pool(s) provide {chips} chips; lower the ClusterQueue "
                 "nominalQuota or add slices",
                 flavor.urn,
@@ -785,6 +861,22 @@ PROTECTED_STACKS_SCHEMA = PolicyConfigSchema(
             "default": DEFAULT_PROTECTED_STACKS,
             "description": "Stacks whose cluster and bucket must be protected",
         }
+    }
+)
+IMAGE_DIGESTS_SCHEMA = PolicyConfigSchema(
+    properties={
+        "protectedStacks": PROTECTED_STACKS_SCHEMA.properties["protectedStacks"],
+        "exceptions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"image": {"type": "string"}, "reason": {"type": "string", "minLength": 1}},
+                "required": ["image", "reason"],
+                "additionalProperties": False,
+            },
+            "default": [],
+            "description": "Reviewed images a protected stack may still run by tag, each with its reason",
+        },
     }
 )
 REQUIRED_LABELS_SCHEMA = PolicyConfigSchema(
@@ -891,6 +983,13 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         description="Helm charts pin one exact version; container images pin a tag (not latest) or a digest.",
         validate=validate_pinned,
         enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="images-by-digest",
+        description="In protected stacks every container image is pinned by @sha256 digest, or a reviewed exception.",
+        validate=validate_image_digests,
+        enforcement_level=MANDATORY,
+        config_schema=IMAGE_DIGESTS_SCHEMA,
     ),
     ResourceValidationPolicy(
         name="protected-stack-resources",

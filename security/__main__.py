@@ -3,7 +3,8 @@
 Reads the offline preview's manifests and the example workloads of each stack (`make scan` writes them
 first) and unwraps every JobSet into one batch/v1 Job per replicated job, so checkov's pod checks reach the
 pod templates inside the JobSet, which it does not know. The JobSet's annotations travel to the Jobs: a
-documented exception (`checkov.io/skip<n>`) on the JobSet holds for its pods.
+documented exception (`checkov.io/skip<n>`) on the JobSet holds for its pods. Objects the charts render that the
+stack cannot annotate get their reviewed exceptions from chart_exceptions.yaml, written the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +18,35 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = ("manifests", "workloads")
+CHART_EXCEPTIONS = Path(__file__).resolve().parent / "chart_exceptions.yaml"
+SKIP_PREFIX = "checkov.io/skip"
+
+
+def chart_exceptions(path: Path = CHART_EXCEPTIONS) -> list[dict[str, Any]]:
+    """The reviewed exception entries: kind, name, namespace (absent: cluster-scoped), checks (id -> reason)."""
+    entries: list[dict[str, Any]] = yaml.safe_load(path.read_text())
+    return entries
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str | None, str]:
+    meta = obj.get("metadata") or {}
+    return str(obj.get("kind")), meta.get("namespace"), str(meta.get("name"))
+
+
+def annotate(objects: list[dict[str, Any]], exceptions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects, each listed one carrying its exceptions as `checkov.io/skip<n>: <check>=<reason>` after any
+    skips it already has."""
+    by_key = {(e["kind"], e.get("namespace"), e["name"]): e["checks"] for e in exceptions}
+    for obj in objects:
+        checks = by_key.get(_key(obj))
+        if not checks:
+            continue
+        annotations = obj.setdefault("metadata", {}).setdefault("annotations", {}) or {}
+        taken = sum(1 for key in annotations if key.startswith(SKIP_PREFIX))
+        for n, (check, reason) in enumerate(sorted(checks.items()), taken + 1):
+            annotations[f"{SKIP_PREFIX}{n}"] = f"{check}={reason}"
+        obj["metadata"]["annotations"] = annotations
+    return objects
 
 
 def unwrap(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -35,11 +65,13 @@ def unwrap(obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def rendered(build: Path, stack: str) -> Iterator[tuple[Path, list[dict[str, Any]]]]:
-    """(source file, its objects with JobSets unwrapped) for every manifest and workload of the stack."""
+    """(source file, its objects with JobSets unwrapped and chart exceptions written) for every manifest and
+    workload of the stack."""
+    exceptions = chart_exceptions()
     for source in SOURCES:
         for path in sorted((build / stack / source).glob("*.yaml")):
             objects = [o for o in yaml.safe_load_all(path.read_text()) if isinstance(o, dict)]
-            yield path, [out for obj in objects for out in unwrap(obj)]
+            yield path, annotate([out for obj in objects for out in unwrap(obj)], exceptions)
 
 
 def collect(build: Path, stacks: list[str], out: Path) -> int:

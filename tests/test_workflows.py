@@ -49,6 +49,8 @@ def test_pull_requests_preview_every_stack_with_the_policy_pack_and_comment() ->
     assert pulumi["uses"] == "pulumi/actions@8e5e406f4007fca908480587cb9893c07090f58d"
     assert pulumi["with"]["command"] == "preview" and pulumi["with"]["comment-on-pr"] is True
     assert pulumi["with"]["policyPacks"] == "policies"
+    # The reviewed exceptions (prod's tag-pinned images) reach the real CLI as --policy-pack-config.
+    assert pulumi["with"]["policyPackConfigs"] == "policies/config.json"
 
 
 def test_deploys_dev_then_prod_behind_an_environment() -> None:
@@ -60,6 +62,7 @@ def test_deploys_dev_then_prod_behind_an_environment() -> None:
     assert up["environment"] == "${{ matrix.stack }}"
     (pulumi,) = steps_using(up, "pulumi/actions")
     assert pulumi["with"]["command"] == "up" and pulumi["with"]["policyPacks"] == "policies"
+    assert pulumi["with"]["policyPackConfigs"] == "policies/config.json"
 
 
 def test_every_action_is_pinned_to_a_commit_with_its_version_in_a_comment() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.config import ConfigError
 from offline.engine import Plan, run_program
 from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
@@ -29,6 +30,14 @@ KUEUE_CONFIG_FIELDS = {
     "admissionFairSharing", "resources", "featureGates", "objectRetentionPolicies", "webhook", "leaderElection",
     "metrics", "health", "pprofBindAddress", "controller", "tls",
 }  # fmt: skip
+CONTROLLER_POD = {
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+    "runAsGroup": 65532,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+KUEUE_DIGEST = "sha256:" + "1" * 64
+JOBSET_DIGEST = "sha256:" + "2" * 64
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +67,18 @@ def test_jobset_chart_from_its_oci_registry_pinned_in_its_namespace(plan: Plan) 
         "version": "0.12.0",
         "namespace": "jobset-system",
         "values": {
+            "image": {"pullPolicy": "Always"},
             "controller": {
                 "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
                 "nodeSelector": {"cloud.google.com/gke-nodepool": "system"},
+                # The image's own user (USER 65532:65532 in JobSet's Dockerfile): checkov wants a UID > 10000.
+                "podSecurityContext": CONTROLLER_POD,
+                "annotations": {
+                    "checkov.io/skip1": "CKV_K8S_38=a controller watches and writes the Kubernetes API with its "
+                    "service account token",
+                    "checkov.io/skip2": "CKV_K8S_43=image pinned by the chart's tag; set "
+                    "tpu-stack:charts.jobsetImageDigest to pin its digest",
+                },
             },
             # Both would need APIs GKE does not have (cert-manager, the Prometheus operator's ServiceMonitor).
             "certManager": {"enable": False},
@@ -88,7 +106,9 @@ def test_kueue_chart_from_its_oci_registry_pinned_in_its_namespace(plan: Plan) -
     }
     assert values["controllerManager"] == {
         "manager": {
-            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+            "image": {"pullPolicy": "Always"},
+            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+            "podSecurityContext": CONTROLLER_POD,
         },
         "nodeSelector": {"cloud.google.com/gke-nodepool": "system"},
     }
@@ -143,3 +163,25 @@ def test_controllers_grow_with_the_cluster_and_follow_autopilot(run: StackRunner
     autopilot = run({"tpu-stack:cluster": {"mode": "autopilot"}})
     assert chart(autopilot, "kueue")["inputs"]["values"]["controllerManager"]["nodeSelector"] == {}
     assert chart(autopilot, "jobset")["inputs"]["values"]["controller"]["nodeSelector"] == {}
+
+
+def test_image_digests_pin_the_controllers_and_end_the_tag_exception(run: StackRunner) -> None:
+    digests = {"kueueImageDigest": KUEUE_DIGEST, "jobsetImageDigest": JOBSET_DIGEST}
+    plan = run({"tpu-stack:charts": digests})
+    kueue_image = chart(plan, "kueue")["inputs"]["values"]["controllerManager"]["manager"]["image"]
+    assert kueue_image == {"pullPolicy": "Always", "tag": f"v0.19.2@{KUEUE_DIGEST}"}
+    jobset_values = chart(plan, "jobset")["inputs"]["values"]
+    assert jobset_values["image"] == {"pullPolicy": "Always", "tag": f"v0.12.0@{JOBSET_DIGEST}"}
+    assert jobset_values["controller"]["annotations"] == {
+        "checkov.io/skip1": "CKV_K8S_38=a controller watches and writes the Kubernetes API with its "
+        "service account token"
+    }
+
+
+@pytest.mark.parametrize("key", ["kueueImageDigest", "jobsetImageDigest"])
+def test_a_malformed_image_digest_is_a_config_error(run: StackRunner, key: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        run({"tpu-stack:charts": {key: "sha256:abc"}})
+    assert error.value.lines == [
+        f"tpu-stack:charts.{key}: 'sha256:abc' is not an image digest; write sha256: and its 64 hex digits"
+    ]

@@ -394,6 +394,9 @@ CASES = [
     ("latest image", with_saxml(images={"adminServer": "registry:5000/sax-admin-server:latest"}),
      "tpu-stack:saxml.images.adminServer: 'registry:5000/sax-admin-server:latest' is not pinned; use an explicit "
      "version tag or an @sha256 digest, never latest"),
+    ("short digest", with_saxml(images={"modelServer": "registry/sax-model-server@sha256:abc"}),
+     "tpu-stack:saxml.images.modelServer: 'registry/sax-model-server@sha256:abc': 'sha256:abc' is not a digest; "
+     "write @sha256: and its 64 hex digits"),
     ("bad cell", with_saxml(cell="test"),
      "tpu-stack:saxml.cell: 'test' is not a Saxml cell; use /sax/<name>, e.g. /sax/test"),
     ("negative restarts", with_saxml(maxRestarts=-1),

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from offline import __main__ as cli
-from offline import charts
+from offline import charts, policy_check
 from offline.engine import Plan, run_stack
 from offline.validate import validate_all
 
@@ -178,6 +178,31 @@ def test_unknown_values_keys_are_named_with_their_path() -> None:
     assert charts.unknown_value_keys(values, defaults) == ["controllerManager.manger", "replica"]
 
 
+def test_fields_of_an_object_the_chart_renders_whole_are_accepted_misspellings_around_it_are_not() -> None:
+    """JobSet's template renders `with .Values.controller.podSecurityContext` whole (toYaml): every
+    PodSecurityContext field passes through, though values.yaml lists only runAsNonRoot and seccompProfile."""
+    archive = charts.CHART_DIR / "jobset-0.12.0.tgz"
+    whole = charts.whole_values(archive)
+    assert {"controller.podSecurityContext", "controller.securityContext", "controller.annotations"} <= whole
+    values = {"controller": {"podSecurityContext": {"runAsUser": 65532}, "podSecurityContex": {"runAsUser": 1}}}
+    defaults = charts.chart_defaults(archive)
+    assert charts.unknown_value_keys(values, defaults, whole=whole) == ["controller.podSecurityContex"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_controllers_run_as_their_images_user_and_pull_every_time(plans: dict[str, Plan], stack: str) -> None:
+    """Both images run as 65532:65532 (USER in the Kueue and JobSet Dockerfiles); checkov CKV_K8S_40 and 15."""
+    for name in ("kueue-chart:kueue-system/kueue-controller-manager", "jobset-chart:jobset-system/jobset-controller"):
+        pod = named(plans[stack], name)["inputs"]["spec"]["template"]["spec"]
+        assert pod["securityContext"] == {
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "runAsGroup": 65532,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
+        assert [c["imagePullPolicy"] for c in pod["containers"]] == ["Always"]
+
+
 def test_a_misspelled_values_key_fails_the_preview_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -215,7 +240,8 @@ def test_a_chart_version_that_is_not_vendored_fails_the_preview(
 
 
 def test_plan_json_holds_the_rendered_children_one_per_line(tmp_path: Path) -> None:
-    assert cli.main(["preview", "--stack", "prod", "--out", str(tmp_path), "--quiet"]) == 0
+    argv = ["preview", "--stack", "prod", "--out", str(tmp_path), "--quiet"]
+    assert cli.main([*argv, "--policy-config", str(policy_check.TEAM_CONFIG)]) == 0
     text = (tmp_path / "plan.json").read_text()
     plan = json.loads(text)
     children = [r for r in plan["resources"] if r.get("rendered")]

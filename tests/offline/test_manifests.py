@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from offline import __main__ as cli
+from offline import policy_check
 
 STACKS = ("dev", "prod")
 
@@ -25,7 +26,8 @@ def previews(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for stack in STACKS:
         folder = tmp_path_factory.mktemp(stack)
-        assert cli.main(["preview", "--stack", stack, "--out", str(folder), "--quiet"]) == 0
+        argv = ["preview", "--stack", stack, "--out", str(folder), "--quiet"]
+        assert cli.main([*argv, "--policy-config", str(policy_check.TEAM_CONFIG)]) == 0
         out[stack] = folder
     return out
 

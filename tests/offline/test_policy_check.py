@@ -17,6 +17,7 @@ from offline import policy_check
 from offline.engine import REPO, run_stack
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in REPO.glob("Pulumi.*.yaml"))
+TEAM_CONFIG: dict[str, Any] = json.loads(policy_check.TEAM_CONFIG.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def runs() -> dict[str, dict[str, list[dict[str, Any]]]]:
 def test_every_stack_has_no_mandatory_violation_in_each_real_engine_view(
     runs: dict[str, dict[str, list[dict[str, Any]]]], stack: str, view: policy_check.View
 ) -> None:
-    found = policy_check.evaluate(runs[stack][view.name], stack=stack, view=view)
+    found = policy_check.evaluate(runs[stack][view.name], stack=stack, view=view, config=TEAM_CONFIG)
     assert [v for v in found if v["level"] == "mandatory"] == []
     # Nothing is left unchecked for want of a value either: no "can't run policy during preview" notes.
     assert [v["message"] for v in found if "during preview" in v["message"]] == []
@@ -90,7 +91,7 @@ def test_prod_protects_what_the_protection_policy_checks() -> None:
     """The protection policy must see prod's options; dropping `protect` is what it catches."""
     plan = run_stack("prod")
     unprotected = [{**r, "protect": False} for r in plan.resources]
-    found = policy_check.evaluate(unprotected, stack="prod")
+    found = policy_check.evaluate(unprotected, stack="prod", config=TEAM_CONFIG)
     mandatory = [v for v in found if v["level"] == "mandatory"]
     assert {(v["policy"], v["urn"].rsplit("::", 1)[1]) for v in mandatory} == {
         ("protected-stack-resources", "tpu-prod"),
@@ -112,7 +113,8 @@ def test_preview_exits_1_and_reports_the_policy_the_resource_and_the_fix(
 ) -> None:
     stack_file = external_service_stack(tmp_path)
     policy_config = tmp_path / "policy-config.json"
-    policy_config.write_text(json.dumps({"no-open-load-balancer": {"allowedSourceRanges": ["10.0.0.0/8"]}}))
+    ranges = {"no-open-load-balancer": {"allowedSourceRanges": ["10.0.0.0/8"]}}
+    policy_config.write_text(json.dumps({**TEAM_CONFIG, **ranges}))
     argv = ["preview", "--stack", "prod", "--config", str(stack_file), "--out", str(tmp_path), "--quiet"]
     assert cli.main([*argv, "--policy-config", str(policy_config)]) == 1
     out = capsys.readouterr().out
@@ -124,8 +126,8 @@ def test_preview_exits_1_and_reports_the_policy_the_resource_and_the_fix(
     assert [v["policy"] for v in mandatory] == ["no-open-load-balancer"]
     assert mandatory[0]["urn"].endswith("kubernetes:core/v1:Service::saxml-http-lb")
 
-    # Without the policy config the range is narrow enough: the same stack passes.
-    assert cli.main(argv) == 0
+    # Without the allowed ranges the range is narrow enough: the same stack passes.
+    assert cli.main([*argv, "--policy-config", str(policy_check.TEAM_CONFIG)]) == 0
     assert "Policies: all passed" in capsys.readouterr().out
 
 
@@ -139,3 +141,46 @@ def test_a_bad_policy_config_is_exit_2_before_the_program_runs(
     assert cli.main(argv) == 2
     assert "error: policy config: policy config names unknown policies: no-such-policy" in capsys.readouterr().err
     assert not out_dir.exists()
+
+
+def digest_violations(stack: str, config: dict[str, Any] | None) -> list[str]:
+    """Images the images-by-digest policy reports in the stack's deployed view."""
+    found = policy_check.evaluate(run_stack(stack).resources, stack=stack, config=config)
+    return sorted(
+        v["message"].split("image ")[1].split(" is not")[0] for v in found if v["policy"] == "images-by-digest"
+    )
+
+
+def test_prod_runs_images_by_digest_or_by_a_reviewed_exception_that_is_still_used() -> None:
+    """Without the team's config prod's tag-pinned images are violations; each exception names one of them, so
+    one whose image got its digest (and is gone from prod) fails here until it is removed."""
+    tagged = digest_violations("prod", None)
+    assert tagged == [
+        "'registry.k8s.io/jobset/jobset:v0.12.0'",
+        "'registry.k8s.io/kueue/kueue:v0.19.2'",
+        "'us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0'",
+        "'us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0'",
+        "'us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0'",
+    ]
+    excepted = sorted(f"'{e['image']}'" for e in TEAM_CONFIG["images-by-digest"]["exceptions"])
+    assert excepted == tagged
+    assert all(len(e["reason"]) > 40 for e in TEAM_CONFIG["images-by-digest"]["exceptions"])
+    assert digest_violations("prod", TEAM_CONFIG) == []
+
+
+def test_a_digest_in_the_stack_config_ends_its_exception(tmp_path: Path) -> None:
+    data: dict[str, Any] = yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())
+    digest = "sha256:" + "0" * 64  # any well-formed digest: the policy checks the form, the registry the content
+    data["config"]["tpu-stack:charts"] = {**data["config"].get("tpu-stack:charts", {}), "kueueImageDigest": digest}
+    stack_file = tmp_path / "Pulumi.prod.yaml"
+    stack_file.write_text(yaml.safe_dump(data))
+    resources = run_stack("prod", config_file=stack_file).resources
+    images = {
+        c["image"]
+        for r in resources
+        if r["type"] == "kubernetes:apps/v1:Deployment"
+        for c in r["inputs"]["spec"]["template"]["spec"]["containers"]
+    }
+    assert f"registry.k8s.io/kueue/kueue:v0.19.2@{digest}" in images
+    found = policy_check.evaluate(resources, stack="prod", config={})
+    assert "registry.k8s.io/kueue/kueue" not in str([v for v in found if v["policy"] == "images-by-digest"])

@@ -33,6 +33,7 @@ EXPECTED = {
     "default-deny-network-policy": "mandatory",
     "kueue-quota-within-chips": "mandatory",
     "pinned-charts-and-images": "mandatory",
+    "images-by-digest": "mandatory",
     "protected-stack-resources": "mandatory",
     "tpu-node-auto-upgrade": "advisory",
     "required-labels": "advisory",
@@ -107,6 +108,7 @@ def test_the_analyzer_server_reports_every_policy_and_its_config_schema(rules: M
         "protected-stack-resources": {"protectedStacks"},
         "cluster-network": {"protectedStacks"},
         "required-labels": {"requiredLabels"},
+        "images-by-digest": {"protectedStacks", "exceptions"},
     }
 
 

@@ -543,6 +543,44 @@ def test_quota_may_not_exceed_the_chips_of_matching_pools(rules: ModuleType) -> 
     ]
 
 
+def string_quota(name: str, amount: str) -> dict[str, Any]:
+    """A ClusterQueue whose google.com/tpu quota is written as a string, which the API server accepts."""
+    queue = cluster_queue(name, {"flex": 0})
+    queue["inputs"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = amount
+    return queue
+
+
+@pytest.mark.parametrize(("amount", "total"), [("16", "24"), ("16.0", "24"), ("0.016k", "24"), ("16000m", "24")])
+def test_a_quota_written_as_a_quantity_string_still_counts(rules: ModuleType, amount: str, total: str) -> None:
+    """The baseline's queue holds 8 of flex's 8 chips; "16" more as a string makes 24."""
+    found = only(check(rules, [*baseline(), string_quota("strings", amount)]), "kueue-quota-within-chips")
+    assert [v["message"] for v in found] == [
+        f"ResourceFlavor 'flex': queues hold {total} google.com/tpu nominal quota but the 1 matching node "
+        "pool(s) provide 8 chips; lower the ClusterQueue nominalQuota or add slices"
+    ]
+
+
+def test_a_quota_string_that_is_not_a_quantity_is_a_violation(rules: ModuleType) -> None:
+    found = only(check(rules, [*baseline(), string_quota("words", "sixteen")]), "kueue-quota-within-chips")
+    assert found == [
+        {
+            "policy": "kueue-quota-within-chips",
+            "level": "mandatory",
+            "urn": "urn:pulumi:dev::tpu-stack::kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue::clusterqueue-words",
+            "message": "ClusterQueue 'clusterqueue-words': nominalQuota 'sixteen' of google.com/tpu in flavor 'flex' "
+            "is not a quantity; write the chips as a number, e.g. 16",
+        }
+    ]
+
+
+def test_a_quota_string_within_the_chips_passes(rules: ModuleType) -> None:
+    resources = baseline()
+    find(resources, "clusterqueue-team")["inputs"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0][
+        "nominalQuota"
+    ] = "8"
+    assert check(rules, resources) == []
+
+
 def test_pool_labels_come_from_the_catalog_provisioning_mode_and_the_pool(rules: ModuleType) -> None:
     resources = baseline()
     flex_labels = {
@@ -607,6 +645,62 @@ def test_a_per_zone_maximum_counts_once_per_zone(rules: ModuleType) -> None:
     )
 
 
+# --- images-by-digest ------------------------------------------------------------------------------------
+
+SAX_MODEL = "us-docker.pkg.dev/x/sax-model-server:v1.1.0"
+
+
+def test_a_protected_stack_runs_images_by_digest_only(rules: ModuleType) -> None:
+    """The baseline's model server is tag-pinned: fine in dev, a violation in prod (protected by default)."""
+    assert check(rules, baseline()) == []
+    found = only(check(rules, prod(baseline(), digests=False), stack="prod"), "images-by-digest")
+    assert found == [
+        {
+            "policy": "images-by-digest",
+            "level": "mandatory",
+            "urn": "urn:pulumi:prod::tpu-stack::kubernetes:jobset.x-k8s.io/v1alpha2:JobSet::servers",
+            "message": f"container 'model-server': image '{SAX_MODEL}' is not pinned by digest and stack 'prod' is "
+            "protected: append @sha256:<digest>, or list the image with its reason under images-by-digest.exceptions "
+            "in the policy config",
+        }
+    ]
+
+
+def test_a_reviewed_exception_with_a_reason_excuses_its_image_only(rules: ModuleType) -> None:
+    excepted = {"images-by-digest": {"exceptions": [{"image": SAX_MODEL, "reason": "no digest published yet"}]}}
+    assert check(rules, prod(baseline(), digests=False), stack="prod", config=excepted) == []
+    no_reason = {"images-by-digest": {"exceptions": [{"image": SAX_MODEL, "reason": " "}]}}
+    assert only(check(rules, prod(baseline(), digests=False), stack="prod", config=no_reason), "images-by-digest")
+    other = {"images-by-digest": {"exceptions": [{"image": SAX_MODEL.replace("v1.1.0", "v1.0.0"), "reason": "x"}]}}
+    assert only(check(rules, prod(baseline(), digests=False), stack="prod", config=other), "images-by-digest")
+
+
+@pytest.mark.parametrize(
+    "image",
+    [f"{SAX_MODEL}@sha256:" + "0" * 63, f"{SAX_MODEL}@sha256:" + "A" * 64, f"{SAX_MODEL}@sha512:" + "0" * 64],
+)
+def test_only_a_full_sha256_digest_pins(rules: ModuleType, image: str) -> None:
+    resources = prod(baseline(), digests=False)
+    put(find(resources, "servers"), "spec.replicatedJobs", [
+        {"name": "server", "template": {"spec": pod_template({"name": "model-server", "image": image})}}
+    ])  # fmt: skip
+    assert only(check(rules, resources, stack="prod"), "images-by-digest")
+    put(find(resources, "servers"), "spec.replicatedJobs", [
+        {"name": "server", "template": {"spec": pod_template({"name": "model-server",
+                                                               "image": f"{SAX_MODEL}@sha256:" + "0" * 64})}}
+    ])  # fmt: skip
+    assert check(rules, resources, stack="prod") == []
+
+
+def test_which_stacks_need_digests_comes_from_policy_config(rules: ModuleType) -> None:
+    config = {"images-by-digest": {"protectedStacks": ["staging"]}}
+    assert check(rules, prod(baseline(), digests=False), stack="prod", config=config) == []
+    staging = baseline()
+    for resource in staging:
+        resource["urn"] = resource["urn"].replace("urn:pulumi:dev::", "urn:pulumi:staging::")
+    assert only(check(rules, staging, stack="staging", config=config), "images-by-digest")
+
+
 # --- pinned-charts-and-images ----------------------------------------------------------------------------
 
 
@@ -651,8 +745,11 @@ def test_images_pin_a_tag_or_digest(rules: ModuleType, image: str, expected: str
 # --- protected-stack-resources ---------------------------------------------------------------------------
 
 
-def prod(resources: list[dict[str, Any]], protect: bool = True) -> list[dict[str, Any]]:
-    """The baseline as stack `prod`: URNs carry the stack name."""
+def prod(resources: list[dict[str, Any]], protect: bool = True, digests: bool = True) -> list[dict[str, Any]]:
+    """The baseline as stack `prod`: URNs carry the stack name; with `digests` the model server's image too."""
+    if digests:
+        server = find(resources, "servers")["inputs"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+        server["template"]["spec"]["containers"][0]["image"] = f"{SAX_MODEL}@sha256:" + "0" * 64
     for resource in resources:
         resource["urn"] = resource["urn"].replace("urn:pulumi:dev::", "urn:pulumi:prod::")
         if resource["name"] in ("tpu-dev", "data-bucket"):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
-from security.__main__ import collect, unwrap
+from offline.engine import run_stack
+from security.__main__ import annotate, chart_exceptions, collect, unwrap
 
 POD = {"containers": [{"name": "c", "image": "busybox:1.37.0"}], "restartPolicy": "Never"}
 JOBSET = {
@@ -43,3 +46,44 @@ def test_collect_reads_manifests_and_workloads_of_each_stack(tmp_path: Path) -> 
     assert collect(build, ["dev"], build / "scan") == 3
     written = sorted(p.name for p in (build / "scan" / "dev").iterdir())
     assert written == ["manifests-saxml.yaml", "workloads-job.yaml"]
+
+
+EXCEPTIONS: list[dict[str, Any]] = [
+    {"kind": "ClusterRole", "name": "manager-role", "checks": {"CKV_K8S_155": "own webhooks only"}},
+    {"kind": "Deployment", "namespace": "ns", "name": "ctl", "checks": {"CKV_K8S_43": "tag", "CKV_K8S_38": "api"}},
+]
+
+
+def test_listed_chart_objects_get_their_exceptions_after_the_skips_they_have() -> None:
+    deployment: dict[str, Any] = {"kind": "Deployment", "metadata": {"name": "ctl", "namespace": "ns",
+                                                    "annotations": {"checkov.io/skip1": "CKV_K8S_11=cpu"}}}  # fmt: skip
+    role: dict[str, Any] = {"kind": "ClusterRole", "metadata": {"name": "manager-role"}}
+    other = {"kind": "Deployment", "metadata": {"name": "ctl", "namespace": "elsewhere"}}
+    annotate([deployment, role, other], EXCEPTIONS)
+    assert deployment["metadata"]["annotations"] == {
+        "checkov.io/skip1": "CKV_K8S_11=cpu",
+        "checkov.io/skip2": "CKV_K8S_38=api",
+        "checkov.io/skip3": "CKV_K8S_43=tag",
+    }
+    assert role["metadata"]["annotations"] == {"checkov.io/skip1": "CKV_K8S_155=own webhooks only"}
+    assert "annotations" not in other["metadata"]
+
+
+def test_every_reviewed_chart_exception_has_a_reason_checkov_can_read() -> None:
+    for entry in chart_exceptions():
+        assert entry["kind"] and entry["name"] and entry["checks"]
+        for check, reason in entry["checks"].items():
+            assert check.startswith(("CKV_K8S_", "CKV2_K8S_"))
+            assert len(reason) > 20 and "=" not in reason, f"{check}: checkov splits the annotation at '='"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_reviewed_chart_exception_names_an_object_the_charts_render(stack: str) -> None:
+    """A stale entry (the chart renamed or dropped the object) would hide nothing and mislead the reader."""
+    rendered = {
+        (r["inputs"]["kind"], r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"])
+        for r in run_stack(stack).resources
+        if r.get("rendered")
+    }
+    for entry in chart_exceptions():
+        assert (entry["kind"], entry.get("namespace"), entry["name"]) in rendered
