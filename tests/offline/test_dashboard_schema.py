@@ -25,7 +25,8 @@ def test_an_unknown_widget_field_is_refused() -> None:
     data_set = {"timeSeriesQuery": {"prometheusQuery": "up"}, "plot": "LINE"}
     widget = {"title": "t", "xyChart": {"dataSets": [data_set]}}
     assert validate_dashboard(board(widget)) == [
-        "mosaicLayout.tiles[0].widget.xyChart.dataSets[0]: Additional properties are not allowed ('plot' was unexpected)"
+        "mosaicLayout.tiles[0].widget.xyChart.dataSets[0]: "
+        "Additional properties are not allowed ('plot' was unexpected)"
     ]
 
 
