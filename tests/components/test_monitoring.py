@@ -154,8 +154,6 @@ def test_outputs_give_the_dashboard_url(plans: dict[str, Plan], stack: str) -> N
 
 def test_kueue_reports_quota_per_cluster_queue(plans: dict[str, Plan]) -> None:
     """kueue_cluster_queue_resource_usage and _nominal_quota exist only with enableClusterQueueResources."""
-    (chart,) = plans["dev"].by_type("kubernetes:helm.sh/v4:Chart") and [
-        c for c in plans["dev"].by_type("kubernetes:helm.sh/v4:Chart") if c["name"] == "kueue-chart"
-    ]
+    chart = plans["dev"].one("kubernetes:helm.sh/v4:Chart", "kueue-chart")
     config = chart["inputs"]["values"]["managerConfig"]["controllerManagerConfigYaml"]
     assert "enableClusterQueueResources: true" in config
