@@ -16,10 +16,14 @@ from components.config import (
     queue_pools,
     queue_refs,
 )
+from components.controller_metrics import ControllerMetrics
 from components.gke_cluster import GkeCluster
+from components.jobset_install import CONTROLLER_LABELS as JOBSET_LABELS
 from components.jobset_install import JobSetInstall
+from components.kueue_install import CONTROLLER_LABELS as KUEUE_LABELS
 from components.kueue_install import KueueInstall
 from components.kueue_queues import KueueQueues
+from components.monitoring import Monitoring
 from components.network_policies import (
     JOBSET_API_SERVER_PORTS,
     KUEUE_API_SERVER_PORTS,
@@ -68,6 +72,19 @@ for prefix, install_namespace, namespace_name, ports in (
         provider=cluster.provider,
         depends_on=[install_namespace],
     )
+# Managed Service for Prometheus scrapes both controllers (their namespaces admit it on the metrics port).
+for release, install, namespace_name, labels in (
+    ("jobset", jobset, JOBSET_NAMESPACE, JOBSET_LABELS),
+    ("kueue", kueue, KUEUE_NAMESPACE, KUEUE_LABELS),
+):
+    ControllerMetrics(
+        f"{release}-metrics",
+        namespace=namespace_name,
+        release=release,
+        pod_labels=labels,
+        provider=cluster.provider,
+        depends_on=[install.namespace, install.chart],
+    )
 for name, namespace in queues.namespaces.items():
     NamespacePolicies(
         f"{name}-policies", policies=training_policies(name), provider=cluster.provider, depends_on=[namespace]
@@ -106,6 +123,9 @@ saxml = (
 if saxml:
     identities.append(saxml.identity)
 
+# --- observability: dashboard and alert policies from the pools and queues ---
+monitoring = Monitoring("monitoring", config=config)
+
 # --- outputs ---
 pulumi.export("clusterName", cluster.cluster.name)
 pulumi.export("clusterEndpoint", cluster.cluster.endpoint)
@@ -128,6 +148,7 @@ pulumi.export(
 )
 pulumi.export("bucketName", bucket.name)
 pulumi.export("bucketUrl", bucket.url)
+pulumi.export("dashboardUrl", monitoring.url)
 pulumi.export("identities", {identity.key: identity.summary() for identity in identities})
 if saxml and config.saxml:
     pulumi.export(

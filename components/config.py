@@ -1082,8 +1082,13 @@ class WorkloadRef(_Model):
     identity: IdentityForm = "principal"
     iam_service_account: str | None = None
     """Account id of the Google service account (iamServiceAccount form); defaults to `<namespace>-<ksa>`."""
+    data_path: str = "datasets"
+    """Folder of the bucket this KSA's pods mount read-only at /data."""
+    checkpoint_path: str | None = None
+    """Folder writers' pods mount read-write at /checkpoints; defaults to `checkpoints/<namespace>`."""
 
     _names = field_validator("namespace", "service_account")(_kubernetes_name)
+    _paths = field_validator("data_path", "checkpoint_path")(lambda path: _optional_folder(path))
 
     @property
     def key(self) -> str:
@@ -1113,6 +1118,31 @@ class WorkloadRef(_Model):
 
 READER_ROLE = "roles/storage.objectViewer"
 WRITER_ROLE = "roles/storage.objectUser"
+_FOLDER = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+
+
+def _optional_folder(path: str | None) -> str | None:
+    """A folder of the bucket, as Cloud Storage FUSE's only-dir takes it: relative, no '..', no empty part."""
+    if path is not None and (not _FOLDER.match(path) or ".." in path.split("/")):
+        raise ValueError(
+            f"{path!r} is not a folder of the bucket; use a relative path like datasets or checkpoints/team"
+        )
+    return path
+
+
+DATA_MOUNT_PATH = "/data"
+CHECKPOINT_MOUNT_PATH = "/checkpoints"
+MODEL_MOUNT_PATH = "/models"
+
+
+@dataclass(frozen=True)
+class BucketMount:
+    """One Cloud Storage FUSE volume: `folder` of the stack's bucket at `mount_path` in every container."""
+
+    volume: str
+    folder: str
+    mount_path: str
+    read_only: bool
 
 
 class BucketConfig(_Model):
@@ -1212,10 +1242,14 @@ class SaxmlConfig(_Model):
     identity: IdentityForm = "principal"
     iam_service_account: str | None = None
     cell: str = "/sax/test"
+    model_path: str = "models"
+    """Folder of the bucket the model servers mount read-only at /models (publish checkpoints from there)."""
     max_restarts: int = Field(default=4, ge=0)
     """JobSet failurePolicy.maxRestarts: how often all model servers restart together after a failure."""
     images: SaxmlImagesConfig = SaxmlImagesConfig()
     service: SaxmlServiceConfig = SaxmlServiceConfig()
+
+    _model_path = field_validator("model_path")(lambda path: _optional_folder(path))
 
     @field_validator("cell")
     @classmethod
@@ -1239,10 +1273,35 @@ class SaxmlConfig(_Model):
         )
 
 
+def _bucket_grant(config: StackConfig, namespace: str) -> tuple[WorkloadRef, str] | None:
+    """(KSA, role) of the bucket KSA of `namespace`, writers first."""
+    grants = sorted(config.bucket.grants, key=lambda grant: grant[3] != WRITER_ROLE)
+    return next(((w, role) for _f, _i, w, role in grants if w.namespace == namespace), None)
+
+
 def bucket_service_account(config: StackConfig, namespace: str) -> str | None:
     """The KSA in `namespace` that holds a role on the bucket (writers first), so jobs there can use it."""
-    grants = sorted(config.bucket.grants, key=lambda grant: grant[3] != WRITER_ROLE)
-    return next((w.service_account for _f, _i, w, _r in grants if w.namespace == namespace), None)
+    grant = _bucket_grant(config, namespace)
+    return grant[0].service_account if grant else None
+
+
+def bucket_mounts(config: StackConfig, namespace: str) -> list[BucketMount]:
+    """What pods running as the bucket KSA of `namespace` mount: its data folder read-only and, for a writer,
+    its checkpoint folder read-write. The volumes act with the pod's own KSA, so they match its bucket role."""
+    grant = _bucket_grant(config, namespace)
+    if grant is None:
+        return []
+    workload, role = grant
+    mounts = [BucketMount("datasets", workload.data_path, DATA_MOUNT_PATH, read_only=True)]
+    if role == WRITER_ROLE:
+        folder = workload.checkpoint_path or f"checkpoints/{namespace}"
+        mounts.append(BucketMount("checkpoints", folder, CHECKPOINT_MOUNT_PATH, read_only=False))
+    return mounts
+
+
+def saxml_mounts(saxml: SaxmlConfig) -> list[BucketMount]:
+    """The model servers read checkpoints from `saxml.modelPath` of the bucket, mounted read-only at /models."""
+    return [BucketMount("models", saxml.model_path, MODEL_MOUNT_PATH, read_only=True)]
 
 
 def bucket_name(config: StackConfig) -> str:
@@ -1277,6 +1336,11 @@ def _serving_problems(config: StackConfig) -> list[str]:
     for field, index, workload, _role in config.bucket.grants:
         where = f"{key}.{field}[{index}]"
         problems += [f"{where}.{f}: {message}" for f, message in workload.problems()]
+        if field == "readers" and workload.checkpoint_path is not None:
+            problems.append(
+                f"{where}.checkpointPath: a reader holds {READER_ROLE} and cannot write checkpoints; move this entry "
+                "to bucket.writers or remove checkpointPath"
+            )
         if workload.key in seen:
             problems.append(f"{where}: {workload.key} is already {seen[workload.key]}; list it once")
         elif workload.namespace not in namespaces:
@@ -1343,6 +1407,31 @@ def _fitting_slice(pool: TpuPoolConfig, model: SaxmlModelConfig) -> str:
     return f"no {version.name} slice is that large; use a TPU version with more HBM per chip"
 
 
+_NOTIFICATION_CHANNEL = re.compile(r"^projects/[^/]+/notificationChannels/[^/]+$")
+
+
+def _channel(name: str) -> str:
+    if not _NOTIFICATION_CHANNEL.match(name):
+        raise ValueError(
+            f"{name!r} is not a notification channel; give its resource name, "
+            "projects/<project>/notificationChannels/<id> (gcloud beta monitoring channels list)"
+        )
+    return name
+
+
+class MonitoringConfig(_Model):
+    """The stack's dashboard and alert policies (`tpu-stack:monitoring`)."""
+
+    notification_channels: tuple[Annotated[str, AfterValidator(_channel)], ...] = ()
+    """Channels every alert policy notifies; none by default (incidents show in Cloud Monitoring only)."""
+    pending_minutes: int = Field(default=30, ge=1)
+    """A ClusterQueue with workloads pending this long alerts."""
+    idle_minutes: int = Field(default=30, ge=1)
+    """TPU TensorCores idle this long while workloads wait alerts."""
+    provisioning_minutes: int = Field(default=120, ge=1)
+    """A workload waiting this long for its queued-provisioning request alerts."""
+
+
 class StackConfig(_Model):
     """The whole stack's configuration (config keys `gcp:*` and `tpu-stack:*`)."""
 
@@ -1359,6 +1448,7 @@ class StackConfig(_Model):
     queues: QueuesConfig = QueuesConfig()
     bucket: BucketConfig = BucketConfig()
     saxml: SaxmlConfig | None = None
+    monitoring: MonitoringConfig = MonitoringConfig()
 
     @property
     def resource_labels(self) -> dict[str, str]:

@@ -98,6 +98,15 @@ class GkeCluster(pulumi.ComponentResource):
             # Dataplane V2: eBPF datapath that enforces the stack's NetworkPolicies.
             "datapath_provider": "ADVANCED_DATAPATH",
             "enable_shielded_nodes": True,
+            # Pods mount the stack's bucket through Cloud Storage FUSE (components/gcs_fuse.py).
+            "addons_config": gcp.container.ClusterAddonsConfigArgs(
+                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True)
+            ),
+            # Managed collection runs the PodMonitorings of the Kueue and JobSet controllers
+            # (on by default since GKE 1.27; stated, not assumed).
+            "monitoring_config": gcp.container.ClusterMonitoringConfigArgs(
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True)
+            ),
             **_access(config),
         }
         if cluster_config.mode == "autopilot":

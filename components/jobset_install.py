@@ -21,6 +21,12 @@ from components.pod_security import (
 )
 
 JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
+CONTROLLER_LABELS = {
+    "app.kubernetes.io/name": "jobset",
+    "app.kubernetes.io/instance": "jobset",
+    "app.kubernetes.io/component": "controller",
+}
+"""The chart's selector labels of the controller pods (release `jobset`)."""
 
 
 def chart_values(config: StackConfig) -> dict[str, Any]:

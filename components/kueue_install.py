@@ -24,6 +24,12 @@ KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 HOST_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+CONTROLLER_LABELS = {
+    "app.kubernetes.io/name": "kueue",
+    "app.kubernetes.io/instance": "kueue",
+    "control-plane": "controller-manager",
+}
+"""The chart's selector labels of the controller pods (release `kueue`)."""
 
 
 def controller_config(config: StackConfig) -> dict[str, Any]:
@@ -33,7 +39,8 @@ def controller_config(config: StackConfig) -> dict[str, Any]:
         "apiVersion": KUEUE_CONFIG_API,
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
+        # Quota and usage per ClusterQueue, flavor and resource: the dashboard's quota charts.
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "manageJobsWithoutQueueName": False,

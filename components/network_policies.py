@@ -109,7 +109,27 @@ def controller_policies(namespace: str, ports: Sequence[int]) -> list[dict[str, 
             "ingress": [{"ports": [{"protocol": "TCP", "port": port} for port in ports]}],
         },
     )
-    return [default_deny(namespace), allow_platform_egress(namespace), webhooks]
+    return [default_deny(namespace), allow_platform_egress(namespace), webhooks, allow_metrics_scrape(namespace)]
+
+
+METRICS_PORT = 8443
+"""The controllers' HTTPS metrics port (Kueue and JobSet charts: container port `metrics`)."""
+GMP_NAMESPACE = "gmp-system"
+"""Where GKE runs the collectors of Google Cloud Managed Service for Prometheus."""
+
+
+def allow_metrics_scrape(namespace: str) -> dict[str, Any]:
+    """The managed Prometheus collectors reach the controllers' metrics port, nothing else."""
+    collectors = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GMP_NAMESPACE}}}
+    return _policy(
+        "allow-metrics-scrape",
+        namespace,
+        {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [collectors], "ports": [{"protocol": "TCP", "port": METRICS_PORT}]}],
+        },
+    )
 
 
 def training_policies(namespace: str) -> list[dict[str, Any]]:

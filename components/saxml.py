@@ -16,8 +16,16 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import network_policies, pod_security, tpu_catalog
-from components.config import SYSTEM_POOL_NAME, WRITER_ROLE, SaxmlConfig, StackConfig, TpuPoolConfig, saxml_pool
+from components import gcs_fuse, network_policies, pod_security, tpu_catalog
+from components.config import (
+    SYSTEM_POOL_NAME,
+    WRITER_ROLE,
+    SaxmlConfig,
+    StackConfig,
+    TpuPoolConfig,
+    saxml_mounts,
+    saxml_pool,
+)
 from components.kubernetes_object import KubernetesObject
 from components.workload_identity import BucketRole, WorkloadIdentity
 
@@ -118,6 +126,8 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
             }
         ],
     }
+    # Checkpoints to publish are read from the bucket through Cloud Storage FUSE, as sax-sa.
+    annotations = gcs_fuse.attach(pod, bucket, saxml_mounts(saxml))
     if pool.taints:
         pod["tolerations"] = [
             {"key": t.key, "operator": "Equal", "value": t.value, "effect": _TAINT_EFFECTS[t.effect]}
@@ -134,7 +144,7 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
                         "parallelism": pool.vms_per_slice,
                         "completions": pool.vms_per_slice,
                         "backoffLimit": 0,
-                        "template": {"metadata": {"labels": dict(PART_OF)}, "spec": pod},
+                        "template": {"metadata": {"labels": dict(PART_OF), "annotations": annotations}, "spec": pod},
                     }
                 },
             }

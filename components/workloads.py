@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components import pod_security, tpu_catalog
+from components import gcs_fuse, pod_security, tpu_catalog
 from components.config import (
     QueueRef,
     StackConfig,
     TpuPoolConfig,
+    bucket_mounts,
+    bucket_name,
     bucket_service_account,
     flavor_labels,
     queue_pools,
@@ -82,6 +84,15 @@ def _script(multislice: bool) -> list[str]:
         "-c",
         f"pip install --no-cache-dir '{JAX}' && python -c 'import jax; print(\"{count}:\", jax.device_count())'",
     ]
+
+
+def _template(
+    config: StackConfig, pool: TpuPoolConfig, ports: list[int], namespace: str, *, multislice: bool
+) -> dict[str, Any]:
+    """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE."""
+    pod = _pod(config, pool, ports, namespace, multislice=multislice)
+    annotations = gcs_fuse.attach(pod, bucket_name(config), bucket_mounts(config, namespace))
+    return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
 
 
 def _pod(
@@ -156,10 +167,11 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
     if pool.provisioning == "queued" and seconds:
         annotations[MAX_RUN_ANNOTATION] = str(seconds)
     ports = [ICI_PORT, METRICS_PORT] if pool.multi_host else []
-    pod = _pod(config, pool, ports, queue.namespace, multislice=False)
+    template = _template(config, pool, ports, queue.namespace, multislice=False)
+    pod = template["spec"]
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(config, pool, name, queue, annotations)}
     if not pool.multi_host:
-        spec = {"suspend": True, "backoffLimit": 0, "ttlSecondsAfterFinished": TTL_SECONDS, "template": {"spec": pod}}
+        spec = {"suspend": True, "backoffLimit": 0, "ttlSecondsAfterFinished": TTL_SECONDS, "template": template}
         return ({**job, "spec": spec},)
     service = f"{name}-svc"
     pod["subdomain"] = service
@@ -172,7 +184,7 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
         "completions": vms,
         "backoffLimit": 0,
         "ttlSecondsAfterFinished": TTL_SECONDS,
-        "template": {"spec": pod},
+        "template": template,
     }
     return (
         {
@@ -197,7 +209,7 @@ def multislice_jobset(
 ) -> dict[str, Any]:
     """The multislice seed's JobSet: one child Job per slice (exclusive node pool), one pod per VM."""
     vms = pool.vms_per_slice
-    pod = _pod(config, pool, [ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
+    template = _template(config, pool, [ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -214,7 +226,7 @@ def multislice_jobset(
                             "parallelism": vms,
                             "completions": vms,
                             "backoffLimit": 0,
-                            "template": {"spec": pod},
+                            "template": template,
                         }
                     },
                 }

@@ -525,3 +525,37 @@ def _path(parts: Iterable[Any]) -> str:
 
 def _join(where: str, key: str) -> str:
     return key if where in ("", "(root)") else f"{where}.{key}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cloud Monitoring dashboards
+
+DASHBOARD_SCHEMA = Path(__file__).resolve().parent / "schemas" / "dashboard.schema.json"
+"""The dashboard fields the stack writes, as the Monitoring API defines them; anything else is refused."""
+MOSAIC_COLUMNS = 48
+
+
+def validate_dashboard(dashboard_json: str) -> list[str]:
+    """Errors of a `gcp.monitoring.Dashboard`'s dashboardJson: schema, then tiles inside the grid, not overlapping."""
+    try:
+        data = json.loads(dashboard_json)
+    except json.JSONDecodeError as error:
+        return [f"(root): not JSON: {error.msg}"]
+    schema = json.loads(DASHBOARD_SCHEMA.read_text())
+    errors = [f"{_path(e.absolute_path)}: {e.message}" for e in jsonschema.Draft7Validator(schema).iter_errors(data)]
+    if errors:
+        return errors
+    taken: dict[tuple[int, int], int] = {}
+    for index, tile in enumerate(data["mosaicLayout"]["tiles"]):
+        if tile["xPos"] + tile["width"] > MOSAIC_COLUMNS:
+            errors.append(f"mosaicLayout.tiles[{index}]: ends at column {tile['xPos'] + tile['width']} of 48")
+        for x in range(tile["xPos"], tile["xPos"] + tile["width"]):
+            for y in range(tile["yPos"], tile["yPos"] + tile["height"]):
+                if (x, y) in taken:
+                    errors.append(f"mosaicLayout.tiles[{index}]: overlaps tiles[{taken[(x, y)]}]")
+                    break
+                taken[(x, y)] = index
+            else:
+                continue
+            break
+    return errors

@@ -35,8 +35,8 @@ VALID_TOPOLOGIES = "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
 P0 = "tpu-stack:tpuPools[0]"
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown top-level key", {"tpu-stack:clusterr": {"name": "x"}},
-     "tpu-stack:clusterr: unknown config key; known tpu-stack keys: bucket, charts, cluster, labels, queues, "
-     "saxml, throwaway, tpuPools"),
+     "tpu-stack:clusterr: unknown config key; known tpu-stack keys: bucket, charts, cluster, labels, monitoring, "
+     "queues, saxml, throwaway, tpuPools"),
     ("unknown pool key", pools(pool(topolgy="4x4")),
      f"{P0}.topolgy: unknown key; check the spelling against the README's config reference"),
     ("bad topology for the machine type", pools(pool(topology="4x5")),
@@ -172,6 +172,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "45); shorten it or use scope NO_MINOR_OR_NODE_UPGRADES"),
     ("daily maintenance start not a time", {"tpu-stack:cluster": {"maintenance": {"dailyStartTime": "3am"}}},
      "tpu-stack:cluster.maintenance.dailyStartTime: '3am' is not a UTC time like 03:00"),
+    ("reader with a checkpoint folder",
+     {"tpu-stack:bucket": {"readers": [{"namespace": "default", "serviceAccount": "a", "checkpointPath": "ckpt"}]}},
+     "tpu-stack:bucket.readers[0].checkpointPath: a reader holds roles/storage.objectViewer and cannot write "
+     "checkpoints; move this entry to bucket.writers or remove checkpointPath"),
+    ("bucket folder that climbs out", {"tpu-stack:bucket": {"writers": [
+         {"namespace": "default", "serviceAccount": "a", "dataPath": "../other"}]}},
+     "tpu-stack:bucket.writers[0].dataPath: '../other' is not a folder of the bucket; use a relative path like "
+     "datasets or checkpoints/team"),
+    ("notification channel not a resource name", {"tpu-stack:monitoring": {"notificationChannels": ["ops@x.com"]}},
+     "tpu-stack:monitoring.notificationChannels[0]: 'ops@x.com' is not a notification channel; give its resource "
+     "name, projects/<project>/notificationChannels/<id> (gcloud beta monitoring channels list)"),
 ]  # fmt: skip
 
 

@@ -144,7 +144,7 @@ def test_seed_admin_and_http_servers(seed_plan: Plan) -> None:
 
 
 def test_every_pod_runs_as_the_one_workload_identity_ksa(seed_plan: Plan) -> None:
-    (account,) = [r["inputs"]["metadata"] for r in seed_plan.by_type(KSA)]
+    (account,) = [r["inputs"]["metadata"] for r in saxml_objects(seed_plan) if r["type"] == KSA]
     assert (account["namespace"], account["name"]) == ("saxml", "sax-sa")
     specs = [pod_of(seed_plan)] + [
         kube(seed_plan, DEPLOYMENT, name)["inputs"]["spec"]["template"]["spec"]

@@ -1,0 +1,216 @@
+"""Monitoring: one Cloud Monitoring dashboard of the stack's TPU fleet and queues, and the alerts on them.
+
+Everything is derived from the config: a row of TPU charts per pool group (duty cycle, TensorCore and HBM
+bandwidth utilization, nodes over time) and a row per ClusterQueue (pending and admitted workloads, TPU quota
+usage against nominal quota). TPU series are GKE system metrics (`kubernetes.io/...`) filtered by the
+cluster and the group's accelerator and topology; Kueue series are the controller's Prometheus metrics, which
+Managed Service for Prometheus stores as `prometheus.googleapis.com/<name>/gauge` and PromQL reads by name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components import tpu_catalog
+from components.config import StackConfig, TpuPoolConfig, queue_pools, queue_refs
+
+DUTY_CYCLE = "kubernetes.io/container/accelerator/duty_cycle"
+TENSORCORE = "kubernetes.io/node/accelerator/tensorcore_utilization"
+HBM_BANDWIDTH = "kubernetes.io/node/accelerator/memory_bandwidth_utilization"
+PENDING = "kueue_pending_workloads"
+ADMITTED = "kueue_admitted_active_workloads"
+RESERVING = "kueue_reserving_active_workloads"
+USAGE = "kueue_cluster_queue_resource_usage"
+QUOTA = "kueue_cluster_queue_nominal_quota"
+COLUMNS = 48
+"""Width of a mosaic layout."""
+_WIDTH = 12
+_HEIGHT = 16
+_HEADER = 4
+
+
+def _filter(config: StackConfig, metric: str, pool: TpuPoolConfig) -> str:
+    resource = "k8s_container" if "/container/" in metric else "k8s_node"
+    return (
+        f'metric.type="{metric}" resource.type="{resource}" '
+        f'resource.label."cluster_name"="{config.cluster.name}" '
+        f'metric.label."model"="{pool.machine.version.accelerator}" '
+        f'metric.label."tpu_topology"="{pool.slice_topology}"'
+    )
+
+
+def _series(filter_: str, *, group_by: list[str], count_nodes: bool = False) -> dict[str, Any]:
+    query: dict[str, Any] = {
+        "timeSeriesFilter": {
+            "filter": filter_,
+            "aggregation": {
+                "alignmentPeriod": "60s",
+                "perSeriesAligner": "ALIGN_MEAN",
+                "crossSeriesReducer": "REDUCE_MEAN",
+                "groupByFields": group_by,
+            },
+        }
+    }
+    if count_nodes:
+        query["timeSeriesFilter"]["secondaryAggregation"] = {
+            "alignmentPeriod": "60s",
+            "perSeriesAligner": "ALIGN_MEAN",
+            "crossSeriesReducer": "REDUCE_COUNT",
+        }
+    return query
+
+
+def _chart(title: str, queries: list[dict[str, Any]], kind: str = "LINE") -> dict[str, Any]:
+    return {
+        "title": title,
+        "xyChart": {"dataSets": [{"timeSeriesQuery": q, "plotType": kind} for q in queries]},
+    }
+
+
+def _promql(query: str) -> dict[str, Any]:
+    return {"prometheusQuery": query}
+
+
+def pool_widgets(config: StackConfig, pool: TpuPoolConfig) -> list[dict[str, Any]]:
+    """TPU duty cycle, TensorCore and HBM bandwidth utilization, nodes over time of one pool group."""
+    where = f"pool {pool.name} ({pool.machine.version.accelerator} {pool.slice_topology})"
+    return [
+        _chart(f"TPU duty cycle, {where}", [_series(_filter(config, DUTY_CYCLE, pool), group_by=[])]),
+        _chart(
+            f"TensorCore utilization, {where}",
+            [_series(_filter(config, TENSORCORE, pool), group_by=["resource.label.node_name"])],
+        ),
+        _chart(
+            f"HBM bandwidth utilization, {where}",
+            [_series(_filter(config, HBM_BANDWIDTH, pool), group_by=["resource.label.node_name"])],
+        ),
+        _chart(
+            f"Nodes, {where}: {pool.total_vms} at full size",
+            [_series(_filter(config, TENSORCORE, pool), group_by=["resource.label.node_name"], count_nodes=True)],
+            kind="STACKED_AREA",
+        ),
+    ]
+
+
+def queue_widgets(cluster_queue: str) -> list[dict[str, Any]]:
+    """Pending and admitted workloads and TPU quota use of one ClusterQueue."""
+    selector = f'cluster_queue="{cluster_queue}"'
+    tpu = f'{selector},resource="{tpu_catalog.TPU_RESOURCE}"'
+    return [
+        _chart(f"Pending workloads, {cluster_queue}", [_promql(f"sum by (status) ({PENDING}{{{selector}}})")]),
+        _chart(f"Admitted workloads, {cluster_queue}", [_promql(f"sum({ADMITTED}{{{selector}}})")]),
+        _chart(
+            f"TPU quota usage, {cluster_queue}",
+            [
+                _promql(f"sum by (flavor) ({USAGE}{{{tpu}}})"),
+                _promql(f"sum by (flavor) ({QUOTA}{{{tpu}}})"),
+            ],
+        ),
+    ]
+
+
+def _row(y: int, title: str, widgets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    tiles = [
+        {
+            "xPos": 0,
+            "yPos": y,
+            "width": COLUMNS,
+            "height": _HEADER,
+            "widget": {"title": title, "text": {"content": title, "format": "MARKDOWN"}},
+        }
+    ]
+    tiles += [
+        {"xPos": i * _WIDTH, "yPos": y + _HEADER, "width": _WIDTH, "height": _HEIGHT, "widget": widget}
+        for i, widget in enumerate(widgets)
+    ]
+    return tiles, y + _HEADER + _HEIGHT
+
+
+def cluster_queues(config: StackConfig) -> list[str]:
+    return sorted({ref.cluster_queue for ref in queue_refs(config).values()}) if queue_pools(config) else []
+
+
+def dashboard(config: StackConfig) -> dict[str, Any]:
+    """The dashboard: one row per TPU pool group, then one per ClusterQueue."""
+    tiles: list[dict[str, Any]] = []
+    y = 0
+    for pool in config.tpu_pools:
+        row, y = _row(y, f"TPU pool group {pool.name}", pool_widgets(config, pool))
+        tiles += row
+    for cluster_queue in cluster_queues(config):
+        row, y = _row(y, f"ClusterQueue {cluster_queue}", queue_widgets(cluster_queue))
+        tiles += row
+    return {
+        "displayName": f"tpu-stack {config.stack}: TPU fleet and queues ({config.cluster.name})",
+        "mosaicLayout": {"columns": COLUMNS, "tiles": tiles},
+    }
+
+
+def alert_queries(config: StackConfig) -> dict[str, tuple[str, int]]:
+    """Alert name -> (PromQL condition, minutes it must hold)."""
+    settings = config.monitoring
+    alerts = {
+        f"pending-{cq}": (f'sum({PENDING}{{cluster_queue="{cq}"}}) > 0', settings.pending_minutes)
+        for cq in cluster_queues(config)
+    }
+    if config.tpu_pools and alerts:
+        tensorcore = "kubernetes_io:node_accelerator_tensorcore_utilization"
+        alerts["tpu-idle-while-waiting"] = (
+            f'(max({tensorcore}{{monitored_resource="k8s_node",cluster_name="{config.cluster.name}"}}) < 1)'
+            f" and on() (sum({PENDING}) > 0)",
+            settings.idle_minutes,
+        )
+    if any(pool.provisioning == "queued" for pool in queue_pools(config)):
+        # Quota reserved but not admitted: the workload waits on its admission check, the ProvisioningRequest.
+        alerts["queued-provisioning-not-granted"] = (
+            f"sum by (cluster_queue) ({RESERVING}) - sum by (cluster_queue) ({ADMITTED}) > 0",
+            settings.provisioning_minutes,
+        )
+    return alerts
+
+
+class Monitoring(pulumi.ComponentResource):
+    """The dashboard and alert policies; `url` opens the dashboard in the console."""
+
+    def __init__(self, name: str, *, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("tpu-stack:index:Monitoring", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.dashboard: gcp.monitoring.Dashboard = gcp.monitoring.Dashboard(
+            f"{name}-dashboard",
+            project=config.project,
+            dashboard_json=json.dumps(dashboard(config), sort_keys=True),
+            opts=child,
+        )
+        project = config.project
+        self.url: pulumi.Output[str] = self.dashboard.id.apply(
+            lambda dashboard_id: (
+                "https://console.cloud.google.com/monitoring/dashboards/custom/"
+                f"{dashboard_id.rsplit('/', 1)[-1]}?project={project}"
+            )
+        )
+        channels = list(config.monitoring.notification_channels)
+        self.alerts: list[gcp.monitoring.AlertPolicy] = [
+            gcp.monitoring.AlertPolicy(
+                f"{name}-{alert}",
+                project=config.project,
+                display_name=f"tpu-stack {config.stack}: {alert}",
+                combiner="OR",
+                conditions=[
+                    gcp.monitoring.AlertPolicyConditionArgs(
+                        display_name=alert,
+                        condition_prometheus_query_language=gcp.monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs(
+                            query=query, duration=f"{minutes * 60}s", evaluation_interval="60s"
+                        ),
+                    )
+                ],
+                notification_channels=channels,
+                user_labels=config.resource_labels,
+                opts=child,
+            )
+            for alert, (query, minutes) in alert_queries(config).items()
+        ]
+        self.register_outputs({"url": self.url})

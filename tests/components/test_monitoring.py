@@ -1,0 +1,159 @@
+"""Observability of dev and prod: PodMonitorings of both controllers, one dashboard naming every pool group and
+ClusterQueue of the stack, the alert policies, and the dashboard URL output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components.config import load, queue_refs
+from offline import validate
+from offline.engine import Plan, read_stack_file, run_stack
+
+STACKS = ("dev", "prod")
+DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
+ALERT = "gcp:monitoring/alertPolicy:AlertPolicy"
+POD_MONITORING = "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, Plan]:
+    return {stack: run_stack(stack, render_charts=False) for stack in STACKS}
+
+
+def config_of(stack: str) -> Any:
+    from offline.engine import REPO, _engine_config
+
+    return load(_engine_config(read_stack_file(REPO / f"Pulumi.{stack}.yaml")), stack=stack)
+
+
+def dashboard_of(plan: Plan) -> dict[str, Any]:
+    (dashboard,) = plan.by_type(DASHBOARD)
+    data: dict[str, Any] = json.loads(dashboard["inputs"]["dashboardJson"])
+    return data
+
+
+def titles(plan: Plan) -> list[str]:
+    return [tile["widget"]["title"] for tile in dashboard_of(plan)["mosaicLayout"]["tiles"]]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_one_dashboard_names_every_pool_group_and_cluster_queue(plans: dict[str, Plan], stack: str) -> None:
+    config = config_of(stack)
+    expected_pools = {pool.name for pool in config.tpu_pools}
+    expected_queues = {ref.cluster_queue for ref in queue_refs(config).values()}
+    shown = titles(plans[stack])
+    for name in expected_pools:
+        # a row header, duty cycle, TensorCore, HBM bandwidth and node count
+        assert sum(f"pool {name} " in t or t == f"TPU pool group {name}" for t in shown) == 5, name
+    for name in expected_queues:
+        assert sum(t.endswith(f", {name}") or t == f"ClusterQueue {name}" for t in shown) == 4, name
+
+
+def test_dev_and_prod_dashboards_cover_their_own_names() -> None:
+    """Written out from the stack files, independently of the config model."""
+    dev = {"flex-v6e", "multislice", "research-cluster-queue", "training-cluster-queue"}
+    prod = {"train", "burst", "serve", "training-cluster-queue", "research-cluster-queue"}
+    for stack, names in (("dev", dev), ("prod", prod)):
+        text = " ".join(titles(run_stack(stack, render_charts=False)))
+        assert all(name in text for name in names), stack
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_dashboard_uses_the_real_metric_names_and_passes_its_schema(plans: dict[str, Plan], stack: str) -> None:
+    (dashboard,) = plans[stack].by_type(DASHBOARD)
+    text = dashboard["inputs"]["dashboardJson"]
+    assert validate.validate_dashboard(text) == []
+    for metric in (
+        "kubernetes.io/container/accelerator/duty_cycle",
+        "kubernetes.io/node/accelerator/tensorcore_utilization",
+        "kubernetes.io/node/accelerator/memory_bandwidth_utilization",
+        "kueue_pending_workloads",
+        "kueue_admitted_active_workloads",
+        "kueue_cluster_queue_resource_usage",
+        "kueue_cluster_queue_nominal_quota",
+    ):
+        assert metric in text
+
+
+def test_prod_pool_rows_filter_on_the_pools_accelerator_and_topology(plans: dict[str, Plan]) -> None:
+    text = json.dumps(dashboard_of(plans["prod"]))
+    # serve: v5e 4x8, burst: v5e 2x4 (Pulumi.prod.yaml)
+    assert 'metric.label.\\"model\\"=\\"tpu-v5-lite-podslice\\" metric.label.\\"tpu_topology\\"=\\"4x8\\"' in text
+    assert 'metric.label.\\"tpu_topology\\"=\\"2x4\\"' in text
+    assert 'resource.label.\\"cluster_name\\"=\\"tpu-prod\\"' in text
+
+
+def test_alert_policies_per_queue_idle_tpus_and_queued_provisioning(plans: dict[str, Plan]) -> None:
+    names = {r["name"] for r in plans["prod"].by_type(ALERT)}
+    assert names == {
+        "monitoring-pending-training-cluster-queue",
+        "monitoring-pending-research-cluster-queue",
+        "monitoring-tpu-idle-while-waiting",
+        "monitoring-queued-provisioning-not-granted",  # prod's burst pool is queued
+    }
+    dev = {r["name"] for r in plans["dev"].by_type(ALERT)}
+    assert "monitoring-queued-provisioning-not-granted" not in dev  # dev has no queued pool
+    pending = plans["prod"].one(ALERT, "monitoring-pending-research-cluster-queue")["inputs"]
+    (condition,) = pending["conditions"]
+    query = condition["conditionPrometheusQueryLanguage"]
+    assert query["query"] == 'sum(kueue_pending_workloads{cluster_queue="research-cluster-queue"}) > 0'
+    assert query["duration"] == "1800s"  # 30 minutes by default
+    assert pending.get("notificationChannels", []) == []  # none unless configured
+
+
+def test_notification_channels_and_thresholds_come_from_config(run: Any) -> None:
+    channel = "projects/proj/notificationChannels/123"
+    plan = run(
+        {
+            "tpu-stack:tpuPools": [{"name": "v6e", "machineType": "ct6e-standard-4t", "provisioning": "flex-start"}],
+            "tpu-stack:monitoring": {"notificationChannels": [channel], "pendingMinutes": 5},
+        }
+    )
+    alerts = plan.by_type(ALERT)
+    assert alerts and all(a["inputs"]["notificationChannels"] == [channel] for a in alerts)
+    pending = plan.one(ALERT, "monitoring-pending-cluster-queue")["inputs"]
+    assert pending["conditions"][0]["conditionPrometheusQueryLanguage"]["duration"] == "300s"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_both_controllers_are_scraped_over_https_with_a_token(plans: dict[str, Plan], stack: str) -> None:
+    monitorings = {r["inputs"]["metadata"]["namespace"]: r["inputs"] for r in plans[stack].by_type(POD_MONITORING)}
+    assert set(monitorings) == {"kueue-system", "jobset-system"}
+    for monitoring in monitorings.values():
+        (endpoint,) = monitoring["spec"]["endpoints"]
+        assert endpoint["port"] == 8443 and endpoint["scheme"] == "https"  # the charts' `metrics` container port
+        assert endpoint["authorization"]["credentials"]["secret"]["name"] == "gmp-metrics-reader-token"
+        assert validate.validate_object(monitoring) == []
+    assert monitorings["kueue-system"]["spec"]["selector"]["matchLabels"]["control-plane"] == "controller-manager"
+    bindings = [r["inputs"] for r in plans[stack].resources if r["type"].endswith(":ClusterRoleBinding")]
+    assert {b["roleRef"]["name"] for b in bindings} >= {"kueue-metrics-reader", "jobset-metrics-reader"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_controller_namespaces_admit_only_the_collectors_on_the_metrics_port(
+    plans: dict[str, Plan], stack: str
+) -> None:
+    scrape = [r["inputs"] for r in plans[stack].by_type(NETWORK_POLICY) if r["name"].endswith("allow-metrics-scrape")]
+    assert {p["metadata"]["namespace"] for p in scrape} == {"kueue-system", "jobset-system"}
+    for policy in scrape:
+        (rule,) = policy["spec"]["ingress"]
+        assert rule["ports"] == [{"protocol": "TCP", "port": 8443}]
+        assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gmp-system"}}}]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_outputs_give_the_dashboard_url(plans: dict[str, Plan], stack: str) -> None:
+    url = plans[stack].outputs["dashboardUrl"]
+    assert url.startswith("https://console.cloud.google.com/monitoring/dashboards/custom/")
+    assert url.endswith(f"?project=tpu-stack-{stack}")
+
+
+def test_kueue_reports_quota_per_cluster_queue(plans: dict[str, Plan]) -> None:
+    """kueue_cluster_queue_resource_usage and _nominal_quota exist only with enableClusterQueueResources."""
+    chart = plans["dev"].one("kubernetes:helm.sh/v4:Chart", "kueue-chart")
+    config = chart["inputs"]["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    assert "enableClusterQueueResources: true" in config

@@ -1,0 +1,44 @@
+"""The dashboard JSON is checked against the repo's schema of the Monitoring API fields the stack writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from offline.validate import validate_dashboard
+
+
+def chart(**query: Any) -> dict[str, Any]:
+    return {"title": "t", "xyChart": {"dataSets": [{"timeSeriesQuery": query, "plotType": "LINE"}]}}
+
+
+def board(*widgets: dict[str, Any], width: int = 12) -> str:
+    tiles = [{"xPos": i * width, "yPos": 0, "width": width, "height": 8, "widget": w} for i, w in enumerate(widgets)]
+    return json.dumps({"displayName": "d", "mosaicLayout": {"columns": 48, "tiles": tiles}})
+
+
+def test_a_valid_dashboard_passes() -> None:
+    assert validate_dashboard(board(chart(prometheusQuery="sum(kueue_pending_workloads)"))) == []
+
+
+def test_an_unknown_widget_field_is_refused() -> None:
+    data_set = {"timeSeriesQuery": {"prometheusQuery": "up"}, "plot": "LINE"}
+    widget = {"title": "t", "xyChart": {"dataSets": [data_set]}}
+    assert validate_dashboard(board(widget)) == [
+        "mosaicLayout.tiles[0].widget.xyChart.dataSets[0]: "
+        "Additional properties are not allowed ('plot' was unexpected)"
+    ]
+
+
+def test_a_filter_without_a_metric_type_is_refused() -> None:
+    (error,) = validate_dashboard(board(chart(timeSeriesFilter={"filter": 'resource.type="k8s_node"'})))
+    assert error.startswith("mosaicLayout.tiles[0].widget.xyChart.dataSets[0].timeSeriesQuery.timeSeriesFilter.filter:")
+
+
+def test_tiles_must_fit_the_48_columns_and_not_overlap() -> None:
+    assert validate_dashboard(board(chart(prometheusQuery="up"), width=60)) == [
+        "mosaicLayout.tiles[0]: ends at column 60 of 48"
+    ]
+    data = json.loads(board(chart(prometheusQuery="up"), chart(prometheusQuery="up")))
+    data["mosaicLayout"]["tiles"][1]["xPos"] = 6
+    assert validate_dashboard(json.dumps(data)) == ["mosaicLayout.tiles[1]: overlaps tiles[0]"]
