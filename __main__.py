@@ -44,7 +44,7 @@ pools = {
         config=config,
         pool=pool,
         cluster=cluster.cluster,
-        node_service_account_email=cluster.node_service_account.email,
+        node_service_account_email=cluster.node_service_account_email,
     )
     for pool in config.tpu_pools
 }
@@ -127,8 +127,8 @@ if saxml:
 monitoring = Monitoring("monitoring", config=config)
 
 # --- outputs ---
-pulumi.export("clusterName", cluster.cluster.name)
-pulumi.export("clusterEndpoint", cluster.cluster.endpoint)
+pulumi.export("clusterName", cluster.cluster.output("name"))
+pulumi.export("clusterEndpoint", cluster.cluster.output("endpoint"))
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export(
     "tpuPools",

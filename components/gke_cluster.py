@@ -6,16 +6,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
 from components.config import SYSTEM_POOL_NAME, MaintenanceConfig, StackConfig, version_below_floor
+from components.gcp_resource import GcpResource
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-SHIELDED = gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-    enable_secure_boot=True, enable_integrity_monitoring=True
-)
+SHIELDED = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
 # Never below the provider's defaults (pulumi-gcp 10.x bridges the Terraform provider: clusters 90 minutes,
 # node pools 2 hours): a shorter timeout only makes a long create fail sooner and leaves it half-recorded.
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="90m")
@@ -64,20 +62,24 @@ class GkeCluster(pulumi.ComponentResource):
         cluster_config = config.cluster
         child = pulumi.ResourceOptions(parent=self)
 
-        self.node_service_account: gcp.serviceaccount.Account = gcp.serviceaccount.Account(
+        self.node_service_account: GcpResource = GcpResource(
+            "gcp:serviceaccount/account:Account",
             f"{name}-nodes",
-            account_id=cluster_config.node_service_account_id,
-            display_name=f"GKE nodes of {cluster_config.name}",
-            project=config.project,
+            {
+                "accountId": cluster_config.node_service_account_id,
+                "displayName": f"GKE nodes of {cluster_config.name}",
+                "project": config.project,
+            },
+            outputs=("email", "name", "member"),
             opts=child,
         )
-        node_member = self.node_service_account.email.apply(lambda email: f"serviceAccount:{email}")
+        self.node_service_account_email: pulumi.Output[str] = self.node_service_account.output("email")
+        node_member = self.node_service_account_email.apply(lambda email: f"serviceAccount:{email}")
         self.node_roles = [
-            gcp.projects.IAMMember(
+            GcpResource(
+                "gcp:projects/iAMMember:IAMMember",
                 f"{name}-nodes-{role.split('/')[-1].replace('.', '-')}",
-                project=config.project,
-                role=role,
-                member=node_member,
+                {"project": config.project, "role": role, "member": node_member},
                 opts=child,
             )
             for role in cluster_config.node_service_account_roles
@@ -88,83 +90,85 @@ class GkeCluster(pulumi.ComponentResource):
             "name": cluster_config.name,
             "project": config.project,
             "location": config.cluster_location,
-            "release_channel": gcp.container.ClusterReleaseChannelArgs(channel=cluster_config.release_channel),
-            "min_master_version": config.initial_master_version,
-            "deletion_protection": cluster_config.deletion_protection,
+            "releaseChannel": {"channel": cluster_config.release_channel},
+            "minMasterVersion": config.initial_master_version,
+            "deletionProtection": cluster_config.deletion_protection,
             "network": cluster_config.network,
             "subnetwork": cluster_config.subnetwork,
-            "resource_labels": config.resource_labels,
-            "maintenance_policy": _maintenance_policy(cluster_config.maintenance),
+            "resourceLabels": config.resource_labels,
+            "maintenancePolicy": _maintenance_policy(cluster_config.maintenance),
             # Dataplane V2: eBPF datapath that enforces the stack's NetworkPolicies.
-            "datapath_provider": "ADVANCED_DATAPATH",
-            "enable_shielded_nodes": True,
+            "datapathProvider": "ADVANCED_DATAPATH",
+            "enableShieldedNodes": True,
             # Pods mount the stack's bucket through Cloud Storage FUSE (components/gcs_fuse.py).
-            "addons_config": gcp.container.ClusterAddonsConfigArgs(
-                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True)
-            ),
+            "addonsConfig": {"gcsFuseCsiDriverConfig": {"enabled": True}},
             # Managed collection runs the PodMonitorings of the Kueue and JobSet controllers
             # (on by default since GKE 1.27; stated, not assumed).
-            "monitoring_config": gcp.container.ClusterMonitoringConfigArgs(
-                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True)
-            ),
+            "monitoringConfig": {"managedPrometheus": {"enabled": True}},
             **_access(config),
         }
+        computed = ("endpoint", "masterAuth", "masterVersion", "controlPlaneEndpointsConfig")
         if cluster_config.mode == "autopilot":
-            self.cluster: gcp.container.Cluster = gcp.container.Cluster(
+            self.cluster: GcpResource = GcpResource(
+                "gcp:container/cluster:Cluster",
                 name,
-                enable_autopilot=True,
-                cluster_autoscaling=gcp.container.ClusterClusterAutoscalingArgs(
-                    auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
-                        service_account=self.node_service_account.email, oauth_scopes=[CLOUD_PLATFORM_SCOPE]
-                    )
-                ),
+                {
+                    **common,
+                    "enableAutopilot": True,
+                    "clusterAutoscaling": {
+                        "autoProvisioningDefaults": {
+                            "serviceAccount": self.node_service_account_email,
+                            "oauthScopes": [CLOUD_PLATFORM_SCOPE],
+                        }
+                    },
+                },
+                outputs=computed,
                 opts=pulumi.ResourceOptions(parent=self, protect=protect, custom_timeouts=CLUSTER_TIMEOUTS),
-                **common,
             )
-            self.system_pool: gcp.container.NodePool | None = None
+            self.system_pool: GcpResource | None = None
         else:
-            self.cluster = gcp.container.Cluster(
+            self.cluster = GcpResource(
+                "gcp:container/cluster:Cluster",
                 name,
-                remove_default_node_pool=True,
-                initial_node_count=1,
-                workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
-                    workload_pool=config.workload_pool
-                ),
-                # The default pool only lives until removal; it still must not run as the default compute SA.
-                node_config=gcp.container.ClusterNodeConfigArgs(
-                    service_account=self.node_service_account.email,
-                    oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                    workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
-                        mode="GKE_METADATA"
-                    ),
-                ),
+                {
+                    **common,
+                    "removeDefaultNodePool": True,
+                    "initialNodeCount": 1,
+                    "workloadIdentityConfig": {"workloadPool": config.workload_pool},
+                    # The default pool only lives until removal; it still must not run as the default compute SA.
+                    "nodeConfig": {
+                        "serviceAccount": self.node_service_account_email,
+                        "oauthScopes": [CLOUD_PLATFORM_SCOPE],
+                        "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+                    },
+                },
+                outputs=computed,
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     protect=protect,
                     custom_timeouts=CLUSTER_TIMEOUTS,
                     ignore_changes=["nodeConfig", "initialNodeCount"],
                 ),
-                **common,
             )
             self.system_pool = self._system_pool(name, config)
 
         floor = cluster_config.min_master_version
         # Registered as an output, so a failed check fails the update (an unused apply would not).
-        self.master_version: pulumi.Output[str] = self.cluster.master_version.apply(
+        self.master_version: pulumi.Output[str] = self.cluster.output("masterVersion").apply(
             lambda version: check_version_floor(version, floor)
         )
-        self.nat: gcp.compute.RouterNat | None = self._nat(name, config) if config.private_nodes else None
+        self.nat: GcpResource | None = self._nat(name, config) if config.private_nodes else None
         # Without the IP endpoint, clients (CI, operators, this program's provider) use the DNS endpoint.
         endpoint = (
-            self.cluster.endpoint
+            self.cluster.output("endpoint")
             if config.ip_endpoint
-            else self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+            else self.cluster.output("controlPlaneEndpointsConfig").apply(_dns_endpoint)
         )
         self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(
-                self.cluster.name,
+                self.cluster.output("name"),
                 endpoint,
-                self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate),
+                self.cluster.output("masterAuth").apply(lambda auth: (auth or {}).get("clusterCaCertificate")),
             ).apply(lambda args: kubeconfig(args[0], args[1], args[2]))
         )
         # In-cluster objects need schedulable CPU nodes (controllers, webhooks); TPU pools are not waited for.
@@ -175,59 +179,66 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[p for p in [self.system_pool] if p]),
         )
         self.register_outputs(
-            {"name": self.cluster.name, "endpoint": self.cluster.endpoint, "masterVersion": self.master_version}
+            {
+                "name": self.cluster.output("name"),
+                "endpoint": self.cluster.output("endpoint"),
+                "masterVersion": self.master_version,
+            }
         )
 
-    def _nat(self, name: str, config: StackConfig) -> gcp.compute.RouterNat:
+    def _nat(self, name: str, config: StackConfig) -> GcpResource:
         """Egress for private nodes (image pulls, pip, Google APIs): a Cloud Router with NAT in the region."""
         network = config.cluster.network or "default"
-        router = gcp.compute.Router(
+        router = GcpResource(
+            "gcp:compute/router:Router",
             f"{name}-router",
-            name=f"{config.cluster.name}-nat",
-            project=config.project,
-            region=config.region,
-            network=network,
+            {"name": f"{config.cluster.name}-nat", "project": config.project, "region": config.region,
+             "network": network},
             opts=pulumi.ResourceOptions(parent=self),
-        )
-        return gcp.compute.RouterNat(
+        )  # fmt: skip
+        return GcpResource(
+            "gcp:compute/routerNat:RouterNat",
             f"{name}-nat",
-            name=f"{config.cluster.name}-nat",
-            project=config.project,
-            region=config.region,
-            router=router.name,
-            nat_ip_allocate_option="AUTO_ONLY",
-            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
-            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+            {
+                "name": f"{config.cluster.name}-nat",
+                "project": config.project,
+                "region": config.region,
+                "router": router.output("name"),
+                "natIpAllocateOption": "AUTO_ONLY",
+                "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES",
+                "logConfig": {"enable": True, "filter": "ERRORS_ONLY"},
+            },
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _system_pool(self, name: str, config: StackConfig) -> gcp.container.NodePool:
+    def _system_pool(self, name: str, config: StackConfig) -> GcpResource:
         pool = config.cluster.system_pool
-        return gcp.container.NodePool(
+        return GcpResource(
+            "gcp:container/nodePool:NodePool",
             f"{name}-system",
-            name=SYSTEM_POOL_NAME,
-            project=config.project,
-            cluster=self.cluster.name,
-            location=config.cluster_location,
-            # Per zone (GKE's meaning); minNodes/maxNodes are totals over the pool's zones.
-            initial_node_count=config.system_pool_initial_nodes_per_zone,
-            autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                total_min_node_count=pool.min_nodes,
-                total_max_node_count=pool.max_nodes,
-                location_policy="BALANCED",
-            ),
-            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
-            node_config=gcp.container.NodePoolNodeConfigArgs(
-                machine_type=pool.machine_type,
-                disk_size_gb=pool.disk_size_gb,
-                service_account=self.node_service_account.email,
-                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                    mode="GKE_METADATA"
-                ),
-                shielded_instance_config=SHIELDED,
-                resource_labels=config.resource_labels,
-            ),
+            {
+                "name": SYSTEM_POOL_NAME,
+                "project": config.project,
+                "cluster": self.cluster.output("name"),
+                "location": config.cluster_location,
+                # Per zone (GKE's meaning); minNodes/maxNodes are totals over the pool's zones.
+                "initialNodeCount": config.system_pool_initial_nodes_per_zone,
+                "autoscaling": {
+                    "totalMinNodeCount": pool.min_nodes,
+                    "totalMaxNodeCount": pool.max_nodes,
+                    "locationPolicy": "BALANCED",
+                },
+                "management": {"autoRepair": True, "autoUpgrade": True},
+                "nodeConfig": {
+                    "machineType": pool.machine_type,
+                    "diskSizeGb": pool.disk_size_gb,
+                    "serviceAccount": self.node_service_account_email,
+                    "oauthScopes": [CLOUD_PLATFORM_SCOPE],
+                    "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+                    "shieldedInstanceConfig": SHIELDED,
+                    "resourceLabels": config.resource_labels,
+                },
+            },
             opts=pulumi.ResourceOptions(
                 parent=self,
                 custom_timeouts=NODE_POOL_TIMEOUTS,
@@ -240,32 +251,25 @@ def _access(config: StackConfig) -> dict[str, Any]:
     """Cluster arguments for private nodes and control-plane access (config.private_nodes, config.ip_endpoint)."""
     plane = config.cluster.control_plane
     args: dict[str, Any] = {
-        "control_plane_endpoints_config": gcp.container.ClusterControlPlaneEndpointsConfigArgs(
-            dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
-                allow_external_traffic=True
-            ),
-            ip_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigIpEndpointsConfigArgs(
-                enabled=config.ip_endpoint
-            ),
-        ),
+        "controlPlaneEndpointsConfig": {
+            "dnsEndpointConfig": {"allowExternalTraffic": True},
+            "ipEndpointsConfig": {"enabled": config.ip_endpoint},
+        },
     }
     if config.ip_endpoint:
-        args["master_authorized_networks_config"] = gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
-            cidr_blocks=[
-                gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=c, display_name=c)
-                for c in plane.authorized_networks
-            ],
-            gcp_public_cidrs_access_enabled=False,
-        )
+        args["masterAuthorizedNetworksConfig"] = {
+            "cidrBlocks": [{"cidrBlock": c, "displayName": c} for c in plane.authorized_networks],
+            "gcpPublicCidrsAccessEnabled": False,
+        }
     if config.private_nodes:
-        args["private_cluster_config"] = gcp.container.ClusterPrivateClusterConfigArgs(enable_private_nodes=True)
+        args["privateClusterConfig"] = {"enablePrivateNodes": True}
     return args
 
 
 def _dns_endpoint(endpoints: Any) -> str:
     """The control plane's DNS name (`gke-<id>.<region>.gke.goog`); empty until the cluster exists."""
-    dns = getattr(endpoints, "dns_endpoint_config", None) if endpoints else None
-    return str(getattr(dns, "endpoint", "") or "")
+    dns = (endpoints or {}).get("dnsEndpointConfig") or {}
+    return str(dns.get("endpoint") or "")
 
 
 def check_version_floor(version: str, floor: str) -> str:
@@ -282,34 +286,32 @@ def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _maintenance_policy(maintenance: MaintenanceConfig) -> gcp.container.ClusterMaintenancePolicyArgs | None:
+def _maintenance_policy(maintenance: MaintenanceConfig) -> dict[str, Any] | None:
     """When GKE may upgrade; None leaves GKE's default (any time). Exclusions need a window (config checks)."""
     if not maintenance.has_window:
         return None
     window = maintenance.recurring_window
-    return gcp.container.ClusterMaintenancePolicyArgs(
-        daily_maintenance_window=(
-            gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(start_time=maintenance.daily_start_time)
-            if maintenance.daily_start_time is not None
-            else None
+    return {
+        "dailyMaintenanceWindow": (
+            {"startTime": maintenance.daily_start_time} if maintenance.daily_start_time is not None else None
         ),
-        recurring_window=(
-            gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
-                start_time=_rfc3339(window.start_time), end_time=_rfc3339(window.end_time), recurrence=window.recurrence
-            )
+        "recurringWindow": (
+            {
+                "startTime": _rfc3339(window.start_time),
+                "endTime": _rfc3339(window.end_time),
+                "recurrence": window.recurrence,
+            }
             if window is not None
             else None
         ),
-        maintenance_exclusions=[
-            gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
-                exclusion_name=exclusion.name,
-                start_time=_rfc3339(exclusion.start_time),
-                end_time=_rfc3339(exclusion.end_time),
-                exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
-                    scope=exclusion.scope
-                ),
-            )
+        "maintenanceExclusions": [
+            {
+                "exclusionName": exclusion.name,
+                "startTime": _rfc3339(exclusion.start_time),
+                "endTime": _rfc3339(exclusion.end_time),
+                "exclusionOptions": {"scope": exclusion.scope},
+            }
             for exclusion in maintenance.exclusions
         ]
         or None,
-    )
+    }

@@ -13,10 +13,10 @@ import json
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 
 from components import tpu_catalog
 from components.config import StackConfig, TpuPoolConfig, queue_pools, queue_refs
+from components.gcp_resource import GcpResource
 
 DUTY_CYCLE = "kubernetes.io/container/accelerator/duty_cycle"
 TENSORCORE = "kubernetes.io/node/accelerator/tensorcore_utilization"
@@ -179,10 +179,10 @@ class Monitoring(pulumi.ComponentResource):
     def __init__(self, name: str, *, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("tpu-stack:index:Monitoring", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.dashboard: gcp.monitoring.Dashboard = gcp.monitoring.Dashboard(
+        self.dashboard: GcpResource = GcpResource(
+            "gcp:monitoring/dashboard:Dashboard",
             f"{name}-dashboard",
-            project=config.project,
-            dashboard_json=json.dumps(dashboard(config), sort_keys=True),
+            {"project": config.project, "dashboardJson": json.dumps(dashboard(config), sort_keys=True)},
             opts=child,
         )
         project = config.project
@@ -193,22 +193,27 @@ class Monitoring(pulumi.ComponentResource):
             )
         )
         channels = list(config.monitoring.notification_channels)
-        self.alerts: list[gcp.monitoring.AlertPolicy] = [
-            gcp.monitoring.AlertPolicy(
+        self.alerts: list[GcpResource] = [
+            GcpResource(
+                "gcp:monitoring/alertPolicy:AlertPolicy",
                 f"{name}-{alert}",
-                project=config.project,
-                display_name=f"tpu-stack {config.stack}: {alert}",
-                combiner="OR",
-                conditions=[
-                    gcp.monitoring.AlertPolicyConditionArgs(
-                        display_name=alert,
-                        condition_prometheus_query_language=gcp.monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs(
-                            query=query, duration=f"{minutes * 60}s", evaluation_interval="60s"
-                        ),
-                    )
-                ],
-                notification_channels=channels,
-                user_labels=config.resource_labels,
+                {
+                    "project": config.project,
+                    "displayName": f"tpu-stack {config.stack}: {alert}",
+                    "combiner": "OR",
+                    "conditions": [
+                        {
+                            "displayName": alert,
+                            "conditionPrometheusQueryLanguage": {
+                                "query": query,
+                                "duration": f"{minutes * 60}s",
+                                "evaluationInterval": "60s",
+                            },
+                        }
+                    ],
+                    "notificationChannels": channels,
+                    "userLabels": config.resource_labels,
+                },
                 opts=child,
             )
             for alert, (query, minutes) in alert_queries(config).items()

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig, WorkloadRef
+from components.gcp_resource import GcpResource, get_project_number
 from components.kubernetes_object import KubernetesObject
 
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
@@ -55,7 +55,7 @@ def project_number(config: StackConfig) -> pulumi.Output[str] | None:
         return None
     if config.bucket.project_number is not None:
         return pulumi.Output.from_input(str(config.bucket.project_number))
-    return gcp.organizations.get_project_output(project_id=config.project).number
+    return get_project_number(config.project)
 
 
 def _slug(role: str) -> str:
@@ -91,28 +91,34 @@ class WorkloadIdentity(pulumi.ComponentResource):
         ns, ksa = workload.namespace, workload.service_account
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[cluster])
 
-        self.google_service_account: gcp.serviceaccount.Account | None = None
-        self.impersonation: gcp.serviceaccount.IAMMember | None = None
+        self.google_service_account: GcpResource | None = None
+        self.impersonation: GcpResource | None = None
         annotations: dict[str, pulumi.Input[str]] = {}
         if workload.identity == "iamServiceAccount":
-            self.google_service_account = gcp.serviceaccount.Account(
+            self.google_service_account = GcpResource(
+                "gcp:serviceaccount/account:Account",
                 f"{name}-gsa",
-                account_id=workload.iam_account_id,
-                display_name=f"Workload Identity of {workload.key}",
-                project=config.project,
+                {
+                    "accountId": workload.iam_account_id,
+                    "displayName": f"Workload Identity of {workload.key}",
+                    "project": config.project,
+                },
+                outputs=("email", "name", "member"),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            self.impersonation = gcp.serviceaccount.IAMMember(
+            self.impersonation = GcpResource(
+                "gcp:serviceaccount/iAMMember:IAMMember",
                 f"{name}-wi-user",
-                service_account_id=self.google_service_account.name,
-                role=WORKLOAD_IDENTITY_USER,
-                member=service_account_member(pool, ns, ksa),
+                {
+                    "serviceAccountId": self.google_service_account.output("name"),
+                    "role": WORKLOAD_IDENTITY_USER,
+                    "member": service_account_member(pool, ns, ksa),
+                },
                 opts=after_cluster,
             )
-            annotations[GSA_ANNOTATION] = self.google_service_account.email
-            self.member: pulumi.Output[str] = self.google_service_account.email.apply(
-                lambda email: f"serviceAccount:{email}"
-            )
+            email: pulumi.Output[str] = self.google_service_account.output("email")
+            annotations[GSA_ANNOTATION] = email
+            self.member: pulumi.Output[str] = email.apply(lambda address: f"serviceAccount:{address}")
         else:
             if project_number is None:
                 raise ValueError(f"{workload.key}: the principal form needs the project number")
@@ -134,12 +140,11 @@ class WorkloadIdentity(pulumi.ComponentResource):
         )
         # A principal member names the pool itself; a Google service account member does not need it.
         binding_opts = after_cluster if workload.identity == "principal" else pulumi.ResourceOptions(parent=self)
-        self.bindings: list[gcp.storage.BucketIAMMember] = [
-            gcp.storage.BucketIAMMember(
+        self.bindings: list[GcpResource] = [
+            GcpResource(
+                "gcp:storage/bucketIAMMember:BucketIAMMember",
                 f"{name}-{grant.label}-{_slug(grant.role)}",
-                bucket=grant.bucket,
-                role=grant.role,
-                member=self.member,
+                {"bucket": grant.bucket, "role": grant.role, "member": self.member},
                 opts=binding_opts,
             )
             for grant in bucket_roles
@@ -147,7 +152,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         self.key = workload.key
         self.roles = [r.role for r in bucket_roles]
         self.google_service_account_email: pulumi.Output[str] | None = (
-            self.google_service_account.email if self.google_service_account else None
+            self.google_service_account.output("email") if self.google_service_account else None
         )
         self.register_outputs({"kubernetesServiceAccount": self.key, "member": self.member, "roles": self.roles})
 
