@@ -231,6 +231,11 @@ def test_the_baseline_passes_every_policy(rules: ModuleType) -> None:
     [
         ((("autoscaling.maxNodeCount", 4),), "set autoscaling.maxNodeCount to the slice's 2 VMs"),
         ((("autoscaling.minNodeCount", 1.0),), "autoscaling.minNodeCount is 1"),
+        # gcloud --total-min-nodes: the location-independent floor must be 0 as well.
+        (
+            (("autoscaling.totalMinNodeCount", 2),),
+            "autoscaling.totalMinNodeCount is 2: flex-start pools scale from zero; set it to 0",
+        ),
         ((("initialNodeCount", 2),), "set initialNodeCount to 0"),
         ((("management.autoRepair", None),), "set management.autoRepair false"),
         ((("nodeConfig.reservationAffinity", None),), "consumeReservationType to NO_RESERVATION"),
@@ -379,14 +384,22 @@ def test_a_service_account_unknown_during_preview_is_not_a_violation(rules: Modu
 @pytest.mark.parametrize(
     ("path", "value", "expected"),
     [
-        ("uniformBucketLevelAccess", False, "set uniformBucketLevelAccess true"),
-        ("publicAccessPrevention", "inherited", "set publicAccessPrevention 'enforced'"),
-        ("versioning", None, "set versioning.enabled true"),
+        ("uniformBucketLevelAccess", False, "set uniformBucketLevelAccess true (IAM only, no object ACLs)"),
+        # A missing input is the provider's default: fine-grained ACLs and inherited public access prevention.
+        ("uniformBucketLevelAccess", None, "set uniformBucketLevelAccess true (IAM only, no object ACLs)"),
+        ("publicAccessPrevention", "inherited", "set publicAccessPrevention 'enforced' (found 'inherited')"),
+        ("publicAccessPrevention", None, "set publicAccessPrevention 'enforced' (found None)"),
+        ("versioning", None, "set versioning.enabled true so an overwritten or deleted checkpoint can be restored"),
+        (
+            "versioning.enabled",
+            False,
+            "set versioning.enabled true so an overwritten or deleted checkpoint can be restored",
+        ),
     ],
 )
 def test_bucket_hardening(rules: ModuleType, path: str, value: Any, expected: str) -> None:
     found = only(check(rules, changed("data-bucket", (path, value))), "bucket-hardening")
-    assert len(found) == 1 and expected in found[0]["message"] and found[0]["level"] == "mandatory"
+    assert [(v["message"], v["level"]) for v in found] == [(expected, "mandatory")]
 
 
 # --- least-privilege-iam ---------------------------------------------------------------------------------
@@ -579,6 +592,34 @@ def test_a_quota_string_within_the_chips_passes(rules: ModuleType) -> None:
         "nominalQuota"
     ] = "8"
     assert check(rules, resources) == []
+
+
+def test_cohort_quota_counts_beside_the_cluster_queues(rules: ModuleType) -> None:
+    """Kueue lends a Cohort's own nominalQuota to its ClusterQueues: it is admitted capacity like theirs."""
+    resources = baseline()  # flex: 2 VMs x 4 chips = 8 chips, ClusterQueue 'team' holds 8
+    resources.append(cluster_queue("tpu-stack", {"flex": 4}, kind="Cohort"))
+    found = only(check(rules, resources), "kueue-quota-within-chips")
+    assert [v["message"] for v in found] == [
+        "ResourceFlavor 'flex': queues hold 12 google.com/tpu nominal quota but the 1 matching node pool(s) provide "
+        "8 chips; lower the ClusterQueue nominalQuota or add slices"
+    ]
+    alone = [r for r in baseline() if r["name"] != "clusterqueue-team"]
+    alone.append(cluster_queue("tpu-stack", {"flex": 9}, kind="Cohort"))
+    assert "queues hold 9 google.com/tpu" in only(check(rules, alone), "kueue-quota-within-chips")[0]["message"]
+    alone[-1] = cluster_queue("tpu-stack", {"flex": 8}, kind="Cohort")
+    assert check(rules, alone) == []
+
+
+def test_per_zone_autoscaling_maximum_counts_once_per_zone(rules: ModuleType) -> None:
+    """autoscaling.maxNodeCount is per zone (gcloud --max-nodes): a single-host pool over 3 zones with max 2
+    holds 3 x 2 = 6 VMs of ct6e-standard-4t, 6 x 4 = 24 chips."""
+    zones = ["us-central1-a", "us-central1-b", "us-central1-c"]
+    wide = pool("wide", "ct6e-standard-4t", autoscaling={"minNodeCount": 0, "maxNodeCount": 2}, nodeLocations=zones)
+    labels = {"cloud.google.com/gke-nodepool": "wide"}
+    resources = [*baseline(), wide, flavor("wide", labels), cluster_queue("wide", {"wide": 24})]
+    assert check(rules, resources) == []
+    resources[-1] = cluster_queue("wide", {"wide": 25})
+    assert "provide 24 chips" in only(check(rules, resources), "kueue-quota-within-chips")[0]["message"]
 
 
 def test_pool_labels_come_from_the_catalog_provisioning_mode_and_the_pool(rules: ModuleType) -> None:
@@ -781,7 +822,7 @@ def test_protected_stacks_come_from_policy_config(rules: ModuleType) -> None:
     assert {v["urn"].rsplit("::", 1)[1] for v in found} == {"tpu-dev", "data-bucket"}
 
 
-# --- advisory: tpu-auto-upgrade-off, required-labels -----------------------------------------------------
+# --- advisory: tpu-node-auto-upgrade, required-labels ----------------------------------------------------
 
 
 def test_auto_upgrade_on_tpu_pools_is_advisory_without_a_release_channel(rules: ModuleType) -> None:
