@@ -429,7 +429,11 @@ class TpuPoolConfig(_Model):
     def _provisioning_problems(self) -> list[tuple[str, str]]:
         mode = self.provisioning
         problems: list[tuple[str, str]] = []
-        if self.spot is not None:
+        if self.spot is not None and mode == "spot":
+            problems.append(
+                ("spot", "spot is a provisioning mode, not a flag, and this pool already has provisioning: spot; remove spot")
+            )
+        elif self.spot is not None:
             problems.append(
                 (
                     "spot",
@@ -1546,8 +1550,15 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
     data: dict[str, Any] = {"stack": stack}
     for key, value in raw.items():
         namespace, _, name = key.partition(":")
-        if isinstance(value, str) and value[:1] in "[{":
-            value = json.loads(value)
+        if isinstance(value, str) and value.startswith(("[", "{")):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as error:
+                problems.append(
+                    f"{key}: {value!r} starts like JSON but is not ({error.msg} at column {error.colno}); "
+                    "give a YAML mapping or list"
+                )
+                continue
         if key in _GCP_KEYS:
             data[_GCP_KEYS[key]] = value
         elif namespace == PROJECT and name in _STACK_KEYS:

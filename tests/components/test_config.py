@@ -37,6 +37,15 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown top-level key", {"tpu-stack:clusterr": {"name": "x"}},
      "tpu-stack:clusterr: unknown config key; known tpu-stack keys: bucket, charts, cluster, labels, monitoring, "
      "queues, saxml, throwaway, tpuPools"),
+    # The engine passes structured config as JSON text: text that only looks like JSON is a config error too.
+    ("labels that are not JSON", {"tpu-stack:labels": "{team: ml"},
+     "tpu-stack:labels: '{team: ml' starts like JSON but is not (Expecting property name enclosed in double quotes "
+     "at column 2); give a YAML mapping or list"),
+    ("labels as an empty string", {"tpu-stack:labels": ""},
+     "tpu-stack:labels: Input should be a valid dictionary"),
+    ("pools that are not JSON", {"tpu-stack:tpuPools": "[train"},
+     "tpu-stack:tpuPools: '[train' starts like JSON but is not (Expecting value at column 2); give a YAML mapping "
+     "or list"),
     ("unknown pool key", pools(pool(topolgy="4x4")),
      f"{P0}.topolgy: unknown key; check the spelling against the README's config reference"),
     ("bad topology for the machine type", pools(pool(topology="4x5")),
@@ -53,6 +62,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("queued with spot", pools(pool(provisioning="queued", spot=True)),
      f"{P0}.spot: spot is a provisioning mode, not a flag, and queued capacity cannot be spot; "
      "set provisioning: spot or remove spot"),
+    ("spot flag on a spot pool", pools(pool(provisioning="spot", spot=True)),
+     f"{P0}.spot: spot is a provisioning mode, not a flag, and this pool already has provisioning: spot; "
+     "remove spot"),
     ("unknown provisioning mode", pools(pool(provisioning="preemptible")),
      f"{P0}.provisioning: Input should be 'flex-start', 'queued', 'on-demand', 'spot' or 'reservation'"),
     ("multi-host pool without a zone", pools(pool(zone=None)),
@@ -82,6 +94,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{P0}.futureReservation: set reservation or futureReservation, not both"),
     ("flex-start run longer than 7 days", pools(pool(maxRunDuration="8d")),
      f"{P0}.maxRunDuration: 8d exceeds flex-start's 7-day limit; use 7d or less"),
+    # 7 days = 168 hours: one hour more is over the limit, which a duration read with a wrong unit would miss.
+    ("flex-start run of 169 hours", pools(pool(maxRunDuration="169h")),
+     f"{P0}.maxRunDuration: 169h exceeds flex-start's 7-day limit; use 7d or less"),
+    ("flex-start run of 10081 minutes", pools(pool(maxRunDuration="10081m")),
+     f"{P0}.maxRunDuration: 10081m exceeds flex-start's 7-day limit; use 7d or less"),
     ("run duration without a unit", pools(pool(maxRunDuration="3600")),
      f"{P0}.maxRunDuration: '3600' is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d"),
     ("run duration on on-demand", pools(pool(provisioning="on-demand", maxRunDuration="24h")),
@@ -237,6 +254,14 @@ def test_structured_values_arrive_as_json_strings_like_the_engine_sends_them() -
     (group,) = config.tpu_pools
     assert (group.vms_per_slice, group.chips_per_slice, group.total_chips) == (2, 8, 24)
     assert group.node_pool_names == ["a-0", "a-1", "a-2"]
+
+
+def test_flex_start_runs_up_to_exactly_seven_days() -> None:
+    """Flex-start VMs run at most 7 days (604800 s); 168h and 10080m are that limit, not over it."""
+    for duration, seconds in (("7d", 604800), ("168h", 604800), ("10080m", 604800), ("24h", 86400), ("90s", 90)):
+        config = load({"gcp:project": "p", "gcp:region": "us-central1", **pools(pool(maxRunDuration=duration))},
+                      stack="dev")  # fmt: skip
+        assert config.tpu_pools[0].max_run_duration_seconds == seconds, duration
 
 
 def test_stack_error_from_a_missing_stack_file(capsys: pytest.CaptureFixture[str]) -> None:
