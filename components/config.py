@@ -29,6 +29,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components import tpu_catalog
+from components.stacks import PROTECTED_STACKS
 from components.tpu_catalog import MachineType
 
 PROJECT = "tpu-stack"
@@ -1325,8 +1326,11 @@ def saxml_pool(config: StackConfig) -> TpuPoolConfig:
 def _serving_problems(config: StackConfig) -> list[str]:
     problems: list[str] = []
     key = f"{PROJECT}:bucket"
-    if config.throwaway and config.is_prod:
-        problems.append(f"{PROJECT}:throwaway: the prod stack keeps its data (its bucket is protected); remove it")
+    if config.throwaway and config.protected:
+        problems.append(
+            f"{PROJECT}:throwaway: the {config.stack} stack is protected and keeps its data (its bucket is protected); "
+            "remove it"
+        )
     name = bucket_name(config)
     problem = bucket_name_problem(name)
     if problem and config.bucket.name is None:
@@ -1443,7 +1447,7 @@ class StackConfig(_Model):
     region: str
     stack: str = "dev"
     throwaway: bool = False
-    """A stack that may be destroyed with its data (bucket force_destroy); never prod."""
+    """A stack that may be destroyed with its data (bucket force_destroy); never a protected stack."""
     labels: dict[str, str] = {}
     """Extra labels on every GCP resource that takes labels (cost attribution: team, cost-center, ...)."""
     cluster: ClusterConfig = ClusterConfig()
@@ -1467,8 +1471,9 @@ class StackConfig(_Model):
         return f"{self.project}.svc.id.goog"
 
     @property
-    def is_prod(self) -> bool:
-        return self.stack == "prod"
+    def protected(self) -> bool:
+        """Cluster and bucket carry `protect`; the same list is the protection policy's default."""
+        return self.stack in PROTECTED_STACKS
 
     def pool(self, name: str) -> TpuPoolConfig | None:
         return next((p for p in self.tpu_pools if p.name == name), None)
@@ -1499,13 +1504,13 @@ class StackConfig(_Model):
 
     @property
     def private_nodes(self) -> bool:
-        return self.is_prod if self.cluster.private_nodes is None else self.cluster.private_nodes
+        return self.protected if self.cluster.private_nodes is None else self.cluster.private_nodes
 
     @property
     def ip_endpoint(self) -> bool:
         """Control plane reachable by IP (from authorized networks only); off: only the DNS endpoint."""
         plane = self.cluster.control_plane
-        return (not self.is_prod) if plane.ip_endpoint is None else plane.ip_endpoint
+        return (not self.protected) if plane.ip_endpoint is None else plane.ip_endpoint
 
     @property
     def on_release_channel(self) -> bool:
