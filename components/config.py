@@ -432,7 +432,11 @@ class TpuPoolConfig(_Model):
         problems: list[tuple[str, str]] = []
         if self.spot is not None and mode == "spot":
             problems.append(
-                ("spot", "spot is a provisioning mode, not a flag, and this pool already has provisioning: spot; remove spot")
+                (
+                    "spot",
+                    "spot is a provisioning mode, not a flag, and this pool already has provisioning: spot; "
+                    "remove spot",
+                )
             )
         elif self.spot is not None:
             problems.append(

@@ -132,8 +132,9 @@ def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
 )  # fmt: skip
 def test_max_run_duration_reaches_gke_in_seconds(run: StackRunner, provisioning: str, duration: str, sent: str) -> None:
     # gcloud --max-run-duration=24h; the API field config.maxRunDuration is a protobuf Duration ("86400s").
-    plan = run({"tpu-stack:tpuPools": [{"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
-                                        "provisioning": provisioning, "zone": ZONE, "maxRunDuration": duration}]})  # fmt: skip
+    group = {"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": provisioning,
+             "zone": ZONE, "maxRunDuration": duration}  # fmt: skip
+    plan = run({"tpu-stack:tpuPools": [group]})
     (pool,) = pools_of(plan, "p")
     assert gke_api(pool["inputs"])["config.maxRunDuration"] == sent
 
