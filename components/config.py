@@ -98,6 +98,8 @@ def version_below_floor(version: str, floor: str) -> bool:
 
 SYSTEM_POOL_NAME = "system"
 """GKE name of the CPU node pool of a Standard cluster; controllers and Saxml's CPU servers run there."""
+SYSTEM_NODE_SELECTOR = {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME}
+"""What CPU pods select on a Standard cluster (GKE labels every node with its pool's name)."""
 
 
 class SystemPoolConfig(_Model):
@@ -1504,7 +1506,7 @@ class StackConfig(_Model):
         """Keeps CPU pods off TPU nodes: the system pool (Standard); Autopilot chooses nodes itself."""
         if self.cluster.mode == "autopilot":
             return {}
-        return {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME}
+        return dict(SYSTEM_NODE_SELECTOR)
 
     @property
     def private_nodes(self) -> bool:

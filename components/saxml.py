@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components import gcs_fuse, network_policies, pod_security, tpu_catalog
 from components.config import (
-    SYSTEM_POOL_NAME,
+    SYSTEM_NODE_SELECTOR,
     WRITER_ROLE,
     SaxmlConfig,
     StackConfig,
@@ -84,7 +84,7 @@ def _cpu_deployment(
             "metadata": {"labels": {"app": app, **PART_OF}},
             "spec": {
                 "serviceAccountName": saxml.service_account,
-                "nodeSelector": {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME},
+                "nodeSelector": dict(SYSTEM_NODE_SELECTOR),  # Saxml needs TPU pools: always a Standard cluster
                 **pod_security.cpu_pod(container, port=port),
             },
         },
