@@ -38,7 +38,8 @@ Provisioning = Literal["flex-start", "queued", "on-demand", "spot", "reservation
 # GKE node pool names: a DNS label of at most 40 characters. Cluster names: at most 40, start with a letter.
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 GKE_NAME_MAX = 40
-_DURATION = re.compile(r"^(\d+)([smhd])$")
+_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?[smhd])+$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 FLEX_START_MAX_SECONDS = 7 * 86400
 """GKE's limit on a flex-start run; queued provisioning pools are flex-start too, so it applies to both."""
@@ -70,11 +71,12 @@ def _dns_label_problem(name: str, what: str) -> str | None:
 
 
 def parse_duration(text: str) -> int:
-    """'24h' -> 86400 seconds; units s, m, h, d."""
-    match = _DURATION.match(text)
-    if not match:
+    """'24h' -> 86400 seconds; units s, m, h, d, also combined as Go writes durations ('1h30m', '45m0s').
+
+    The one parser of the repo: config run limits and the custom timeouts the offline policy check reads."""
+    if not _DURATION.match(text):
         raise ValueError(f"{text!r} is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d")
-    return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    return round(sum(float(number) * _DURATION_UNITS[unit] for number, unit in _DURATION_PART.findall(text)))
 
 
 REGIONAL_CLUSTER_ZONES = 3
@@ -259,10 +261,23 @@ class ClusterConfig(_Model):
         return minor
 
 
+_TOLERATION_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
+
+
 class Taint(_Model):
+    """A node taint in GKE API terms (NO_SCHEDULE); pods on the pool carry its toleration in Kubernetes terms."""
+
     key: str
     value: str = ""
     effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
+
+    @property
+    def toleration(self) -> dict[str, str]:
+        """Equal on the taint's value; a taint without a value is tolerated with Exists."""
+        effect = _TOLERATION_EFFECTS[self.effect]
+        if self.value:
+            return {"key": self.key, "operator": "Equal", "value": self.value, "effect": effect}
+        return {"key": self.key, "operator": "Exists", "effect": effect}
 
 
 CALENDAR_MAX_DAYS = 90
@@ -600,7 +615,7 @@ MAX_USER_PRIORITY = 1_000_000_000
 
 
 def _k8s_name(name: str) -> str:
-    """Queue, team and namespace names: DNS labels of at most 63 characters."""
+    """Queue, team, namespace and service account names: DNS labels of at most 63 characters."""
     if len(name) > 63 or not _DNS_LABEL.match(name):
         raise ValueError(
             f"{name!r} must be a DNS label of at most 63 characters: lowercase letters, digits and '-', "
@@ -1057,16 +1072,6 @@ _IAM_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 _SAX_CELL = re.compile(r"^/sax/[A-Za-z0-9_-]+$")
 
 
-def _kubernetes_name(name: str) -> str:
-    """Namespaces and service accounts: DNS labels of at most 63 characters."""
-    if len(name) > 63 or not _DNS_LABEL.match(name):
-        raise ValueError(
-            f"{name!r} must be a DNS label of at most 63 characters: lowercase letters, digits and '-', "
-            "starting with a letter"
-        )
-    return name
-
-
 def bucket_name_problem(name: str) -> str | None:
     """Cloud Storage naming rules; dotted names are refused as they need domain verification."""
     if not 3 <= len(name) <= BUCKET_NAME_MAX:
@@ -1098,7 +1103,7 @@ class WorkloadRef(_Model):
     checkpoint_path: str | None = None
     """Folder writers' pods mount read-write at /checkpoints; defaults to `checkpoints/<namespace>`."""
 
-    _names = field_validator("namespace", "service_account")(_kubernetes_name)
+    _names = field_validator("namespace", "service_account")(_k8s_name)
     _paths = field_validator("data_path", "checkpoint_path")(lambda path: _optional_folder(path))
 
     @property

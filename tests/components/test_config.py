@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import ConfigError, load
+from components.config import ConfigError, load, parse_duration
 from offline import __main__ as cli
 from offline.engine import run_program
 
@@ -262,6 +262,13 @@ def test_flex_start_runs_up_to_exactly_seven_days() -> None:
         config = load({"gcp:project": "p", "gcp:region": "us-central1", **pools(pool(maxRunDuration=duration))},
                       stack="dev")  # fmt: skip
         assert config.tpu_pools[0].max_run_duration_seconds == seconds, duration
+
+
+def test_durations_as_go_writes_them_are_read_too() -> None:
+    """Custom timeouts come back from the engine as Go durations ("45m0s"); config may use them as well."""
+    assert [parse_duration(d) for d in ("1h30m", "45m0s", "1d12h", "1.5h")] == [5400, 2700, 129600, 5400]
+    with pytest.raises(ValueError, match="'1h30' is not a duration"):
+        parse_duration("1h30")
 
 
 def test_stack_error_from_a_missing_stack_file(capsys: pytest.CaptureFixture[str]) -> None:

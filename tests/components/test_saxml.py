@@ -312,9 +312,11 @@ def test_names_cell_images_and_restarts_from_config(run: StackRunner) -> None:
 
 
 def test_pool_taints_are_tolerated(run: StackRunner) -> None:
-    pool = {**SERVE, "taints": [{"key": "serving", "value": "saxml", "effect": "NO_EXECUTE"}]}
-    assert pod_of(run(with_saxml(pool)))["tolerations"] == [
-        {"key": "serving", "operator": "Equal", "value": "saxml", "effect": "NoExecute"}
+    taints = [{"key": "serving", "value": "saxml", "effect": "NO_EXECUTE"}, {"key": "dedicated"}]
+    assert pod_of(run(with_saxml({**SERVE, "taints": taints})))["tolerations"] == [
+        {"key": "serving", "operator": "Equal", "value": "saxml", "effect": "NoExecute"},
+        # A taint without a value is tolerated as Kueue's flavors tolerate it: Exists.
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"},
     ]
 
 
