@@ -922,7 +922,7 @@ def controller_resources(config: StackConfig) -> dict[str, dict[str, str]]:
     """Requests and limits of the Kueue and JobSet controllers, by the most nodes the cluster can have:
     their caches hold every node, pod and workload."""
     nodes = (0 if config.cluster.mode == "autopilot" else config.cluster.system_pool.max_nodes) + sum(
-        pool.total_vms for pool in queue_pools(config) if not pool.problems()
+        pool.total_vms for pool in queue_pools(config)
     )
     cpu, mebibytes = (500, 512) if nodes <= 64 else (1000, 1024) if nodes <= 512 else (2000, 2048)
     return {

@@ -210,9 +210,8 @@ def evaluate(
     """Violations of every policy over plan resources: [{"policy", "level", "urn", "message"}].
 
     Without a `view`, every policy sees the inputs as registered (policy unit tests); with one, what the real
-    engine shows the pack in that situation (module docstring). Resources without a "urn" (small test
-    fixtures) get `urn:pulumi:<stack>::tpu-stack::<type>::<name>`. A policy that reads a value unknown during
-    preview yields an advisory note, as `pulumi preview` does.
+    engine shows the pack in that situation (module docstring). A policy that reads a value unknown during preview yields an
+    advisory note, as `pulumi preview` does.
     """
     policies: list[Policy] = list((rules or load_rules()).POLICIES)
     resolved = settings(policies, config)
@@ -244,7 +243,7 @@ def evaluate(
 
     entries: list[tuple[dict[str, Any], PolicyResource]] = []
     for resource in resources:
-        urn = resource.get("urn") or f"urn:pulumi:{stack}::{PACK_NAME}::{resource['type']}::{resource['name']}"
+        urn = resource["urn"]
         without_props = view is not None and bool(resource.get("remote"))
         inputs = {} if without_props else resource.get("inputs") or {}
         if resource.get("rendered"):
