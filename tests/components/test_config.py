@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import ConfigError, load, parse_duration
+from components.config import ConfigError, controller_resources, load, parse_duration
 from offline import __main__ as cli
 from offline.engine import run_program
 
@@ -274,3 +274,31 @@ def test_durations_as_go_writes_them_are_read_too() -> None:
 def test_stack_error_from_a_missing_stack_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["preview", "--stack", "nope"]) == 2
     assert "no Pulumi.nope.yaml" in capsys.readouterr().err
+
+
+SMALL = {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+MEDIUM = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}
+LARGE = {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "4", "memory": "4Gi"}}
+
+
+@pytest.mark.parametrize(
+    ("system_max", "slices", "expected"),
+    [(4, 30, SMALL), (5, 30, MEDIUM), (4, 254, MEDIUM), (5, 254, LARGE)],
+    ids=["64 nodes", "65 nodes", "512 nodes", "513 nodes"],
+)
+def test_controllers_are_sized_by_the_most_nodes_the_cluster_can_have(
+    system_max: int, slices: int, expected: dict[str, dict[str, str]]
+) -> None:
+    """System pool maximum + 2 VMs per v5e 2x4 slice; up to 64 nodes small, up to 512 medium, then large."""
+    group = {"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": slices,
+             "zone": "us-central1-a"}  # fmt: skip
+    config = load({"gcp:project": "p", "gcp:region": "us-central1", "tpu-stack:tpuPools": [group],
+                   "tpu-stack:cluster": {"systemPool": {"maxNodes": system_max}}}, stack="dev")  # fmt: skip
+    assert controller_resources(config) == expected
+
+
+def test_autopilot_controllers_count_only_the_declared_tpu_capacity() -> None:
+    capacity = [{"tpuVersion": "v5e", "topology": "2x4", "slices": 33}]  # 66 VMs, no system pool
+    config = load({"gcp:project": "p", "gcp:region": "us-central1", "tpu-stack:cluster": {"mode": "autopilot"},
+                   "tpu-stack:queues": {"autopilotCapacity": capacity}}, stack="dev")  # fmt: skip
+    assert controller_resources(config) == MEDIUM

@@ -226,29 +226,44 @@ def test_the_baseline_passes_every_policy(rules: ModuleType) -> None:
 # --- flex-start-pool-shape -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("edits", "expected"),
-    [
-        ((("autoscaling.maxNodeCount", 4),), "set autoscaling.maxNodeCount to the slice's 2 VMs"),
-        ((("autoscaling.minNodeCount", 1.0),), "autoscaling.minNodeCount is 1"),
-        # gcloud --total-min-nodes: the location-independent floor must be 0 as well.
-        (
-            (("autoscaling.totalMinNodeCount", 2),),
-            "autoscaling.totalMinNodeCount is 2: flex-start pools scale from zero; set it to 0",
-        ),
-        ((("initialNodeCount", 2),), "set initialNodeCount to 0"),
-        ((("management.autoRepair", None),), "set management.autoRepair false"),
-        ((("nodeConfig.reservationAffinity", None),), "consumeReservationType to NO_RESERVATION"),
-        ((("nodeConfig.spot", True),), "remove nodeConfig.spot"),
-        ((("autoscaling", None),), "set autoscaling with minNodeCount 0"),
-    ],
-)
+FLEX_CASES: list[tuple[tuple[tuple[str, Any], ...], str]] = [
+    ((("autoscaling.maxNodeCount", 4),),
+     "autoscaling max is 4: a flex-start slice is all-or-nothing; set autoscaling.maxNodeCount to the slice's 2 VMs"),
+    # gcloud --total-max-nodes: without a per-zone maximum the total one is the slice's size.
+    ((("autoscaling", {"minNodeCount": 0, "totalMaxNodeCount": 3}),),
+     "autoscaling max is 3: a flex-start slice is all-or-nothing; set autoscaling.maxNodeCount to the slice's 2 VMs"),
+    ((("autoscaling.minNodeCount", 1.0),),
+     "autoscaling.minNodeCount is 1: flex-start pools scale from zero; set it to 0"),
+    # gcloud --total-min-nodes: the location-independent floor must be 0 as well.
+    ((("autoscaling.totalMinNodeCount", 2),),
+     "autoscaling.totalMinNodeCount is 2: flex-start pools scale from zero; set it to 0"),
+    ((("initialNodeCount", 2),),
+     "initialNodeCount is 2: flex-start pools start empty; set initialNodeCount to 0 or leave it unset"),
+    ((("management.autoRepair", None),),
+     "multi-host flex-start slices are not repaired node by node: set management.autoRepair false"),
+    ((("management", None),),
+     "multi-host flex-start slices are not repaired node by node: set management.autoRepair false"),
+    ((("nodeConfig.reservationAffinity", None),),
+     "flex-start pools must not consume reservations: set nodeConfig.reservationAffinity.consumeReservationType to "
+     "NO_RESERVATION (found None)"),
+    ((("nodeConfig.spot", True),),
+     "flex-start and spot exclude each other: remove nodeConfig.spot or nodeConfig.flexStart"),
+    ((("autoscaling", None),),
+     "flex-start pools scale from zero: set autoscaling with minNodeCount 0 and a maxNodeCount"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("edits", "expected"), FLEX_CASES)
 def test_flex_start_pool_shape(rules: ModuleType, edits: tuple[tuple[str, Any], ...], expected: str) -> None:
     # Some edits also change the chips Kueue may count on; only this policy's findings matter here.
     found = [v for v in check(rules, changed("flex", *edits)) if v["policy"] == "flex-start-pool-shape"]
-    assert any(expected in v["message"] for v in found), found
+    assert [v["message"] for v in found] == [expected]
     assert {v["level"] for v in found} == {"mandatory"}
     assert {v["urn"] for v in found} == {"urn:pulumi:dev::tpu-stack::gcp:container/nodePool:NodePool::flex"}
+
+
+def test_a_flex_pool_sized_by_its_total_maximum_passes(rules: ModuleType) -> None:
+    assert check(rules, changed("flex", ("autoscaling", {"minNodeCount": 0, "totalMaxNodeCount": 2}))) == []
 
 
 def test_single_host_flex_pools_may_hold_several_slices_and_keep_auto_repair(rules: ModuleType) -> None:
@@ -266,21 +281,31 @@ def test_single_host_flex_pools_may_hold_several_slices_and_keep_auto_repair(rul
 # --- queued-pool-shape -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("edits", "expected"),
-    [
-        ((("autoscaling", {"maxNodeCount": 2}),), "set autoscaling.totalMaxNodeCount"),
-        ((("management.autoRepair", True),), "set management.autoRepair false"),
-        ((("nodeConfig.reservationAffinity.consumeReservationType", "ANY_RESERVATION"),), "NO_RESERVATION"),
-        ((("nodeConfig.spot", True),), "remove nodeConfig.spot"),
-        ((("nodeConfig.flexStart", None),), "set nodeConfig.flexStart true"),
-        ((("autoscaling.locationPolicy", "BALANCED"),), "set autoscaling.locationPolicy ANY (found 'BALANCED')"),
-        ((("nodeCount", 2),), "set nodeCount to 0"),
-    ],
-)
+QUEUED_CASES: list[tuple[tuple[tuple[str, Any], ...], str]] = [
+    ((("autoscaling", {"maxNodeCount": 2, "locationPolicy": "ANY"}),),
+     "queued-provisioning pools scale by total: set autoscaling.totalMaxNodeCount"),
+    ((("management.autoRepair", True),),
+     "queued-provisioning nodes are not repaired in place: set management.autoRepair false"),
+    # GKE's default is auto-repair on: leaving management out is not "off".
+    ((("management", None),), "queued-provisioning nodes are not repaired in place: set management.autoRepair false"),
+    ((("nodeConfig.reservationAffinity.consumeReservationType", "ANY_RESERVATION"),),
+     "queued-provisioning pools must not consume reservations: set nodeConfig.reservationAffinity."
+     "consumeReservationType to NO_RESERVATION (found 'ANY_RESERVATION')"),
+    ((("nodeConfig.spot", True),), "queued provisioning and spot exclude each other: remove nodeConfig.spot"),
+    ((("nodeConfig.flexStart", None),),
+     "GKE runs queued provisioning on flex-start capacity: set nodeConfig.flexStart true"),
+    ((("autoscaling.locationPolicy", "BALANCED"),),
+     "queued-provisioning pools take the slice in whichever zone has it: set autoscaling.locationPolicy ANY "
+     "(found 'BALANCED')"),
+    ((("nodeCount", 2),),
+     "nodeCount is 2: queued-provisioning pools start empty; set nodeCount to 0 or leave it unset"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("edits", "expected"), QUEUED_CASES)
 def test_queued_pool_shape(rules: ModuleType, edits: tuple[tuple[str, Any], ...], expected: str) -> None:
     found = [v for v in check(rules, changed("burst", *edits)) if v["policy"] == "queued-pool-shape"]
-    assert any(expected in v["message"] and v["level"] == "mandatory" for v in found), found
+    assert [(v["message"], v["level"]) for v in found] == [(expected, "mandatory")]
 
 
 # --- tpu-topology-and-node-count -------------------------------------------------------------------------
@@ -385,7 +410,7 @@ def test_a_service_account_unknown_during_preview_is_not_a_violation(rules: Modu
     ("path", "value", "expected"),
     [
         ("uniformBucketLevelAccess", False, "set uniformBucketLevelAccess true (IAM only, no object ACLs)"),
-        # A missing input is the provider's default: fine-grained ACLs and inherited public access prevention.
+        # A missing input leaves the setting to project or organization defaults, which the stack cannot rely on.
         ("uniformBucketLevelAccess", None, "set uniformBucketLevelAccess true (IAM only, no object ACLs)"),
         ("publicAccessPrevention", "inherited", "set publicAccessPrevention 'enforced' (found 'inherited')"),
         ("publicAccessPrevention", None, "set publicAccessPrevention 'enforced' (found None)"),
