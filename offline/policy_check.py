@@ -210,8 +210,8 @@ def evaluate(
     """Violations of every policy over plan resources: [{"policy", "level", "urn", "message"}].
 
     Without a `view`, every policy sees the inputs as registered (policy unit tests); with one, what the real
-    engine shows the pack in that situation (module docstring). A policy that reads a value unknown during preview yields an
-    advisory note, as `pulumi preview` does.
+    engine shows the pack in that situation (module docstring). A policy that reads a value unknown during
+    preview yields an advisory note, as `pulumi preview` does.
     """
     policies: list[Policy] = list((rules or load_rules()).POLICIES)
     resolved = settings(policies, config)

@@ -844,7 +844,10 @@ def test_protected_stacks_protect_cluster_and_bucket(rules: ModuleType) -> None:
 def test_the_policy_checks_by_default_every_stack_the_program_protects(rules: ModuleType) -> None:
     """A stack named `production` is protected by the program (components/stacks.py), so the policy checks it."""
     resources = [{**r, "urn": r["urn"].replace("urn:pulumi:dev::", "urn:pulumi:production::")} for r in baseline()]
-    found = only(check(rules, resources, stack="production"), "protected-stack-resources")
+    everything = check(rules, resources, stack="production")
+    # Every policy that applies to protected stacks reads the same list.
+    assert {v["policy"] for v in everything} == {"protected-stack-resources", "cluster-network", "images-by-digest"}
+    found = [v for v in everything if v["policy"] == "protected-stack-resources"]
     assert [(v["urn"].rsplit("::", 1)[1], v["message"]) for v in found] == [
         ("tpu-dev", "stack 'production' is protected: register this resource with ResourceOptions(protect=True)"),
         ("tpu-dev", "stack 'production' is protected: set deletionProtection true on the cluster"),
