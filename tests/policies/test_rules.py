@@ -340,10 +340,12 @@ def test_three_d_topologies_follow_the_generation_rules(rules: ModuleType) -> No
 # --- multi-host-pool-single-zone -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("zones", [["us-central1-a", "us-central1-b"], None])
-def test_multi_host_pools_sit_in_one_zone(rules: ModuleType, zones: list[str] | None) -> None:
+@pytest.mark.parametrize(
+    ("zones", "spans"), [(["us-central1-a", "us-central1-b"], "2 zones"), (None, "all cluster zones")]
+)
+def test_multi_host_pools_sit_in_one_zone(rules: ModuleType, zones: list[str] | None, spans: str) -> None:
     found = only(check(rules, changed("serve", ("nodeLocations", zones))), "multi-host-pool-single-zone")
-    assert "set nodeLocations to one zone" in found[0]["message"]
+    assert [v["message"] for v in found] == [f"multi-host TPU pool spans {spans}: set nodeLocations to one zone"]
 
 
 def test_single_host_pools_may_span_zones(rules: ModuleType) -> None:
