@@ -95,3 +95,5 @@ def test_model_sizing_rule_of_the_saxml_seed() -> None:
     # 8B -> 16 GB -> one v6e chip (32 GB); the smallest 4-chip machine slice is 2x2.
     assert tpu_catalog.smallest_topology_for_model(8, "v6e") == ("ct6e-standard-4t", "2x2")
     assert tpu_catalog.smallest_topology_for_model(10_000, "v5e") is None
+    # 64B -> 128 GB -> exactly 8 v5e chips: a 2x4 slice holds it, no need for 4x4.
+    assert tpu_catalog.smallest_topology_for_model(64, "v5e") == ("ct5lp-hightpu-4t", "2x4")
