@@ -275,7 +275,9 @@ def test_single_host_flex_pools_may_hold_several_slices_and_keep_auto_repair(rul
     put(single, "management.autoRepair", True)
     assert check(rules, [*resources, single]) == []
     put(single, "autoscaling.maxNodeCount", 0)
-    assert "at least 1" in only(check(rules, [*resources, single]), "flex-start-pool-shape")[0]["message"]
+    assert [v["message"] for v in only(check(rules, [*resources, single]), "flex-start-pool-shape")] == [
+        "flex-start pools need room to scale up: set autoscaling.maxNodeCount to at least 1"
+    ]
 
 
 # --- queued-pool-shape -----------------------------------------------------------------------------------
