@@ -63,6 +63,12 @@ class Plan:
     def by_type(self, type_token: str) -> list[dict[str, Any]]:
         return [r for r in self.resources if r["type"] == type_token]
 
+    def one(self, type_token: str, name: str) -> dict[str, Any]:
+        matches = [r for r in self.resources if r["type"] == type_token and r["name"] == name]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources of type {type_token} named {name}")
+        return matches[0]
+
 
 def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Outputs the cloud would compute; without them `apply` callbacks never run under mocks."""
