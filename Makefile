@@ -8,7 +8,7 @@ STACK ?= dev
 # The team's policy config (reviewed exceptions, e.g. prod's tag-pinned images); the workflows pass the same file.
 POLICY_CONFIG ?= policies/config.json
 
-.PHONY: preview test lint typecheck unit bench urns workloads scan clean helm
+.PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm
 
 $(STAMP): requirements.txt requirements-dev.txt policies/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,5 +65,19 @@ scan: $(STAMP) $(HELM) $(SCAN_STAMP)
 	$(SCAN_VENV)/bin/checkov --directory build/scan --framework kubernetes --compact --quiet
 	$(SCAN_VENV)/bin/zizmor --offline --min-severity medium .github/workflows
 
+# Mutation testing (not part of `make test`): its own virtualenv; scope and tests in pyproject.toml [tool.mutmut].
+MUTATE_VENV := .mutmut-venv
+MUTATE_STAMP := $(MUTATE_VENV)/.installed-stamp
+
+$(MUTATE_STAMP): requirements-mutate.txt requirements-dev.txt requirements.txt policies/requirements.txt constraints.txt
+	test -x $(MUTATE_VENV)/bin/python || $(PYTHON) -m venv $(MUTATE_VENV)
+	$(MUTATE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-mutate.txt -c constraints.txt
+	touch $(MUTATE_STAMP)
+
+mutate: $(MUTATE_STAMP) $(HELM)
+	rm -rf mutants
+	$(MUTATE_VENV)/bin/mutmut run --max-children 2
+	$(MUTATE_VENV)/bin/mutmut results
+
 clean:
-	rm -rf build .tools .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build .tools .pytest_cache .mypy_cache .ruff_cache mutants

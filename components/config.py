@@ -29,6 +29,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components import tpu_catalog
+from components.stacks import PROTECTED_STACKS
 from components.tpu_catalog import MachineType
 
 PROJECT = "tpu-stack"
@@ -37,7 +38,8 @@ Provisioning = Literal["flex-start", "queued", "on-demand", "spot", "reservation
 # GKE node pool names: a DNS label of at most 40 characters. Cluster names: at most 40, start with a letter.
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 GKE_NAME_MAX = 40
-_DURATION = re.compile(r"^(\d+)([smhd])$")
+_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?[smhd])+$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 FLEX_START_MAX_SECONDS = 7 * 86400
 """GKE's limit on a flex-start run; queued provisioning pools are flex-start too, so it applies to both."""
@@ -69,11 +71,12 @@ def _dns_label_problem(name: str, what: str) -> str | None:
 
 
 def parse_duration(text: str) -> int:
-    """'24h' -> 86400 seconds; units s, m, h, d."""
-    match = _DURATION.match(text)
-    if not match:
+    """'24h' -> 86400 seconds; units s, m, h, d, also combined as Go writes durations ('1h30m', '45m0s').
+
+    The one parser of the repo: config run limits and the custom timeouts the offline policy check reads."""
+    if not _DURATION.match(text):
         raise ValueError(f"{text!r} is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d")
-    return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    return round(sum(float(number) * _DURATION_UNITS[unit] for number, unit in _DURATION_PART.findall(text)))
 
 
 REGIONAL_CLUSTER_ZONES = 3
@@ -97,6 +100,8 @@ def version_below_floor(version: str, floor: str) -> bool:
 
 SYSTEM_POOL_NAME = "system"
 """GKE name of the CPU node pool of a Standard cluster; controllers and Saxml's CPU servers run there."""
+SYSTEM_NODE_SELECTOR = {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME}
+"""What CPU pods select on a Standard cluster (GKE labels every node with its pool's name)."""
 
 
 class SystemPoolConfig(_Model):
@@ -256,10 +261,23 @@ class ClusterConfig(_Model):
         return minor
 
 
+_TOLERATION_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
+
+
 class Taint(_Model):
+    """A node taint in GKE API terms (NO_SCHEDULE); pods on the pool carry its toleration in Kubernetes terms."""
+
     key: str
     value: str = ""
     effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
+
+    @property
+    def toleration(self) -> dict[str, str]:
+        """Equal on the taint's value; a taint without a value is tolerated with Exists."""
+        effect = _TOLERATION_EFFECTS[self.effect]
+        if self.value:
+            return {"key": self.key, "operator": "Equal", "value": self.value, "effect": effect}
+        return {"key": self.key, "operator": "Exists", "effect": effect}
 
 
 CALENDAR_MAX_DAYS = 90
@@ -429,7 +447,15 @@ class TpuPoolConfig(_Model):
     def _provisioning_problems(self) -> list[tuple[str, str]]:
         mode = self.provisioning
         problems: list[tuple[str, str]] = []
-        if self.spot is not None:
+        if self.spot is not None and mode == "spot":
+            problems.append(
+                (
+                    "spot",
+                    "spot is a provisioning mode, not a flag, and this pool already has provisioning: spot; "
+                    "remove spot",
+                )
+            )
+        elif self.spot is not None:
             problems.append(
                 (
                     "spot",
@@ -589,7 +615,7 @@ MAX_USER_PRIORITY = 1_000_000_000
 
 
 def _k8s_name(name: str) -> str:
-    """Queue, team and namespace names: DNS labels of at most 63 characters."""
+    """Queue, team, namespace and service account names: DNS labels of at most 63 characters."""
     if len(name) > 63 or not _DNS_LABEL.match(name):
         raise ValueError(
             f"{name!r} must be a DNS label of at most 63 characters: lowercase letters, digits and '-', "
@@ -896,7 +922,7 @@ def controller_resources(config: StackConfig) -> dict[str, dict[str, str]]:
     """Requests and limits of the Kueue and JobSet controllers, by the most nodes the cluster can have:
     their caches hold every node, pod and workload."""
     nodes = (0 if config.cluster.mode == "autopilot" else config.cluster.system_pool.max_nodes) + sum(
-        pool.total_vms for pool in queue_pools(config) if not pool.problems()
+        pool.total_vms for pool in queue_pools(config)
     )
     cpu, mebibytes = (500, 512) if nodes <= 64 else (1000, 1024) if nodes <= 512 else (2000, 2048)
     return {
@@ -1046,16 +1072,6 @@ _IAM_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 _SAX_CELL = re.compile(r"^/sax/[A-Za-z0-9_-]+$")
 
 
-def _kubernetes_name(name: str) -> str:
-    """Namespaces and service accounts: DNS labels of at most 63 characters."""
-    if len(name) > 63 or not _DNS_LABEL.match(name):
-        raise ValueError(
-            f"{name!r} must be a DNS label of at most 63 characters: lowercase letters, digits and '-', "
-            "starting with a letter"
-        )
-    return name
-
-
 def bucket_name_problem(name: str) -> str | None:
     """Cloud Storage naming rules; dotted names are refused as they need domain verification."""
     if not 3 <= len(name) <= BUCKET_NAME_MAX:
@@ -1087,7 +1103,7 @@ class WorkloadRef(_Model):
     checkpoint_path: str | None = None
     """Folder writers' pods mount read-write at /checkpoints; defaults to `checkpoints/<namespace>`."""
 
-    _names = field_validator("namespace", "service_account")(_kubernetes_name)
+    _names = field_validator("namespace", "service_account")(_k8s_name)
     _paths = field_validator("data_path", "checkpoint_path")(lambda path: _optional_folder(path))
 
     @property
@@ -1321,8 +1337,11 @@ def saxml_pool(config: StackConfig) -> TpuPoolConfig:
 def _serving_problems(config: StackConfig) -> list[str]:
     problems: list[str] = []
     key = f"{PROJECT}:bucket"
-    if config.throwaway and config.is_prod:
-        problems.append(f"{PROJECT}:throwaway: the prod stack keeps its data (its bucket is protected); remove it")
+    if config.throwaway and config.protected:
+        problems.append(
+            f"{PROJECT}:throwaway: the {config.stack} stack is protected and keeps its data (its bucket is protected); "
+            "remove it"
+        )
     name = bucket_name(config)
     problem = bucket_name_problem(name)
     if problem and config.bucket.name is None:
@@ -1439,7 +1458,7 @@ class StackConfig(_Model):
     region: str
     stack: str = "dev"
     throwaway: bool = False
-    """A stack that may be destroyed with its data (bucket force_destroy); never prod."""
+    """A stack that may be destroyed with its data (bucket force_destroy); never a protected stack."""
     labels: dict[str, str] = {}
     """Extra labels on every GCP resource that takes labels (cost attribution: team, cost-center, ...)."""
     cluster: ClusterConfig = ClusterConfig()
@@ -1463,8 +1482,9 @@ class StackConfig(_Model):
         return f"{self.project}.svc.id.goog"
 
     @property
-    def is_prod(self) -> bool:
-        return self.stack == "prod"
+    def protected(self) -> bool:
+        """Cluster and bucket carry `protect`; the same list is the protection policy's default."""
+        return self.stack in PROTECTED_STACKS
 
     def pool(self, name: str) -> TpuPoolConfig | None:
         return next((p for p in self.tpu_pools if p.name == name), None)
@@ -1491,17 +1511,17 @@ class StackConfig(_Model):
         """Keeps CPU pods off TPU nodes: the system pool (Standard); Autopilot chooses nodes itself."""
         if self.cluster.mode == "autopilot":
             return {}
-        return {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME}
+        return dict(SYSTEM_NODE_SELECTOR)
 
     @property
     def private_nodes(self) -> bool:
-        return self.is_prod if self.cluster.private_nodes is None else self.cluster.private_nodes
+        return self.protected if self.cluster.private_nodes is None else self.cluster.private_nodes
 
     @property
     def ip_endpoint(self) -> bool:
         """Control plane reachable by IP (from authorized networks only); off: only the DNS endpoint."""
         plane = self.cluster.control_plane
-        return (not self.is_prod) if plane.ip_endpoint is None else plane.ip_endpoint
+        return (not self.protected) if plane.ip_endpoint is None else plane.ip_endpoint
 
     @property
     def on_release_channel(self) -> bool:
@@ -1546,8 +1566,15 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
     data: dict[str, Any] = {"stack": stack}
     for key, value in raw.items():
         namespace, _, name = key.partition(":")
-        if isinstance(value, str) and value[:1] in "[{":
-            value = json.loads(value)
+        if isinstance(value, str) and value.startswith(("[", "{")):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as error:
+                problems.append(
+                    f"{key}: {value!r} starts like JSON but is not ({error.msg} at column {error.colno}); "
+                    "give a YAML mapping or list"
+                )
+                continue
         if key in _GCP_KEYS:
             data[_GCP_KEYS[key]] = value
         elif namespace == PROJECT and name in _STACK_KEYS:

@@ -85,7 +85,7 @@ class GkeCluster(pulumi.ComponentResource):
             for role in cluster_config.node_service_account_roles
         ]
 
-        protect = config.is_prod
+        protect = config.protected
         common: dict[str, Any] = {
             "name": cluster_config.name,
             "project": config.project,

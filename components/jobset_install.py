@@ -11,8 +11,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.chart_install import ChartInstall
 from components.config import JOBSET_NAMESPACE, StackConfig, controller_resources
-from components.kubernetes_object import KubernetesObject
 from components.pod_security import (
     CONTROLLER_POD_SECURITY,
     CONTROLLER_TOKEN_EXCEPTION,
@@ -51,7 +51,7 @@ def chart_values(config: StackConfig) -> dict[str, Any]:
     }
 
 
-class JobSetInstall(pulumi.ComponentResource):
+class JobSetInstall(ChartInstall):
     """Namespace `jobset-system` and the JobSet chart; JobSets depend on this component (CRD and webhook)."""
 
     def __init__(
@@ -62,19 +62,14 @@ class JobSetInstall(pulumi.ComponentResource):
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("tpu-stack:index:JobSetInstall", name, None, opts)
-        self.namespace: KubernetesObject = KubernetesObject(
-            f"{name}-namespace",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": JOBSET_NAMESPACE}},
-            opts=pulumi.ResourceOptions(parent=self, provider=provider),
-        )
-        self.chart: k8s.helm.v4.Chart = k8s.helm.v4.Chart(
-            f"{name}-chart",
-            name="jobset",
+        super().__init__(
+            "tpu-stack:index:JobSetInstall",
+            name,
+            release="jobset",
             chart=JOBSET_CHART,
             version=config.charts.jobset_version,
-            namespace=self.namespace.metadata.apply(lambda m: m["name"]),
+            namespace=JOBSET_NAMESPACE,
             values=chart_values(config),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            provider=provider,
+            opts=opts,
         )
-        self.register_outputs({"version": config.charts.jobset_version})

@@ -16,8 +16,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from components.chart_install import ChartInstall
 from components.config import KUEUE_NAMESPACE, StackConfig, controller_resources, covered_resources
-from components.kubernetes_object import KubernetesObject
 from components.pod_security import CONTROLLER_POD_SECURITY
 
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -73,7 +73,7 @@ def chart_values(config: StackConfig) -> dict[str, Any]:
     }
 
 
-class KueueInstall(pulumi.ComponentResource):
+class KueueInstall(ChartInstall):
     """Namespace `kueue-system` and the Kueue chart; Kueue objects depend on `chart` (its webhook must serve).
 
     `depends_on`: the JobSet install, so the JobSet integration finds its CRD when Kueue starts.
@@ -88,19 +88,15 @@ class KueueInstall(pulumi.ComponentResource):
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("tpu-stack:index:KueueInstall", name, None, opts)
-        self.namespace: KubernetesObject = KubernetesObject(
-            f"{name}-namespace",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}},
-            opts=pulumi.ResourceOptions(parent=self, provider=provider),
-        )
-        self.chart: k8s.helm.v4.Chart = k8s.helm.v4.Chart(
-            f"{name}-chart",
-            name="kueue",
+        super().__init__(
+            "tpu-stack:index:KueueInstall",
+            name,
+            release="kueue",
             chart=KUEUE_CHART,
             version=config.charts.kueue_version,
-            namespace=self.namespace.metadata.apply(lambda m: m["name"]),
+            namespace=KUEUE_NAMESPACE,
             values=chart_values(config),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on)),
+            provider=provider,
+            depends_on=depends_on,
+            opts=opts,
         )
-        self.register_outputs({"version": config.charts.kueue_version})

@@ -37,7 +37,6 @@ QUEUED_CLASS = "queued-provisioning.gke.io"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 
 def _object(kind: str, name: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
@@ -51,17 +50,7 @@ def pool_tolerations(pool: TpuPoolConfig) -> list[dict[str, str]]:
     tolerations = [{"key": tpu_catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
     if pool.provisioning == "queued":
         tolerations.append({"key": tpu_catalog.QUEUED_TAINT, "operator": "Exists", "effect": "NoSchedule"})
-    for taint in pool.taints:
-        toleration = {
-            "key": taint.key,
-            "operator": "Equal",
-            "value": taint.value,
-            "effect": TAINT_EFFECTS[taint.effect],
-        }
-        if not taint.value:
-            toleration = {"key": taint.key, "operator": "Exists", "effect": TAINT_EFFECTS[taint.effect]}
-        tolerations.append(toleration)
-    return tolerations
+    return tolerations + [taint.toleration for taint in pool.taints]
 
 
 def resource_flavor(pool: TpuPoolConfig) -> dict[str, Any]:

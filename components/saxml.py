@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components import gcs_fuse, network_policies, pod_security, tpu_catalog
 from components.config import (
-    SYSTEM_POOL_NAME,
+    SYSTEM_NODE_SELECTOR,
     WRITER_ROLE,
     SaxmlConfig,
     StackConfig,
@@ -31,7 +31,6 @@ from components.workload_identity import BucketRole, WorkloadIdentity
 
 ADMIN_PORT = 10000
 MODEL_PORT = 10001
-ICI_PORT = 8471
 HTTP_PORT = 8888
 MODEL_SERVER_SET = "sax-model-server-set"
 INTERNAL_LB = "networking.gke.io/load-balancer-type"
@@ -41,7 +40,6 @@ HTTP_PATHS = ("publish", "generate", "listcell", "unpublish")
 ADMIN_RESOURCES = {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}
 HTTP_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
 PART_OF = {"app.kubernetes.io/part-of": "saxml"}
-_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 
 def sax_root(bucket: str) -> str:
@@ -84,7 +82,7 @@ def _cpu_deployment(
             "metadata": {"labels": {"app": app, **PART_OF}},
             "spec": {
                 "serviceAccountName": saxml.service_account,
-                "nodeSelector": {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME},
+                "nodeSelector": dict(SYSTEM_NODE_SELECTOR),  # Saxml needs TPU pools: always a Standard cluster
                 **pod_security.cpu_pod(container, port=port),
             },
         },
@@ -115,7 +113,7 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
                     f"--platform_chip={machine.version.platform_chip}",
                     f"--platform_topology={pool.slice_topology}",
                 ],
-                "ports": [{"containerPort": MODEL_PORT}, {"containerPort": ICI_PORT}],
+                "ports": [{"containerPort": MODEL_PORT}, {"containerPort": tpu_catalog.ICI_PORT}],
                 "securityContext": pod_security.tpu_container_security(),
                 "env": [
                     {"name": "SAX_ROOT", "value": sax_root(bucket)},
@@ -129,10 +127,7 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
     # Checkpoints to publish are read from the bucket through Cloud Storage FUSE, as sax-sa.
     annotations = gcs_fuse.attach(pod, bucket, saxml_mounts(saxml))
     if pool.taints:
-        pod["tolerations"] = [
-            {"key": t.key, "operator": "Equal", "value": t.value, "effect": _TAINT_EFFECTS[t.effect]}
-            for t in pool.taints
-        ]
+        pod["tolerations"] = [t.toleration for t in pool.taints]
     return {
         "failurePolicy": {"maxRestarts": saxml.max_restarts},
         "replicatedJobs": [

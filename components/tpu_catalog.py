@@ -20,6 +20,8 @@ EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 """JobSet annotation: each child Job (one slice) gets a node pool of its own, keyed by NODE_POOL_LABEL."""
 QUEUED_TAINT = "cloud.google.com/gke-queued"
 TPU_RESOURCE = "google.com/tpu"
+ICI_PORT = 8471
+"""Port the TPU VMs of a multi-host slice talk to each other on; pods on them expose it."""
 
 # 3-D versions accept these small slices below the 4x4x4 cube; bigger ones use multiples of 4 per axis.
 _SMALL_3D = ("2x2x1", "2x2x2", "2x2x4", "2x4x4")

@@ -31,7 +31,6 @@ from components.kueue_queues import QUEUE_LABEL, pool_tolerations
 
 IMAGE = "python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1"
 JAX = "jax[tpu]==0.6.2"
-ICI_PORT = 8471
 METRICS_PORT = 8431
 MEGASCALE_PORT = 8080
 MAX_RESTARTS = 4
@@ -166,7 +165,7 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
     seconds = pool.max_run_duration_seconds
     if pool.provisioning == "queued" and seconds:
         annotations[MAX_RUN_ANNOTATION] = str(seconds)
-    ports = [ICI_PORT, METRICS_PORT] if pool.multi_host else []
+    ports = [tpu_catalog.ICI_PORT, METRICS_PORT] if pool.multi_host else []
     template = _template(config, pool, ports, queue.namespace, multislice=False)
     pod = template["spec"]
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(config, pool, name, queue, annotations)}
@@ -209,7 +208,7 @@ def multislice_jobset(
 ) -> dict[str, Any]:
     """The multislice seed's JobSet: one child Job per slice (exclusive node pool), one pod per VM."""
     vms = pool.vms_per_slice
-    template = _template(config, pool, [ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
+    template = _template(config, pool, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",

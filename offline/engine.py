@@ -2,7 +2,8 @@
 
 This is how the stack previews with no cloud credentials and no Pulumi CLI: the program in `__main__.py`
 runs unchanged; a MockMonitor subclass records what the real engine would receive (type, name, parent,
-dependencies, options, camelCase inputs). The CLI, the tests and the benchmarks all go through `run_stack`.
+dependencies, options, camelCase inputs). The CLI runs a stack file through `run_stack` (the benchmarks time
+the CLI); the tests call `run_program` with inline config, or `run_stack` for the dev and prod files.
 """
 
 from __future__ import annotations
@@ -114,8 +115,6 @@ class _Mocks(pulumi.runtime.Mocks):
         if args.token == "gcp:organizations/getProject:getProject":
             project = args.args.get("projectId", "mock-project")
             return {"projectId": project, "number": MOCK_PROJECT_NUMBER, "name": project}, []
-        if args.token == "gcp:organizations/getClientConfig:getClientConfig":
-            return {"project": "mock-project", "accessToken": "mock"}, []
         return {}, []
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,6 +41,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
+
+from components.config import parse_duration
 
 POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
 TEAM_CONFIG = POLICY_DIR / "config.json"
@@ -113,13 +114,9 @@ def _with_unknowns(value: Any) -> Any:
     return value
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s)")
-
-
 def _seconds(text: str | None) -> float:
     """Go duration ("1h30m", "90s") in seconds; 0 when unset."""
-    units = {"h": 3600, "m": 60, "s": 1}
-    return sum(float(n) * units[u] for n, u in _DURATION.findall(text or ""))
+    return float(parse_duration(text)) if text else 0.0
 
 
 def _options(resource: Mapping[str, Any]) -> PolicyResourceOptions:
@@ -213,8 +210,7 @@ def evaluate(
     """Violations of every policy over plan resources: [{"policy", "level", "urn", "message"}].
 
     Without a `view`, every policy sees the inputs as registered (policy unit tests); with one, what the real
-    engine shows the pack in that situation (module docstring). Resources without a "urn" (small test
-    fixtures) get `urn:pulumi:<stack>::tpu-stack::<type>::<name>`. A policy that reads a value unknown during
+    engine shows the pack in that situation (module docstring). A policy that reads a value unknown during
     preview yields an advisory note, as `pulumi preview` does.
     """
     policies: list[Policy] = list((rules or load_rules()).POLICIES)
@@ -247,7 +243,7 @@ def evaluate(
 
     entries: list[tuple[dict[str, Any], PolicyResource]] = []
     for resource in resources:
-        urn = resource.get("urn") or f"urn:pulumi:{stack}::{PACK_NAME}::{resource['type']}::{resource['name']}"
+        urn = resource["urn"]
         without_props = view is not None and bool(resource.get("remote"))
         inputs = {} if without_props else resource.get("inputs") or {}
         if resource.get("rendered"):

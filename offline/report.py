@@ -101,11 +101,6 @@ def component_names(plan: Plan) -> dict[str, str]:
     return names
 
 
-def component_of(plan: Plan, resource: dict[str, Any]) -> str:
-    """Name of the nearest ComponentResource ancestor ("stack" for top-level resources)."""
-    return component_names(plan)[resource["urn"]]
-
-
 def group_names(plan: Plan) -> dict[str, str]:
     """URN -> the group a resource is shown and written with: its component, or for objects rendered from a
     chart, the Chart resource (`kueue-chart`)."""

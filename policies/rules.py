@@ -31,6 +31,7 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UnknownValueError
 
 from components import tpu_catalog
+from components.stacks import PROTECTED_STACKS
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
@@ -55,7 +56,8 @@ INTERNAL_LB_ANNOTATIONS = ("networking.gke.io/load-balancer-type", "cloud.google
 NO_RESERVATION = "NO_RESERVATION"
 GKE_METADATA = "GKE_METADATA"
 DEFAULT_REQUIRED_LABELS = ["managed-by", "app", "env"]
-DEFAULT_PROTECTED_STACKS = ["prod"]
+DEFAULT_PROTECTED_STACKS = list(PROTECTED_STACKS)
+"""The stacks the program protects (components/stacks.py), so the policy checks what the program promises."""
 EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 
 

@@ -97,7 +97,14 @@ CASES = [
         "throwaway prod",
         {"tpu-stack:throwaway": True},
         "prod",
-        "tpu-stack:throwaway: the prod stack keeps its data (its bucket is protected); remove it",
+        "tpu-stack:throwaway: the prod stack is protected and keeps its data (its bucket is protected); remove it",
+    ),
+    (
+        "throwaway production",
+        {"tpu-stack:throwaway": True},
+        "production",
+        "tpu-stack:throwaway: the production stack is protected and keeps its data (its bucket is protected); "
+        "remove it",
     ),
 ]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import ConfigError, load
+from components.config import ConfigError, controller_resources, load, parse_duration
 from offline import __main__ as cli
 from offline.engine import run_program
 
@@ -37,6 +37,15 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown top-level key", {"tpu-stack:clusterr": {"name": "x"}},
      "tpu-stack:clusterr: unknown config key; known tpu-stack keys: bucket, charts, cluster, labels, monitoring, "
      "queues, saxml, throwaway, tpuPools"),
+    # The engine passes structured config as JSON text: text that only looks like JSON is a config error too.
+    ("labels that are not JSON", {"tpu-stack:labels": "{team: ml"},
+     "tpu-stack:labels: '{team: ml' starts like JSON but is not (Expecting property name enclosed in double quotes "
+     "at column 2); give a YAML mapping or list"),
+    ("labels as an empty string", {"tpu-stack:labels": ""},
+     "tpu-stack:labels: Input should be a valid dictionary"),
+    ("pools that are not JSON", {"tpu-stack:tpuPools": "[train"},
+     "tpu-stack:tpuPools: '[train' starts like JSON but is not (Expecting value at column 2); give a YAML mapping "
+     "or list"),
     ("unknown pool key", pools(pool(topolgy="4x4")),
      f"{P0}.topolgy: unknown key; check the spelling against the README's config reference"),
     ("bad topology for the machine type", pools(pool(topology="4x5")),
@@ -53,6 +62,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("queued with spot", pools(pool(provisioning="queued", spot=True)),
      f"{P0}.spot: spot is a provisioning mode, not a flag, and queued capacity cannot be spot; "
      "set provisioning: spot or remove spot"),
+    ("spot flag on a spot pool", pools(pool(provisioning="spot", spot=True)),
+     f"{P0}.spot: spot is a provisioning mode, not a flag, and this pool already has provisioning: spot; "
+     "remove spot"),
     ("unknown provisioning mode", pools(pool(provisioning="preemptible")),
      f"{P0}.provisioning: Input should be 'flex-start', 'queued', 'on-demand', 'spot' or 'reservation'"),
     ("multi-host pool without a zone", pools(pool(zone=None)),
@@ -82,6 +94,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{P0}.futureReservation: set reservation or futureReservation, not both"),
     ("flex-start run longer than 7 days", pools(pool(maxRunDuration="8d")),
      f"{P0}.maxRunDuration: 8d exceeds flex-start's 7-day limit; use 7d or less"),
+    # 7 days = 168 hours: one hour more is over the limit, which a duration read with a wrong unit would miss.
+    ("flex-start run of 169 hours", pools(pool(maxRunDuration="169h")),
+     f"{P0}.maxRunDuration: 169h exceeds flex-start's 7-day limit; use 7d or less"),
+    ("flex-start run of 10081 minutes", pools(pool(maxRunDuration="10081m")),
+     f"{P0}.maxRunDuration: 10081m exceeds flex-start's 7-day limit; use 7d or less"),
     ("run duration without a unit", pools(pool(maxRunDuration="3600")),
      f"{P0}.maxRunDuration: '3600' is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d"),
     ("run duration on on-demand", pools(pool(provisioning="on-demand", maxRunDuration="24h")),
@@ -239,6 +256,49 @@ def test_structured_values_arrive_as_json_strings_like_the_engine_sends_them() -
     assert group.node_pool_names == ["a-0", "a-1", "a-2"]
 
 
+def test_flex_start_runs_up_to_exactly_seven_days() -> None:
+    """Flex-start VMs run at most 7 days (604800 s); 168h and 10080m are that limit, not over it."""
+    for duration, seconds in (("7d", 604800), ("168h", 604800), ("10080m", 604800), ("24h", 86400), ("90s", 90)):
+        config = load({"gcp:project": "p", "gcp:region": "us-central1", **pools(pool(maxRunDuration=duration))},
+                      stack="dev")  # fmt: skip
+        assert config.tpu_pools[0].max_run_duration_seconds == seconds, duration
+
+
+def test_durations_as_go_writes_them_are_read_too() -> None:
+    """Custom timeouts come back from the engine as Go durations ("45m0s"); config may use them as well."""
+    assert [parse_duration(d) for d in ("1h30m", "45m0s", "1d12h", "1.5h")] == [5400, 2700, 129600, 5400]
+    with pytest.raises(ValueError, match="'1h30' is not a duration"):
+        parse_duration("1h30")
+
+
 def test_stack_error_from_a_missing_stack_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["preview", "--stack", "nope"]) == 2
     assert "no Pulumi.nope.yaml" in capsys.readouterr().err
+
+
+SMALL = {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+MEDIUM = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}
+LARGE = {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "4", "memory": "4Gi"}}
+
+
+@pytest.mark.parametrize(
+    ("system_max", "slices", "expected"),
+    [(4, 30, SMALL), (5, 30, MEDIUM), (4, 254, MEDIUM), (5, 254, LARGE)],
+    ids=["64 nodes", "65 nodes", "512 nodes", "513 nodes"],
+)
+def test_controllers_are_sized_by_the_most_nodes_the_cluster_can_have(
+    system_max: int, slices: int, expected: dict[str, dict[str, str]]
+) -> None:
+    """System pool maximum + 2 VMs per v5e 2x4 slice; up to 64 nodes small, up to 512 medium, then large."""
+    group = {"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": slices,
+             "zone": "us-central1-a"}  # fmt: skip
+    config = load({"gcp:project": "p", "gcp:region": "us-central1", "tpu-stack:tpuPools": [group],
+                   "tpu-stack:cluster": {"systemPool": {"maxNodes": system_max}}}, stack="dev")  # fmt: skip
+    assert controller_resources(config) == expected
+
+
+def test_autopilot_controllers_count_only_the_declared_tpu_capacity() -> None:
+    capacity = [{"tpuVersion": "v5e", "topology": "2x4", "slices": 33}]  # 66 VMs, no system pool
+    config = load({"gcp:project": "p", "gcp:region": "us-central1", "tpu-stack:cluster": {"mode": "autopilot"},
+                   "tpu-stack:queues": {"autopilotCapacity": capacity}}, stack="dev")  # fmt: skip
+    assert controller_resources(config) == MEDIUM

@@ -80,10 +80,11 @@ def test_system_pool_sizes_are_totals_and_the_initial_count_is_per_zone(
     assert system["customTimeouts"] == {"create": "120m", "update": "120m", "delete": "120m"}
 
 
-def test_prod_protects_the_cluster(run: StackRunner) -> None:
-    plan = run({"tpu-stack:cluster": {"name": "c1", "deletionProtection": True}}, stack="prod")
+@pytest.mark.parametrize(("stack", "protect"), [("prod", True), ("production", True), ("staging", False)])
+def test_protected_stacks_protect_the_cluster(run: StackRunner, stack: str, protect: bool) -> None:
+    plan = run({"tpu-stack:cluster": {"name": "c1", "deletionProtection": True}}, stack=stack)
     (cluster,) = plan.by_type(CLUSTER)
-    assert cluster["protect"] is True and cluster["inputs"]["deletionProtection"] is True
+    assert cluster["protect"] is protect and cluster["inputs"]["deletionProtection"] is True
 
 
 def test_autopilot_has_no_node_pools(run: StackRunner) -> None:

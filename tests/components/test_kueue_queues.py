@@ -234,16 +234,48 @@ def test_host_resources_are_covered_beside_chips_in_proportion(plans: dict[str, 
     ]
 
 
-def test_dev_stack_has_two_teams_in_a_cohort_and_quotas_that_add_up_to_its_pools(plans: dict[str, Plan]) -> None:
+def test_dev_stack_teams_and_cohort_hold_exactly_its_pools_chips(plans: dict[str, Plan]) -> None:
+    """Pulumi.dev.yaml: flex-v6e is one ct6e-standard-4t 2x2 slice (4 chips), multislice three v5e 2x4 slices
+    (3 x 8 = 24 chips). research holds 4 + 8, training 0 + 8 and may borrow no flex-v6e chip (limit 0) and 8
+    multislice chips; the Cohort keeps the 24 - 16 = 8 multislice chips nobody holds."""
     plan = plans["dev"]
-    assert len(plan.outputs["queues"]) == 2
-    chips = {name: pool["chips"] for name, pool in plan.outputs["tpuPools"].items()}
-    holders = kueue(plan, "ClusterQueue") + kueue(plan, "Cohort")
-    total: dict[str, int] = {}
-    for obj in holders:
-        for flavor, resource in (tpu_quota(obj) if obj["spec"].get("resourceGroups") else {}).items():
-            total[flavor] = total.get(flavor, 0) + resource["nominalQuota"]
-    assert total == chips
+    research = named(plan, "ClusterQueue", "research-cluster-queue")
+    training = named(plan, "ClusterQueue", "training-cluster-queue")
+    assert tpu_quota(research) == {
+        "flex-v6e": {"name": TPU, "nominalQuota": 4},
+        "multislice": {"name": TPU, "nominalQuota": 8},
+    }
+    assert tpu_quota(training) == {
+        "flex-v6e": {"name": TPU, "nominalQuota": 0, "borrowingLimit": 0},
+        "multislice": {"name": TPU, "nominalQuota": 8, "borrowingLimit": 8},
+    }
+    (cohort,) = kueue(plan, "Cohort")
+    assert tpu_quota(cohort) == {"multislice": {"name": TPU, "nominalQuota": 8}}
+
+
+def test_a_percentage_share_is_rounded_down(run: StackRunner) -> None:
+    """30% of the seed's 24 chips is 7.2: a team gets 7 (8 would promise a chip the pool may not have), and the
+    Cohort keeps the other 17. A borrowing limit in percent rounds down the same way."""
+    team = {"name": "a", "shares": {"multislice": "30%"}, "borrowingLimit": {"multislice": "30%"}}
+    plan = run({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": [team]}})
+    assert tpu_quota(named(plan, "ClusterQueue", "a-cluster-queue")) == {
+        "multislice": {"name": TPU, "nominalQuota": 7, "borrowingLimit": 7}
+    }
+    (cohort,) = kueue(plan, "Cohort")
+    assert tpu_quota(cohort) == {"multislice": {"name": TPU, "nominalQuota": 17}}
+
+
+def test_a_borrowing_limit_of_zero_is_sent_not_dropped(run: StackRunner) -> None:
+    """Kueue reads a missing borrowingLimit as "borrow without limit": 0 must reach the ClusterQueue as 0."""
+    teams = [
+        {"name": "a", "shares": {"multislice": 8}, "borrowingLimit": {"multislice": 0}},
+        {"name": "b", "shares": {"multislice": 8}},
+    ]
+    plan = run({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}})
+    assert tpu_quota(named(plan, "ClusterQueue", "a-cluster-queue")) == {
+        "multislice": {"name": TPU, "nominalQuota": 8, "borrowingLimit": 0}
+    }
+    assert tpu_quota(named(plan, "ClusterQueue", "b-cluster-queue")) == {"multislice": {"name": TPU, "nominalQuota": 8}}
 
 
 def write_stack(tmp_path: Path, config: dict[str, Any]) -> Path:

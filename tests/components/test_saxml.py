@@ -312,9 +312,11 @@ def test_names_cell_images_and_restarts_from_config(run: StackRunner) -> None:
 
 
 def test_pool_taints_are_tolerated(run: StackRunner) -> None:
-    pool = {**SERVE, "taints": [{"key": "serving", "value": "saxml", "effect": "NO_EXECUTE"}]}
-    assert pod_of(run(with_saxml(pool)))["tolerations"] == [
-        {"key": "serving", "operator": "Equal", "value": "saxml", "effect": "NoExecute"}
+    taints = [{"key": "serving", "value": "saxml", "effect": "NO_EXECUTE"}, {"key": "dedicated"}]
+    assert pod_of(run(with_saxml({**SERVE, "taints": taints})))["tolerations"] == [
+        {"key": "serving", "operator": "Equal", "value": "saxml", "effect": "NoExecute"},
+        # A taint without a value is tolerated as Kueue's flavors tolerate it: Exists.
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"},
     ]
 
 
@@ -449,3 +451,12 @@ def pod_of_template(plan: Plan) -> dict[str, Any]:
     (job,) = kube(plan, JOBSET, "sax-model-server-set")["inputs"]["spec"]["replicatedJobs"]
     labels: dict[str, Any] = job["template"]["spec"]["template"]["metadata"]["labels"]
     return labels
+
+
+def test_cpu_servers_select_the_system_pool_the_cluster_creates(seed_plan: Plan) -> None:
+    """Cross-check: the selector names the CPU node pool the plan really has (GKE labels nodes with it)."""
+    pools = seed_plan.by_type("gcp:container/nodePool:NodePool")
+    (system,) = [p for p in pools if p["inputs"]["nodeConfig"]["machineType"] == "e2-standard-4"]
+    for name in ("sax-admin-server", "sax-http"):
+        spec = kube(seed_plan, "kubernetes:apps/v1:Deployment", name)["inputs"]["spec"]["template"]["spec"]
+        assert spec["nodeSelector"] == {"cloud.google.com/gke-nodepool": system["inputs"]["name"]}, name

@@ -69,11 +69,24 @@ def test_single_and_multi_host_shapes(machine_type: str, topology: str, chips: i
         ("ct6e-standard-4t", "2x2x2"),
         ("ct5p-hightpu-4t", "8x4x4"),
         ("ct4p-hightpu-4t", "2x2"),
+        ("ct5p-hightpu-4t", "4x4"),  # v5p slices are 3-D
+        ("ct5p-hightpu-4t", "4x4x6"),  # beyond 2x4x4, every axis a multiple of 4
+        ("ct5p-hightpu-4t", "4x4x0"),
+        ("ct6e-standard-4t", "ax2"),
+        ("ct6e-standard-4t", "2x2x2x2"),
     ],
 )
 def test_invalid_topologies(machine_type: str, topology: str) -> None:
     machine = tpu_catalog.machine_type(machine_type)
     assert machine is not None and not machine.is_valid_topology(topology)
+
+
+@pytest.mark.parametrize("topology", ["4x4x0", "ax2", "2x2x2x2", "4x"])
+def test_a_malformed_topology_has_no_chip_count(topology: str) -> None:
+    machine = tpu_catalog.machine_type("ct6e-standard-4t")
+    assert machine is not None
+    with pytest.raises(ValueError, match=f"not a topology: '{topology}'"):
+        machine.chips(topology)
 
 
 def test_model_sizing_rule_of_the_saxml_seed() -> None:
@@ -82,3 +95,5 @@ def test_model_sizing_rule_of_the_saxml_seed() -> None:
     # 8B -> 16 GB -> one v6e chip (32 GB); the smallest 4-chip machine slice is 2x2.
     assert tpu_catalog.smallest_topology_for_model(8, "v6e") == ("ct6e-standard-4t", "2x2")
     assert tpu_catalog.smallest_topology_for_model(10_000, "v5e") is None
+    # 64B -> 128 GB -> exactly 8 v5e chips: a 2x4 slice holds it, no need for 4x4.
+    assert tpu_catalog.smallest_topology_for_model(64, "v5e") == ("ct5lp-hightpu-4t", "2x4")

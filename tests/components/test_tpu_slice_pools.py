@@ -25,6 +25,7 @@ def gke_api(inputs: dict[str, Any]) -> dict[str, Any]:
         "config.machineType": node_config.get("machineType"),
         "config.flexStart": node_config.get("flexStart"),
         "config.spot": node_config.get("spot"),
+        "config.maxRunDuration": node_config.get("maxRunDuration"),
         "config.reservationAffinity.consumeReservationType": affinity.get("consumeReservationType"),
         "config.reservationAffinity.key": affinity.get("key"),
         "config.reservationAffinity.values": affinity.get("values"),
@@ -122,6 +123,20 @@ def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
         "autoscaling.totalMaxNodeCount": 2,
         "management.autoRepair": False,
     }
+
+
+@pytest.mark.parametrize(
+    ("provisioning", "duration", "sent"),
+    [("flex-start", "24h", "86400s"), ("flex-start", "7d", "604800s"), ("queued", "90m", "5400s"),
+     ("spot", "3600s", "3600s")],
+)  # fmt: skip
+def test_max_run_duration_reaches_gke_in_seconds(run: StackRunner, provisioning: str, duration: str, sent: str) -> None:
+    # gcloud --max-run-duration=24h; the API field config.maxRunDuration is a protobuf Duration ("86400s").
+    group = {"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": provisioning,
+             "zone": ZONE, "maxRunDuration": duration}  # fmt: skip
+    plan = run({"tpu-stack:tpuPools": [group]})
+    (pool,) = pools_of(plan, "p")
+    assert gke_api(pool["inputs"])["config.maxRunDuration"] == sent
 
 
 def test_two_saxml_slices(run: StackRunner) -> None:

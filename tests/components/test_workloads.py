@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from components import tpu_catalog
-from components.config import load, parse_duration, queue_refs
+from components.config import load, queue_refs
 from components.workloads import Workload, slice_job, workloads
 from offline import __main__ as cli
 from offline import validate
@@ -245,7 +245,7 @@ def test_queued_job_is_suspended_tolerates_the_queued_taint_and_carries_the_run_
     _service, job = found["dws-queued"].objects
     assert job["spec"]["suspend"] is True
     assert job["metadata"]["labels"] == {QUEUE_LABEL: "multislice-queue"}
-    assert job["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == str(parse_duration("7d"))
+    assert job["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "604800"  # 7 x 86400
     assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in job["spec"][
         "template"
     ]["spec"]["tolerations"]

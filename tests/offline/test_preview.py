@@ -30,9 +30,16 @@ def test_plan_json_has_every_registered_resource_in_the_contract_shape(dev_plan:
     in_memory = run_stack("dev").resources
     assert [r["urn"] for r in resources] == [r["urn"] for r in in_memory]
     urns = {r["urn"] for r in resources}
+    by_urn = {r["urn"]: r for r in resources}
     for resource in resources:
         assert set(resource) >= RESOURCE_KEYS, resource["urn"]
-        assert resource["urn"] == f"urn:pulumi:dev::tpu-stack::{resource['urn'].split('::')[2]}::{resource['name']}"
+        # plan.json keeps the mock monitor's URNs: the parent's own type (the stack's for top-level resources),
+        # '$', the resource's type (offline/urns.py derives the engine's full-chain URNs from these records).
+        parent = resource["parent"]
+        qualified = resource["type"]
+        if parent is not None:
+            qualified = f"{by_urn[parent]['type'] if parent in by_urn else 'pulumi:pulumi:Stack'}${qualified}"
+        assert resource["urn"] == f"urn:pulumi:dev::tpu-stack::{qualified}::{resource['name']}"
         assert (
             resource["parent"] is None
             or resource["parent"] in urns

@@ -226,24 +226,44 @@ def test_the_baseline_passes_every_policy(rules: ModuleType) -> None:
 # --- flex-start-pool-shape -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("edits", "expected"),
-    [
-        ((("autoscaling.maxNodeCount", 4),), "set autoscaling.maxNodeCount to the slice's 2 VMs"),
-        ((("autoscaling.minNodeCount", 1.0),), "autoscaling.minNodeCount is 1"),
-        ((("initialNodeCount", 2),), "set initialNodeCount to 0"),
-        ((("management.autoRepair", None),), "set management.autoRepair false"),
-        ((("nodeConfig.reservationAffinity", None),), "consumeReservationType to NO_RESERVATION"),
-        ((("nodeConfig.spot", True),), "remove nodeConfig.spot"),
-        ((("autoscaling", None),), "set autoscaling with minNodeCount 0"),
-    ],
-)
+FLEX_CASES: list[tuple[tuple[tuple[str, Any], ...], str]] = [
+    ((("autoscaling.maxNodeCount", 4),),
+     "autoscaling max is 4: a flex-start slice is all-or-nothing; set autoscaling.maxNodeCount to the slice's 2 VMs"),
+    # gcloud --total-max-nodes: without a per-zone maximum the total one is the slice's size.
+    ((("autoscaling", {"minNodeCount": 0, "totalMaxNodeCount": 3}),),
+     "autoscaling max is 3: a flex-start slice is all-or-nothing; set autoscaling.maxNodeCount to the slice's 2 VMs"),
+    ((("autoscaling.minNodeCount", 1.0),),
+     "autoscaling.minNodeCount is 1: flex-start pools scale from zero; set it to 0"),
+    # gcloud --total-min-nodes: the location-independent floor must be 0 as well.
+    ((("autoscaling.totalMinNodeCount", 2),),
+     "autoscaling.totalMinNodeCount is 2: flex-start pools scale from zero; set it to 0"),
+    ((("initialNodeCount", 2),),
+     "initialNodeCount is 2: flex-start pools start empty; set initialNodeCount to 0 or leave it unset"),
+    ((("management.autoRepair", None),),
+     "multi-host flex-start slices are not repaired node by node: set management.autoRepair false"),
+    ((("management", None),),
+     "multi-host flex-start slices are not repaired node by node: set management.autoRepair false"),
+    ((("nodeConfig.reservationAffinity", None),),
+     "flex-start pools must not consume reservations: set nodeConfig.reservationAffinity.consumeReservationType to "
+     "NO_RESERVATION (found None)"),
+    ((("nodeConfig.spot", True),),
+     "flex-start and spot exclude each other: remove nodeConfig.spot or nodeConfig.flexStart"),
+    ((("autoscaling", None),),
+     "flex-start pools scale from zero: set autoscaling with minNodeCount 0 and a maxNodeCount"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("edits", "expected"), FLEX_CASES)
 def test_flex_start_pool_shape(rules: ModuleType, edits: tuple[tuple[str, Any], ...], expected: str) -> None:
     # Some edits also change the chips Kueue may count on; only this policy's findings matter here.
     found = [v for v in check(rules, changed("flex", *edits)) if v["policy"] == "flex-start-pool-shape"]
-    assert any(expected in v["message"] for v in found), found
+    assert [v["message"] for v in found] == [expected]
     assert {v["level"] for v in found} == {"mandatory"}
     assert {v["urn"] for v in found} == {"urn:pulumi:dev::tpu-stack::gcp:container/nodePool:NodePool::flex"}
+
+
+def test_a_flex_pool_sized_by_its_total_maximum_passes(rules: ModuleType) -> None:
+    assert check(rules, changed("flex", ("autoscaling", {"minNodeCount": 0, "totalMaxNodeCount": 2}))) == []
 
 
 def test_single_host_flex_pools_may_hold_several_slices_and_keep_auto_repair(rules: ModuleType) -> None:
@@ -255,27 +275,39 @@ def test_single_host_flex_pools_may_hold_several_slices_and_keep_auto_repair(rul
     put(single, "management.autoRepair", True)
     assert check(rules, [*resources, single]) == []
     put(single, "autoscaling.maxNodeCount", 0)
-    assert "at least 1" in only(check(rules, [*resources, single]), "flex-start-pool-shape")[0]["message"]
+    assert [v["message"] for v in only(check(rules, [*resources, single]), "flex-start-pool-shape")] == [
+        "flex-start pools need room to scale up: set autoscaling.maxNodeCount to at least 1"
+    ]
 
 
 # --- queued-pool-shape -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("edits", "expected"),
-    [
-        ((("autoscaling", {"maxNodeCount": 2}),), "set autoscaling.totalMaxNodeCount"),
-        ((("management.autoRepair", True),), "set management.autoRepair false"),
-        ((("nodeConfig.reservationAffinity.consumeReservationType", "ANY_RESERVATION"),), "NO_RESERVATION"),
-        ((("nodeConfig.spot", True),), "remove nodeConfig.spot"),
-        ((("nodeConfig.flexStart", None),), "set nodeConfig.flexStart true"),
-        ((("autoscaling.locationPolicy", "BALANCED"),), "set autoscaling.locationPolicy ANY (found 'BALANCED')"),
-        ((("nodeCount", 2),), "set nodeCount to 0"),
-    ],
-)
+QUEUED_CASES: list[tuple[tuple[tuple[str, Any], ...], str]] = [
+    ((("autoscaling", {"maxNodeCount": 2, "locationPolicy": "ANY"}),),
+     "queued-provisioning pools scale by total: set autoscaling.totalMaxNodeCount"),
+    ((("management.autoRepair", True),),
+     "queued-provisioning nodes are not repaired in place: set management.autoRepair false"),
+    # GKE's default is auto-repair on: leaving management out is not "off".
+    ((("management", None),), "queued-provisioning nodes are not repaired in place: set management.autoRepair false"),
+    ((("nodeConfig.reservationAffinity.consumeReservationType", "ANY_RESERVATION"),),
+     "queued-provisioning pools must not consume reservations: set nodeConfig.reservationAffinity."
+     "consumeReservationType to NO_RESERVATION (found 'ANY_RESERVATION')"),
+    ((("nodeConfig.spot", True),), "queued provisioning and spot exclude each other: remove nodeConfig.spot"),
+    ((("nodeConfig.flexStart", None),),
+     "GKE runs queued provisioning on flex-start capacity: set nodeConfig.flexStart true"),
+    ((("autoscaling.locationPolicy", "BALANCED"),),
+     "queued-provisioning pools take the slice in whichever zone has it: set autoscaling.locationPolicy ANY "
+     "(found 'BALANCED')"),
+    ((("nodeCount", 2),),
+     "nodeCount is 2: queued-provisioning pools start empty; set nodeCount to 0 or leave it unset"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("edits", "expected"), QUEUED_CASES)
 def test_queued_pool_shape(rules: ModuleType, edits: tuple[tuple[str, Any], ...], expected: str) -> None:
     found = [v for v in check(rules, changed("burst", *edits)) if v["policy"] == "queued-pool-shape"]
-    assert any(expected in v["message"] and v["level"] == "mandatory" for v in found), found
+    assert [(v["message"], v["level"]) for v in found] == [(expected, "mandatory")]
 
 
 # --- tpu-topology-and-node-count -------------------------------------------------------------------------
@@ -310,10 +342,12 @@ def test_three_d_topologies_follow_the_generation_rules(rules: ModuleType) -> No
 # --- multi-host-pool-single-zone -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("zones", [["us-central1-a", "us-central1-b"], None])
-def test_multi_host_pools_sit_in_one_zone(rules: ModuleType, zones: list[str] | None) -> None:
+@pytest.mark.parametrize(
+    ("zones", "spans"), [(["us-central1-a", "us-central1-b"], "2 zones"), (None, "all cluster zones")]
+)
+def test_multi_host_pools_sit_in_one_zone(rules: ModuleType, zones: list[str] | None, spans: str) -> None:
     found = only(check(rules, changed("serve", ("nodeLocations", zones))), "multi-host-pool-single-zone")
-    assert "set nodeLocations to one zone" in found[0]["message"]
+    assert [v["message"] for v in found] == [f"multi-host TPU pool spans {spans}: set nodeLocations to one zone"]
 
 
 def test_single_host_pools_may_span_zones(rules: ModuleType) -> None:
@@ -379,14 +413,22 @@ def test_a_service_account_unknown_during_preview_is_not_a_violation(rules: Modu
 @pytest.mark.parametrize(
     ("path", "value", "expected"),
     [
-        ("uniformBucketLevelAccess", False, "set uniformBucketLevelAccess true"),
-        ("publicAccessPrevention", "inherited", "set publicAccessPrevention 'enforced'"),
-        ("versioning", None, "set versioning.enabled true"),
+        ("uniformBucketLevelAccess", False, "set uniformBucketLevelAccess true (IAM only, no object ACLs)"),
+        # A missing input leaves the setting to project or organization defaults, which the stack cannot rely on.
+        ("uniformBucketLevelAccess", None, "set uniformBucketLevelAccess true (IAM only, no object ACLs)"),
+        ("publicAccessPrevention", "inherited", "set publicAccessPrevention 'enforced' (found 'inherited')"),
+        ("publicAccessPrevention", None, "set publicAccessPrevention 'enforced' (found None)"),
+        ("versioning", None, "set versioning.enabled true so an overwritten or deleted checkpoint can be restored"),
+        (
+            "versioning.enabled",
+            False,
+            "set versioning.enabled true so an overwritten or deleted checkpoint can be restored",
+        ),
     ],
 )
 def test_bucket_hardening(rules: ModuleType, path: str, value: Any, expected: str) -> None:
     found = only(check(rules, changed("data-bucket", (path, value))), "bucket-hardening")
-    assert len(found) == 1 and expected in found[0]["message"] and found[0]["level"] == "mandatory"
+    assert [(v["message"], v["level"]) for v in found] == [(expected, "mandatory")]
 
 
 # --- least-privilege-iam ---------------------------------------------------------------------------------
@@ -579,6 +621,34 @@ def test_a_quota_string_within_the_chips_passes(rules: ModuleType) -> None:
         "nominalQuota"
     ] = "8"
     assert check(rules, resources) == []
+
+
+def test_cohort_quota_counts_beside_the_cluster_queues(rules: ModuleType) -> None:
+    """Kueue lends a Cohort's own nominalQuota to its ClusterQueues: it is admitted capacity like theirs."""
+    resources = baseline()  # flex: 2 VMs x 4 chips = 8 chips, ClusterQueue 'team' holds 8
+    resources.append(cluster_queue("tpu-stack", {"flex": 4}, kind="Cohort"))
+    found = only(check(rules, resources), "kueue-quota-within-chips")
+    assert [v["message"] for v in found] == [
+        "ResourceFlavor 'flex': queues hold 12 google.com/tpu nominal quota but the 1 matching node pool(s) provide "
+        "8 chips; lower the ClusterQueue nominalQuota or add slices"
+    ]
+    alone = [r for r in baseline() if r["name"] != "clusterqueue-team"]
+    alone.append(cluster_queue("tpu-stack", {"flex": 9}, kind="Cohort"))
+    assert "queues hold 9 google.com/tpu" in only(check(rules, alone), "kueue-quota-within-chips")[0]["message"]
+    alone[-1] = cluster_queue("tpu-stack", {"flex": 8}, kind="Cohort")
+    assert check(rules, alone) == []
+
+
+def test_per_zone_autoscaling_maximum_counts_once_per_zone(rules: ModuleType) -> None:
+    """autoscaling.maxNodeCount is per zone (gcloud --max-nodes): a single-host pool over 3 zones with max 2
+    holds 3 x 2 = 6 VMs of ct6e-standard-4t, 6 x 4 = 24 chips."""
+    zones = ["us-central1-a", "us-central1-b", "us-central1-c"]
+    wide = pool("wide", "ct6e-standard-4t", autoscaling={"minNodeCount": 0, "maxNodeCount": 2}, nodeLocations=zones)
+    labels = {"cloud.google.com/gke-nodepool": "wide"}
+    resources = [*baseline(), wide, flavor("wide", labels), cluster_queue("wide", {"wide": 24})]
+    assert check(rules, resources) == []
+    resources[-1] = cluster_queue("wide", {"wide": 25})
+    assert "provide 24 chips" in only(check(rules, resources), "kueue-quota-within-chips")[0]["message"]
 
 
 def test_pool_labels_come_from_the_catalog_provisioning_mode_and_the_pool(rules: ModuleType) -> None:
@@ -775,13 +845,27 @@ def test_protected_stacks_protect_cluster_and_bucket(rules: ModuleType) -> None:
     ]
 
 
+def test_the_policy_checks_by_default_every_stack_the_program_protects(rules: ModuleType) -> None:
+    """A stack named `production` is protected by the program (components/stacks.py), so the policy checks it."""
+    resources = [{**r, "urn": r["urn"].replace("urn:pulumi:dev::", "urn:pulumi:production::")} for r in baseline()]
+    everything = check(rules, resources, stack="production")
+    # Every policy that applies to protected stacks reads the same list.
+    assert {v["policy"] for v in everything} == {"protected-stack-resources", "cluster-network", "images-by-digest"}
+    found = [v for v in everything if v["policy"] == "protected-stack-resources"]
+    assert [(v["urn"].rsplit("::", 1)[1], v["message"]) for v in found] == [
+        ("tpu-dev", "stack 'production' is protected: register this resource with ResourceOptions(protect=True)"),
+        ("tpu-dev", "stack 'production' is protected: set deletionProtection true on the cluster"),
+        ("data-bucket", "stack 'production' is protected: register this resource with ResourceOptions(protect=True)"),
+    ]
+
+
 def test_protected_stacks_come_from_policy_config(rules: ModuleType) -> None:
     config = {"protected-stack-resources": {"protectedStacks": ["dev"]}}
     found = only(check(rules, baseline(), config=config), "protected-stack-resources")
     assert {v["urn"].rsplit("::", 1)[1] for v in found} == {"tpu-dev", "data-bucket"}
 
 
-# --- advisory: tpu-auto-upgrade-off, required-labels -----------------------------------------------------
+# --- advisory: tpu-node-auto-upgrade, required-labels ----------------------------------------------------
 
 
 def test_auto_upgrade_on_tpu_pools_is_advisory_without_a_release_channel(rules: ModuleType) -> None:

@@ -1,0 +1,50 @@
+"""ChartInstall: a namespace and one pinned Helm chart in it, what the JobSet and Kueue installs have in common.
+
+The chart is `kubernetes.helm.v4.Chart` from an OCI registry at one exact version; it waits for its namespace
+(through the namespace's name) and for whatever the install must find running when its controller starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kubernetes_object import KubernetesObject
+
+
+class ChartInstall(pulumi.ComponentResource):
+    """Namespace `<namespace>` and the chart `release` in it; dependants wait on `chart` (CRDs, webhooks)."""
+
+    def __init__(
+        self,
+        type_token: str,
+        name: str,
+        *,
+        release: str,
+        chart: str,
+        version: str,
+        namespace: str,
+        values: dict[str, Any],
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(type_token, name, None, opts)
+        self.namespace: KubernetesObject = KubernetesObject(
+            f"{name}-namespace",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        self.chart: k8s.helm.v4.Chart = k8s.helm.v4.Chart(
+            f"{name}-chart",
+            name=release,
+            chart=chart,
+            version=version,
+            namespace=self.namespace.metadata.apply(lambda m: m["name"]),
+            values=values,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on)),
+        )
+        self.register_outputs({"version": version})
