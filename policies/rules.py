@@ -30,7 +30,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from components import tpu_catalog
+from components import iam_roles, tpu_catalog
 from components.stacks import PROTECTED_STACKS
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -43,13 +43,11 @@ SERVICE = "kubernetes:core/v1:Service"
 CHARTS = ("kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Release")
 KUEUE_GROUP = "kubernetes:kueue.x-k8s.io/"
 
-PRIMITIVE_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 NAMESPACE = "kubernetes:core/v1:Namespace"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 WIDEST_PREFIX = {4: 8, 6: 16}
 """Widest load-balancer source range (IPv4 /8, IPv6 /16): a shorter prefix covers a large part of the internet."""
-STORAGE_ADMIN = "roles/storage.admin"
 # IAM resources whose grant covers everything in a project, folder or organization.
 WIDE_IAM_PREFIXES = ("gcp:projects/", "gcp:folder/", "gcp:organizations/")
 INTERNAL_LB_ANNOTATIONS = ("networking.gke.io/load-balancer-type", "cloud.google.com/load-balancer-type")
@@ -348,15 +346,11 @@ def validate_least_privilege(args: ResourceValidationArgs, report: ReportViolati
     """Primitive roles grant far more than any workload needs; storage admin on a project spans every bucket."""
     if not args.resource_type.startswith("gcp:"):
         return
+    wide = args.resource_type.startswith(WIDE_IAM_PREFIXES)
     for role in _roles(args.resource_type, args.props):
-        if role in PRIMITIVE_ROLES:
-            _say(report, f"{role} is a primitive role: grant a predefined role scoped to what the member uses")
-        elif role.startswith("roles/storage.") and args.resource_type.startswith(WIDE_IAM_PREFIXES):
-            _say(
-                report,
-                f"{role} on a whole project/folder/organization: grant roles/storage.objectUser "
-                "(or objectViewer) on the one bucket instead",
-            )
+        problem = iam_roles.role_problem(role, wide=wide)
+        if problem:
+            _say(report, problem)
     for member in _members(args.resource_type, args.props):
         if member in PUBLIC_MEMBERS:
             _say(report, f"member {member} makes the resource public: grant named principals only")
