@@ -7,9 +7,11 @@ one line per problem, each naming the config key (`tpu-stack:tpuPools[1].topolog
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -20,6 +22,7 @@ from pulumi import RunError
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -28,7 +31,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from components import tpu_catalog
+from components import iam_roles, tpu_catalog
 from components.stacks import PROTECTED_STACKS
 from components.tpu_catalog import MachineType
 
@@ -77,6 +80,90 @@ def parse_duration(text: str) -> int:
     if not _DURATION.match(text):
         raise ValueError(f"{text!r} is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d")
     return round(sum(float(number) * _DURATION_UNITS[unit] for number, unit in _DURATION_PART.findall(text)))
+
+
+GCP_LABEL_MAX = 63
+GCP_LABELS_PER_RESOURCE = 64
+GCP_LABEL_MAX_BYTES = 128
+
+
+def _gcp_label_chars(text: str) -> bool:
+    """Lowercase letters of any script (Unicode Ll, Lo), digits, '_' and '-'."""
+    return all(
+        unicodedata.category(c) in ("Ll", "Lo") or unicodedata.category(c).startswith("N") or c in "_-" for c in text
+    )
+
+
+def gcp_label_problem(key: str, value: str) -> str | None:
+    """Google Cloud resource labels: keys 1-63 characters starting with a lowercase letter, values 0-63; both of
+    lowercase letters, digits, '_' and '-' (international lowercase letters too), each at most 128 bytes."""
+    if not (1 <= len(key) <= GCP_LABEL_MAX and len(key.encode()) <= GCP_LABEL_MAX_BYTES and _gcp_label_chars(key)) or (
+        unicodedata.category(key[0]) not in ("Ll", "Lo")
+    ):
+        return (
+            f"label key {key!r} must be 1-{GCP_LABEL_MAX} lowercase letters, digits, '_' or '-', starting with a "
+            "lowercase letter (Google Cloud labels)"
+        )
+    if len(value) > GCP_LABEL_MAX or len(value.encode()) > GCP_LABEL_MAX_BYTES or not _gcp_label_chars(value):
+        return (
+            f"value {value!r} must be at most {GCP_LABEL_MAX} lowercase letters, digits, '_' or '-' "
+            "(Google Cloud labels)"
+        )
+    return None
+
+
+def gcp_label_value(text: str) -> str:
+    """`text` as a Google Cloud label value: stack names may hold upper case and '.'."""
+    return re.sub(r"[^a-z0-9_-]", "-", text.lower())[:GCP_LABEL_MAX]
+
+
+K8S_LABEL_MAX = 63
+K8S_PREFIX_MAX = 253
+_K8S_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_K8S_NAME_RULE = "letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+
+
+def node_label_key_problem(key: str) -> str | None:
+    """Kubernetes label (and taint) keys: an optional DNS-subdomain prefix and '/', then a name of 1-63 characters."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (len(prefix) > K8S_PREFIX_MAX or not _DNS_SUBDOMAIN.match(prefix)):
+        return (
+            f"key {key!r}: prefix {prefix!r} must be a DNS subdomain (lowercase letters, digits, '-' and '.', at "
+            f"most {K8S_PREFIX_MAX} characters), e.g. example.com/team"
+        )
+    if len(name) > K8S_LABEL_MAX or not _K8S_LABEL_NAME.match(name):
+        return f"key {key!r}: the name {name!r} must be 1-{K8S_LABEL_MAX} {_K8S_NAME_RULE} (Kubernetes labels)"
+    return None
+
+
+def node_label_value_problem(value: str) -> str | None:
+    """Kubernetes label (and taint) values: empty, or at most 63 characters of the name's form."""
+    if value and (len(value) > K8S_LABEL_MAX or not _K8S_LABEL_NAME.match(value)):
+        return f"value {value!r} must be at most {K8S_LABEL_MAX} {_K8S_NAME_RULE} (Kubernetes labels)"
+    return None
+
+
+_PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+_ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
+
+
+def project_id_problem(project: str) -> str | None:
+    if project.isdigit():
+        return f"{project!r} is a project number; give the project id (e.g. tpu-stack-dev)"
+    if not _PROJECT_ID.match(project):
+        return (
+            f"{project!r} is not a project id: 6-30 lowercase letters, digits and '-', starting with a letter and "
+            "not ending with '-'"
+        )
+    return None
+
+
+def zone_region(location: str) -> str | None:
+    """The region of a zone (`us-east5-a` -> `us-east5`); None if `location` is not a zone."""
+    match = _ZONE.match(location.lower())
+    return match.group(1) if match else None
 
 
 REGIONAL_CLUSTER_ZONES = 3
@@ -213,6 +300,18 @@ class ControlPlaneConfig(_Model):
     """CIDRs that may use the IP endpoint (Google Cloud public IPs never may)."""
 
 
+def _node_role(role: str) -> str:
+    """The node account's roles are granted on gcp:project: the policy pack's limits apply as it would apply them."""
+    if not role.startswith(iam_roles.ROLE_FORMS):
+        raise ValueError(
+            f"{role!r} is not a role name; use roles/<service>.<role> or a custom role (projects/<id>/roles/<name>)"
+        )
+    problem = iam_roles.role_problem(role, wide=True)
+    if problem:
+        raise ValueError(f"{problem} (node account roles are granted on the whole project)")
+    return role
+
+
 class ClusterConfig(_Model):
     name: str = "tpu-cluster"
     location: str | None = None
@@ -233,7 +332,7 @@ class ClusterConfig(_Model):
     private_nodes: bool | None = None
     """Nodes without external IPs, egress through Cloud NAT; default on in prod."""
     control_plane: ControlPlaneConfig = ControlPlaneConfig()
-    node_service_account_roles: tuple[str, ...] = (
+    node_service_account_roles: tuple[Annotated[str, AfterValidator(lambda r: _node_role(r))], ...] = (
         "roles/container.defaultNodeServiceAccount",
         "roles/artifactregistry.reader",
     )
@@ -367,6 +466,26 @@ class TpuPoolConfig(_Model):
 
     def problems(self) -> list[tuple[str, str]]:
         """(config field, message) for each problem of the pool on its own; derived values need none."""
+        labels = self._node_label_problems()
+        return labels or self._shape_problems()
+
+    def _node_label_problems(self) -> list[tuple[str, str]]:
+        """Labels become node labels and the Kueue flavor's nodeLabels; taint keys and values have the same form."""
+        problems: list[tuple[str, str]] = []
+        for key, value in self.labels.items():
+            problem = node_label_key_problem(key) or node_label_value_problem(value)
+            if problem:
+                problems.append((f"labels.{key}", problem))
+        for index, taint in enumerate(self.taints):
+            for field, problem in (
+                ("key", node_label_key_problem(taint.key)),
+                ("value", node_label_value_problem(taint.value)),
+            ):
+                if problem:
+                    problems.append((f"taints[{index}].{field}", problem))
+        return problems
+
+    def _shape_problems(self) -> list[tuple[str, str]]:
         if (self.machine_type is None) == (self.tpu_version is None):
             return [("machineType", "set exactly one of machineType or tpuVersion")]
         if self.tpu_version is not None and self.tpu_version not in tpu_catalog.VERSIONS:
@@ -663,15 +782,29 @@ class ChartsConfig(_Model):
         return f"v{self.jobset_version}@{self.jobset_image_digest}" if self.jobset_image_digest else None
 
 
-def _share(value: int | str) -> int | str:
-    if isinstance(value, int):
+_CHIPS_OR_PERCENT = "give chips (16) or a percentage of the pool's chips ('50%')"
+
+
+def _chips_or_percent(value: object) -> int | str:
+    """A share or borrowing limit: whole chips, or 'N%' of the pool group's chips (0-100)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
-            raise ValueError(f"{value} is negative; give chips (16) or a percentage of the pool ('50%')")
+            raise ValueError(f"{value} is negative; {_CHIPS_OR_PERCENT}")
         return value
+    if isinstance(value, float):
+        raise ValueError(f"{value:g} is not a whole number of chips; {_CHIPS_OR_PERCENT}")
+    if not isinstance(value, str):
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        raise ValueError(f"{shown} is not a number of chips; {_CHIPS_OR_PERCENT}")
     match = _PERCENT.match(value)
     if not match or float(match.group(1)) > 100:
-        raise ValueError(f"{value!r} is not a share; give chips (16) or a percentage of the pool ('50%')")
+        raise ValueError(f"{value!r} is not a number of chips or a percentage up to 100%; {_CHIPS_OR_PERCENT}")
     return value
+
+
+ChipsOrPercent = Annotated[int | str, BeforeValidator(_chips_or_percent)]
 
 
 def share_chips(value: int | str, total: int) -> int:
@@ -681,23 +814,18 @@ def share_chips(value: int | str, total: int) -> int:
     return int(total * float(value.rstrip("%")) / 100)
 
 
-def _shares(values: dict[str, int | str]) -> dict[str, int | str]:
-    return {pool: _share(value) for pool, value in values.items()}
-
-
 class TeamConfig(_Model):
     """A team: a namespace with its LocalQueue, and a ClusterQueue of its own in the shared cohort."""
 
     name: str
     namespace: str | None = None
     """Defaults to the team name; created unless it is `default`."""
-    shares: dict[str, int | str] = {}
+    shares: dict[str, ChipsOrPercent] = {}
     """Pool group -> chips (16) or a percentage of its chips ('50%') guaranteed to the team."""
-    borrowing_limit: dict[str, int | str] = {}
+    borrowing_limit: dict[str, ChipsOrPercent] = {}
     """Pool group -> chips the team may borrow beyond its share from the cohort; unlimited when absent."""
 
     _names = field_validator("name", "namespace")(_optional_k8s_name)
-    _values = field_validator("shares", "borrowing_limit")(_shares)
 
     @property
     def namespace_name(self) -> str:
@@ -953,8 +1081,9 @@ def _queue_problems(config: StackConfig) -> list[str]:
             )
         flavors.setdefault(capacity.flavor_name, index)
     pools = queue_pools(config)
-    if problems or any(pool.problems() for pool in pools):
-        return problems  # pool problems are reported on their own keys; derived values need valid pools
+    names = [pool.name for pool in pools]
+    if problems or any(pool.problems() for pool in pools) or len(set(names)) < len(names):
+        return problems  # pool problems are reported on their own keys; derived values need valid, distinct pools
     if not queues.teams and queues.namespace in _RESERVED_NAMESPACES:
         problems.append(f"{key}.namespace: {queues.namespace!r} belongs to the system; use default or your own")
     problems += _flavor_problems(config, pools)
@@ -1172,12 +1301,24 @@ class BucketConfig(_Model):
     """Defaults to `<gcp:project>-<stack>-tpu-stack`."""
     location: str | None = None
     """Defaults to gcp:region."""
+
     noncurrent_version_days: int = Field(default=30, ge=1)
     """Versioning keeps overwritten objects; they are deleted this many days after they stop being current."""
     project_number: int | None = Field(default=None, gt=0)
     """Number of gcp:project for `principal://` members; looked up (resourcemanager.projects.get) when unset."""
     readers: tuple[WorkloadRef, ...] = ()
     writers: tuple[WorkloadRef, ...] = ()
+
+    @field_validator("location")
+    @classmethod
+    def _location(cls, location: str | None) -> str | None:
+        region = None if location is None else zone_region(location)
+        if region is not None:
+            raise ValueError(
+                f"{location!r} is a zone; a bucket lives in a region ({region}), a dual-region or a multi-region "
+                "such as US"
+            )
+        return location
 
     @property
     def grants(self) -> list[tuple[str, int, WorkloadRef, str]]:
@@ -1469,9 +1610,27 @@ class StackConfig(_Model):
     saxml: SaxmlConfig | None = None
     monitoring: MonitoringConfig = MonitoringConfig()
 
+    @field_validator("project")
+    @classmethod
+    def _project(cls, project: str) -> str:
+        problem = project_id_problem(project)
+        if problem:
+            raise ValueError(problem)
+        return project
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, region: str) -> str:
+        zone_of = zone_region(region)
+        if zone_of is not None:
+            raise ValueError(f"{region!r} is a zone; gcp:region takes its region: {zone_of}")
+        if not _REGION.match(region):
+            raise ValueError(f"{region!r} is not a region like us-east5")
+        return region
+
     @property
     def resource_labels(self) -> dict[str, str]:
-        return {"managed-by": "pulumi", "app": PROJECT, "env": self.stack, **self.labels}
+        return {"managed-by": "pulumi", "app": PROJECT, "env": gcp_label_value(self.stack), **self.labels}
 
     @property
     def cluster_location(self) -> str:
@@ -1537,6 +1696,8 @@ class StackConfig(_Model):
 # ---- loading ----------------------------------------------------------------------------------------------
 
 _GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
+NAMESPACES = (PROJECT, "gcp", "kubernetes", "pulumi")
+"""Config namespaces a stack of this project may hold: its own, its providers' and Pulumi's."""
 # Every StackConfig field but the ones filled from gcp:* keys and the stack name is a `tpu-stack:` key.
 _STACK_KEYS = {
     to_camel(field): field for field in StackConfig.model_fields if field not in ("project", "region", "stack")
@@ -1582,6 +1743,8 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
         elif namespace == PROJECT:
             known = ", ".join(sorted(_STACK_KEYS))
             problems.append(f"{key}: unknown config key; known {PROJECT} keys: {known}")
+        elif namespace not in NAMESPACES:
+            problems.append(_namespace_problem(key, namespace, name))
     for key in _GCP_KEYS:
         if key not in raw:
             problems.append(f"{key}: required; set it with `pulumi config set {key} <value>`")
@@ -1597,6 +1760,15 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
     return config
 
 
+def _namespace_problem(key: str, namespace: str, name: str) -> str:
+    close = difflib.get_close_matches(namespace, NAMESPACES, n=1, cutoff=0.6)
+    fix = f"did you mean {close[0]}:{name}? " if close else ""
+    return (
+        f"{key}: {namespace!r} is not a config namespace this stack reads, so everything under it would be ignored; "
+        f"{fix}namespaces: {', '.join(NAMESPACES)}"
+    )
+
+
 def _pydantic_line(error: Mapping[str, Any]) -> str:
     loc = tuple(error["loc"])
     top, rest = loc[0], loc[1:]
@@ -1604,10 +1776,69 @@ def _pydantic_line(error: Mapping[str, Any]) -> str:
     key = names.get(str(top), f"{PROJECT}:{to_camel(str(top))}")
     # Drop pydantic's union/type tags so the path reads like the YAML.
     rest = tuple(p for p in rest if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
-    message = _message(error)
-    if error["type"] == "extra_forbidden":
-        message = "unknown key; check the spelling against the README's config reference"
-    return f"{_key_path(key, rest)}: {message}"
+    return f"{_key_path(key, rest)}: {_user_message(error, to_camel(str(loc[-1])))}"
+
+
+LIST_OF = {
+    "tpuPools": "pool groups",
+    "teams": "teams",
+    "priorityClasses": "priority classes",
+    "taints": "taints",
+    "exclusions": "maintenance exclusions",
+    "readers": "Kubernetes service accounts",
+    "writers": "Kubernetes service accounts",
+    "autopilotCapacity": "TPU capacities",
+    "nodeServiceAccountRoles": "IAM roles",
+    "sourceRanges": "CIDR ranges",
+    "authorizedNetworks": "CIDR ranges",
+}
+"""What each list of the config holds, in the README's words."""
+
+
+def _what(value: Any) -> str:
+    """How YAML shows `value` to the user."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (true/false)"
+    if isinstance(value, (int, float)):
+        return f"the number {value:g}"
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    if isinstance(value, Mapping):
+        return "a mapping (key: value lines)"
+    if isinstance(value, (list, tuple)):
+        return "a list ('-' items)"
+    return "nothing" if value is None else type(value).__name__
+
+
+def _user_message(error: Mapping[str, Any], field: str) -> str:
+    """Pydantic's message in the user's words: what was given and what the key takes, no Python type names."""
+    kind, value, ctx = str(error["type"]), error.get("input"), error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return "unknown key; check the spelling against the README's config reference"
+    if kind == "missing":
+        return "required; add it"
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"{_what(value)} is not a whole number; write one like 4"
+    if kind in ("float_parsing", "float_type"):
+        return f"{_what(value)} is not a number; write one like 1.5"
+    if kind in ("bool_parsing", "bool_type"):
+        return f"{_what(value)} is not true or false"
+    if kind == "string_type":
+        quoted = f'"{str(value).lower()}"' if isinstance(value, bool) else f'"{value}"'
+        fix = f"quote it: {quoted}" if isinstance(value, (int, float)) else "write text"
+        return f"{_what(value)} is not text; {fix}"
+    if kind == "literal_error":
+        return f"{_what(value)} is not accepted; use {ctx.get('expected')}"
+    if kind in ("list_type", "tuple_type"):
+        return f"expected a list of {LIST_OF.get(field, 'values')} ('-' items), got {_what(value)}"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"expected a mapping (key: value lines), got {_what(value)}"
+    if kind.startswith(("datetime", "date_")):
+        return f"{_what(value)} is not a date and time like 2026-12-01T00:00:00Z"
+    if kind in ("greater_than_equal", "greater_than"):
+        bound = f"{ctx['ge']:g} or more" if kind == "greater_than_equal" else f"more than {ctx['gt']:g}"
+        return f"{_what(value)} is too small; use {bound}"
+    return _message(error)
 
 
 def stack_problems(config: StackConfig, now: datetime) -> list[str]:
@@ -1628,7 +1859,9 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         if pool.name in seen:
             problems.append(f"{key}.name: {pool.name!r} is already used by tpuPools[{seen[pool.name]}]")
         seen.setdefault(pool.name, index)
-        if pool.zone is not None and not pool.zone.startswith(config.region + "-"):
+        if pool.zone is not None and _REGION.match(pool.zone):
+            problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
+        elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
         if pool.future_reservation is not None:
             problem = pool.future_reservation.lead_time_problem(now)
@@ -1640,6 +1873,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
                 f"releaseChannel {config.cluster.release_channel}); remove autoUpgrade and hold upgrades during "
                 "training with cluster.maintenance.exclusions, or set cluster.releaseChannel: UNSPECIFIED"
             )
+    problems += _label_problems(config)
+    problems += _node_role_problems(config.cluster)
     problems += _system_pool_problems(config)
     maintenance = config.cluster.maintenance.problems()
     problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
@@ -1654,6 +1889,35 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     location = config.cluster_location
     if _is_zone(location) and not location.startswith(config.region + "-"):
         problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
+    return problems
+
+
+def _label_problems(config: StackConfig) -> list[str]:
+    """tpu-stack:labels go on every Google Cloud resource that takes labels, node pools with one more (tpu-pool)."""
+    problems = []
+    for key, value in config.labels.items():
+        problem = gcp_label_problem(key, value)
+        if problem:
+            problems.append(f"{PROJECT}:labels.{key}: {problem}")
+    count = len({**config.resource_labels, "tpu-pool": ""})
+    if count > GCP_LABELS_PER_RESOURCE:
+        problems.append(
+            f"{PROJECT}:labels: node pools would carry {count} labels (these, managed-by, app, env and tpu-pool); "
+            f"Google Cloud allows {GCP_LABELS_PER_RESOURCE}: remove {count - GCP_LABELS_PER_RESOURCE}"
+        )
+    return problems
+
+
+def _node_role_problems(cluster: ClusterConfig) -> list[str]:
+    seen: dict[str, int] = {}
+    problems = []
+    for index, role in enumerate(cluster.node_service_account_roles):
+        if role in seen:
+            problems.append(
+                f"{PROJECT}:cluster.nodeServiceAccountRoles[{index}]: {role} is already "
+                f"nodeServiceAccountRoles[{seen[role]}]; list it once"
+            )
+        seen.setdefault(role, index)
     return problems
 
 
