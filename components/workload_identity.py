@@ -16,7 +16,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import StackConfig, WorkloadRef
+from components.config.serving import WorkloadRef
+from components.config.stack import StackConfig
 from components.gcp_resource import GcpResource, get_project_number
 from components.iam_roles import PRIMITIVE_ROLES
 from components.kubernetes_object import KubernetesObject

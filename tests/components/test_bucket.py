@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import ConfigError, load
+from components.config.base import ConfigError
+from components.config.stack import load
 from offline import __main__ as cli
 from offline.engine import Plan
 from tests.conftest import BASE, StackRunner

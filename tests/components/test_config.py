@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import ConfigError, controller_resources, load, parse_duration
+from components.config.base import ConfigError, parse_duration
+from components.config.stack import load
 from offline import __main__ as cli
 from offline.engine import run_program
 
@@ -406,14 +407,14 @@ def test_controllers_are_sized_by_the_most_nodes_the_cluster_can_have(
              "zone": "us-central1-a"}  # fmt: skip
     config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:tpuPools": [group],
                    "tpu-stack:cluster": {"systemPool": {"maxNodes": system_max}}}, stack="dev")  # fmt: skip
-    assert controller_resources(config) == expected
+    assert config.controller_resources == expected
 
 
 def test_autopilot_controllers_count_only_the_declared_tpu_capacity() -> None:
     capacity = [{"tpuVersion": "v5e", "topology": "2x4", "slices": 33}]  # 66 VMs, no system pool
     config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:cluster": {"mode": "autopilot"},
                    "tpu-stack:queues": {"autopilotCapacity": capacity}}, stack="dev")  # fmt: skip
-    assert controller_resources(config) == MEDIUM
+    assert config.controller_resources == MEDIUM
 
 
 DEV_STACK = Path(__file__).resolve().parents[2] / "Pulumi.dev.yaml"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components import workloads
-from components.config import load
+from components.config.stack import load
 from offline.engine import REPO, Plan, _engine_config, read_stack_file, run_stack
 
 DRIVER = "gcsfuse.csi.storage.gke.io"

@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from components import tpu_catalog
-from components.config import ConfigError, load
+from components.config.base import ConfigError
+from components.config.stack import load
 from offline import __main__ as cli
 from offline import validate
 from offline.engine import Plan, run_program, run_stack

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, load
+from components.config.base import ConfigError
+from components.config.stack import load
 from offline.engine import MOCK_PROJECT_NUMBER, Plan, run_program, run_stack
 from tests.conftest import BASE, StackRunner
 
@@ -146,7 +147,8 @@ def test_no_project_level_storage_role_and_no_primitive_role(identity: str) -> N
 def test_a_forbidden_role_is_refused_by_the_component(tmp_path: Path) -> None:
     program = tmp_path / "program.py"
     program.write_text(
-        "from components.config import WorkloadRef, load_from_pulumi\n"
+        "from components.config import load_from_pulumi\n"
+        "from components.config.serving import WorkloadRef\n"
         "from components.gke_cluster import GkeCluster\n"
         "from components.workload_identity import BucketRole, WorkloadIdentity\n"
         "config = load_from_pulumi()\n"
