@@ -8,7 +8,6 @@ preview (offline/policy_check.py) and the tests run these same objects through t
 from __future__ import annotations
 
 from guardrails.gke import (
-    PROTECTED_STACKS_SCHEMA,
     REQUIRED_LABELS_SCHEMA,
     validate_auto_upgrade,
     validate_cluster_network,
@@ -33,6 +32,7 @@ from guardrails.kubernetes import (
     validate_privileged,
 )
 from guardrails.kueue import validate_quota
+from guardrails.props import PROTECTED_STACKS_SCHEMA
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
 MANDATORY = EnforcementLevel.MANDATORY

@@ -36,12 +36,12 @@ GKE_METADATA = "GKE_METADATA"
 DEFAULT_REQUIRED_LABELS = ["managed-by", "app", "env"]
 
 
-def _machine(props: Mapping[str, Any]) -> tpu_catalog.MachineType | None:
+def pool_machine(props: Mapping[str, Any]) -> tpu_catalog.MachineType | None:
     name = prop(props, "nodeConfig.machineType")
     return tpu_catalog.machine_type(name) if isinstance(name, str) else None
 
 
-def _topology(props: Mapping[str, Any], machine: tpu_catalog.MachineType) -> str | None:
+def pool_topology(props: Mapping[str, Any], machine: tpu_catalog.MachineType) -> str | None:
     """The slice shape: placementPolicy.tpuTopology, or the machine type's own shape when absent (single host).
     None when a workload policy (placementPolicy.policyName, Ironwood) sets it outside the node pool."""
     topology = prop(props, "placementPolicy.tpuTopology") or ""
@@ -54,14 +54,14 @@ def _topology(props: Mapping[str, Any], machine: tpu_catalog.MachineType) -> str
 
 def _vms(props: Mapping[str, Any]) -> int | None:
     """VMs in one slice of this pool (None: not a TPU pool or shape unknown)."""
-    machine = _machine(props)
+    machine = pool_machine(props)
     if machine is None:
         return None
-    topology = _topology(props, machine)
+    topology = pool_topology(props, machine)
     return machine.vms(topology) if topology else None
 
 
-def _max_nodes(props: Mapping[str, Any]) -> int | None:
+def pool_max_nodes(props: Mapping[str, Any]) -> int | None:
     """Most nodes the pool can hold. An autoscaled pool: its autoscaling maximum (the total, or the per-zone
     maximum times its zones); its nodeCount is only its size at the moment, 0 for an idle scale-from-zero pool
     read back from a deployed stack, where unset counts also read back as 0. A fixed pool: its nodeCount."""
@@ -156,7 +156,7 @@ def validate_topology(args: ResourceValidationArgs, report: ReportViolation) -> 
     if args.resource_type != NODE_POOL:
         return
     name = prop(props, "nodeConfig.machineType")
-    machine = _machine(props)
+    machine = pool_machine(props)
     if machine is None:
         if isinstance(name, str) and name.startswith(("ct", "tpu")):
             known = ", ".join(sorted(tpu_catalog.MACHINE_TYPES))
@@ -314,7 +314,7 @@ def validate_auto_upgrade(args: StackValidationArgs, report: ReportViolation) ->
     resources = list(args.resources)
     clusters = _clusters(resources)
     only_cluster = next(iter(clusters.values())) if len(clusters) == 1 else None
-    for pool in (r for r in resources if r.resource_type == NODE_POOL and _machine(r.props) is not None):
+    for pool in (r for r in resources if r.resource_type == NODE_POOL and pool_machine(r.props) is not None):
         cluster = clusters.get(str(pool.props.get("cluster")), only_cluster)
         if cluster is None:
             continue
@@ -351,18 +351,6 @@ def validate_labels(args: ResourceValidationArgs, report: ReportViolation) -> No
     missing = [k for k in config_list(args, "requiredLabels", DEFAULT_REQUIRED_LABELS) if k not in labels]
     if missing:
         say(report, f"add label(s) {', '.join(missing)} to {path}")
-
-
-PROTECTED_STACKS_SCHEMA = PolicyConfigSchema(
-    properties={
-        "protectedStacks": {
-            "type": "array",
-            "items": {"type": "string"},
-            "default": DEFAULT_PROTECTED_STACKS,
-            "description": "Stacks whose cluster and bucket must be protected",
-        }
-    }
-)
 
 
 REQUIRED_LABELS_SCHEMA = PolicyConfigSchema(

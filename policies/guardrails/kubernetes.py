@@ -13,12 +13,12 @@ from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidatio
 
 from components import tpu_catalog
 
-from .gke import PROTECTED_STACKS_SCHEMA
 from .props import (
     CHARTS,
     DEFAULT_PROTECTED_STACKS,
     NAMESPACE,
     NETWORK_POLICY,
+    PROTECTED_STACKS_SCHEMA,
     SERVICE,
     as_list,
     config_list,

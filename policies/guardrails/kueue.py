@@ -10,7 +10,7 @@ from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs
 
 from components import tpu_catalog
 
-from .gke import _machine, _max_nodes, _topology
+from .gke import pool_machine, pool_max_nodes, pool_topology
 from .props import CLUSTER, KUEUE_GROUP, NODE_POOL, as_list, prop
 
 
@@ -40,11 +40,11 @@ def _pool_chips(resources: list[PolicyResource]) -> list[tuple[dict[str, str], i
     for resource in resources:
         if resource.resource_type != NODE_POOL:
             continue
-        machine = _machine(resource.props)
-        topology = _topology(resource.props, machine) if machine else None
+        machine = pool_machine(resource.props)
+        topology = pool_topology(resource.props, machine) if machine else None
         if machine is None or topology is None:
             continue
-        nodes = _max_nodes(resource.props) or 0
+        nodes = pool_max_nodes(resource.props) or 0
         pools.append((_pool_labels(resource, machine, topology), nodes * machine.chips_per_vm))
     return pools
 

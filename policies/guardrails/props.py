@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
+from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from components.stacks import PROTECTED_STACKS
 
@@ -64,3 +64,15 @@ def stack_of(urn: str) -> str:
 
 def say(report: ReportViolation, message: str) -> None:
     report(message, None)
+
+
+PROTECTED_STACKS_SCHEMA = PolicyConfigSchema(
+    properties={
+        "protectedStacks": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": DEFAULT_PROTECTED_STACKS,
+            "description": "Stacks whose cluster and bucket must be protected",
+        }
+    }
+)

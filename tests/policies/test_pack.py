@@ -146,4 +146,5 @@ def test_rules_only_assembles_the_policies_from_their_domain_modules() -> None:
         "guardrails.iam_storage",
         "guardrails.kubernetes",
         "guardrails.kueue",
+        "guardrails.props",
     }
