@@ -1,21 +1,16 @@
 """tpu-stack: GKE cluster, TPU slice pools, batch scheduling and serving, one stack per environment.
 
 Only wiring lives here; each component owns one responsibility and every derived value comes from the
-validated config model (components/config.py).
+validated config model (components/config/).
 """
 
 import pulumi
 
 from components import workload_identity
 from components.bucket import Bucket
-from components.config import (
-    JOBSET_NAMESPACE,
-    KUEUE_NAMESPACE,
-    flavor_labels,
-    load_from_pulumi,
-    queue_pools,
-    queue_refs,
-)
+from components.config import load_from_pulumi
+from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE
+from components.config.queues import flavor_labels, queue_refs
 from components.controller_metrics import ControllerMetrics
 from components.gke_cluster import GkeCluster
 from components.jobset_install import CONTROLLER_LABELS as JOBSET_LABELS
@@ -57,10 +52,10 @@ pulumi.export(
     "queues",
     {
         team: {"namespace": ref.namespace, "localQueue": ref.local_queue, "clusterQueue": ref.cluster_queue}
-        for team, ref in queue_refs(config).items()
+        for team, ref in queue_refs(config.queues).items()
     },
 )
-pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in queue_pools(config)})
+pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in config.queue_pools})
 # Default deny in every namespace the stack creates; then what the controllers and training pods need.
 for prefix, install_namespace, namespace_name, ports in (
     ("jobset", jobset.namespace, JOBSET_NAMESPACE, JOBSET_API_SERVER_PORTS),

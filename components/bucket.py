@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.config import StackConfig, bucket_name
+from components.config.stack import StackConfig
 from components.gcp_resource import GcpResource
 
 
@@ -23,7 +23,7 @@ class Bucket(pulumi.ComponentResource):
             "gcp:storage/bucket:Bucket",
             f"{name}-bucket",
             {
-                "name": bucket_name(config),
+                "name": config.bucket_name,
                 "project": config.project,
                 # GCS reports locations in upper case; sending them so keeps the diff clean.
                 "location": (settings.location or config.region).upper(),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from components.config import BucketMount
+from components.config.serving import BucketMount
 
 DRIVER = "gcsfuse.csi.storage.gke.io"
 VOLUMES_ANNOTATION = "gke-gcsfuse/volumes"

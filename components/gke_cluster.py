@@ -9,7 +9,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.config import SYSTEM_POOL_NAME, MaintenanceConfig, StackConfig, version_below_floor
+from components.config.cluster import SYSTEM_POOL_NAME, MaintenanceConfig, version_below_floor
+from components.config.stack import StackConfig
 from components.gcp_resource import GcpResource
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"

@@ -12,7 +12,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.chart_install import ChartInstall
-from components.config import JOBSET_NAMESPACE, StackConfig, controller_resources
+from components.config.base import JOBSET_NAMESPACE
+from components.config.stack import StackConfig
 from components.pod_security import (
     CONTROLLER_POD_SECURITY,
     CONTROLLER_TOKEN_EXCEPTION,
@@ -41,7 +42,7 @@ def chart_values(config: StackConfig) -> dict[str, Any]:
     return {
         "image": image,
         "controller": {
-            "resources": controller_resources(config),
+            "resources": config.controller_resources,
             "nodeSelector": config.system_node_selector,
             "podSecurityContext": CONTROLLER_POD_SECURITY,
             "annotations": skip_annotations(exceptions),

@@ -17,7 +17,9 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.chart_install import ChartInstall
-from components.config import KUEUE_NAMESPACE, StackConfig, controller_resources, covered_resources
+from components.config.base import KUEUE_NAMESPACE
+from components.config.queues import covered_resources
+from components.config.stack import StackConfig
 from components.pod_security import CONTROLLER_POD_SECURITY
 
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -34,7 +36,7 @@ CONTROLLER_LABELS = {
 
 def controller_config(config: StackConfig) -> dict[str, Any]:
     """Kueue's Configuration object (v1beta2), as the controller reads it from its ConfigMap."""
-    covered = set(covered_resources(config))
+    covered = set(covered_resources(config.queues))
     return {
         "apiVersion": KUEUE_CONFIG_API,
         "kind": "Configuration",
@@ -64,7 +66,7 @@ def chart_values(config: StackConfig) -> dict[str, Any]:
         "controllerManager": {
             "manager": {
                 "image": image,
-                "resources": controller_resources(config),
+                "resources": config.controller_resources,
                 "podSecurityContext": CONTROLLER_POD_SECURITY,
             },
             "nodeSelector": config.system_node_selector,

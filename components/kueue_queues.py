@@ -17,19 +17,18 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import tpu_catalog
-from components.config import (
+from components.config.pools import TpuPoolConfig
+from components.config.queues import (
     PriorityClassConfig,
-    StackConfig,
-    TpuPoolConfig,
     cohort_chips,
     covered_resources,
     flavor_labels,
     queue_namespaces,
-    queue_pools,
     quota,
     team_borrowing,
     team_chips,
 )
+from components.config.stack import StackConfig
 from components.kubernetes_object import KubernetesObject
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -93,18 +92,18 @@ def _resource_groups(
 ) -> list[dict[str, Any]]:
     """One group over every covered resource; each flavor lists all of them (a CRD rule)."""
     flavors = []
-    for pool in queue_pools(config):
+    for pool in config.queue_pools:
         if pool.name not in chips:
             continue
-        nominal = quota(config, pool, chips[pool.name])
+        nominal = quota(config.queues, pool, chips[pool.name])
         limit = (borrowing or {}).get(pool.name)
-        limits = quota(config, pool, limit) if limit is not None else {}
+        limits = quota(config.queues, pool, limit) if limit is not None else {}
         resources = [
             {"name": resource, "nominalQuota": amount, **({"borrowingLimit": limits[resource]} if limits else {})}
             for resource, amount in nominal.items()
         ]
         flavors.append({"name": pool.name, "resources": resources})
-    return [{"coveredResources": covered_resources(config), "flavors": flavors}] if flavors else []
+    return [{"coveredResources": covered_resources(config.queues), "flavors": flavors}] if flavors else []
 
 
 def cluster_queue(
@@ -130,7 +129,7 @@ def cluster_queue(
         spec["cohortName"] = queues.cohort
     checks = [
         {"name": admission_check_name(pool), "onFlavors": [pool.name]}
-        for pool in queue_pools(config)
+        for pool in config.queue_pools
         if pool.provisioning == "queued"
     ]
     if checks:
@@ -144,7 +143,7 @@ def local_queue(name: str, namespace: str, cluster_queue_name: str) -> dict[str,
 
 def cohort(config: StackConfig) -> dict[str, Any]:
     """The teams' cohort; it owns the chips no team was given, which every team may borrow."""
-    remainder = {pool: chips for pool, chips in cohort_chips(config).items() if chips > 0}
+    remainder = {pool: chips for pool, chips in cohort_chips(config.queues, config.queue_pools).items() if chips > 0}
     groups = _resource_groups(config, remainder)
     return _object("Cohort", config.queues.cohort, {"resourceGroups": groups} if groups else {})
 
@@ -169,8 +168,8 @@ def namespace_object(name: str) -> dict[str, Any]:
 def queue_objects(config: StackConfig) -> list[dict[str, Any]]:
     """Every object of the batch-scheduling queues, in an order `kubectl apply` would accept."""
     queues = config.queues
-    pools = queue_pools(config)
-    objects = [namespace_object(name) for name in queue_namespaces(config)]
+    pools = config.queue_pools
+    objects = [namespace_object(name) for name in queue_namespaces(config.queues)]
     objects += [priority_class(priority) for priority in queues.priority_classes]
     objects += [resource_flavor(pool) for pool in pools]
     for pool in pools:
@@ -184,7 +183,7 @@ def queue_objects(config: StackConfig) -> list[dict[str, Any]]:
         objects.append(local_queue(queues.local_queue, queues.namespace, queues.cluster_queue))
         return objects
     objects.append(cohort(config))
-    shares, borrowing = team_chips(config), team_borrowing(config)
+    shares, borrowing = team_chips(config.queues, config.queue_pools), team_borrowing(config.queues, config.queue_pools)
     for team in queues.teams:
         objects.append(
             cluster_queue(

@@ -15,7 +15,9 @@ from typing import Any
 import pulumi
 
 from components import tpu_catalog
-from components.config import StackConfig, TpuPoolConfig, queue_pools, queue_refs
+from components.config.pools import TpuPoolConfig
+from components.config.queues import queue_refs
+from components.config.stack import StackConfig
 from components.gcp_resource import GcpResource
 
 DUTY_CYCLE = "kubernetes.io/container/accelerator/duty_cycle"
@@ -131,7 +133,7 @@ def _row(y: int, title: str, widgets: list[dict[str, Any]]) -> tuple[list[dict[s
 
 
 def cluster_queues(config: StackConfig) -> list[str]:
-    return sorted({ref.cluster_queue for ref in queue_refs(config).values()}) if queue_pools(config) else []
+    return sorted({ref.cluster_queue for ref in queue_refs(config.queues).values()}) if config.queue_pools else []
 
 
 def dashboard(config: StackConfig) -> dict[str, Any]:
@@ -164,7 +166,7 @@ def alert_queries(config: StackConfig) -> dict[str, tuple[str, int]]:
             f" and on() (sum({PENDING}) > 0)",
             settings.idle_minutes,
         )
-    if any(pool.provisioning == "queued" for pool in queue_pools(config)):
+    if any(pool.provisioning == "queued" for pool in config.queue_pools):
         # Quota reserved but not admitted: the workload waits on its admission check, the ProvisioningRequest.
         alerts["queued-provisioning-not-granted"] = (
             f"sum by (cluster_queue) ({RESERVING}) - sum by (cluster_queue) ({ADMITTED}) > 0",

@@ -17,15 +17,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import gcs_fuse, network_policies, pod_security, tpu_catalog
-from components.config import (
-    SYSTEM_NODE_SELECTOR,
-    WRITER_ROLE,
-    SaxmlConfig,
-    StackConfig,
-    TpuPoolConfig,
-    saxml_mounts,
-    saxml_pool,
-)
+from components.config.cluster import SYSTEM_NODE_SELECTOR
+from components.config.pools import TpuPoolConfig
+from components.config.serving import WRITER_ROLE, SaxmlConfig, saxml_mounts
+from components.config.stack import StackConfig
 from components.kubernetes_object import KubernetesObject
 from components.workload_identity import BucketRole, WorkloadIdentity
 
@@ -215,7 +210,7 @@ class Saxml(pulumi.ComponentResource):
         super().__init__("tpu-stack:index:Saxml", name, None, opts)
         assert config.saxml is not None, "only built when tpu-stack:saxml is set"
         saxml = config.saxml
-        pool = saxml_pool(config)
+        pool = config.saxml_pool
         in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
 
         # A built-in namespace (`default`, as in the Saxml tutorial) is used, never declared: the stack would

@@ -6,7 +6,8 @@ from typing import Any
 
 import pulumi
 
-from components.config import StackConfig, TpuPoolConfig
+from components.config.pools import TpuPoolConfig
+from components.config.stack import StackConfig
 from components.gcp_resource import GcpResource
 from components.gke_cluster import CLOUD_PLATFORM_SCOPE, NODE_POOL_TIMEOUTS
 

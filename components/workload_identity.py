@@ -16,14 +16,16 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import StackConfig, WorkloadRef
+from components.config.serving import WorkloadRef
+from components.config.stack import StackConfig
 from components.gcp_resource import GcpResource, get_project_number
+from components.iam_roles import PRIMITIVE_ROLES
 from components.kubernetes_object import KubernetesObject
 
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
 WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
 # Roles that must never reach a workload: primitive roles and bucket administration (IAM, deletion).
-FORBIDDEN_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer", "roles/storage.admin"})
+FORBIDDEN_ROLES = frozenset({*PRIMITIVE_ROLES, "roles/storage.admin"})
 
 
 @dataclass(frozen=True)

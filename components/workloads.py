@@ -13,20 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import gcs_fuse, pod_security, tpu_catalog
-from components.config import (
-    QueueRef,
-    StackConfig,
-    TpuPoolConfig,
-    bucket_mounts,
-    bucket_name,
-    bucket_service_account,
-    flavor_labels,
-    queue_pools,
-    queue_refs,
-    quota,
-    team_borrowing,
-    team_chips,
-)
+from components.config.pools import TpuPoolConfig
+from components.config.queues import QueueRef, flavor_labels, queue_refs, quota, team_borrowing, team_chips
+from components.config.serving import bucket_mounts, bucket_service_account
+from components.config.stack import StackConfig
 from components.kueue_queues import QUEUE_LABEL, pool_tolerations
 
 IMAGE = "python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1"
@@ -55,10 +45,10 @@ class Workload:
 
 def _queue_for(config: StackConfig, pool: TpuPoolConfig, chips: int) -> QueueRef | None:
     """The team that holds `chips` chips of the pool, else the first that may borrow them; None if no team can."""
-    refs = queue_refs(config)
+    refs = queue_refs(config.queues)
     if not config.queues.teams:
         return refs["default"] if chips <= pool.total_chips else None
-    shares, borrowing = team_chips(config), team_borrowing(config)
+    shares, borrowing = team_chips(config.queues, config.queue_pools), team_borrowing(config.queues, config.queue_pools)
     teams = config.queues.teams
     for team in teams:
         if shares[team.name][pool.name] >= chips:
@@ -90,7 +80,7 @@ def _template(
 ) -> dict[str, Any]:
     """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE."""
     pod = _pod(config, pool, ports, namespace, multislice=multislice)
-    annotations = gcs_fuse.attach(pod, bucket_name(config), bucket_mounts(config, namespace))
+    annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace))
     return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
 
 
@@ -100,7 +90,7 @@ def _pod(
     """A pod on one VM of the pool: all its chips (and its CPU/memory when queues.hostResources is set), the
     flavor's labels, tolerations of the pool's own taints, the namespace's bucket KSA. Not privileged and not on
     the host network: GKE gives TPU access without either, and Workload Identity only works off the host network."""
-    amounts = quota(config, pool, pool.machine.chips_per_vm)
+    amounts = quota(config.queues, pool, pool.machine.chips_per_vm)
     limits = {k: v for k, v in amounts.items() if k != "cpu"}
     container: dict[str, Any] = {
         "name": "jax-tpu",
@@ -118,7 +108,7 @@ def _pod(
         **pod_security.tpu_pod_fields(),
         "containers": [container],
     }
-    account = bucket_service_account(config, namespace)
+    account = bucket_service_account(config.bucket, namespace)
     if account:
         pod["serviceAccountName"] = account
     priority = _lowest_priority(config)
@@ -238,7 +228,7 @@ def workloads(config: StackConfig) -> list[Workload]:
     """Per pool group: a Job over one slice (the queued Job on queued groups), and for groups of two or more
     slices the 1-, 2- and 3-slice JobSets that fit; each only if some queue can reach its chips."""
     found: list[Workload] = []
-    for pool in queue_pools(config):
+    for pool in config.queue_pools:
         queued = pool.provisioning == "queued"
         name = f"{pool.name}-queued" if queued else f"{pool.name}-job"
         queue = _queue_for(config, pool, pool.chips_per_slice)

@@ -209,20 +209,53 @@ def _plain(value: Any) -> Any:
 
 
 def read_stack_file(path: Path) -> dict[str, Any]:
-    """The `config:` mapping of a Pulumi.<stack>.yaml file."""
+    """The `config:` mapping of a Pulumi.<stack>.yaml file; a key given twice in one mapping is an error (YAML
+    keys are unique; PyYAML would silently keep the last)."""
+    loader = yaml.SafeLoader(path.read_text())
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        node = loader.get_single_node()
+        duplicates = _duplicate_keys(node, "", path.name) if node is not None else []
+        if duplicates:
+            raise ConfigError(duplicates)
+        data = (loader.construct_document(node) if node is not None else None) or {}
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or "not valid YAML"
         raise ConfigError([f"{path}{where}: {problem}; fix the YAML (indentation, '-' list items)"]) from None
+    finally:
+        loader.dispose()
     if not isinstance(data, dict):
         raise ConfigError([f"{path}: a stack file is a mapping with a `config:` key"])
     config = data.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
     return config
+
+
+def _duplicate_keys(node: yaml.Node, path: str, file: str) -> list[str]:
+    """One line per key given twice in the same mapping, named by its config key path (`tpu-stack:cluster.name`)."""
+    problems: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if path == "config":
+                where = key if ":" in key else f"{PROJECT}:{key}"
+            else:
+                where = f"{path}.{key}" if path else key
+            line = key_node.start_mark.line + 1
+            if key in first:
+                problems.append(
+                    f"{where}: given twice in {file} (lines {first[key]} and {line}); YAML keys are unique and only "
+                    "one value would be read: keep one"
+                )
+            first.setdefault(key, line)
+            problems += _duplicate_keys(value_node, where, file)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            problems += _duplicate_keys(item, f"{path}[{index}]", file)
+    return problems
 
 
 def _engine_config(config: Mapping[str, Any]) -> dict[str, str]:

@@ -42,7 +42,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
-from components.config import parse_duration
+from components.config.base import parse_duration
 
 POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
 TEAM_CONFIG = POLICY_DIR / "config.json"

@@ -9,7 +9,7 @@ import pytest
 
 from offline.engine import Plan, run_program
 
-BASE = {"gcp:project": "proj", "gcp:region": "us-central1"}
+BASE = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
 StackRunner = Callable[..., Plan]
 
 

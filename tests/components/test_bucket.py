@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import ConfigError, load
+from components.config.base import ConfigError
+from components.config.stack import load
 from offline import __main__ as cli
 from offline.engine import Plan
 from tests.conftest import BASE, StackRunner
@@ -24,15 +25,15 @@ def the_bucket(plan: Plan) -> dict[str, Any]:
 def test_bucket_is_hardened_labelled_and_in_the_region(run: StackRunner) -> None:
     plan = run({"tpu-stack:labels": {"team": "ml"}})
     inputs = the_bucket(plan)["inputs"]
-    assert inputs["name"] == "proj-dev-tpu-stack"
-    assert inputs["project"] == "proj"
+    assert inputs["name"] == "proj-1234-dev-tpu-stack"
+    assert inputs["project"] == "proj-1234"
     assert inputs["location"] == "US-CENTRAL1"
     assert inputs["uniformBucketLevelAccess"] is True
     assert inputs["publicAccessPrevention"] == "enforced"
     assert inputs["versioning"] == {"enabled": True}
     assert inputs["labels"] == {"managed-by": "pulumi", "app": "tpu-stack", "env": "dev", "team": "ml"}
-    assert plan.outputs["bucketUrl"] == "gs://proj-dev-tpu-stack"
-    assert plan.outputs["bucketName"] == "proj-dev-tpu-stack"
+    assert plan.outputs["bucketUrl"] == "gs://proj-1234-dev-tpu-stack"
+    assert plan.outputs["bucketName"] == "proj-1234-dev-tpu-stack"
 
 
 def test_old_object_versions_expire(run: StackRunner) -> None:
@@ -70,7 +71,7 @@ CASES = [
         "derived name too long",
         {},
         LONG_STACK,
-        f"tpu-stack:bucket.name: the derived name 'proj-{LONG_STACK}-tpu-stack' is 67 characters; Cloud Storage "
+        f"tpu-stack:bucket.name: the derived name 'proj-1234-{LONG_STACK}-tpu-stack' is 72 characters; Cloud Storage "
         "allows 3 to 63: set bucket.name",
     ),
     (

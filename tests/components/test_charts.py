@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import ConfigError
+from components.config.base import ConfigError
 from offline.engine import Plan, run_program
 from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import ConfigError, controller_resources, load, parse_duration
+from components.config.base import ConfigError, parse_duration
+from components.config.stack import load
 from offline import __main__ as cli
 from offline.engine import run_program
 
@@ -42,7 +43,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:labels: '{team: ml' starts like JSON but is not (Expecting property name enclosed in double quotes "
      "at column 2); give a YAML mapping or list"),
     ("labels as an empty string", {"tpu-stack:labels": ""},
-     "tpu-stack:labels: Input should be a valid dictionary"),
+     "tpu-stack:labels: expected a mapping (key: value lines), got the text ''"),
     ("pools that are not JSON", {"tpu-stack:tpuPools": "[train"},
      "tpu-stack:tpuPools: '[train' starts like JSON but is not (Expecting value at column 2); give a YAML mapping "
      "or list"),
@@ -55,7 +56,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("zero slices", pools(pool(slices=0)), f"{P0}.slices: is 0; a pool group needs at least 1 slice"),
     ("negative slices", pools(pool(slices=-2)), f"{P0}.slices: is -2; a pool group needs at least 1 slice"),
     ("slices not a number", pools(pool(slices="three")),
-     f"{P0}.slices: Input should be a valid integer, unable to parse string as an integer"),
+     f"{P0}.slices: the text 'three' is not a whole number; write one like 4"),
     ("flex-start with a reservation", pools(pool(reservation="r1")),
      f"{P0}.reservation: provisioning flex-start cannot consume a reservation (it needs NO_RESERVATION); "
      "remove it or set provisioning: reservation"),
@@ -66,7 +67,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{P0}.spot: spot is a provisioning mode, not a flag, and this pool already has provisioning: spot; "
      "remove spot"),
     ("unknown provisioning mode", pools(pool(provisioning="preemptible")),
-     f"{P0}.provisioning: Input should be 'flex-start', 'queued', 'on-demand', 'spot' or 'reservation'"),
+     f"{P0}.provisioning: the text 'preemptible' is not accepted; use 'flex-start', 'queued', 'on-demand', 'spot' "
+     "or 'reservation'"),
     ("multi-host pool without a zone", pools(pool(zone=None)),
      f"{P0}.zone: required: a 4x4 slice spans 4 VMs, which must sit in one zone"),
     ("zone outside the region", pools(pool(zone="europe-west4-a")),
@@ -164,7 +166,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("system pool min above max", {"tpu-stack:cluster": {"systemPool": {"minNodes": 5, "maxNodes": 2}}},
      "tpu-stack:cluster.systemPool: minNodes (5) is above maxNodes (2)"),
     ("unknown cluster mode", {"tpu-stack:cluster": {"mode": "serverless"}},
-     "tpu-stack:cluster.mode: Input should be 'standard' or 'autopilot'"),
+     "tpu-stack:cluster.mode: the text 'serverless' is not accepted; use 'standard' or 'autopilot'"),
     ("autopilot with TPU pools", {"tpu-stack:cluster": {"mode": "autopilot"}, **pools(pool())},
      "tpu-stack:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"),
     ("cluster location outside the region", {"tpu-stack:cluster": {"location": "us-east1-b"}},
@@ -200,6 +202,117 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("notification channel not a resource name", {"tpu-stack:monitoring": {"notificationChannels": ["ops@x.com"]}},
      "tpu-stack:monitoring.notificationChannels[0]: 'ops@x.com' is not a notification channel; give its resource "
      "name, projects/<project>/notificationChannels/<id> (gcloud beta monitoring channels list)"),
+    # Google Cloud resource labels (Resource Manager "Requirements for labels"): keys 1-63 characters starting with
+    # a lowercase letter, values 0-63; lowercase letters, digits, '_' and '-' only.
+    ("resource label key with upper case", {"tpu-stack:labels": {"CostCenter": "ml"}},
+     "tpu-stack:labels.CostCenter: label key 'CostCenter' must be 1-63 lowercase letters, digits, '_' or '-', "
+     "starting with a lowercase letter (Google Cloud labels)"),
+    ("resource label key starting with a digit", {"tpu-stack:labels": {"1team": "ml"}},
+     "tpu-stack:labels.1team: label key '1team' must be 1-63 lowercase letters, digits, '_' or '-', starting with a "
+     "lowercase letter (Google Cloud labels)"),
+    ("resource label value with a dot", {"tpu-stack:labels": {"team": "ml.platform"}},
+     "tpu-stack:labels.team: value 'ml.platform' must be at most 63 lowercase letters, digits, '_' or '-' (Google "
+     "Cloud labels)"),
+    ("resource label value of 64 characters", {"tpu-stack:labels": {"team": "a" * 64}},
+     f"tpu-stack:labels.team: value '{'a' * 64}' must be at most 63 lowercase letters, digits, '_' or '-' (Google "
+     "Cloud labels)"),
+    ("resource label value not text", {"tpu-stack:labels": {"cost-center": 4711}},
+     'tpu-stack:labels.cost-center: the number 4711 is not text; quote it: "4711"'),
+    ("more resource labels than Google Cloud allows", {"tpu-stack:labels": {f"l{i}": "x" for i in range(61)}},
+     "tpu-stack:labels: node pools would carry 65 labels (these, managed-by, app, env and tpu-pool); Google Cloud "
+     "allows 64: remove 1"),
+    # Kubernetes labels ("Labels and Selectors: syntax and character set"): optional DNS-subdomain prefix and '/',
+    # a name of 1-63 [A-Za-z0-9-_.] starting and ending alphanumeric; values at most 63 of the same.
+    ("node label key with a space", pools(pool(labels={"team name": "a"})),
+     f"{P0}.labels.team name: key 'team name': the name 'team name' must be 1-63 letters, digits, '-', '_' or '.', "
+     "starting and ending with a letter or digit (Kubernetes labels)"),
+    ("node label key with an upper-case prefix", pools(pool(labels={"Example.com/team": "a"})),
+     f"{P0}.labels.Example.com/team: key 'Example.com/team': prefix 'Example.com' must be a DNS subdomain (lowercase "
+     "letters, digits, '-' and '.', at most 253 characters), e.g. example.com/team"),
+    ("node label name of 64 characters", pools(pool(labels={"example.com/" + "n" * 64: "a"})),
+     f"{P0}.labels.example.com/{'n' * 64}: key 'example.com/{'n' * 64}': the name '{'n' * 64}' must be 1-63 letters, "
+     "digits, '-', '_' or '.', starting and ending with a letter or digit (Kubernetes labels)"),
+    ("node label value ending in a dash", pools(pool(labels={"team": "ml-"})),
+     f"{P0}.labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', starting and ending with "
+     "a letter or digit (Kubernetes labels)"),
+    ("taint value with a slash", pools(pool(taints=[{"key": "example.com/dedicated", "value": "a/b"}])),
+     f"{P0}.taints[0].value: value 'a/b' must be at most 63 letters, digits, '-', '_' or '.', starting and ending "
+     "with a letter or digit (Kubernetes labels)"),
+    # Project ids (Resource Manager "Creating and managing projects"): 6-30 characters, lowercase letters, digits and
+    # hyphens, starting with a letter, not ending with a hyphen.
+    ("project id too short", {"gcp:project": "tpu"},
+     "gcp:project: 'tpu' is not a project id: 6-30 lowercase letters, digits and '-', starting with a letter and not "
+     "ending with '-'"),
+    ("project id with upper case and underscore", {"gcp:project": "My_Project"},
+     "gcp:project: 'My_Project' is not a project id: 6-30 lowercase letters, digits and '-', starting with a letter "
+     "and not ending with '-'"),
+    ("project id ending in a hyphen", {"gcp:project": "tpu-stack-"},
+     "gcp:project: 'tpu-stack-' is not a project id: 6-30 lowercase letters, digits and '-', starting with a letter "
+     "and not ending with '-'"),
+    ("project number instead of id", {"gcp:project": "123456789012"},
+     "gcp:project: '123456789012' is a project number; give the project id (e.g. tpu-stack-dev)"),
+    ("zone as gcp:region", {"gcp:region": "us-central1-b"},
+     "gcp:region: 'us-central1-b' is a zone; gcp:region takes its region: us-central1"),
+    ("gcp:region not a region", {"gcp:region": "central"}, "gcp:region: 'central' is not a region like us-east5"),
+    ("zone as bucket location", {"tpu-stack:bucket": {"location": "us-central1-b"}},
+     "tpu-stack:bucket.location: 'us-central1-b' is a zone; a bucket lives in a region (us-central1), a dual-region "
+     "or a multi-region such as US"),
+    ("region as a pool zone", pools(pool(zone="us-central1")),
+     f"{P0}.zone: 'us-central1' is a region; give one of its zones, e.g. us-central1-a"),
+    ("typo in the project namespace", {"tpu-stak:tpuPools": [pool()]},
+     "tpu-stak:tpuPools: 'tpu-stak' is not a config namespace this stack reads, so everything under it would be "
+     "ignored; did you mean tpu-stack:tpuPools? namespaces: tpu-stack, gcp, kubernetes, pulumi"),
+    ("unknown namespace with nothing close", {"aws:region": "us-east-1"},
+     "aws:region: 'aws' is not a config namespace this stack reads, so everything under it would be ignored; "
+     "namespaces: tpu-stack, gcp, kubernetes, pulumi"),
+    # The policy pack's least-privilege-iam reasoning, applied where the config grants roles.
+    ("primitive role for the node account", {"tpu-stack:cluster": {"nodeServiceAccountRoles": ["roles/editor"]}},
+     "tpu-stack:cluster.nodeServiceAccountRoles[0]: roles/editor is a primitive role: grant a predefined role scoped "
+     "to what the member uses (node account roles are granted on the whole project)"),
+    ("project-level storage role for the node account",
+     {"tpu-stack:cluster": {"nodeServiceAccountRoles": ["roles/container.defaultNodeServiceAccount",
+                                                        "roles/storage.objectViewer"]}},
+     "tpu-stack:cluster.nodeServiceAccountRoles[1]: roles/storage.objectViewer on a whole project/folder/organization: "
+     "grant roles/storage.objectUser (or objectViewer) on the one bucket instead (node account roles are granted on "
+     "the whole project)"),
+    ("node account role not a role name",
+     {"tpu-stack:cluster": {"nodeServiceAccountRoles": ["artifactregistry.reader"]}},
+     "tpu-stack:cluster.nodeServiceAccountRoles[0]: 'artifactregistry.reader' is not a role name; use "
+     "roles/<service>.<role> or a custom role (projects/<id>/roles/<name>)"),
+    ("node account role listed twice",
+     {"tpu-stack:cluster": {"nodeServiceAccountRoles": ["roles/artifactregistry.reader",
+                                                        "roles/artifactregistry.reader"]}},
+     "tpu-stack:cluster.nodeServiceAccountRoles[1]: roles/artifactregistry.reader is already "
+     "nodeServiceAccountRoles[0]; list it once"),
+    # Shares and borrowing limits name the pool group they belong to.
+    ("negative share", {**pools(pool()), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"train": -4}}]}},
+     "tpu-stack:queues.teams[0].shares.train: -4 is negative; give chips (16) or a percentage of the pool's chips "
+     "('50%')"),
+    ("share that is not a number",
+     {**pools(pool()), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"train": "half"}}]}},
+     "tpu-stack:queues.teams[0].shares.train: 'half' is not a number of chips or a percentage up to 100%; give chips "
+     "(16) or a percentage of the pool's chips ('50%')"),
+    ("fractional share", {**pools(pool()), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"train": 2.5}}]}},
+     "tpu-stack:queues.teams[0].shares.train: 2.5 is not a whole number of chips; give chips (16) or a percentage of "
+     "the pool's chips ('50%')"),
+    ("negative borrowing limit",
+     {**pools(pool()), "tpu-stack:queues": {"teams": [{"name": "a", "borrowingLimit": {"train": -1}}]}},
+     "tpu-stack:queues.teams[0].borrowingLimit.train: -1 is negative; give chips (16) or a percentage of the pool's "
+     "chips ('50%')"),
+    ("borrowing limit that is a list",
+     {**pools(pool()), "tpu-stack:queues": {"teams": [{"name": "a", "borrowingLimit": {"train": [8]}}]}},
+     "tpu-stack:queues.teams[0].borrowingLimit.train: [8] is not a number of chips; give chips (16) or a percentage "
+     "of the pool's chips ('50%')"),
+    # Pydantic's messages in the user's words.
+    ("pools given as a mapping", {"tpu-stack:tpuPools": pool()},
+     "tpu-stack:tpuPools: expected a list of pool groups ('-' items), got a mapping (key: value lines)"),
+    ("version given as a number", {"tpu-stack:cluster": {"minMasterVersion": 1.33}},
+     'tpu-stack:cluster.minMasterVersion: the number 1.33 is not text; quote it: "1.33"'),
+    ("flag that is not true or false", {"tpu-stack:cluster": {"deletionProtection": "maybe"}},
+     "tpu-stack:cluster.deletionProtection: the text 'maybe' is not true or false"),
+    ("calendar start not a time",
+     pools(pool(provisioning="reservation", futureReservation={"startTime": "soon", "endTime": "2027-01-09T00:00Z"})),
+     f"{P0}.futureReservation.startTime: the text 'soon' is not a date and time like 2026-12-01T00:00:00Z"),
 ]  # fmt: skip
 
 
@@ -213,7 +326,7 @@ def write_stack(tmp_path: Path, config: dict[str, Any]) -> Path:
 def test_invalid_config_is_one_clear_line_and_exit_2(
     case: str, extra: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = {"gcp:project": "proj", "gcp:region": "us-central1", **extra}
+    config = {"gcp:project": "proj-1234", "gcp:region": "us-central1", **extra}
     out = tmp_path / "out"
     code = cli.main(["preview", "--stack", "case", "--config", str(write_stack(tmp_path, config)), "--out", str(out)])
     captured = capsys.readouterr()
@@ -227,7 +340,7 @@ def test_invalid_config_is_one_clear_line_and_exit_2(
 def test_invalid_config_registers_nothing(case: str, extra: dict[str, Any], message: str) -> None:
     recorded: list[dict[str, Any]] = []
     with pytest.raises(ConfigError):
-        run_program({"gcp:project": "proj", "gcp:region": "us-central1", **extra}, stack="dev", recorded=recorded)
+        run_program({"gcp:project": "proj-1234", "gcp:region": "us-central1", **extra}, stack="dev", recorded=recorded)
     assert recorded == []
 
 
@@ -239,8 +352,8 @@ def test_missing_project_names_the_command_to_fix_it() -> None:
 
 def test_several_problems_give_one_line_each() -> None:
     with pytest.raises(ConfigError) as error:
-        load({"gcp:project": "p", "gcp:region": "us-central1", **pools(pool(topology="4x5"), pool(name="b", slices=0))},
-             stack="dev")  # fmt: skip
+        load({"gcp:project": "proj-1234", "gcp:region": "us-central1",
+              **pools(pool(topology="4x5"), pool(name="b", slices=0))}, stack="dev")  # fmt: skip
     assert [line.split(":")[1] for line in error.value.lines] == [
         "tpuPools[0].topology",
         "tpuPools[1].slices",
@@ -248,7 +361,7 @@ def test_several_problems_give_one_line_each() -> None:
 
 
 def test_structured_values_arrive_as_json_strings_like_the_engine_sends_them() -> None:
-    config = load({"gcp:project": "p", "gcp:region": "us-central1", "tpu-stack:tpuPools": '[{"name": "a", '
+    config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:tpuPools": '[{"name": "a", '
                    '"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 3, "zone": "us-central1-a"}]'},
                   stack="dev")  # fmt: skip
     (group,) = config.tpu_pools
@@ -259,7 +372,7 @@ def test_structured_values_arrive_as_json_strings_like_the_engine_sends_them() -
 def test_flex_start_runs_up_to_exactly_seven_days() -> None:
     """Flex-start VMs run at most 7 days (604800 s); 168h and 10080m are that limit, not over it."""
     for duration, seconds in (("7d", 604800), ("168h", 604800), ("10080m", 604800), ("24h", 86400), ("90s", 90)):
-        config = load({"gcp:project": "p", "gcp:region": "us-central1", **pools(pool(maxRunDuration=duration))},
+        config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1", **pools(pool(maxRunDuration=duration))},
                       stack="dev")  # fmt: skip
         assert config.tpu_pools[0].max_run_duration_seconds == seconds, duration
 
@@ -292,13 +405,78 @@ def test_controllers_are_sized_by_the_most_nodes_the_cluster_can_have(
     """System pool maximum + 2 VMs per v5e 2x4 slice; up to 64 nodes small, up to 512 medium, then large."""
     group = {"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": slices,
              "zone": "us-central1-a"}  # fmt: skip
-    config = load({"gcp:project": "p", "gcp:region": "us-central1", "tpu-stack:tpuPools": [group],
+    config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:tpuPools": [group],
                    "tpu-stack:cluster": {"systemPool": {"maxNodes": system_max}}}, stack="dev")  # fmt: skip
-    assert controller_resources(config) == expected
+    assert config.controller_resources == expected
 
 
 def test_autopilot_controllers_count_only_the_declared_tpu_capacity() -> None:
     capacity = [{"tpuVersion": "v5e", "topology": "2x4", "slices": 33}]  # 66 VMs, no system pool
-    config = load({"gcp:project": "p", "gcp:region": "us-central1", "tpu-stack:cluster": {"mode": "autopilot"},
+    config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:cluster": {"mode": "autopilot"},
                    "tpu-stack:queues": {"autopilotCapacity": capacity}}, stack="dev")  # fmt: skip
-    assert controller_resources(config) == MEDIUM
+    assert config.controller_resources == MEDIUM
+
+
+DEV_STACK = Path(__file__).resolve().parents[2] / "Pulumi.dev.yaml"
+DUPLICATED_POOL = """    - name: flex-v6e
+      machineType: ct6e-standard-4t
+      provisioning: flex-start
+      zone: us-east5-b
+"""
+# One defect in the real dev stack file, and the one line it must give. Before, each of these gave the listed
+# follow-on lines instead (or nothing at all):
+ONE_DEFECT = [
+    # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-east5-a'".
+    ("zone as region", ("gcp:region: us-east5", "gcp:region: us-east5-a"),
+     "gcp:region: 'us-east5-a' is a zone; gcp:region takes its region: us-east5"),
+    # 6 lines about the teams' shares naming pools that do not exist; the pools themselves were silently dropped.
+    ("typo in the namespace of the pools", ("  tpu-stack:tpuPools:", "  tpu-stak:tpuPools:"),
+     "tpu-stak:tpuPools: 'tpu-stak' is not a config namespace this stack reads, so everything under it would be "
+     "ignored; did you mean tpu-stack:tpuPools? namespaces: tpu-stack, gcp, kubernetes, pulumi"),
+    # 1 line about the derived bucket name, not the project id.
+    ("project id with upper case", ("gcp:project: tpu-stack-dev", "gcp:project: TPU_Stack_Dev"),
+     "gcp:project: 'TPU_Stack_Dev' is not a project id: 6-30 lowercase letters, digits and '-', starting with a "
+     "letter and not ending with '-'"),
+    # Previewed cleanly; GKE would refuse the node label.
+    ("node label value ending in a dash",
+     ("      machineType: ct6e-standard-4t\n", "      machineType: ct6e-standard-4t\n      labels: {team: ml-}\n"),
+     "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', starting "
+     "and ending with a letter or digit (Kubernetes labels)"),
+    # 3 lines: the name, the two pools' identical node labels, and research's share against one pool's chips.
+    ("pool pasted twice", ("    # Seed multislice", DUPLICATED_POOL + "    # Seed multislice"),
+     "tpu-stack:tpuPools[1].name: 'flex-v6e' is already used by tpuPools[0]"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "edit", "message"), ONE_DEFECT, ids=[c[0] for c in ONE_DEFECT])
+def test_one_defect_in_the_dev_stack_gives_one_line(
+    case: str, edit: tuple[str, str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = DEV_STACK.read_text()
+    assert text.count(edit[0]) == 1, "the edit must apply to the dev stack file exactly once"
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(text.replace(edit[0], edit[1]))
+    out = tmp_path / "out"
+    assert cli.main(["preview", "--stack", "dev", "--config", str(path), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: {message}", "1 config error(s); nothing was registered."]
+    assert not out.exists()
+
+
+def test_the_env_label_is_the_stack_name_as_a_label_value() -> None:
+    """Stack names may hold upper case and '.'; Google Cloud label values may not."""
+    config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1"}, stack="QA.Blue_2")
+    assert config.resource_labels["env"] == "qa-blue_2"
+
+
+def test_lowercase_letters_of_any_script_are_label_characters() -> None:
+    """Google Cloud labels take international lowercase letters (Unicode Ll and Lo), not upper case."""
+    config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1",
+                   "tpu-stack:labels": {"équipe": "données", "团队": "ml"}}, stack="dev")  # fmt: skip
+    assert config.resource_labels["équipe"] == "données"
+    with pytest.raises(ConfigError) as error:
+        load({"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:labels": {"Équipe": "x"}},
+             stack="dev")  # fmt: skip
+    assert error.value.lines == [
+        "tpu-stack:labels.Équipe: label key 'Équipe' must be 1-63 lowercase letters, digits, '_' or '-', starting "
+        "with a lowercase letter (Google Cloud labels)"
+    ]

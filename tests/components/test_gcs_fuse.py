@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components import workloads
-from components.config import load
+from components.config.stack import load
 from offline.engine import REPO, Plan, _engine_config, read_stack_file, run_stack
 
 DRIVER = "gcsfuse.csi.storage.gke.io"
@@ -75,7 +75,7 @@ def test_prod_research_reads_only_and_has_no_checkpoint_volume() -> None:
 
 def test_jobs_in_a_namespace_without_a_bucket_ksa_mount_nothing(run: Any) -> None:
     config = load(
-        {"gcp:project": "p", "gcp:region": "us-central1", "tpu-stack:tpuPools": '[{"name": "a", "machineType": '
+        {"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:tpuPools": '[{"name": "a", "machineType": '
          '"ct6e-standard-4t", "provisioning": "flex-start"}]'},
         stack="dev",
     )  # fmt: skip

@@ -14,9 +14,9 @@ def test_standard_cluster_removes_default_pool_and_enables_workload_identity(run
     (cluster,) = plan.by_type(CLUSTER)
     inputs = cluster["inputs"]
     assert inputs["removeDefaultNodePool"] is True
-    assert inputs["workloadIdentityConfig"] == {"workloadPool": "proj.svc.id.goog"}
+    assert inputs["workloadIdentityConfig"] == {"workloadPool": "proj-1234.svc.id.goog"}
     assert inputs["releaseChannel"] == {"channel": "RAPID"}
-    assert inputs["nodeConfig"]["serviceAccount"] == "c1-nodes@proj.iam.gserviceaccount.com"
+    assert inputs["nodeConfig"]["serviceAccount"] == "c1-nodes@proj-1234.iam.gserviceaccount.com"
     assert inputs["deletionProtection"] is False
     assert cluster["protect"] is False
     assert cluster["customTimeouts"] == {"create": "90m", "update": "90m", "delete": "90m"}

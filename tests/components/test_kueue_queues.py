@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from components import tpu_catalog
-from components.config import ConfigError, load
+from components.config.base import ConfigError
+from components.config.stack import load
 from offline import __main__ as cli
 from offline import validate
 from offline.engine import Plan, run_program, run_stack
@@ -317,7 +318,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:queues.teams[0].borrowingLimit.nope: 'nope' names no TPU pool the queues share; "
      "pools: multislice, dws"),
     ("not a share", {**P, "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"dws": "half"}}]}},
-     "tpu-stack:queues.teams[0].shares: 'half' is not a share; give chips (16) or a percentage of the pool ('50%')"),
+     "tpu-stack:queues.teams[0].shares.dws: 'half' is not a number of chips or a percentage up to 100%; give chips "
+     "(16) or a percentage of the pool's chips ('50%')"),
     ("duplicate team", {**P, "tpu-stack:queues": {"teams": [{"name": "a"}, {"name": "a", "namespace": "b"}]}},
      "tpu-stack:queues.teams[1].name: 'a' is already teams[0]"),
     ("shared namespace", {**P, "tpu-stack:queues": {"teams": [{"name": "a"}, {"name": "b", "namespace": "a"}]}},

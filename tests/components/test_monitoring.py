@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from components.config import load, queue_refs
+from components.config.queues import queue_refs
+from components.config.stack import load
 from offline import validate
 from offline.engine import Plan, read_stack_file, run_stack
 
@@ -44,7 +45,7 @@ def titles(plan: Plan) -> list[str]:
 def test_one_dashboard_names_every_pool_group_and_cluster_queue(plans: dict[str, Plan], stack: str) -> None:
     config = config_of(stack)
     expected_pools = {pool.name for pool in config.tpu_pools}
-    expected_queues = {ref.cluster_queue for ref in queue_refs(config).values()}
+    expected_queues = {ref.cluster_queue for ref in queue_refs(config.queues).values()}
     shown = titles(plans[stack])
     for name in expected_pools:
         # a row header, duty cycle, TensorCore, HBM bandwidth and node count

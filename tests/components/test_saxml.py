@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from components import tpu_catalog
-from components.config import ConfigError, load
+from components.config.base import ConfigError
+from components.config.stack import load
 from offline import __main__ as cli
 from offline import validate
 from offline.engine import Plan
@@ -24,7 +25,7 @@ DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SERVICE = "kubernetes:core/v1:Service"
 KSA = "kubernetes:core/v1:ServiceAccount"
 NODE_POOL = "gcp:container/nodePool:NodePool"
-BUCKET = "proj-dev-tpu-stack"
+BUCKET = "proj-1234-dev-tpu-stack"
 SERVE = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x8", "slices": 2, "zone": "us-central1-a"}
 MODEL_175B = {"name": "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test", "billionsOfParameters": 175}
 CLIENTS = {"sourceRanges": ["10.20.0.0/24"]}
@@ -323,7 +324,7 @@ def test_pool_taints_are_tolerated(run: StackRunner) -> None:
 def test_iam_service_account_form_annotates_the_saxml_ksa(run: StackRunner) -> None:
     plan = run(with_saxml(identity="iamServiceAccount", iamServiceAccount="sax-iam-sa"))
     assert kube(plan, KSA, "sax-sa")["inputs"]["metadata"]["annotations"] == {
-        "iam.gke.io/gcp-service-account": "sax-iam-sa@proj.iam.gserviceaccount.com"
+        "iam.gke.io/gcp-service-account": "sax-iam-sa@proj-1234.iam.gserviceaccount.com"
     }
 
 
@@ -402,9 +403,9 @@ CASES = [
     ("bad cell", with_saxml(cell="test"),
      "tpu-stack:saxml.cell: 'test' is not a Saxml cell; use /sax/<name>, e.g. /sax/test"),
     ("negative restarts", with_saxml(maxRestarts=-1),
-     "tpu-stack:saxml.maxRestarts: Input should be greater than or equal to 0"),
+     "tpu-stack:saxml.maxRestarts: the number -1 is too small; use 0 or more"),
     ("model of no size", with_saxml(model={"name": "m", "billionsOfParameters": 0}),
-     "tpu-stack:saxml.model.billionsOfParameters: Input should be greater than 0"),
+     "tpu-stack:saxml.model.billionsOfParameters: the number 0 is too small; use more than 0"),
 ]  # fmt: skip
 
 

@@ -196,7 +196,7 @@ def test_calendar_mode_request_is_a_tpu_aggregate_reservation(run: StackRunner) 
         "workloadType": "BATCH",
         "reservedResources": [{"accelerator": {
             "acceleratorCount": 32,  # 2 slices x 4x4
-            "acceleratorType": f"projects/proj/zones/{ZONE}/acceleratorTypes/ct5lp"}}],
+            "acceleratorType": f"projects/proj-1234/zones/{ZONE}/acceleratorTypes/ct5lp"}}],
     }  # fmt: skip
     assert inputs["timeWindow"] == {"startTime": start, "endTime": end}
     assert inputs["autoDeleteAutoCreatedReservations"] is True

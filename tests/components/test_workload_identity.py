@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, load
+from components.config.base import ConfigError
+from components.config.stack import load
 from offline.engine import MOCK_PROJECT_NUMBER, Plan, run_program, run_stack
 from tests.conftest import BASE, StackRunner
 
@@ -25,7 +26,7 @@ PRIMITIVE = {"roles/owner", "roles/editor", "roles/viewer"}
 TRAINER = {"namespace": "default", "serviceAccount": "trainer"}
 PRINCIPAL = (
     f"principal://iam.googleapis.com/projects/{MOCK_PROJECT_NUMBER}/locations/global/workloadIdentityPools/"
-    "proj.svc.id.goog/subject/ns/default/sa/trainer"
+    "proj-1234.svc.id.goog/subject/ns/default/sa/trainer"
 )
 SAXML = {"pool": "serve", "service": {"sourceRanges": ["10.20.0.0/24"]}}
 SERVE_POOL = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x8", "slices": 2,
@@ -45,7 +46,7 @@ def test_principal_form_grants_the_ksa_principal_on_the_bucket_only(run: StackRu
     plan = run(bucket_with(writers=[TRAINER]))
     (binding,) = plan.by_type(BUCKET_MEMBER)
     assert binding["inputs"] == {
-        "bucket": "proj-dev-tpu-stack",
+        "bucket": "proj-1234-dev-tpu-stack",
         "role": "roles/storage.objectUser",
         "member": PRINCIPAL,
     }
@@ -75,14 +76,14 @@ def test_configured_project_number_is_used(run: StackRunner) -> None:
 
 def test_iam_service_account_form_as_in_the_saxml_tutorial(run: StackRunner) -> None:
     plan = run(bucket_with(writers=[{**TRAINER, "identity": "iamServiceAccount"}]))
-    email = "default-trainer@proj.iam.gserviceaccount.com"
+    email = "default-trainer@proj-1234.iam.gserviceaccount.com"
     (account,) = [r for r in plan.by_type(GSA) if r["name"] == "default-trainer-gsa"]
     assert account["inputs"]["accountId"] == "default-trainer"
     (impersonation,) = plan.by_type(GSA_MEMBER)
     assert impersonation["inputs"] == {
-        "serviceAccountId": f"projects/proj/serviceAccounts/{email}",
+        "serviceAccountId": f"projects/proj-1234/serviceAccounts/{email}",
         "role": "roles/iam.workloadIdentityUser",
-        "member": "serviceAccount:proj.svc.id.goog[default/trainer]",
+        "member": "serviceAccount:proj-1234.svc.id.goog[default/trainer]",
     }
     assert ksa(plan, "trainer")["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": email}
     (binding,) = plan.by_type(BUCKET_MEMBER)
@@ -146,7 +147,8 @@ def test_no_project_level_storage_role_and_no_primitive_role(identity: str) -> N
 def test_a_forbidden_role_is_refused_by_the_component(tmp_path: Path) -> None:
     program = tmp_path / "program.py"
     program.write_text(
-        "from components.config import WorkloadRef, load_from_pulumi\n"
+        "from components.config import load_from_pulumi\n"
+        "from components.config.serving import WorkloadRef\n"
         "from components.gke_cluster import GkeCluster\n"
         "from components.workload_identity import BucketRole, WorkloadIdentity\n"
         "config = load_from_pulumi()\n"
@@ -178,12 +180,12 @@ CASES = [
     ("account id without the form", bucket_with(writers=[{**TRAINER, "iamServiceAccount": "trainer-gsa"}]),
      "tpu-stack:bucket.writers[0].iamServiceAccount: applies only with identity: iamServiceAccount"),
     ("unknown form", bucket_with(writers=[{**TRAINER, "identity": "key"}]),
-     "tpu-stack:bucket.writers[0].identity: Input should be 'principal' or 'iamServiceAccount'"),
+     "tpu-stack:bucket.writers[0].identity: the text 'key' is not accepted; use 'principal' or 'iamServiceAccount'"),
     ("namespace not a DNS label", bucket_with(writers=[{"namespace": "Team_A", "serviceAccount": "x"}]),
      "tpu-stack:bucket.writers[0].namespace: 'Team_A' must be a DNS label of at most 63 characters: lowercase "
      "letters, digits and '-', starting with a letter"),
     ("project number not a number", {"tpu-stack:bucket": {"projectNumber": "my-project"}},
-     "tpu-stack:bucket.projectNumber: Input should be a valid integer, unable to parse string as an integer"),
+     "tpu-stack:bucket.projectNumber: the text 'my-project' is not a whole number; write one like 4"),
 ]  # fmt: skip
 
 

@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from components import tpu_catalog
-from components.config import load, queue_refs
+from components.config.queues import queue_refs
+from components.config.stack import load
 from components.workloads import Workload, slice_job, workloads
 from offline import __main__ as cli
 from offline import validate
@@ -295,5 +296,5 @@ def test_tpu_jobs_run_as_the_namespaces_bucket_account_and_document_their_except
     config = cli.stack_config("dev", None)
     pool = config.pool("multislice")
     assert pool is not None
-    (_service, job) = slice_job(config, pool, "ckpt", queue_refs(config)["training"])
+    (_service, job) = slice_job(config, pool, "ckpt", queue_refs(config.queues)["training"])
     assert job["spec"]["template"]["spec"]["serviceAccountName"] == "trainer"

@@ -120,7 +120,7 @@ def test_every_rendered_object_is_one_the_api_server_accepts(plans: dict[str, Pl
 
 
 def test_rendered_with_exactly_the_values_the_program_passes(plans: dict[str, Plan]) -> None:
-    """dev: the controllers land on the system pool with requests sized for at most 64 nodes (config.py)."""
+    """dev: the controllers land on the system pool with requests sized for at most 64 nodes (config/queues.py)."""
     plan = plans["dev"]
     kueue = named(plan, "kueue-chart:kueue-system/kueue-controller-manager")["inputs"]["spec"]["template"]["spec"]
     assert kueue["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}

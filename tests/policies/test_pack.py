@@ -131,3 +131,20 @@ def test_the_analyzer_server_runs_the_same_rules_on_a_wire_request(rules: Module
     }
     hardening = [d.message for d in response.diagnostics if d.policyName == "bucket-hardening"]
     assert any("set publicAccessPrevention 'enforced'" in m for m in hardening)
+
+
+def test_rules_only_assembles_the_policies_from_their_domain_modules() -> None:
+    """Checks live in guardrails/<domain>.py; rules.py defines no check of its own, only POLICIES."""
+    tree = ast.parse((POLICY_DIR / "rules.py").read_text())
+    assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))]
+    assigned = [n.targets[0] for n in tree.body if isinstance(n, ast.Assign)]
+    assigned += [n.target for n in tree.body if isinstance(n, ast.AnnAssign)]
+    assert sorted(ast.unparse(target) for target in assigned) == ["ADVISORY", "MANDATORY", "POLICIES"]
+    imported = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
+    assert {m for m in imported if m and m.startswith("guardrails")} == {
+        "guardrails.gke",
+        "guardrails.iam_storage",
+        "guardrails.kubernetes",
+        "guardrails.kueue",
+        "guardrails.props",
+    }

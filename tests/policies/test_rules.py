@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from components.config import ConfigError, load
 from offline import policy_check
 
 SA = "tpu-dev-nodes@proj.iam.gserviceaccount.com"
@@ -950,3 +951,36 @@ def test_providers_and_local_components_are_not_analyzed(rules: ModuleType) -> N
     component = {**res("tpu-stack:index:Bucket", "data", {}), "custom": False}
     component["type"] = "gcp:storage/bucket:Bucket"  # a component that would fail bucket-hardening if analyzed
     assert check(rules, [provider, component]) == []
+
+
+REFUSED_FOR_THE_PROJECT = {
+    "roles/owner",
+    "roles/editor",
+    "roles/viewer",
+    "roles/storage.admin",
+    "roles/storage.objectViewer",
+}
+
+
+@pytest.mark.parametrize(
+    "role",
+    [*sorted(REFUSED_FOR_THE_PROJECT), "roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount"],
+)
+def test_the_config_refuses_the_node_account_roles_the_pack_refuses(rules: ModuleType, role: str) -> None:
+    """The node account's roles are project-level grants: the config refuses them up front for the pack's reason."""
+    pack = [
+        v["message"]
+        for v in check(rules, changed("log-writer", ("role", role)))
+        if v["policy"] == "least-privilege-iam"
+    ]
+    try:
+        load({"gcp:project": "proj-1234", "gcp:region": "us-central1",
+              "tpu-stack:cluster": {"nodeServiceAccountRoles": [role]}}, stack="dev")  # fmt: skip
+        refused: list[str] = []
+    except ConfigError as error:
+        refused = error.lines
+    assert bool(pack) == (role in REFUSED_FOR_THE_PROJECT)
+    assert refused == [
+        f"tpu-stack:cluster.nodeServiceAccountRoles[0]: {message} (node account roles are granted on the whole project)"
+        for message in pack
+    ]

@@ -1,0 +1,215 @@
+"""The GKE cluster: control plane access, release channel and maintenance, the CPU system pool, and the node
+service account's roles.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from components import iam_roles, tpu_catalog
+from components.config.base import PROJECT, ConfigModel, dns_label_problem, source_range
+
+REGIONAL_CLUSTER_ZONES = 3
+"""Zones GKE spreads a regional cluster's node pools over by default."""
+
+
+def version_below_floor(version: str, floor: str) -> bool:
+    """True if GKE version `version` (1.33.5-gke.1234000) is older than `floor` (1.33 or 1.33.0-gke.1712000)."""
+
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(n) for n in re.findall(r"\d+", text))
+
+    wanted = parts(floor)
+    return parts(version)[: len(wanted)] < wanted
+
+
+SYSTEM_POOL_NAME = "system"
+"""GKE name of the CPU node pool of a Standard cluster; controllers and Saxml's CPU servers run there."""
+SYSTEM_NODE_SELECTOR = {tpu_catalog.NODE_POOL_LABEL: SYSTEM_POOL_NAME}
+"""What CPU pods select on a Standard cluster (GKE labels every node with its pool's name)."""
+
+
+class SystemPoolConfig(ConfigModel):
+    """CPU nodes for system pods, the Kueue/JobSet controllers and Saxml's admin and HTTP servers."""
+
+    machine_type: str = "e2-standard-4"
+    min_nodes: int = Field(default=1, ge=0)
+    """Nodes of the whole pool, over all its zones (the autoscaler's total bounds)."""
+    max_nodes: int = Field(default=3, ge=1)
+    disk_size_gb: int = Field(default=100, ge=10)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> SystemPoolConfig:
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"minNodes ({self.min_nodes}) is above maxNodes ({self.max_nodes})")
+        return self
+
+
+class RecurringWindowConfig(ConfigModel):
+    """A recurring maintenance window: the first occurrence and an RFC 5545 rule, e.g. FREQ=WEEKLY;BYDAY=SA,SU."""
+
+    start_time: datetime
+    end_time: datetime
+    recurrence: str
+
+
+class MaintenanceExclusionConfig(ConfigModel):
+    """A period GKE holds upgrades back, e.g. a training campaign; the default scope also holds node upgrades."""
+
+    name: str
+    start_time: datetime
+    end_time: datetime
+    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = "NO_MINOR_OR_NODE_UPGRADES"
+
+
+NO_UPGRADES_MAX_DAYS = 30
+"""GKE's limit on a NO_UPGRADES exclusion."""
+_DAILY_START = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
+
+
+class MaintenanceConfig(ConfigModel):
+    """When GKE may upgrade the cluster and its nodes: a daily or recurring window, and exclusions from it.
+
+    On a release channel node auto-upgrade cannot be turned off, so this is how a training run is kept
+    from being restarted by a node upgrade.
+    """
+
+    daily_start_time: str | None = None
+    """Start (UTC, HH:MM) of a daily 4-hour window."""
+    recurring_window: RecurringWindowConfig | None = None
+    exclusions: tuple[MaintenanceExclusionConfig, ...] = ()
+
+    @property
+    def has_window(self) -> bool:
+        return self.daily_start_time is not None or self.recurring_window is not None
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field under cluster.maintenance, message)."""
+        problems: list[tuple[str, str]] = []
+        if self.daily_start_time is not None and self.recurring_window is not None:
+            problems.append(("dailyStartTime", "set dailyStartTime or recurringWindow, not both"))
+        if self.daily_start_time is not None and not _DAILY_START.match(self.daily_start_time):
+            problems.append(("dailyStartTime", f"{self.daily_start_time!r} is not a UTC time like 03:00"))
+        window = self.recurring_window
+        if window is not None:
+            problems += [(f"recurringWindow.{f}", m) for f, m in _period_problems(window.start_time, window.end_time)]
+            if not window.recurrence.startswith("FREQ="):
+                problems.append(
+                    ("recurringWindow.recurrence", f"{window.recurrence!r} is not a rule like FREQ=WEEKLY;BYDAY=SA,SU")
+                )
+        if self.exclusions and not self.has_window:
+            problems.append(
+                ("exclusions", "exclusions need a maintenance window; set dailyStartTime or recurringWindow")
+            )
+        names: set[str] = set()
+        for index, exclusion in enumerate(self.exclusions):
+            where = f"exclusions[{index}]"
+            problems += [(f"{where}.{f}", m) for f, m in _period_problems(exclusion.start_time, exclusion.end_time)]
+            length = exclusion.end_time - exclusion.start_time
+            if exclusion.scope == "NO_UPGRADES" and length > timedelta(days=NO_UPGRADES_MAX_DAYS):
+                problems.append(
+                    (
+                        f"{where}.endTime",
+                        f"a NO_UPGRADES exclusion lasts at most {NO_UPGRADES_MAX_DAYS} days (this one {length.days}); "
+                        "shorten it or use scope NO_MINOR_OR_NODE_UPGRADES",
+                    )
+                )
+            if exclusion.name in names:
+                problems.append((f"{where}.name", f"{exclusion.name!r} is used twice; exclusion names are unique"))
+            names.add(exclusion.name)
+        return problems
+
+
+def _period_problems(start: datetime, end: datetime) -> list[tuple[str, str]]:
+    if start.tzinfo is None or end.tzinfo is None:
+        return [("startTime", "startTime and endTime need a timezone, e.g. 2026-12-01T00:00:00Z")]
+    if end <= start:
+        return [("endTime", f"{end.isoformat()} is not after startTime {start.isoformat()}")]
+    return []
+
+
+class ControlPlaneConfig(ConfigModel):
+    """Who reaches the Kubernetes API: the DNS endpoint (IAM decides) and, unless turned off, the IP endpoint
+    from `authorizedNetworks` only."""
+
+    ip_endpoint: bool | None = None
+    """Direct IP access to the control plane; default off in prod (only the DNS endpoint), on elsewhere."""
+    authorized_networks: tuple[Annotated[str, AfterValidator(lambda c: source_range(c))], ...] = ()
+    """CIDRs that may use the IP endpoint (Google Cloud public IPs never may)."""
+
+
+def _node_role(role: str) -> str:
+    """The node account's roles are granted on gcp:project: the policy pack's limits apply as it would apply them."""
+    if not role.startswith(iam_roles.ROLE_FORMS):
+        raise ValueError(
+            f"{role!r} is not a role name; use roles/<service>.<role> or a custom role (projects/<id>/roles/<name>)"
+        )
+    problem = iam_roles.role_problem(role, wide=True)
+    if problem:
+        raise ValueError(f"{problem} (node account roles are granted on the whole project)")
+    return role
+
+
+class ClusterConfig(ConfigModel):
+    name: str = "tpu-cluster"
+    location: str | None = None
+    """Region (regional control plane) or zone; defaults to gcp:region."""
+    mode: Literal["standard", "autopilot"] = "standard"
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"] = "RAPID"
+    """UNSPECIFIED: no channel; only then may TPU pools turn node auto-upgrade off."""
+    maintenance: MaintenanceConfig = MaintenanceConfig()
+    min_master_version: str = "1.33"
+    """Version floor: flex-start on TPUs needs 1.33.0-gke.1712000 or newer. Sent as the initial version only
+    without a release channel; on a channel GKE picks the channel's version and the floor is checked against it."""
+    kubernetes_minor: str = "1.33"
+    """Minor the Kubernetes objects are validated against offline."""
+    system_pool: SystemPoolConfig = SystemPoolConfig()
+    deletion_protection: bool = False
+    network: str | None = None
+    subnetwork: str | None = None
+    private_nodes: bool | None = None
+    """Nodes without external IPs, egress through Cloud NAT; default on in prod."""
+    control_plane: ControlPlaneConfig = ControlPlaneConfig()
+    node_service_account_roles: tuple[Annotated[str, AfterValidator(lambda r: _node_role(r))], ...] = (
+        "roles/container.defaultNodeServiceAccount",
+        "roles/artifactregistry.reader",
+    )
+    """Roles of the dedicated node service account: GKE's documented minimum for custom node service accounts
+    (logging, monitoring, metadata) and image pulls from Artifact Registry."""
+
+    @property
+    def node_service_account_id(self) -> str:
+        """IAM account ids are 6-30 characters; cluster names may be 40."""
+        return f"{self.name[:24].rstrip('-')}-nodes"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        problem = dns_label_problem(name, "cluster name")
+        if problem:
+            raise ValueError(problem)
+        return name
+
+    @field_validator("kubernetes_minor")
+    @classmethod
+    def _minor(cls, minor: str) -> str:
+        if not re.match(r"^\d+\.\d+$", minor):
+            raise ValueError(f"{minor!r} must be a Kubernetes minor like 1.33")
+        return minor
+
+
+def node_role_problems(cluster: ClusterConfig) -> list[str]:
+    seen: dict[str, int] = {}
+    problems = []
+    for index, role in enumerate(cluster.node_service_account_roles):
+        if role in seen:
+            problems.append(
+                f"{PROJECT}:cluster.nodeServiceAccountRoles[{index}]: {role} is already "
+                f"nodeServiceAccountRoles[{seen[role]}]; list it once"
+            )
+        seen.setdefault(role, index)
+    return problems

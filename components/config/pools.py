@@ -1,0 +1,374 @@
+"""TPU pool groups: one node pool per slice, and the slice math (VMs, chips, topology, node selectors) every
+other part derives from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Literal
+
+from pydantic import model_validator
+
+from components import tpu_catalog
+from components.config.base import ConfigModel, node_label_key_problem, node_label_value_problem, parse_duration
+from components.tpu_catalog import MachineType
+
+Provisioning = Literal["flex-start", "queued", "on-demand", "spot", "reservation"]
+FLEX_START_MAX_SECONDS = 7 * 86400
+"""GKE's limit on a flex-start run; queued provisioning pools are flex-start too, so it applies to both."""
+_TOLERATION_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
+
+
+class Taint(ConfigModel):
+    """A node taint in GKE API terms (NO_SCHEDULE); pods on the pool carry its toleration in Kubernetes terms."""
+
+    key: str
+    value: str = ""
+    effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
+
+    @property
+    def toleration(self) -> dict[str, str]:
+        """Equal on the taint's value; a taint without a value is tolerated with Exists."""
+        effect = _TOLERATION_EFFECTS[self.effect]
+        if self.value:
+            return {"key": self.key, "operator": "Equal", "value": self.value, "effect": effect}
+        return {"key": self.key, "operator": "Exists", "effect": effect}
+
+
+CALENDAR_MAX_DAYS = 90
+"""Compute's limits on a calendar-mode request: 1 to 90 days long, starting at most 120 days ahead."""
+CALENDAR_MAX_LEAD_DAYS = 120
+
+
+@dataclass(frozen=True)
+class CalendarTpu:
+    """How Compute takes a calendar-mode request for one TPU version (gcloud --tpu-version/--chip-count)."""
+
+    vm_family: str
+    accelerator_type: str
+    chips: tuple[int, ...]
+    """Chip counts one request may ask for."""
+    serving_only_chips: tuple[int, ...] = ()
+    """Counts only a SERVING request may ask for."""
+
+
+CALENDAR_TPUS: dict[str, CalendarTpu] = {
+    "v5e": CalendarTpu("VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT5LP", "ct5lp", (1, 4, 8, 16, 32, 64, 128, 256), (1, 4, 8)),
+    "v5p": CalendarTpu("VM_FAMILY_CLOUD_TPU_POD_SLICE_CT5P", "ct5p", (4, 8, 16, 32, 64, 128, 256, 512, 1024)),
+    "v6e": CalendarTpu("VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E", "ct6e", (1, 4, 8, 16, 32, 64, 128, 256)),
+}
+
+
+class FutureReservationConfig(ConfigModel):
+    """Calendar mode (DWS): TPU capacity for a fixed window, delivered as an auto-created reservation.
+
+    A submitted request cannot be modified, cancelled or deleted: a new window is a new request.
+    """
+
+    start_time: datetime
+    end_time: datetime
+    name: str | None = None
+    """Defaults to `<pool name>-<start date>`, so a new window submits a new request."""
+    workload_type: Literal["BATCH", "SERVING"] = "BATCH"
+
+    @model_validator(mode="after")
+    def _window(self) -> FutureReservationConfig:
+        if self.start_time.tzinfo is None or self.end_time.tzinfo is None:
+            raise ValueError("startTime and endTime need a timezone, e.g. 2026-12-01T00:00:00Z")
+        if self.end_time <= self.start_time:
+            raise ValueError(f"endTime {self.end_time.isoformat()} is not after startTime")
+        length = self.end_time - self.start_time
+        if not timedelta(days=1) <= length <= timedelta(days=CALENDAR_MAX_DAYS):
+            raise ValueError(
+                f"window is {length.total_seconds() / 86400:g} days long; calendar mode reserves 1 to "
+                f"{CALENDAR_MAX_DAYS} days"
+            )
+        return self
+
+    def lead_time_problem(self, now: datetime) -> str | None:
+        if self.start_time - now > timedelta(days=CALENDAR_MAX_LEAD_DAYS):
+            return (
+                f"startTime is more than {CALENDAR_MAX_LEAD_DAYS} days ahead; calendar-mode requests can start "
+                "at most that far out"
+            )
+        if self.start_time < now:
+            return "startTime is in the past; choose a window that starts later"
+        return None
+
+
+class TpuPoolConfig(ConfigModel):
+    """A group of identical TPU slices; GKE needs one node pool per slice."""
+
+    name: str
+    machine_type: str | None = None
+    tpu_version: str | None = None
+    """Shortcut for the version's 4-chip multi-host machine type (v4, v5e, v5p, v6e, tpu7x)."""
+    topology: str | None = None
+    """Defaults to the machine type's single-host topology."""
+    slices: int = 1
+    provisioning: Provisioning = "on-demand"
+    reservation: str | None = None
+    """Existing reservation to consume (provisioning: reservation)."""
+    future_reservation: FutureReservationConfig | None = None
+    spot: bool | None = None
+    """Not a flag: spot is a provisioning mode. Accepted only to explain that (DWS capacity is never spot)."""
+    zone: str | None = None
+    max_run_duration: str | None = None
+    labels: dict[str, str] = {}
+    taints: tuple[Taint, ...] = ()
+    auto_upgrade: bool | None = None
+    """Node auto-upgrade; GKE keeps it on in clusters on a release channel (steer it with cluster.maintenance).
+    Without a channel it defaults to off: an upgrade restarts every VM of a slice and the run on it."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(config field, message) for each problem of the pool on its own; derived values need none."""
+        labels = self._node_label_problems()
+        return labels or self._shape_problems()
+
+    def _node_label_problems(self) -> list[tuple[str, str]]:
+        """Labels become node labels and the Kueue flavor's nodeLabels; taint keys and values have the same form."""
+        problems: list[tuple[str, str]] = []
+        for key, value in self.labels.items():
+            problem = node_label_key_problem(key) or node_label_value_problem(value)
+            if problem:
+                problems.append((f"labels.{key}", problem))
+        for index, taint in enumerate(self.taints):
+            for field, problem in (
+                ("key", node_label_key_problem(taint.key)),
+                ("value", node_label_value_problem(taint.value)),
+            ):
+                if problem:
+                    problems.append((f"taints[{index}].{field}", problem))
+        return problems
+
+    def _shape_problems(self) -> list[tuple[str, str]]:
+        if (self.machine_type is None) == (self.tpu_version is None):
+            return [("machineType", "set exactly one of machineType or tpuVersion")]
+        if self.tpu_version is not None and self.tpu_version not in tpu_catalog.VERSIONS:
+            valid = ", ".join(tpu_catalog.VERSIONS)
+            return [("tpuVersion", f"{self.tpu_version!r} is not a TPU version; valid: {valid}")]
+        if self.machine_type is not None and tpu_catalog.machine_type(self.machine_type) is None:
+            valid = ", ".join(tpu_catalog.MACHINE_TYPES)
+            return [("machineType", f"{self.machine_type!r} is not a TPU machine type; valid: {valid}")]
+        problems: list[tuple[str, str]] = []
+        if self.slices < 1:
+            problems.append(("slices", f"is {self.slices}; a pool group needs at least 1 slice"))
+        machine = self.machine
+        if self.topology is not None and not machine.is_valid_topology(self.topology):
+            problems.append(("topology", self._topology_problem(machine, self.topology)))
+        elif self.multi_host and self.zone is None:
+            problems.append(
+                (
+                    "zone",
+                    f"required: a {self.slice_topology} slice spans {self.vms_per_slice} VMs, "
+                    "which must sit in one zone",
+                )
+            )
+        elif self.multi_host and machine.version.name == "tpu7x":
+            problems.append(
+                (
+                    "topology",
+                    "multi-host Ironwood slices need a GCE workload policy, which this stack cannot declare "
+                    f"yet; use a single-host {machine.single_host_topology} slice or another TPU version",
+                )
+            )
+        problems += self._provisioning_problems()
+        if not problems and self.future_reservation is not None:
+            problems += self._calendar_problems(self.future_reservation)
+        return problems
+
+    def _calendar_problems(self, window: FutureReservationConfig) -> list[tuple[str, str]]:
+        version = self.machine.version.name
+        calendar = CALENDAR_TPUS.get(version)
+        if calendar is None:
+            return [
+                (
+                    "futureReservation",
+                    f"calendar mode reserves TPU {', '.join(CALENDAR_TPUS)}, not {version}; use another provisioning "
+                    "mode or TPU version",
+                )
+            ]
+        chips = self.total_chips
+        if chips not in calendar.chips:
+            counts = ", ".join(str(c) for c in calendar.chips)
+            return [
+                (
+                    "slices",
+                    f"{self.slices} x {self.slice_topology} = {chips} {version} chips; a calendar-mode request takes "
+                    f"{counts} chips: change slices or topology",
+                )
+            ]
+        if chips in calendar.serving_only_chips and window.workload_type != "SERVING":
+            return [
+                (
+                    "futureReservation.workloadType",
+                    f"{chips} {version} chips can be reserved only for SERVING; set workloadType: SERVING or reserve "
+                    "16 chips or more",
+                )
+            ]
+        return []
+
+    def _topology_problem(self, machine: MachineType, topology: str) -> str:
+        dims = len(topology.split("x"))
+        valid = machine.valid_topologies()
+        shown = ", ".join(valid[:8]) + (", …" if len(valid) > 8 else "")
+        if dims != machine.version.dimensions:
+            return (
+                f"{topology!r} has {dims} dimensions; {machine.version.name} slices are "
+                f"{machine.version.dimensions}-D ({machine.name} valid: {shown})"
+            )
+        return f"{topology!r} is not a {machine.version.name} topology for {machine.name}; valid: {shown}"
+
+    def _provisioning_problems(self) -> list[tuple[str, str]]:
+        mode = self.provisioning
+        problems: list[tuple[str, str]] = []
+        if self.spot is not None and mode == "spot":
+            problems.append(
+                (
+                    "spot",
+                    "spot is a provisioning mode, not a flag, and this pool already has provisioning: spot; "
+                    "remove spot",
+                )
+            )
+        elif self.spot is not None:
+            problems.append(
+                (
+                    "spot",
+                    f"spot is a provisioning mode, not a flag, and {mode} capacity cannot be spot; "
+                    "set provisioning: spot or remove spot",
+                )
+            )
+        if mode != "reservation" and (self.reservation or self.future_reservation):
+            field = "reservation" if self.reservation else "futureReservation"
+            problems.append(
+                (
+                    field,
+                    f"provisioning {mode} cannot consume a reservation (it needs NO_RESERVATION); "
+                    "remove it or set provisioning: reservation",
+                )
+            )
+        if mode == "reservation" and not (self.reservation or self.future_reservation):
+            problems.append(("reservation", "provisioning reservation needs a reservation name or a futureReservation"))
+        if mode == "reservation" and self.reservation and self.future_reservation:
+            problems.append(("futureReservation", "set reservation or futureReservation, not both"))
+        if self.future_reservation is not None and self.zone is None:
+            problems.append(("zone", "required with futureReservation: calendar-mode capacity is zonal"))
+        if self.max_run_duration is not None:
+            problems += self._run_duration_problems(self.max_run_duration)
+        return problems
+
+    def _run_duration_problems(self, text: str) -> list[tuple[str, str]]:
+        if self.provisioning not in ("flex-start", "queued", "spot"):
+            return [("maxRunDuration", f"applies to flex-start, queued and spot pools, not {self.provisioning}")]
+        try:
+            seconds = parse_duration(text)
+        except ValueError as error:
+            return [("maxRunDuration", str(error))]
+        if self.provisioning == "flex-start" and seconds > FLEX_START_MAX_SECONDS:
+            return [("maxRunDuration", f"{text} exceeds flex-start's 7-day limit; use 7d or less")]
+        if self.provisioning == "queued" and seconds > FLEX_START_MAX_SECONDS:
+            return [
+                (
+                    "maxRunDuration",
+                    f"{text} exceeds the 7-day limit of queued pools (they run on flex-start capacity); use 7d or less",
+                )
+            ]
+        return []
+
+    # ---- derived values -------------------------------------------------------------------------------
+    @cached_property
+    def machine(self) -> MachineType:
+        name = self.machine_type or tpu_catalog.DEFAULT_MACHINE_TYPE[str(self.tpu_version)]
+        found = tpu_catalog.machine_type(name)
+        assert found is not None, "validated in problems()"
+        return found
+
+    @property
+    def slice_topology(self) -> str:
+        return self.topology or self.machine.single_host_topology
+
+    @property
+    def explicit_topology(self) -> str | None:
+        """What goes into placementPolicy.tpuTopology: gcloud sends none for single-host pools."""
+        return self.slice_topology if self.multi_host or self.topology else None
+
+    @property
+    def chips_per_slice(self) -> int:
+        return self.machine.chips(self.slice_topology)
+
+    @property
+    def vms_per_slice(self) -> int:
+        return self.machine.vms(self.slice_topology)
+
+    @property
+    def multi_host(self) -> bool:
+        return self.vms_per_slice > 1
+
+    @property
+    def total_chips(self) -> int:
+        return self.chips_per_slice * self.slices
+
+    @property
+    def total_vms(self) -> int:
+        return self.vms_per_slice * self.slices
+
+    @property
+    def node_pool_names(self) -> list[str]:
+        return [self.name] if self.slices == 1 else [f"{self.name}-{i}" for i in range(self.slices)]
+
+    @property
+    def autoscaled(self) -> bool:
+        """DWS modes scale 0 -> one slice -> 0, and so do calendar-mode pools, whose reservation exists only
+        during its window; the other modes hold the slice."""
+        return self.provisioning in ("flex-start", "queued") or self.future_reservation is not None
+
+    @property
+    def reservation_name(self) -> str | None:
+        window = self.future_reservation
+        if window is not None:
+            return window.name or f"{self.name}-{window.start_time.astimezone(UTC):%Y%m%d}"
+        return self.reservation
+
+    @property
+    def max_run_duration_seconds(self) -> int | None:
+        return parse_duration(self.max_run_duration) if self.max_run_duration else None
+
+    @property
+    def flex_start(self) -> bool:
+        """GKE creates queued-provisioning pools on flex-start capacity (--flex-start with
+        --enable-queued-provisioning), so their nodes carry the flex-start label too."""
+        return self.provisioning in ("flex-start", "queued")
+
+    @property
+    def calendar(self) -> CalendarTpu | None:
+        """How Compute takes this pool's calendar-mode request (validated in problems())."""
+        return CALENDAR_TPUS.get(self.machine.version.name) if self.future_reservation is not None else None
+
+    @property
+    def auto_repair(self) -> bool:
+        """DWS slices turn auto-repair off: a repair would recreate the VMs outside the request."""
+        return not (self.provisioning == "queued" or (self.provisioning == "flex-start" and self.multi_host))
+
+    @property
+    def reservation_affinity(self) -> tuple[str, list[str]] | None:
+        """(consumeReservationType, reservation names) as the GKE API wants; None keeps GKE's default."""
+        if self.provisioning in ("flex-start", "queued"):
+            return ("NO_RESERVATION", [])
+        if self.provisioning == "reservation":
+            return ("SPECIFIC_RESERVATION", [str(self.reservation_name)])
+        return None
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """Labels a workload selects to land on this group's nodes (GKE sets them on every TPU node)."""
+        selector = {
+            tpu_catalog.ACCELERATOR_LABEL: self.machine.version.accelerator,
+            tpu_catalog.TOPOLOGY_LABEL: self.slice_topology,
+        }
+        if self.flex_start:
+            selector[tpu_catalog.FLEX_START_LABEL] = "true"
+        if self.provisioning == "spot":
+            selector[tpu_catalog.SPOT_LABEL] = "true"
+        return selector

@@ -1,0 +1,475 @@
+"""Batch scheduling: the Kueue and JobSet charts, teams, priorities, and the quotas derived from the pool groups
+they are given (never typed by hand).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from components import tpu_catalog
+from components.config.base import (
+    DIGEST,
+    PROJECT,
+    RESERVED_NAMESPACES,
+    ConfigModel,
+    kubernetes_name,
+    optional_kubernetes_name,
+)
+from components.config.pools import TpuPoolConfig
+
+_CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
+_QUANTITY_MI = {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
+_MEMORY = re.compile(r"^(\d+)(Mi|Gi|Ti)$")
+MAX_USER_PRIORITY = 1_000_000_000
+"""PriorityClass values above this are reserved for system classes."""
+
+
+class ChartsConfig(ConfigModel):
+    """Pinned Helm chart versions; vendor/ holds these charts and the CRDs of these tags (offline checks).
+
+    The image digests pin each controller image beyond its tag (the charts' images are `v<chart version>`);
+    unset, the chart's tag is used and the image stays on the reviewed digest exception list."""
+
+    kueue_version: str = "0.19.2"
+    jobset_version: str = "0.12.0"
+    kueue_image_digest: str | None = None
+    jobset_image_digest: str | None = None
+
+    @field_validator("kueue_version", "jobset_version")
+    @classmethod
+    def _pinned(cls, version: str) -> str:
+        if not _CHART_VERSION.match(version):
+            raise ValueError(f"{version!r} is not a chart version like 0.19.2 (OCI chart versions have no 'v')")
+        return version
+
+    @field_validator("kueue_image_digest", "jobset_image_digest")
+    @classmethod
+    def _digest(cls, digest: str | None) -> str | None:
+        if digest is not None and not DIGEST.match(digest):
+            raise ValueError(f"{digest!r} is not an image digest; write sha256: and its 64 hex digits")
+        return digest
+
+    @property
+    def kueue_image_tag(self) -> str | None:
+        """The chart's image tag with the digest appended (`v0.19.2@sha256:...`), or None: the chart's own tag."""
+        return f"v{self.kueue_version}@{self.kueue_image_digest}" if self.kueue_image_digest else None
+
+    @property
+    def jobset_image_tag(self) -> str | None:
+        return f"v{self.jobset_version}@{self.jobset_image_digest}" if self.jobset_image_digest else None
+
+
+_CHIPS_OR_PERCENT = "give chips (16) or a percentage of the pool's chips ('50%')"
+
+
+def _chips_or_percent(value: object) -> int | str:
+    """A share or borrowing limit: whole chips, or 'N%' of the pool group's chips (0-100)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"{value} is negative; {_CHIPS_OR_PERCENT}")
+        return value
+    if isinstance(value, float):
+        raise ValueError(f"{value:g} is not a whole number of chips; {_CHIPS_OR_PERCENT}")
+    if not isinstance(value, str):
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        raise ValueError(f"{shown} is not a number of chips; {_CHIPS_OR_PERCENT}")
+    match = _PERCENT.match(value)
+    if not match or float(match.group(1)) > 100:
+        raise ValueError(f"{value!r} is not a number of chips or a percentage up to 100%; {_CHIPS_OR_PERCENT}")
+    return value
+
+
+ChipsOrPercent = Annotated[int | str, BeforeValidator(_chips_or_percent)]
+
+
+def share_chips(value: int | str, total: int) -> int:
+    """Chips of a share: an int is chips, 'N%' is that part of the pool's chips, rounded down."""
+    if isinstance(value, int):
+        return value
+    return int(total * float(value.rstrip("%")) / 100)
+
+
+class TeamConfig(ConfigModel):
+    """A team: a namespace with its LocalQueue, and a ClusterQueue of its own in the shared cohort."""
+
+    name: str
+    namespace: str | None = None
+    """Defaults to the team name; created unless it is `default`."""
+    shares: dict[str, ChipsOrPercent] = {}
+    """Pool group -> chips (16) or a percentage of its chips ('50%') guaranteed to the team."""
+    borrowing_limit: dict[str, ChipsOrPercent] = {}
+    """Pool group -> chips the team may borrow beyond its share from the cohort; unlimited when absent."""
+
+    _names = field_validator("name", "namespace")(optional_kubernetes_name)
+
+    @property
+    def namespace_name(self) -> str:
+        return self.namespace or self.name
+
+    @property
+    def local_queue(self) -> str:
+        return f"{self.name}-queue"
+
+    @property
+    def cluster_queue(self) -> str:
+        return f"{self.name}-cluster-queue"
+
+
+class PreemptionConfig(ConfigModel):
+    """ClusterQueue preemption, the seed's policy by default."""
+
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
+
+
+class PriorityClassConfig(ConfigModel):
+    """A `scheduling.k8s.io/v1` PriorityClass workloads name in `priorityClassName`; Kueue orders by it."""
+
+    name: str
+    value: int
+    global_default: bool = False
+    description: str | None = None
+
+    _name = field_validator("name")(kubernetes_name)
+
+
+DEFAULT_PRIORITY_CLASSES = tuple(
+    PriorityClassConfig(name=name, value=value)
+    for name, value in (("very-low", 100), ("low", 250), ("medium", 500), ("high", 750), ("very-high", 1000))
+)
+
+
+class HostResourcesConfig(ConfigModel):
+    """CPU and memory of one TPU VM that pods may request; set them to have Kueue account them beside chips."""
+
+    cpu: float = Field(gt=0)
+    """Cores per VM, e.g. 100."""
+    memory: str
+    """Per VM, e.g. 180Gi (Mi, Gi or Ti)."""
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, memory: str) -> str:
+        if not _MEMORY.match(memory):
+            raise ValueError(f"{memory!r} is not a memory size like 180Gi (units Mi, Gi, Ti)")
+        return memory
+
+    @property
+    def millicores(self) -> int:
+        return round(self.cpu * 1000)
+
+    @property
+    def mebibytes(self) -> int:
+        match = _MEMORY.match(self.memory)
+        assert match is not None, "validated"
+        return int(match.group(1)) * _QUANTITY_MI[match.group(2)]
+
+
+class AutopilotCapacityConfig(ConfigModel):
+    """TPU capacity an Autopilot cluster may provision (it has no node pools to derive quotas from)."""
+
+    name: str | None = None
+    """Flavor name; defaults to `<tpuVersion or machineType>-<topology>`."""
+    machine_type: str | None = None
+    tpu_version: str | None = None
+    topology: str | None = None
+    slices: int = 1
+    provisioning: Literal["flex-start", "queued", "on-demand", "spot"] = "on-demand"
+
+    @property
+    def flavor_name(self) -> str:
+        base = self.name or str(self.tpu_version or self.machine_type)
+        return base if self.name or not self.topology else f"{base}-{self.topology}"
+
+    @cached_property
+    def pool(self) -> TpuPoolConfig:
+        """The same derivation as a node pool group (chips, VMs, node selector), without a zone."""
+        return TpuPoolConfig(
+            name=self.flavor_name,
+            machine_type=self.machine_type,
+            tpu_version=self.tpu_version,
+            topology=self.topology,
+            slices=self.slices,
+            provisioning=self.provisioning,
+        )
+
+    def problems(self) -> list[tuple[str, str]]:
+        # Autopilot places a slice in a zone itself.
+        return [(field, message) for field, message in self.pool.problems() if field != "zone"]
+
+
+class QueuesConfig(ConfigModel):
+    """Kueue queues derived from the TPU pools (`tpu-stack:queues`).
+
+    Without teams: one ClusterQueue over every pool group and one LocalQueue (the multislice seed's
+    `cluster-queue` and `default/multislice-queue`). With teams: a ClusterQueue per team in one cohort,
+    each with its share of every pool group; chips no team holds stay with the Cohort for borrowing.
+    """
+
+    cluster_queue: str = "cluster-queue"
+    local_queue: str = "multislice-queue"
+    namespace: str = "default"
+    cohort: str = "tpu-stack"
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    preemption: PreemptionConfig = PreemptionConfig()
+    priority_classes: tuple[PriorityClassConfig, ...] = DEFAULT_PRIORITY_CLASSES
+    teams: tuple[TeamConfig, ...] = ()
+    host_resources: dict[str, HostResourcesConfig] = {}
+    """Pool group -> CPU/memory per VM; when set (for every pool group), queues cover cpu and memory too."""
+    autopilot_capacity: tuple[AutopilotCapacityConfig, ...] = ()
+
+    _names = field_validator("cluster_queue", "local_queue", "namespace", "cohort")(kubernetes_name)
+
+
+class QueueRef(ConfigModel):
+    """Where a team submits: the LocalQueue in its namespace and the ClusterQueue behind it."""
+
+    namespace: str
+    local_queue: str
+    cluster_queue: str
+
+
+def queue_pools(
+    queues: QueuesConfig, tpu_pools: tuple[TpuPoolConfig, ...], *, autopilot: bool, serving_pool: str | None
+) -> tuple[TpuPoolConfig, ...]:
+    """Capacity Kueue hands out: the TPU pool groups (Autopilot: queues.autopilotCapacity), except the group
+    Saxml serves on (`serving_pool`), whose slices its model servers hold outside Kueue."""
+    if autopilot:
+        return tuple(capacity.pool for capacity in queues.autopilot_capacity)
+    return tuple(pool for pool in tpu_pools if pool.name != serving_pool)
+
+
+def flavor_labels(pool: TpuPoolConfig) -> dict[str, str]:
+    """Node labels of the pool's ResourceFlavor and what its workloads select: GKE's TPU labels + the pool's own."""
+    return {**pool.labels, **pool.node_selector}
+
+
+def covered_resources(queues: QueuesConfig) -> list[str]:
+    return [tpu_catalog.TPU_RESOURCE, *(["cpu", "memory"] if queues.host_resources else [])]
+
+
+def _cpu(millicores: int) -> str:
+    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+
+
+def _memory(mebibytes: int) -> str:
+    return f"{mebibytes // 1024}Gi" if mebibytes % 1024 == 0 else f"{mebibytes}Mi"
+
+
+def quota(queues: QueuesConfig, pool: TpuPoolConfig, chips: int) -> dict[str, int | str]:
+    """Kueue quantities of `chips` chips of `pool`, with the CPU and memory of their VMs when configured."""
+    amounts: dict[str, int | str] = {tpu_catalog.TPU_RESOURCE: chips}
+    host = queues.host_resources.get(pool.name)
+    if host is not None:
+        per_vm = pool.machine.chips_per_vm
+        amounts["cpu"] = _cpu(host.millicores * chips // per_vm)
+        amounts["memory"] = _memory(host.mebibytes * chips // per_vm)
+    return amounts
+
+
+def team_chips(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> dict[str, dict[str, int]]:
+    """Team -> pool group -> guaranteed chips (0 where the team has no share)."""
+    return {
+        team.name: {pool.name: share_chips(team.shares.get(pool.name, 0), pool.total_chips) for pool in pools}
+        for team in queues.teams
+    }
+
+
+def team_borrowing(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> dict[str, dict[str, int | None]]:
+    """Team -> pool group -> chips it may borrow (None: no limit)."""
+    return {
+        team.name: {
+            pool.name: (
+                share_chips(team.borrowing_limit[pool.name], pool.total_chips)
+                if pool.name in team.borrowing_limit
+                else None
+            )
+            for pool in pools
+        }
+        for team in queues.teams
+    }
+
+
+def cohort_chips(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> dict[str, int]:
+    """Pool group -> chips no team holds: the Cohort's own quota, which every team may borrow."""
+    shares = team_chips(queues, pools)
+    return {pool.name: pool.total_chips - sum(team[pool.name] for team in shares.values()) for pool in pools}
+
+
+def queue_refs(queues: QueuesConfig) -> dict[str, QueueRef]:
+    """Team -> its queues; without teams one entry, `default`, for the single queue."""
+    if not queues.teams:
+        return {
+            "default": QueueRef(
+                namespace=queues.namespace, local_queue=queues.local_queue, cluster_queue=queues.cluster_queue
+            )
+        }
+    return {
+        team.name: QueueRef(
+            namespace=team.namespace_name, local_queue=team.local_queue, cluster_queue=team.cluster_queue
+        )
+        for team in queues.teams
+    }
+
+
+def queue_namespaces(queues: QueuesConfig) -> list[str]:
+    """Namespaces the batch-scheduling component creates (`default` always exists)."""
+    return sorted({ref.namespace for ref in queue_refs(queues).values()} - {"default"})
+
+
+def controller_resources(nodes: int) -> dict[str, dict[str, str]]:
+    """Requests and limits of the Kueue and JobSet controllers, by the most nodes the cluster can have:
+    their caches hold every node, pod and workload."""
+    cpu, mebibytes = (500, 512) if nodes <= 64 else (1000, 1024) if nodes <= 512 else (2000, 2048)
+    return {
+        "requests": {"cpu": _cpu(cpu), "memory": _memory(mebibytes)},
+        "limits": {"cpu": _cpu(2 * cpu), "memory": _memory(2 * mebibytes)},
+    }
+
+
+def queue_problems(
+    queues: QueuesConfig,
+    pools: tuple[TpuPoolConfig, ...],
+    *,
+    autopilot: bool,
+    serving_pool: str | None,
+    serving_namespace: str | None,
+) -> list[str]:
+    """Problems of `tpu-stack:queues` over the pool groups it shares (`pools`); Saxml's pool and namespace are
+    not the queues' to use."""
+    key = f"{PROJECT}:queues"
+    problems: list[str] = []
+    if queues.autopilot_capacity and not autopilot:
+        problems.append(
+            f"{key}.autopilotCapacity: applies only with cluster.mode: autopilot; on Standard the queues take "
+            "their capacity from tpuPools"
+        )
+    flavors: dict[str, int] = {}
+    for index, capacity in enumerate(queues.autopilot_capacity if autopilot else ()):
+        where = f"{key}.autopilotCapacity[{index}]"
+        own = capacity.problems()
+        problems += [f"{where}.{field}: {message}" for field, message in own]
+        if not own and capacity.flavor_name in flavors:
+            problems.append(
+                f"{where}.name: flavor {capacity.flavor_name!r} is already autopilotCapacity"
+                f"[{flavors[capacity.flavor_name]}]; give one a name"
+            )
+        flavors.setdefault(capacity.flavor_name, index)
+    names = [pool.name for pool in pools]
+    if problems or any(pool.problems() for pool in pools) or len(set(names)) < len(names):
+        return problems  # pool problems are reported on their own keys; derived values need valid, distinct pools
+    if not queues.teams and queues.namespace in RESERVED_NAMESPACES:
+        problems.append(f"{key}.namespace: {queues.namespace!r} belongs to the system; use default or your own")
+    problems += _flavor_problems(queues, pools, serving_pool)
+    problems += _priority_problems(queues)
+    reserved = set(RESERVED_NAMESPACES) | ({serving_namespace} if serving_namespace else set())
+    problems += _team_problems(queues, pools, serving_pool, reserved)
+    return problems
+
+
+def _flavor_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], serving_pool: str | None) -> list[str]:
+    key = f"{PROJECT}:queues"
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    for pool in pools:
+        labels = str(sorted(flavor_labels(pool).items()))
+        if labels in seen:
+            problems.append(
+                f"{PROJECT}:tpuPools: pools {seen[labels]!r} and {pool.name!r} carry the same node labels, so Kueue "
+                f"could place a workload of one on the other; give one distinct labels (labels: {{pool: {pool.name}}})"
+            )
+        seen.setdefault(labels, pool.name)
+    names = {pool.name for pool in pools}
+    hosts = queues.host_resources
+    for name in hosts:
+        if name not in names:
+            problems.append(f"{key}.hostResources.{name}: {_not_a_queue_pool(name, pools, serving_pool)}")
+    missing = sorted(names - set(hosts))
+    if hosts and missing:
+        problems.append(
+            f"{key}.hostResources: missing {', '.join(missing)}; a queue covers cpu and memory for every pool "
+            "group or for none"
+        )
+    if not pools and queues.teams:
+        problems.append(f"{key}.teams: there is no TPU capacity to share; add tpuPools (Autopilot: autopilotCapacity)")
+    return problems
+
+
+def _priority_problems(queues: QueuesConfig) -> list[str]:
+    key = f"{PROJECT}:queues.priorityClasses"
+    problems: list[str] = []
+    seen: set[str] = set()
+    defaults = [pc.name for pc in queues.priority_classes if pc.global_default]
+    for index, priority in enumerate(queues.priority_classes):
+        if priority.name in seen:
+            problems.append(f"{key}[{index}].name: {priority.name!r} is listed twice")
+        seen.add(priority.name)
+        if priority.name.startswith("system-"):
+            problems.append(f"{key}[{index}].name: names starting with 'system-' are reserved by Kubernetes")
+        if not -MAX_USER_PRIORITY <= priority.value <= MAX_USER_PRIORITY:
+            problems.append(
+                f"{key}[{index}].value: {priority.value} is outside -{MAX_USER_PRIORITY}..{MAX_USER_PRIORITY}; "
+                "higher values are reserved for system classes"
+            )
+    if len(defaults) > 1:
+        problems.append(f"{key}: {', '.join(defaults)} are all globalDefault; at most one may be")
+    return problems
+
+
+def _not_a_queue_pool(name: str, pools: tuple[TpuPoolConfig, ...], serving_pool: str | None) -> str:
+    if name == serving_pool:
+        return f"pool {name!r} serves Saxml, whose model servers hold all its slices; it is not Kueue capacity"
+    names = ", ".join(pool.name for pool in pools) or "none"
+    return f"{name!r} names no TPU pool the queues share; pools: {names}"
+
+
+def _team_problems(
+    queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], serving_pool: str | None, reserved: set[str]
+) -> list[str]:
+    key = f"{PROJECT}:queues.teams"
+    names = {pool.name for pool in pools}
+    problems: list[str] = []
+    teams: dict[str, int] = {}
+    namespaces: dict[str, int] = {}
+    held: dict[str, list[tuple[str, int]]] = {pool.name: [] for pool in pools}
+    totals = {pool.name: pool.total_chips for pool in pools}
+    for index, team in enumerate(queues.teams):
+        where = f"{key}[{index}]"
+        if team.name in teams:
+            problems.append(f"{where}.name: {team.name!r} is already teams[{teams[team.name]}]")
+        teams.setdefault(team.name, index)
+        namespace = team.namespace_name
+        if namespace in reserved:
+            problems.append(f"{where}.namespace: {namespace!r} belongs to the system or another component")
+        elif namespace in namespaces:
+            problems.append(f"{where}.namespace: {namespace!r} is already used by teams[{namespaces[namespace]}]")
+        namespaces.setdefault(namespace, index)
+        for field in ("shares", "borrowingLimit"):
+            values = team.shares if field == "shares" else team.borrowing_limit
+            problems += [
+                f"{where}.{field}.{name}: {_not_a_queue_pool(name, pools, serving_pool)}"
+                for name in values
+                if name not in names
+            ]
+        for pool, value in team.shares.items():
+            if pool not in names:
+                continue
+            chips = share_chips(value, totals[pool])
+            taken = sum(c for _, c in held[pool])
+            if taken + chips > totals[pool]:
+                asked = f"{value} = {chips} chips" if isinstance(value, str) else f"{chips} chips"
+                holders = ", ".join(f"{name} holds {c}" for name, c in held[pool] if c)
+                problems.append(
+                    f"{where}.shares.{pool}: {asked} requested but only {totals[pool] - taken} remain of "
+                    f"{totals[pool]} in pool {pool!r}{f' ({holders})' if holders else ''}; lower the shares or "
+                    "add slices"
+                )
+            held[pool].append((team.name, chips))
+    return problems

@@ -1,0 +1,373 @@
+"""Serving and identity: the stack's bucket, the Kubernetes service accounts that use it through Workload
+Identity, and Saxml on a pool group.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator
+
+from components import tpu_catalog
+from components.config.base import (
+    BUILT_IN_NAMESPACES,
+    DIGEST,
+    PROJECT,
+    RESERVED_NAMESPACES,
+    ConfigModel,
+    kubernetes_name,
+    source_range,
+    zone_region,
+)
+from components.config.pools import TpuPoolConfig
+
+IdentityForm = Literal["principal", "iamServiceAccount"]
+SAXML_IMAGES = "us-docker.pkg.dev/cloud-tpu-images/inference"
+BUCKET_NAME_MAX = 63
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*[a-z0-9]$")
+_IAM_ACCOUNT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+_SAX_CELL = re.compile(r"^/sax/[A-Za-z0-9_-]+$")
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Cloud Storage naming rules; dotted names are refused as they need domain verification."""
+    if not 3 <= len(name) <= BUCKET_NAME_MAX:
+        return f"{name!r} is {len(name)} characters; Cloud Storage allows 3 to {BUCKET_NAME_MAX}"
+    if not _BUCKET_NAME.match(name):
+        return (
+            f"{name!r} is not a bucket name: lowercase letters, digits, '-' and '_', starting and ending with "
+            "a letter or digit (dotted names need domain verification)"
+        )
+    if name.startswith("goog") or "google" in name:
+        return f"{name!r} cannot start with 'goog' or contain 'google'"
+    return None
+
+
+class WorkloadRef(ConfigModel):
+    """A Kubernetes service account whose pods reach Google Cloud through Workload Identity.
+
+    `principal` grants roles to the KSA's own principal (no Google service account, no key, no annotation);
+    `iamServiceAccount` is the older form: a Google service account the KSA impersonates.
+    """
+
+    namespace: str
+    service_account: str
+    identity: IdentityForm = "principal"
+    iam_service_account: str | None = None
+    """Account id of the Google service account (iamServiceAccount form); defaults to `<namespace>-<ksa>`."""
+    data_path: str = "datasets"
+    """Folder of the bucket this KSA's pods mount read-only at /data."""
+    checkpoint_path: str | None = None
+    """Folder writers' pods mount read-write at /checkpoints; defaults to `checkpoints/<namespace>`."""
+
+    _names = field_validator("namespace", "service_account")(kubernetes_name)
+    _paths = field_validator("data_path", "checkpoint_path")(lambda path: _optional_folder(path))
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.service_account}"
+
+    @property
+    def iam_account_id(self) -> str:
+        return self.iam_service_account or f"{self.namespace}-{self.service_account}"[:30].rstrip("-")
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(config field, message): the Google service account id must be valid where one is created."""
+        if self.identity == "principal":
+            if self.iam_service_account is not None:
+                return [("iamServiceAccount", "applies only with identity: iamServiceAccount")]
+            return []
+        if not _IAM_ACCOUNT_ID.match(self.iam_account_id):
+            field = "iamServiceAccount" if self.iam_service_account else "identity"
+            return [
+                (
+                    field,
+                    f"Google service account id {self.iam_account_id!r} must be 6-30 lowercase letters, digits and "
+                    "'-', starting with a letter; set iamServiceAccount",
+                )
+            ]
+        return []
+
+
+READER_ROLE = "roles/storage.objectViewer"
+WRITER_ROLE = "roles/storage.objectUser"
+_FOLDER = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+
+
+def _optional_folder(path: str | None) -> str | None:
+    """A folder of the bucket, as Cloud Storage FUSE's only-dir takes it: relative, no '..', no empty part."""
+    if path is not None and (not _FOLDER.match(path) or ".." in path.split("/")):
+        raise ValueError(
+            f"{path!r} is not a folder of the bucket; use a relative path like datasets or checkpoints/team"
+        )
+    return path
+
+
+DATA_MOUNT_PATH = "/data"
+CHECKPOINT_MOUNT_PATH = "/checkpoints"
+MODEL_MOUNT_PATH = "/models"
+
+
+@dataclass(frozen=True)
+class BucketMount:
+    """One Cloud Storage FUSE volume: `folder` of the stack's bucket at `mount_path` in every container."""
+
+    volume: str
+    folder: str
+    mount_path: str
+    read_only: bool
+
+
+class BucketConfig(ConfigModel):
+    """The stack's Cloud Storage bucket (`tpu-stack:bucket`) and who may use it.
+
+    Readers get `roles/storage.objectViewer`, writers `roles/storage.objectUser`, on this bucket only.
+    The namespaces of readers and writers must exist (`default`, a team namespace, or Saxml's own).
+    """
+
+    name: str | None = None
+    """Defaults to `<gcp:project>-<stack>-tpu-stack`."""
+    location: str | None = None
+    """Defaults to gcp:region."""
+
+    noncurrent_version_days: int = Field(default=30, ge=1)
+    """Versioning keeps overwritten objects; they are deleted this many days after they stop being current."""
+    project_number: int | None = Field(default=None, gt=0)
+    """Number of gcp:project for `principal://` members; looked up (resourcemanager.projects.get) when unset."""
+    readers: tuple[WorkloadRef, ...] = ()
+    writers: tuple[WorkloadRef, ...] = ()
+
+    @field_validator("location")
+    @classmethod
+    def _location(cls, location: str | None) -> str | None:
+        region = None if location is None else zone_region(location)
+        if region is not None:
+            raise ValueError(
+                f"{location!r} is a zone; a bucket lives in a region ({region}), a dual-region or a multi-region "
+                "such as US"
+            )
+        return location
+
+    @property
+    def grants(self) -> list[tuple[str, int, WorkloadRef, str]]:
+        """(list name, index, workload, role) for every reader and writer."""
+        return [("readers", i, w, READER_ROLE) for i, w in enumerate(self.readers)] + [
+            ("writers", i, w, WRITER_ROLE) for i, w in enumerate(self.writers)
+        ]
+
+
+def _pinned_image(image: str) -> str:
+    name, _, digest = image.partition("@")
+    if digest and not DIGEST.match(digest):
+        raise ValueError(f"{image!r}: {digest!r} is not a digest; write @sha256: and its 64 hex digits")
+    tag = name.rsplit("/", 1)[-1].partition(":")[2]
+    if not digest and (not tag or tag == "latest"):
+        raise ValueError(f"{image!r} is not pinned; use an explicit version tag or an @sha256 digest, never latest")
+    return image
+
+
+class SaxmlImagesConfig(ConfigModel):
+    """Saxml images of the GKE sample, pinned."""
+
+    admin_server: str = f"{SAXML_IMAGES}/sax-admin-server:v1.1.0"
+    model_server: str = f"{SAXML_IMAGES}/sax-model-server:v1.1.0"
+    http_server: str = f"{SAXML_IMAGES}/sax-http:v1.0.0"
+
+    _pinned = field_validator("admin_server", "model_server", "http_server")(_pinned_image)
+
+
+class SaxmlServiceConfig(ConfigModel):
+    """The `sax-http-lb` Service: an internal load balancer unless `external`; sourceRanges always required."""
+
+    external: bool = False
+    source_ranges: tuple[Annotated[str, AfterValidator(source_range)], ...] = ()
+
+
+class SaxmlModelConfig(ConfigModel):
+    """The model the pool must hold: about 2 GB of HBM per billion parameters."""
+
+    name: str
+    billions_of_parameters: float = Field(gt=0)
+
+    @property
+    def memory_gb(self) -> float:
+        return 2 * self.billions_of_parameters
+
+    def chips(self, version: tpu_catalog.TpuVersion) -> int:
+        return math.ceil(self.memory_gb / version.hbm_gb_per_chip)
+
+
+class SaxmlConfig(ConfigModel):
+    """Saxml serving on a TPU pool group (`tpu-stack:saxml`): one model server per slice of `pool`."""
+
+    pool: str
+    model: SaxmlModelConfig | None = None
+    namespace: str = "saxml"
+    """Created unless it is a namespace Kubernetes has built in (`default`, as in the Saxml tutorial)."""
+    service_account: str = "sax-sa"
+    identity: IdentityForm = "principal"
+    iam_service_account: str | None = None
+    cell: str = "/sax/test"
+    model_path: str = "models"
+    """Folder of the bucket the model servers mount read-only at /models (publish checkpoints from there)."""
+    max_restarts: int = Field(default=4, ge=0)
+    """JobSet failurePolicy.maxRestarts: how often all model servers restart together after a failure."""
+    images: SaxmlImagesConfig = SaxmlImagesConfig()
+    service: SaxmlServiceConfig = SaxmlServiceConfig()
+
+    _model_path = field_validator("model_path")(lambda path: _optional_folder(path))
+
+    @field_validator("cell")
+    @classmethod
+    def _cell(cls, cell: str) -> str:
+        if not _SAX_CELL.match(cell):
+            raise ValueError(f"{cell!r} is not a Saxml cell; use /sax/<name>, e.g. /sax/test")
+        return cell
+
+    @property
+    def declares_namespace(self) -> bool:
+        """Never declare a built-in namespace: the stack would own it and delete it on destroy."""
+        return self.namespace not in BUILT_IN_NAMESPACES
+
+    @property
+    def workload(self) -> WorkloadRef:
+        return WorkloadRef(
+            namespace=self.namespace,
+            service_account=self.service_account,
+            identity=self.identity,
+            iam_service_account=self.iam_service_account,
+        )
+
+
+def _bucket_grant(bucket: BucketConfig, namespace: str) -> tuple[WorkloadRef, str] | None:
+    """(KSA, role) of the bucket KSA of `namespace`, writers first."""
+    grants = sorted(bucket.grants, key=lambda grant: grant[3] != WRITER_ROLE)
+    return next(((w, role) for _f, _i, w, role in grants if w.namespace == namespace), None)
+
+
+def bucket_service_account(bucket: BucketConfig, namespace: str) -> str | None:
+    """The KSA in `namespace` that holds a role on the bucket (writers first), so jobs there can use it."""
+    grant = _bucket_grant(bucket, namespace)
+    return grant[0].service_account if grant else None
+
+
+def bucket_mounts(bucket: BucketConfig, namespace: str) -> list[BucketMount]:
+    """What pods running as the bucket KSA of `namespace` mount: its data folder read-only and, for a writer,
+    its checkpoint folder read-write. The volumes act with the pod's own KSA, so they match its bucket role."""
+    grant = _bucket_grant(bucket, namespace)
+    if grant is None:
+        return []
+    workload, role = grant
+    mounts = [BucketMount("datasets", workload.data_path, DATA_MOUNT_PATH, read_only=True)]
+    if role == WRITER_ROLE:
+        folder = workload.checkpoint_path or f"checkpoints/{namespace}"
+        mounts.append(BucketMount("checkpoints", folder, CHECKPOINT_MOUNT_PATH, read_only=False))
+    return mounts
+
+
+def saxml_mounts(saxml: SaxmlConfig) -> list[BucketMount]:
+    """The model servers read checkpoints from `saxml.modelPath` of the bucket, mounted read-only at /models."""
+    return [BucketMount("models", saxml.model_path, MODEL_MOUNT_PATH, read_only=True)]
+
+
+def bucket_name(bucket: BucketConfig, *, project: str, stack: str) -> str:
+    """`bucket.name`, else `<project>-<stack>-tpu-stack` (stack names may hold upper case, '.' and '_')."""
+    stack = re.sub(r"[^a-z0-9-]", "-", stack.lower())
+    return bucket.name or f"{project}-{stack}-{PROJECT}"
+
+
+def serving_problems(
+    bucket: BucketConfig,
+    saxml: SaxmlConfig | None,
+    *,
+    name: str,
+    namespaces: list[str],
+    pools: tuple[TpuPoolConfig, ...],
+) -> list[str]:
+    """Problems of `tpu-stack:bucket` (whose name is `name`) and `tpu-stack:saxml`: grants only in `namespaces`,
+    Saxml only on one of `pools`."""
+    problems: list[str] = []
+    key = f"{PROJECT}:bucket"
+    problem = bucket_name_problem(name)
+    if problem and bucket.name is None:
+        problem = f"the derived name {problem}: set bucket.name"
+    if problem:
+        problems.append(f"{key}.name: {problem}")
+    seen: dict[str, str] = {}
+    if saxml is not None:
+        seen[saxml.workload.key] = "Saxml's service account (saxml.serviceAccount)"
+    for field, index, workload, _role in bucket.grants:
+        where = f"{key}.{field}[{index}]"
+        problems += [f"{where}.{f}: {message}" for f, message in workload.problems()]
+        if field == "readers" and workload.checkpoint_path is not None:
+            problems.append(
+                f"{where}.checkpointPath: a reader holds {READER_ROLE} and cannot write checkpoints; move this entry "
+                "to bucket.writers or remove checkpointPath"
+            )
+        if workload.key in seen:
+            problems.append(f"{where}: {workload.key} is already {seen[workload.key]}; list it once")
+        elif workload.namespace not in namespaces:
+            problems.append(
+                f"{where}.namespace: {workload.namespace!r} is not a namespace the stack has; use one of "
+                f"{', '.join(namespaces)} (team namespaces come from tpu-stack:queues.teams)"
+            )
+        seen.setdefault(workload.key, f"listed in bucket.{field}[{index}]")
+    if saxml is not None:
+        problems += _saxml_problems(saxml, pools)
+    return problems
+
+
+def _saxml_problems(saxml: SaxmlConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+    key = f"{PROJECT}:saxml"
+    problems = [f"{key}.{field}: {message}" for field, message in saxml.workload.problems()]
+    if not saxml.service.source_ranges:
+        problems.append(
+            f"{key}.service.sourceRanges: required, also for the internal load balancer (the client CIDRs allowed "
+            "to call the Saxml HTTP API on port 8888); list them"
+        )
+    if saxml.namespace in RESERVED_NAMESPACES:
+        problems.append(
+            f"{key}.namespace: {saxml.namespace!r} belongs to the system; use default or a namespace of your own"
+        )
+    pool = next((p for p in pools if p.name == saxml.pool), None)
+    if pool is None:
+        names = ", ".join(p.name for p in pools) or "none"
+        return [*problems, f"{key}.pool: {saxml.pool!r} names no TPU pool; tpuPools: {names}"]
+    if pool.problems():
+        return problems
+    if pool.machine.version.platform_chip is None:
+        known = ", ".join(v.name for v in tpu_catalog.VERSIONS.values() if v.platform_chip)
+        problems.append(
+            f"{key}.pool: pool {pool.name!r} is TPU {pool.machine.version.name}, a chip Saxml's model server does "
+            f"not know (--platform_chip); serve on {known}"
+        )
+    if pool.provisioning == "queued":
+        problems.append(
+            f"{key}.pool: pool {pool.name!r} is queued-provisioning, whose nodes exist only for Kueue-admitted "
+            "jobs; serve on an on-demand, reservation, spot or flex-start pool"
+        )
+    model = saxml.model
+    if model is not None:
+        version = pool.machine.version
+        chips = model.chips(version)
+        if chips > pool.chips_per_slice:
+            problems.append(
+                f"{key}.model.billionsOfParameters: a {model.billions_of_parameters:g}B model needs "
+                f"~{model.memory_gb:g} GB = {chips} {version.name} chips; pool {pool.name!r} slices have "
+                f"{pool.chips_per_slice} chips ({pool.slice_topology}); {_fitting_slice(pool, model)}"
+            )
+    return problems
+
+
+def _fitting_slice(pool: TpuPoolConfig, model: SaxmlModelConfig) -> str:
+    version = pool.machine.version
+    topology = pool.machine.smallest_topology_with(model.chips(version))
+    if topology is not None:
+        return f"use topology {topology} or larger"
+    fitting = tpu_catalog.smallest_topology_for_model(model.billions_of_parameters, version.name)
+    if fitting is not None:
+        return f"use machineType {fitting[0]} with topology {fitting[1]} or larger"
+    return f"no {version.name} slice is that large; use a TPU version with more HBM per chip"

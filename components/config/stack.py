@@ -1,0 +1,428 @@
+"""The whole stack's config: `StackConfig`, loading it from Pulumi config, and the checks that span domains.
+
+Bad config raises `ConfigError` with one line per problem, each naming the config key
+(`tpu-stack:tpuPools[1].topology: ...`); a problem that only follows from another is left out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from components.config.base import (
+    GCP_LABELS_PER_RESOURCE,
+    PROJECT,
+    REGION,
+    ConfigError,
+    ConfigModel,
+    dns_label_problem,
+    gcp_label_problem,
+    gcp_label_value,
+    is_zone,
+    project_id_problem,
+    zone_region,
+)
+from components.config.cluster import REGIONAL_CLUSTER_ZONES, SYSTEM_NODE_SELECTOR, ClusterConfig, node_role_problems
+from components.config.monitoring import MonitoringConfig
+from components.config.pools import TpuPoolConfig
+from components.config.queues import (
+    ChartsConfig,
+    QueuesConfig,
+    controller_resources,
+    queue_namespaces,
+    queue_pools,
+    queue_problems,
+)
+from components.config.serving import BucketConfig, SaxmlConfig, bucket_name, serving_problems
+from components.stacks import PROTECTED_STACKS
+
+
+class StackConfig(ConfigModel):
+    """The whole stack's configuration (config keys `gcp:*` and `tpu-stack:*`)."""
+
+    project: str
+    region: str
+    stack: str = "dev"
+    throwaway: bool = False
+    """A stack that may be destroyed with its data (bucket force_destroy); never a protected stack."""
+    labels: dict[str, str] = {}
+    """Extra labels on every GCP resource that takes labels (cost attribution: team, cost-center, ...)."""
+    cluster: ClusterConfig = ClusterConfig()
+    tpu_pools: tuple[TpuPoolConfig, ...] = ()
+    charts: ChartsConfig = ChartsConfig()
+    queues: QueuesConfig = QueuesConfig()
+    bucket: BucketConfig = BucketConfig()
+    saxml: SaxmlConfig | None = None
+    monitoring: MonitoringConfig = MonitoringConfig()
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, project: str) -> str:
+        problem = project_id_problem(project)
+        if problem:
+            raise ValueError(problem)
+        return project
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, region: str) -> str:
+        zone_of = zone_region(region)
+        if zone_of is not None:
+            raise ValueError(f"{region!r} is a zone; gcp:region takes its region: {zone_of}")
+        if not REGION.match(region):
+            raise ValueError(f"{region!r} is not a region like us-east5")
+        return region
+
+    @property
+    def resource_labels(self) -> dict[str, str]:
+        return {"managed-by": "pulumi", "app": PROJECT, "env": gcp_label_value(self.stack), **self.labels}
+
+    @property
+    def cluster_location(self) -> str:
+        return self.cluster.location or self.region
+
+    @property
+    def workload_pool(self) -> str:
+        return f"{self.project}.svc.id.goog"
+
+    @property
+    def protected(self) -> bool:
+        """Cluster and bucket carry `protect`; the same list is the protection policy's default."""
+        return self.stack in PROTECTED_STACKS
+
+    def pool(self, name: str) -> TpuPoolConfig | None:
+        return next((p for p in self.tpu_pools if p.name == name), None)
+
+    @property
+    def cluster_zones(self) -> int:
+        """Zones a node pool without node locations spans: a zonal cluster's one, else the three GKE uses by
+        default for a regional cluster."""
+        return 1 if is_zone(self.cluster_location) else REGIONAL_CLUSTER_ZONES
+
+    @property
+    def system_pool_initial_nodes_per_zone(self) -> int:
+        """GKE's initialNodeCount is per zone: the fewest per zone that reach systemPool.minNodes in total."""
+        return math.ceil(self.cluster.system_pool.min_nodes / self.cluster_zones)
+
+    @property
+    def initial_master_version(self) -> str | None:
+        """minMasterVersion is sent (as the initial version) only without a release channel: a channel moves
+        the version itself, and a pinned minor it no longer offers makes creation fail."""
+        return None if self.on_release_channel else self.cluster.min_master_version
+
+    @property
+    def system_node_selector(self) -> dict[str, str]:
+        """Keeps CPU pods off TPU nodes: the system pool (Standard); Autopilot chooses nodes itself."""
+        if self.cluster.mode == "autopilot":
+            return {}
+        return dict(SYSTEM_NODE_SELECTOR)
+
+    @property
+    def private_nodes(self) -> bool:
+        return self.protected if self.cluster.private_nodes is None else self.cluster.private_nodes
+
+    @property
+    def ip_endpoint(self) -> bool:
+        """Control plane reachable by IP (from authorized networks only); off: only the DNS endpoint."""
+        plane = self.cluster.control_plane
+        return (not self.protected) if plane.ip_endpoint is None else plane.ip_endpoint
+
+    @property
+    def on_release_channel(self) -> bool:
+        return self.cluster.release_channel != "UNSPECIFIED"
+
+    @property
+    def queue_pools(self) -> tuple[TpuPoolConfig, ...]:
+        """The pool groups Kueue shares: all but Saxml's (Autopilot: queues.autopilotCapacity)."""
+        return queue_pools(
+            self.queues,
+            self.tpu_pools,
+            autopilot=self.cluster.mode == "autopilot",
+            serving_pool=self.saxml.pool if self.saxml else None,
+        )
+
+    @property
+    def controller_resources(self) -> dict[str, dict[str, str]]:
+        """Kueue and JobSet controller requests/limits for the most nodes the cluster can have."""
+        system = 0 if self.cluster.mode == "autopilot" else self.cluster.system_pool.max_nodes
+        return controller_resources(system + sum(pool.total_vms for pool in self.queue_pools))
+
+    @property
+    def bucket_name(self) -> str:
+        return bucket_name(self.bucket, project=self.project, stack=self.stack)
+
+    @property
+    def saxml_pool(self) -> TpuPoolConfig:
+        """The pool Saxml serves on; only read with saxml set (stack_problems checked it exists)."""
+        assert self.saxml is not None
+        pool = self.pool(self.saxml.pool)
+        assert pool is not None, "checked in stack_problems"
+        return pool
+
+    def auto_upgrade(self, pool: TpuPoolConfig) -> bool:
+        """Node auto-upgrade of a TPU pool: always on a release channel (GKE refuses off), else off by default."""
+        if pool.auto_upgrade is not None:
+            return pool.auto_upgrade
+        return self.on_release_channel
+
+
+_GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
+NAMESPACES = (PROJECT, "gcp", "kubernetes", "pulumi")
+"""Config namespaces a stack of this project may hold: its own, its providers' and Pulumi's."""
+
+
+# Every StackConfig field but the ones filled from gcp:* keys and the stack name is a `tpu-stack:` key.
+_STACK_KEYS = {
+    to_camel(field): field for field in StackConfig.model_fields if field not in ("project", "region", "stack")
+}
+
+
+def _key_path(top: str, loc: tuple[int | str, ...]) -> str:
+    path = top
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    text = str(error["msg"])
+    return text.removeprefix("Value error, ")
+
+
+def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> StackConfig:
+    """Build the model from flat Pulumi config (`{"tpu-stack:tpuPools": [...], "gcp:project": ...}`).
+
+    Values may be JSON strings (how the engine passes structured config) or already-parsed objects.
+    """
+    import json
+
+    problems: list[str] = []
+    data: dict[str, Any] = {"stack": stack}
+    for key, value in raw.items():
+        namespace, _, name = key.partition(":")
+        if isinstance(value, str) and value.startswith(("[", "{")):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as error:
+                problems.append(
+                    f"{key}: {value!r} starts like JSON but is not ({error.msg} at column {error.colno}); "
+                    "give a YAML mapping or list"
+                )
+                continue
+        if key in _GCP_KEYS:
+            data[_GCP_KEYS[key]] = value
+        elif namespace == PROJECT and name in _STACK_KEYS:
+            data[_STACK_KEYS[name]] = value
+        elif namespace == PROJECT:
+            known = ", ".join(sorted(_STACK_KEYS))
+            problems.append(f"{key}: unknown config key; known {PROJECT} keys: {known}")
+        elif namespace not in NAMESPACES:
+            problems.append(_namespace_problem(key, namespace, name))
+    for key in _GCP_KEYS:
+        if key not in raw:
+            problems.append(f"{key}: required; set it with `pulumi config set {key} <value>`")
+    if problems:
+        raise ConfigError(problems)
+    try:
+        config = StackConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError([_pydantic_line(e) for e in error.errors()]) from None
+    problems = stack_problems(config, now or datetime.now(UTC))
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def _namespace_problem(key: str, namespace: str, name: str) -> str:
+    close = difflib.get_close_matches(namespace, NAMESPACES, n=1, cutoff=0.6)
+    fix = f"did you mean {close[0]}:{name}? " if close else ""
+    return (
+        f"{key}: {namespace!r} is not a config namespace this stack reads, so everything under it would be ignored; "
+        f"{fix}namespaces: {', '.join(NAMESPACES)}"
+    )
+
+
+def _pydantic_line(error: Mapping[str, Any]) -> str:
+    loc = tuple(error["loc"])
+    top, rest = loc[0], loc[1:]
+    names = {"project": "gcp:project", "region": "gcp:region"}
+    key = names.get(str(top), f"{PROJECT}:{to_camel(str(top))}")
+    # Drop pydantic's union/type tags so the path reads like the YAML.
+    rest = tuple(p for p in rest if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
+    return f"{_key_path(key, rest)}: {_user_message(error, to_camel(str(loc[-1])))}"
+
+
+LIST_OF = {
+    "tpuPools": "pool groups",
+    "teams": "teams",
+    "priorityClasses": "priority classes",
+    "taints": "taints",
+    "exclusions": "maintenance exclusions",
+    "readers": "Kubernetes service accounts",
+    "writers": "Kubernetes service accounts",
+    "autopilotCapacity": "TPU capacities",
+    "nodeServiceAccountRoles": "IAM roles",
+    "sourceRanges": "CIDR ranges",
+    "authorizedNetworks": "CIDR ranges",
+}
+"""What each list of the config holds, in the README's words."""
+
+
+def _what(value: Any) -> str:
+    """How YAML shows `value` to the user."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (true/false)"
+    if isinstance(value, (int, float)):
+        return f"the number {value:g}"
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    if isinstance(value, Mapping):
+        return "a mapping (key: value lines)"
+    if isinstance(value, (list, tuple)):
+        return "a list ('-' items)"
+    return "nothing" if value is None else type(value).__name__
+
+
+def _user_message(error: Mapping[str, Any], field: str) -> str:
+    """Pydantic's message in the user's words: what was given and what the key takes, no Python type names."""
+    kind, value, ctx = str(error["type"]), error.get("input"), error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return "unknown key; check the spelling against the README's config reference"
+    if kind == "missing":
+        return "required; add it"
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"{_what(value)} is not a whole number; write one like 4"
+    if kind in ("float_parsing", "float_type"):
+        return f"{_what(value)} is not a number; write one like 1.5"
+    if kind in ("bool_parsing", "bool_type"):
+        return f"{_what(value)} is not true or false"
+    if kind == "string_type":
+        quoted = f'"{str(value).lower()}"' if isinstance(value, bool) else f'"{value}"'
+        fix = f"quote it: {quoted}" if isinstance(value, (int, float)) else "write text"
+        return f"{_what(value)} is not text; {fix}"
+    if kind == "literal_error":
+        return f"{_what(value)} is not accepted; use {ctx.get('expected')}"
+    if kind in ("list_type", "tuple_type"):
+        return f"expected a list of {LIST_OF.get(field, 'values')} ('-' items), got {_what(value)}"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"expected a mapping (key: value lines), got {_what(value)}"
+    if kind.startswith(("datetime", "date_")):
+        return f"{_what(value)} is not a date and time like 2026-12-01T00:00:00Z"
+    if kind in ("greater_than_equal", "greater_than"):
+        bound = f"{ctx['ge']:g} or more" if kind == "greater_than_equal" else f"more than {ctx['gt']:g}"
+        return f"{_what(value)} is too small; use {bound}"
+    return _message(error)
+
+
+def stack_problems(config: StackConfig, now: datetime) -> list[str]:
+    """Checks that need more than one pool, or the region."""
+    problems = []
+    seen: dict[str, int] = {}
+    for index, pool in enumerate(config.tpu_pools):
+        key = f"{PROJECT}:tpuPools[{index}]"
+        own = pool.problems()
+        problems += [f"{key}.{field}: {message}" for field, message in own]
+        if own:
+            continue
+        for node_pool in pool.node_pool_names:
+            problem = dns_label_problem(node_pool, "node pool name")
+            if problem:
+                problems.append(f"{key}.name: {problem}")
+                break
+        if pool.name in seen:
+            problems.append(f"{key}.name: {pool.name!r} is already used by tpuPools[{seen[pool.name]}]")
+        seen.setdefault(pool.name, index)
+        if pool.zone is not None and REGION.match(pool.zone):
+            problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
+        elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
+            problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
+        if pool.future_reservation is not None:
+            problem = pool.future_reservation.lead_time_problem(now)
+            if problem:
+                problems.append(f"{key}.futureReservation: {problem}")
+        if pool.auto_upgrade is False and config.on_release_channel:
+            problems.append(
+                f"{key}.autoUpgrade: GKE keeps node auto-upgrade on in clusters on a release channel (cluster."
+                f"releaseChannel {config.cluster.release_channel}); remove autoUpgrade and hold upgrades during "
+                "training with cluster.maintenance.exclusions, or set cluster.releaseChannel: UNSPECIFIED"
+            )
+    problems += _label_problems(config)
+    problems += node_role_problems(config.cluster)
+    problems += _system_pool_problems(config)
+    maintenance = config.cluster.maintenance.problems()
+    problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
+    if config.cluster.mode == "autopilot" and config.tpu_pools:
+        problems.append(
+            f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
+        )
+    # --- queue checks (batch scheduling) ---
+    problems += queue_problems(
+        config.queues,
+        config.queue_pools,
+        autopilot=config.cluster.mode == "autopilot",
+        serving_pool=config.saxml.pool if config.saxml else None,
+        serving_namespace=config.saxml.namespace if config.saxml else None,
+    )
+    # --- serving checks (bucket, identity, Saxml) ---
+    if config.throwaway and config.protected:
+        problems.append(
+            f"{PROJECT}:throwaway: the {config.stack} stack is protected and keeps its data (its bucket is protected); "
+            "remove it"
+        )
+    problems += serving_problems(
+        config.bucket,
+        config.saxml,
+        name=config.bucket_name,
+        namespaces=["default", *queue_namespaces(config.queues)],
+        pools=config.tpu_pools,
+    )
+    location = config.cluster_location
+    if is_zone(location) and not location.startswith(config.region + "-"):
+        problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
+    return problems
+
+
+def _label_problems(config: StackConfig) -> list[str]:
+    """tpu-stack:labels go on every Google Cloud resource that takes labels, node pools with one more (tpu-pool)."""
+    problems = []
+    for key, value in config.labels.items():
+        problem = gcp_label_problem(key, value)
+        if problem:
+            problems.append(f"{PROJECT}:labels.{key}: {problem}")
+    count = len({**config.resource_labels, "tpu-pool": ""})
+    if count > GCP_LABELS_PER_RESOURCE:
+        problems.append(
+            f"{PROJECT}:labels: node pools would carry {count} labels (these, managed-by, app, env and tpu-pool); "
+            f"Google Cloud allows {GCP_LABELS_PER_RESOURCE}: remove {count - GCP_LABELS_PER_RESOURCE}"
+        )
+    return problems
+
+
+def _system_pool_problems(config: StackConfig) -> list[str]:
+    if config.cluster.mode != "standard":
+        return []
+    pool = config.cluster.system_pool
+    per_zone, zones = config.system_pool_initial_nodes_per_zone, config.cluster_zones
+    if per_zone * zones > pool.max_nodes:
+        return [
+            f"{PROJECT}:cluster.systemPool.maxNodes: GKE starts the pool with {per_zone} node(s) in each of its "
+            f"{zones} zones = {per_zone * zones}, above maxNodes {pool.max_nodes}; raise maxNodes to "
+            f"{per_zone * zones} or more"
+        ]
+    return []
+
+
+def load_from_pulumi() -> StackConfig:
+    """Load from the running Pulumi program's config (real engine or the offline mock engine alike)."""
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    raw: dict[str, Any] = dict(runtime_config.get_config_env())
+    raw.update(runtime_config.CONFIG.get())
+    return load(raw, stack=pulumi.get_stack())

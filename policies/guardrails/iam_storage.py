@@ -1,0 +1,80 @@
+"""IAM and Cloud Storage: least-privilege grants (the rule shared with the config model) and bucket hardening."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs
+from pulumi_policy.proxy import UnknownValueError
+
+from components import iam_roles
+
+from .props import BUCKET, as_list, prop, say
+
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+# IAM resources whose grant covers everything in a project, folder or organization.
+WIDE_IAM_PREFIXES = ("gcp:projects/", "gcp:folder/", "gcp:organizations/")
+
+
+def _roles(resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    """Roles an IAM resource grants: `role` of members and bindings, every binding of a policy document."""
+    kind = resource_type.rsplit(":", 1)[-1]
+    if kind.endswith(("IAMMember", "IAMBinding")):
+        role = props.get("role")
+        return [role] if isinstance(role, str) else []
+    if kind.endswith("IAMPolicy"):
+        try:
+            document = json.loads(str(props.get("policyData") or "{}"))
+        except ValueError:
+            return []
+        return [b.get("role", "") for b in document.get("bindings", []) if isinstance(b, dict)]
+    return []
+
+
+def validate_least_privilege(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Primitive roles grant far more than any workload needs; storage admin on a project spans every bucket."""
+    if not args.resource_type.startswith("gcp:"):
+        return
+    wide = args.resource_type.startswith(WIDE_IAM_PREFIXES)
+    for role in _roles(args.resource_type, args.props):
+        problem = iam_roles.role_problem(role, wide=wide)
+        if problem:
+            say(report, problem)
+    for member in _members(args.resource_type, args.props):
+        if member in PUBLIC_MEMBERS:
+            say(report, f"member {member} makes the resource public: grant named principals only")
+
+
+def _members(resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    """Members an IAM resource grants to: `member`, `members`, or every binding of a policy document. A member
+    not known during a new stack's preview is built from an account the stack creates, never a public one."""
+    kind = resource_type.rsplit(":", 1)[-1]
+    if kind.endswith("IAMMember"):
+        try:
+            return [str(props.get("member", ""))]
+        except UnknownValueError:
+            return []
+    if kind.endswith("IAMBinding"):
+        return [str(m) for m in as_list(props.get("members"))]
+    if kind.endswith("IAMPolicy"):
+        try:
+            document = json.loads(str(props.get("policyData") or "{}"))
+        except ValueError:
+            return []
+        return [str(m) for b in document.get("bindings", []) if isinstance(b, dict) for m in b.get("members", [])]
+    return []
+
+
+def validate_bucket(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Checkpoints and models are the stack's most valuable data: no ACLs, no public access, old versions kept."""
+    if args.resource_type != BUCKET:
+        return
+    props = args.props
+    if props.get("uniformBucketLevelAccess") is not True:
+        say(report, "set uniformBucketLevelAccess true (IAM only, no object ACLs)")
+    if props.get("publicAccessPrevention") != "enforced":
+        say(report, f"set publicAccessPrevention 'enforced' (found {props.get('publicAccessPrevention')!r})")
+    if prop(props, "versioning.enabled") is not True:
+        say(report, "set versioning.enabled true so an overwritten or deleted checkpoint can be restored")

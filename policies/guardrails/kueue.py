@@ -1,0 +1,142 @@
+"""Kueue: each flavor's TPU quota within the chips its node pools provide."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs
+
+from components import tpu_catalog
+
+from .gke import pool_machine, pool_max_nodes, pool_topology
+from .props import CLUSTER, KUEUE_GROUP, NODE_POOL, as_list, prop
+
+
+def _kueue(resource: PolicyResource, kind: str) -> bool:
+    return resource.resource_type.startswith(KUEUE_GROUP) and resource.resource_type.endswith(f":{kind}")
+
+
+def _pool_labels(resource: PolicyResource, machine: tpu_catalog.MachineType, topology: str) -> dict[str, str]:
+    """Node labels GKE puts on the pool's nodes, plus the pool's own nodeConfig.labels."""
+    props = resource.props
+    labels = {
+        tpu_catalog.ACCELERATOR_LABEL: machine.version.accelerator,
+        tpu_catalog.TOPOLOGY_LABEL: topology,
+        tpu_catalog.NODE_POOL_LABEL: str(props.get("name") or resource.name),
+    }
+    if prop(props, "nodeConfig.flexStart") is True:
+        labels[tpu_catalog.FLEX_START_LABEL] = "true"
+    if prop(props, "nodeConfig.spot") is True:
+        labels[tpu_catalog.SPOT_LABEL] = "true"
+    labels.update({str(k): str(v) for k, v in prop(props, "nodeConfig.labels", {}).items()})
+    return labels
+
+
+def _pool_chips(resources: list[PolicyResource]) -> list[tuple[dict[str, str], int]]:
+    """(node labels, chips at full scale) of every TPU node pool."""
+    pools = []
+    for resource in resources:
+        if resource.resource_type != NODE_POOL:
+            continue
+        machine = pool_machine(resource.props)
+        topology = pool_topology(resource.props, machine) if machine else None
+        if machine is None or topology is None:
+            continue
+        nodes = pool_max_nodes(resource.props) or 0
+        pools.append((_pool_labels(resource, machine, topology), nodes * machine.chips_per_vm))
+    return pools
+
+
+_QUANTITY = re.compile(r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
+
+
+_QUANTITY_SUFFIX = {
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: Decimal(10) ** e for s, e in (("n", -9), ("u", -6), ("m", -3), ("k", 3), ("M", 6), ("G", 9), ("T", 12),
+                                        ("P", 15), ("E", 18))},
+}  # fmt: skip
+
+
+def _quantity(value: Any) -> Decimal | None:
+    """A Kubernetes resource quantity (16, 16.0, "16", "1k", "500m") as a number; None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return Decimal(str(value))
+    match = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        return None
+    suffix = match["suffix"] or ""
+    scale = Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _QUANTITY_SUFFIX.get(suffix, Decimal(1))
+    return Decimal(match["number"]) * scale
+
+
+def _nominal_tpu(resource: PolicyResource) -> tuple[dict[str, Decimal], list[str]]:
+    """Flavor name -> nominal google.com/tpu quota of a ClusterQueue or Cohort, and the quotas that are not
+    quantities at all. The API server takes a quantity as a number or a string ("16"); both count."""
+    quotas: dict[str, Decimal] = {}
+    problems = []
+    for group in as_list(prop(resource.props, "spec.resourceGroups")):
+        for flavor in as_list(prop(group, "flavors")):
+            for entry in as_list(prop(flavor, "resources")):
+                if prop(entry, "name") != tpu_catalog.TPU_RESOURCE:
+                    continue
+                name = str(prop(flavor, "name"))
+                raw = prop(entry, "nominalQuota", 0)
+                amount = _quantity(raw)
+                if amount is None:
+                    problems.append(
+                        f"{resource.resource_type.rsplit(':', 1)[-1]} {resource.name!r}: nominalQuota {raw!r} of "
+                        f"{tpu_catalog.TPU_RESOURCE} in flavor {name!r} is not a quantity; write the chips as a "
+                        "number, e.g. 16"
+                    )
+                    continue
+                quotas[name] = quotas.get(name, Decimal(0)) + amount
+    return quotas, problems
+
+
+def _provisions_itself(resources: list[PolicyResource]) -> bool:
+    """Autopilot and node auto-provisioning create TPU nodes on demand: no node pool states the capacity."""
+    return any(
+        r.resource_type == CLUSTER
+        and (prop(r.props, "enableAutopilot") is True or prop(r.props, "clusterAutoscaling.enabled") is True)
+        for r in resources
+    )
+
+
+def validate_quota(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Kueue must not admit more TPU chips than the node pools can ever provide, or admitted jobs never start.
+
+    A flavor matches a pool when its nodeLabels are a subset of the pool's node labels; its quota is the sum
+    of nominalQuota over ClusterQueues and Cohorts (borrowing limits move quota around, they add none). A
+    flavor no pool matches is skipped when the cluster provisions nodes itself (Autopilot, auto-provisioning);
+    otherwise its quota must be 0.
+    """
+    resources = list(args.resources)
+    pools = _pool_chips(resources)
+    quota: dict[str, Decimal] = {}
+    for resource in resources:
+        if _kueue(resource, "ClusterQueue") or _kueue(resource, "Cohort"):
+            amounts, problems = _nominal_tpu(resource)
+            for problem in problems:
+                report(problem, resource.urn)
+            for name, amount in amounts.items():
+                quota[name] = quota.get(name, Decimal(0)) + amount
+    self_provisioning = _provisions_itself(resources)
+    for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
+        name = str(prop(flavor.props, "metadata.name") or flavor.name)
+        wanted = {str(k): str(v) for k, v in prop(flavor.props, "spec.nodeLabels", {}).items()}
+        matching = [chips for labels, chips in pools if wanted.items() <= labels.items()]
+        if not matching and self_provisioning:
+            continue
+        chips = sum(matching)
+        if quota.get(name, 0) > chips:
+            report(
+                f"ResourceFlavor {name!r}: queues hold {quota[name].normalize():f} {tpu_catalog.TPU_RESOURCE} "
+                "nominal quota but "
+                f"the {len(matching)} matching node pool(s) provide {chips} chips; lower the ClusterQueue "
+                "nominalQuota or add slices",
+                flavor.urn,
+            )

@@ -1,0 +1,78 @@
+"""What every policy reads: the resource type tokens and props helpers that work on plain dicts (tests) and on
+the SDK's unknown-checking proxies (CLI, offline) alike.
+
+Props are the resource inputs in camelCase wire names; numbers may be floats; keys may be missing. A value the
+engine cannot know during preview raises `UnknownValueError` when read: most policies let it propagate (the
+CLI then reports that the policy could not run), the service-account check skips it (the node service
+account's email is only known after the account exists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, StackValidationArgs
+
+from components.stacks import PROTECTED_STACKS
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+CLUSTER = "gcp:container/cluster:Cluster"
+BUCKET = "gcp:storage/bucket:Bucket"
+SERVICE = "kubernetes:core/v1:Service"
+CHARTS = ("kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Release")
+KUEUE_GROUP = "kubernetes:kueue.x-k8s.io/"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+DEFAULT_PROTECTED_STACKS = list(PROTECTED_STACKS)
+"""The stacks the program protects (components/stacks.py), so the policy checks what the program promises."""
+
+
+def prop(data: Any, path: str, default: Any = None) -> Any:
+    """Value at a dotted path, or `default` when a key is missing or a step is not a mapping."""
+    value = data
+    for key in path.split("."):
+        if not isinstance(value, Mapping):
+            return default
+        value = value.get(key)
+        if value is None:
+            return default
+    return value
+
+
+def as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else []
+
+
+def as_int(value: Any) -> int | None:
+    """Numbers arrive as floats (2.0) from the engine; anything else is 'not set'."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+def config_list(args: ResourceValidationArgs | StackValidationArgs, key: str, default: list[str]) -> list[str]:
+    """A policy config list; the CLI fills schema defaults, direct callers may not."""
+    value = args.get_config().get(key)
+    return [str(v) for v in value] if isinstance(value, Sequence) and not isinstance(value, str) else default
+
+
+def stack_of(urn: str) -> str:
+    """`urn:pulumi:<stack>::<project>::<type>::<name>`: the URN is the one place every policy sees the stack."""
+    return urn.removeprefix("urn:pulumi:").split("::", 1)[0]
+
+
+def say(report: ReportViolation, message: str) -> None:
+    report(message, None)
+
+
+PROTECTED_STACKS_SCHEMA = PolicyConfigSchema(
+    properties={
+        "protectedStacks": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": DEFAULT_PROTECTED_STACKS,
+            "description": "Stacks whose cluster and bucket must be protected",
+        }
+    }
+)

@@ -1,0 +1,60 @@
+"""Reading a stack file as the program will see it: a key given twice is refused, with the config key it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.config import ConfigError
+from offline.engine import read_stack_file
+
+STACK = """\
+secretsprovider: gcpkms://projects/p/locations/global/keyRings/pulumi/cryptoKeys/dev
+config:
+  gcp:project: tpu-stack-dev
+  gcp:region: us-east5
+  tpu-stack:cluster:
+    name: tpu-dev
+    systemPool:
+      minNodes: 1
+      minNodes: 2
+  tpu-stack:tpuPools:
+    - name: a
+      machineType: ct6e-standard-4t
+    - name: b
+      labels:
+        team: x
+        team: y
+  gcp:region: us-east4
+"""
+
+
+def test_every_key_given_twice_is_one_line_naming_its_config_key(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(STACK)
+    with pytest.raises(ConfigError) as error:
+        read_stack_file(path)
+    assert error.value.lines == [
+        "tpu-stack:cluster.systemPool.minNodes: given twice in Pulumi.dev.yaml (lines 8 and 9); YAML keys are unique "
+        "and only one value would be read: keep one",
+        "tpu-stack:tpuPools[1].labels.team: given twice in Pulumi.dev.yaml (lines 15 and 16); YAML keys are unique "
+        "and only one value would be read: keep one",
+        "gcp:region: given twice in Pulumi.dev.yaml (lines 4 and 17); YAML keys are unique and only one value would "
+        "be read: keep one",
+    ]
+
+
+def test_the_same_key_in_different_mappings_is_fine(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(STACK.replace("      minNodes: 2\n", "").replace("        team: y\n", "").replace(
+        "  gcp:region: us-east4\n", ""))  # fmt: skip
+    config = read_stack_file(path)
+    assert [pool["name"] for pool in config["tpu-stack:tpuPools"]] == ["a", "b"]
+    assert config["tpu-stack:cluster"]["systemPool"] == {"minNodes": 1}
+
+
+def test_the_committed_stack_files_have_no_key_twice() -> None:
+    root = Path(__file__).resolve().parents[2]
+    for stack in ("dev", "prod"):
+        assert read_stack_file(root / f"Pulumi.{stack}.yaml")["gcp:region"] == "us-east5"
