@@ -21,10 +21,11 @@ from typing import Any
 
 import pulumi
 import yaml
+from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import config as runtime_config
-from pulumi.runtime import mocks, settings
+from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime import resource as sdk_resource
-from pulumi.runtime.proto import source_pb2
+from pulumi.runtime.proto import resource_pb2, source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 
 from components.config import PROJECT, ConfigError, load
@@ -142,35 +143,49 @@ class _RecordingMonitor(mocks.MockMonitor):
 
     def __init__(self, recorded: list[dict[str, Any]], known_outputs: bool = True) -> None:
         super().__init__(_Mocks(known_outputs))
+        self.known_outputs = known_outputs
         self.recorded = recorded
         self.aliases: dict[str, list[dict[str, Any]]] = {}
 
-    def RegisterResource(self, request: Any) -> Any:
-        response = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
-            _WORKER_LOOPS.add(asyncio.get_event_loop())
-            from pulumi.runtime import rpc
-
-            self.recorded.append(
-                {
-                    "urn": response.urn,
-                    "type": request.type,
-                    "name": request.name,
-                    "parent": request.parent or None,
-                    "dependencies": sorted(set(request.dependencies)),
-                    "custom": bool(request.custom),
-                    "remote": bool(request.remote),
-                    "protect": bool(request.protect),
-                    "ignoreChanges": list(request.ignoreChanges),
-                    "customTimeouts": _timeouts(request),
-                    "provider": request.provider.rsplit("::", 1)[0] if request.provider else None,
-                    "inputs": _plain(rpc.deserialize_properties(request.object, keep_unknowns=True)),
-                }
-            )
-            aliases = [_alias(a) for a in request.aliases] + [{"urn": u} for u in request.aliasURNs]
-            if aliases:
-                self.aliases[response.urn] = aliases
+    def Invoke(self, request: Any) -> Any:
+        response = super().Invoke(request)
+        _WORKER_LOOPS.add(asyncio.get_event_loop())  # the SDK's mock gave this worker thread a loop
         return response
+
+    def RegisterResource(self, request: Any) -> Any:
+        """What the SDK's MockMonitor does, in one pass over the wire form: the response is the request's own
+        serialized inputs plus the computed outputs (the mock deserialized and re-serialized every input)."""
+        if request.type == "pulumi:pulumi:Stack":
+            return super().RegisterResource(request)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        inputs = _plain(json_format.MessageToDict(request.object))
+        computed = _computed_outputs(request.type, request.name, inputs) if self.known_outputs else {}
+        state = struct_pb2.Struct()
+        state.CopyFrom(request.object)
+        if computed:
+            state.update(computed)
+        resource_id = f"{request.name}-id"
+        self.resources[urn] = mocks.MockMonitor.ResourceRegistration(urn, resource_id, {**inputs, **computed})
+        self.recorded.append(
+            {
+                "urn": urn,
+                "type": request.type,
+                "name": request.name,
+                "parent": request.parent or None,
+                "dependencies": sorted(set(request.dependencies)),
+                "custom": bool(request.custom),
+                "remote": bool(request.remote),
+                "protect": bool(request.protect),
+                "ignoreChanges": list(request.ignoreChanges),
+                "customTimeouts": _timeouts(request),
+                "provider": request.provider.rsplit("::", 1)[0] if request.provider else None,
+                "inputs": inputs,
+            }
+        )
+        aliases = [_alias(a) for a in request.aliases] + [{"urn": u} for u in request.aliasURNs]
+        if aliases:
+            self.aliases[urn] = aliases
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state)
 
 
 def _alias(alias: Any) -> dict[str, Any]:
@@ -191,21 +206,22 @@ def _timeouts(request: Any) -> dict[str, str]:
 
 
 def _plain(value: Any) -> Any:
-    """Deserialized inputs as JSON data: ints stay ints, unknowns and secrets become markers."""
+    """Inputs in wire form as JSON data: ints stay ints, unknowns and secrets become markers."""
     if isinstance(value, dict):
-        if value.get(pulumi.runtime.rpc._special_sig_key) == pulumi.runtime.rpc._special_secret_sig:
+        signature = value.get(rpc._special_sig_key)
+        if signature == rpc._special_secret_sig:
             # A secret whose value preview cannot know yet (a new cluster's kubeconfig) is unknown first.
             return "[unknown]" if _plain(value.get("value")) == "[unknown]" else "[secret]"
+        if signature is not None:
+            return "[unknown]"  # a resource reference or an asset: no plain value
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if isinstance(value, float):
-        return value
-    return "[unknown]"
+    if value == rpc.UNKNOWN or not isinstance(value, str | int | float | bool | type(None)):
+        return "[unknown]"  # the wire form's unknown, or an SDK object with no plain value
+    return value
 
 
 def read_stack_file(path: Path) -> dict[str, Any]:
