@@ -174,11 +174,7 @@ def unknown_value_keys(
 
 def check(chart: ChartRequest) -> None:
     """Raise ChartError unless the chart is vendored and every values key is one the chart defines."""
-    if not chart.archive.is_file():
-        raise ChartError(
-            f"chart {chart.chart} version {chart.version} is not vendored (vendor/charts/{chart.archive.name}); "
-            "use a vendored version or add it with vendor/refresh.sh"
-        )
+    _check_vendored(chart)
     unknown = unknown_value_keys(chart.values, chart_defaults(chart.archive), whole=whole_values(chart.archive))
     if unknown:
         keys = ", ".join(unknown)
@@ -186,6 +182,21 @@ def check(chart: ChartRequest) -> None:
             f"chart {chart.chart_name} {chart.version} (resource {chart.resource_name}): values key(s) {keys} "
             "not in the chart's values.yaml; fix the spelling (helm would silently ignore them)"
         )
+
+
+def _check_vendored(chart: ChartRequest) -> None:
+    if not chart.archive.is_file():
+        raise ChartError(
+            f"chart {chart.chart} version {chart.version} is not vendored (vendor/charts/{chart.archive.name}); "
+            "use a vendored version or add it with vendor/refresh.sh"
+        )
+
+
+def _cached(chart: ChartRequest, kubernetes_version: str) -> Path:
+    """Where the render of exactly this archive, release, namespace, minor and values is kept. A cached render
+    exists only for values that passed `check` with that archive: a hit needs no check again."""
+    _check_vendored(chart)
+    return CACHE_DIR / f"{_cache_key(chart, kubernetes_version)}.json"
 
 
 def _cache_key(chart: ChartRequest, kubernetes_version: str) -> str:
@@ -211,11 +222,11 @@ def _helm_template(chart: ChartRequest, kubernetes_version: str) -> list[dict[st
 
 def rendered_objects(chart: ChartRequest, kubernetes_version: str) -> list[dict[str, Any]]:
     """The chart's objects as helm renders them, cached in build/.chart-cache by everything they depend on."""
-    check(chart)
-    path = CACHE_DIR / f"{_cache_key(chart, kubernetes_version)}.json"
+    path = _cached(chart, kubernetes_version)
     if path.is_file():
         cached: list[dict[str, Any]] = json.loads(path.read_text())
         return cached
+    check(chart)
     objects = _helm_template(chart, kubernetes_version)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
@@ -297,7 +308,7 @@ def render_all(resources: Iterable[Mapping[str, Any]], kubernetes_version: str) 
     charts = [r for r in resources if r["type"] == CHART_TYPE and r["name"] not in skipped]
     for resource in charts:
         chart = request(resource)
-        if chart is not None:
+        if chart is not None and not _cached(chart, kubernetes_version).is_file():
             check(chart)
     with ThreadPoolExecutor(max_workers=max(1, len(charts))) as pool:
         rendered = list(pool.map(lambda resource: children(resource, kubernetes_version), charts))

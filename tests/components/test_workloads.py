@@ -21,7 +21,7 @@ from components.config.queues import queue_refs
 from components.config.stack import load
 from components.workloads import Workload, slice_job, workloads
 from offline import __main__ as cli
-from offline import validate
+from offline import commands, validate
 from offline.engine import Plan, run_stack
 from tests.components.test_kueue_queues import MULTISLICE, SCENARIOS
 from tests.conftest import BASE
@@ -32,7 +32,7 @@ STACKS = ("dev", "prod")
 
 
 def stack_workloads(stack: str) -> list[Workload]:
-    return workloads(cli.stack_config(stack, None))
+    return workloads(commands.stack_config(stack, None))
 
 
 def scenario_workloads(name: str) -> list[Workload]:
@@ -293,7 +293,7 @@ def test_tpu_jobs_run_as_the_namespaces_bucket_account_and_document_their_except
             # root and a writable image filesystem (TPU runtime), no CPU/memory without queues.hostResources
             assert skips == {"CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13", "CKV_K8S_22", "CKV_K8S_23",
                              "CKV_K8S_40"}, workload.name  # fmt: skip
-    config = cli.stack_config("dev", None)
+    config = commands.stack_config("dev", None)
     pool = config.pool("multislice")
     assert pool is not None
     (_service, job) = slice_job(config, pool, "ckpt", queue_refs(config.queues)["training"])

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from offline import __main__ as cli
-from offline import parallel
+from offline import commands, parallel
 from offline.engine import REPO
 
 
@@ -26,7 +25,7 @@ def test_the_forked_cli_and_the_inline_evaluation_report_the_same_findings(tmp_p
     )
     assert done.returncode == 0, done.stderr
     forked = json.loads((tmp_path / "plan.json").read_text())["violations"]
-    inline = cli.evaluate("dev", None).violations
+    inline = commands.evaluate("dev", None).violations
     assert forked == inline
     assert {view for v in inline for view in v["views"]} == {"new", "deployed"}
 

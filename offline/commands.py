@@ -1,0 +1,149 @@
+"""The offline commands behind `python -m offline`: preview (plan, policy report, manifests) and workloads.
+
+`offline/__main__.py` parses the command line and forks the new-stack view before importing this module (and
+with it the SDK and the program's components), so the fork copies a small process and both processes import
+side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components import workloads
+from components.config import ConfigError, StackConfig, load
+from offline import charts, engine, helm, parallel, policy_check, report
+from offline.engine import REPO, Plan, run_stack
+
+EXIT_OK, EXIT_VIOLATION, EXIT_CONFIG = 0, 1, 2
+NewStackFindings = tuple[list[dict[str, Any]], list[str]]
+"""The new-stack view's violations, and the charts it cannot render."""
+
+
+def preview(
+    stack: str,
+    config_file: Path | None,
+    out: Path | None,
+    quiet: bool,
+    policy_config: Path | None = None,
+    new_stack: parallel.Background[NewStackFindings] | None = None,
+) -> int:
+    plan = evaluate(stack, config_file, policy_config, new_stack)
+    if not quiet:
+        print(report.render_plan(plan))
+        print()
+        print(report.render_outputs(plan))
+        print()
+    print(report.render_violations(plan))
+    out_dir = out or REPO / "build" / stack
+    report.write(plan, out_dir)
+    print(f"Wrote {out_dir / 'plan.json'}, {out_dir / 'manifests'}/, {out_dir / 'graph.mmd'}")
+    return EXIT_VIOLATION if any(v["level"] == "mandatory" for v in plan.violations) else EXIT_OK
+
+
+def stack_config(stack: str, config_file: Path | None) -> StackConfig:
+    """The validated config of a stack file, read as the engine passes it to the program."""
+    path = config_file or REPO / f"Pulumi.{stack}.yaml"
+    return load(engine._engine_config(engine.read_stack_file(path)), stack=stack)
+
+
+def write_workloads(stack: str, config_file: Path | None, out: Path | None) -> int:
+    """One YAML file per workload in <out>/workloads/ (old files there are removed first)."""
+    found = workloads.workloads(stack_config(stack, config_file))
+    out_dir = (out or REPO / "build" / stack) / "workloads"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("*.yaml"):
+        old.unlink()
+    for workload in found:
+        (out_dir / f"{workload.name}.yaml").write_text(yaml.safe_dump_all(workload.objects, sort_keys=False))
+        queue = f"{workload.queue.namespace}/{workload.queue.local_queue}"
+        print(f"  {workload.name}.yaml: {workload.slices} slice(s) of {workload.pool} via {queue}")
+    print(f"Wrote {len(found)} workload(s) to {out_dir}/; submit one with `kubectl create -f <file>`")
+    return EXIT_OK
+
+
+def read_policy_config(path: Path | None) -> dict[str, Any]:
+    """The policy pack config file (JSON, as `pulumi preview --policy-pack-config` reads); {} without one."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise policy_check.PolicyConfigError(f"{path}: {error}") from None
+    if not isinstance(data, dict):
+        raise policy_check.PolicyConfigError(f"{path}: expected a JSON object of policy names")
+    return data
+
+
+def new_stack_findings(stack: str, config_file: Path | None, pack_config: dict[str, Any]) -> NewStackFindings:
+    """The new-stack view: the program run as a brand-new stack's preview sees it (what the cloud computes is
+    unknown), the pack over it, and the charts that cannot render before the cluster exists."""
+    new_stack = run_stack(stack, config_file=config_file, known_outputs=False)
+    rules = policy_check.load_rules()
+    view = policy_check.NEW_STACK
+    found = policy_check.evaluate(new_stack.resources, stack=stack, config=pack_config, rules=rules, view=view)
+    return found, charts.unrenderable(new_stack.resources)
+
+
+def evaluate(
+    stack: str,
+    config_file: Path | None,
+    policy_config: Path | None = None,
+    new_stack: parallel.Background[NewStackFindings] | None = None,
+) -> Plan:
+    """Run the program (as deployed, and as a new stack) and the policy pack in both real-engine views.
+
+    The new-stack view runs beside the deployed one (`new_stack`, started by the CLI in a forked child before
+    its imports; offline/parallel.py), or inline here when no one started it.
+    """
+    pack_config = read_policy_config(policy_config)
+    rules = policy_check.load_rules()
+    policy_check.settings(rules.POLICIES, pack_config)  # a bad policy config fails before the program runs
+    if new_stack is None:
+        new_stack = parallel.Background(lambda: new_stack_findings(stack, config_file, pack_config))
+    try:
+        plan = run_stack(stack, config_file=config_file)
+        # The run leaves ~100k SDK objects behind; a cyclic collection now would re-scan them all (80 ms) for
+        # nothing, so the policies run with collection paused, as the program did.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            view = policy_check.DEPLOYED
+            deployed = policy_check.evaluate(plan.resources, stack=stack, config=pack_config, rules=rules, view=view)
+        finally:
+            if collecting:
+                gc.enable()
+    except BaseException:
+        new_stack.cancel()
+        raise
+    new_found, plan.unrendered_in_new_stack = new_stack.result()
+    plan.violations = policy_check.merge({policy_check.NEW_STACK.name: new_found, view.name: deployed})
+    return plan
+
+
+def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFindings] | None = None) -> int:
+    """Run the parsed command; config, chart and policy-config errors are one `error:` line each, exit 2."""
+    try:
+        if args.command == "workloads":
+            return write_workloads(args.stack, args.config, args.out)
+        return preview(args.stack, args.config, args.out, args.quiet, args.policy_config, new_stack)
+    except policy_check.PolicyConfigError as error:
+        print(f"error: policy config: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    except (charts.ChartError, helm.HelmMissing) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    except ConfigError as error:
+        for line in error.lines:
+            print(f"error: {line}", file=sys.stderr)
+        print(f"{len(error.lines)} config error(s); nothing was registered.", file=sys.stderr)
+        return EXIT_CONFIG
+    finally:
+        if new_stack is not None:
+            new_stack.cancel()  # no-op once its result was taken
