@@ -114,6 +114,22 @@ def _with_unknowns(value: Any) -> Any:
     return value
 
 
+def _has_unknown(value: Any) -> bool:
+    if value == UNKNOWN_MARKER:
+        return True
+    if isinstance(value, dict):
+        return any(_has_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_unknown(v) for v in value)
+    return False
+
+
+def _props(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What a policy reads: the engine's unknown-checking proxy where a value is unknown, so that reading it
+    raises as under the CLI; without unknowns a plain mapping reads the same and costs nothing to build."""
+    return unknown_checking_proxy(_with_unknowns(value)) if _has_unknown(value) else value
+
+
 def _seconds(text: str | None) -> float:
     """Go duration ("1h30m", "90s") in seconds; 0 when unset."""
     return float(parse_duration(text)) if text else 0.0
@@ -246,17 +262,12 @@ def evaluate(
         urn = resource["urn"]
         without_props = view is not None and bool(resource.get("remote"))
         inputs = {} if without_props else resource.get("inputs") or {}
-        if resource.get("rendered"):
-            # Objects rendered from a chart hold no unknowns (the provider renders only fully known charts) and
-            # their outputs are their inputs: the plain mapping serves both, without proxying a CRD schema.
-            props = outputs = inputs
-        else:
-            props = unknown_checking_proxy(_with_unknowns(inputs))
-            modelled = None if view is None or without_props else view.stack_props(resource)
-            if modelled is None or modelled is inputs:
-                outputs = props  # stack policies see what resource policies see
-            else:
-                outputs = unknown_checking_proxy(_with_unknowns(modelled))
+        # Objects rendered from a chart hold no unknowns (the provider renders only fully known charts): no need
+        # to search a CRD schema for one.
+        props = inputs if resource.get("rendered") else _props(inputs)
+        modelled = None if view is None or without_props else view.stack_props(resource)
+        # Stack policies see what resource policies see, unless the view models other outputs (node pools).
+        outputs = props if modelled is None or modelled is inputs else _props(modelled)
         options = _options(resource)
         entries.append(
             (resource, PolicyResource(resource["type"], outputs, urn, resource["name"], options, None, None, [], {}))
