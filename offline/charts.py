@@ -39,12 +39,11 @@ import yaml
 
 from components.kubernetes_object import type_token
 from offline import helm
+from offline.markers import SECRET, contains_unknown
 from offline.vendor import CHART_DIR
 
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 CACHE_DIR = helm.REPO / "build" / ".chart-cache"
-UNKNOWN = "[unknown]"
-SECRET = "[secret]"
 _CACHE_FORMAT = "1"
 """Bump when what is cached changes, so old entries are not read."""
 
@@ -103,20 +102,10 @@ class ChartRequest:
         return CHART_DIR / f"{self.chart_name}-{self.version}.tgz"
 
 
-def _contains_unknown(value: Any) -> bool:
-    if value == UNKNOWN:
-        return True
-    if isinstance(value, Mapping):
-        return any(_contains_unknown(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_contains_unknown(v) for v in value)
-    return False
-
-
 def request(resource: Mapping[str, Any]) -> ChartRequest | None:
     """The Chart's inputs, or None when one is unknown (the provider then renders nothing)."""
     inputs = resource["inputs"]
-    if _contains_unknown(inputs):
+    if contains_unknown(inputs):
         return None
     return ChartRequest(
         resource_name=resource["name"],
@@ -253,7 +242,7 @@ def unrenderable(resources: Iterable[Mapping[str, Any]]) -> list[str]:
     """Names of the Charts whose kubernetes provider has no kubeconfig yet (its cluster does not exist)."""
     resources = list(resources)
     pending = {r["urn"] for r in resources if r["type"].startswith("pulumi:providers:kubernetes")
-               and _contains_unknown(r["inputs"].get("kubeconfig"))}  # fmt: skip
+               and contains_unknown(r["inputs"].get("kubeconfig"))}  # fmt: skip
     return [r["name"] for r in resources if r["type"] == CHART_TYPE and r.get("provider") in pending]
 
 

@@ -30,6 +30,7 @@ from pulumi.runtime.stack import run_pulumi_func
 
 from components.config import PROJECT, ConfigError, load
 from offline import charts
+from offline.markers import SECRET, UNKNOWN
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "__main__.py"
@@ -211,16 +212,16 @@ def _plain(value: Any) -> Any:
         signature = value.get(rpc._special_sig_key)
         if signature == rpc._special_secret_sig:
             # A secret whose value preview cannot know yet (a new cluster's kubeconfig) is unknown first.
-            return "[unknown]" if _plain(value.get("value")) == "[unknown]" else "[secret]"
+            return UNKNOWN if _plain(value.get("value")) == UNKNOWN else SECRET
         if signature is not None:
-            return "[unknown]"  # a resource reference or an asset: no plain value
+            return UNKNOWN  # a resource reference or an asset: no plain value
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if value == rpc.UNKNOWN or not isinstance(value, str | int | float | bool | type(None)):
-        return "[unknown]"  # the wire form's unknown, or an SDK object with no plain value
+        return UNKNOWN  # the wire form's unknown, or an SDK object with no plain value
     return value
 
 
@@ -280,7 +281,7 @@ def _engine_config(config: Mapping[str, Any]) -> dict[str, str]:
     for key, value in config.items():
         full_key = key if ":" in key else f"{PROJECT}:{key}"
         if isinstance(value, dict) and set(value) == {"secure"}:
-            value = "[secret]"
+            value = SECRET
         flat[full_key] = value if isinstance(value, str) else json.dumps(value)
     return flat
 
@@ -344,7 +345,7 @@ async def _stack_outputs() -> dict[str, Any]:
     for key, value in getattr(root, "outputs", {}).items():
         output = pulumi.Output.from_input(value)
         resolved = await output.future()
-        outputs[key] = "[secret]" if await output.is_secret() else _plain(resolved)
+        outputs[key] = SECRET if await output.is_secret() else _plain(resolved)
     return outputs
 
 

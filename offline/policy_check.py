@@ -43,14 +43,13 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 from components.config.base import parse_duration
+from offline.markers import UNKNOWN, contains_unknown
 
 POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
 TEAM_CONFIG = POLICY_DIR / "config.json"
 """The team's policy config (reviewed exceptions): `make preview` passes it as --policy-config, the workflows as
 `--policy-pack-config`."""
 PACK_NAME = "tpu-stack"
-UNKNOWN_MARKER = "[unknown]"
-"""How the offline engine writes a value preview cannot know (offline/engine.py `_plain`)."""
 
 
 class PolicyConfigError(ValueError):
@@ -105,7 +104,7 @@ def settings(
 
 def _with_unknowns(value: Any) -> Any:
     """Plan markers back to the engine's unknown sentinel, so reading one raises as under the CLI."""
-    if value == UNKNOWN_MARKER:
+    if value == UNKNOWN:
         return UNKNOWN_STRING_VALUE
     if isinstance(value, dict):
         return {k: _with_unknowns(v) for k, v in value.items()}
@@ -114,20 +113,10 @@ def _with_unknowns(value: Any) -> Any:
     return value
 
 
-def _has_unknown(value: Any) -> bool:
-    if value == UNKNOWN_MARKER:
-        return True
-    if isinstance(value, dict):
-        return any(_has_unknown(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_unknown(v) for v in value)
-    return False
-
-
 def _props(value: Mapping[str, Any]) -> Mapping[str, Any]:
     """What a policy reads: the engine's unknown-checking proxy where a value is unknown, so that reading it
     raises as under the CLI; without unknowns a plain mapping reads the same and costs nothing to build."""
-    return unknown_checking_proxy(_with_unknowns(value)) if _has_unknown(value) else value
+    return unknown_checking_proxy(_with_unknowns(value)) if contains_unknown(value) else value
 
 
 def _seconds(text: str | None) -> float:
@@ -162,7 +151,7 @@ def _new_stack_outputs(resource: Mapping[str, Any]) -> Mapping[str, Any]:
         return inputs
     outputs = dict(inputs)
     for key in ("nodeCount", "nodeLocations"):
-        outputs.setdefault(key, UNKNOWN_MARKER)
+        outputs.setdefault(key, UNKNOWN)
     return outputs
 
 

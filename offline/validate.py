@@ -34,10 +34,9 @@ from celpy import celtypes
 from jsonschema.exceptions import ValidationError
 from packaging.version import Version
 
+from offline.markers import SECRET
 from offline.vendor import CRD_DIR
 
-SECRET_MARKER = "[secret]"
-"""How the offline engine writes a secret value (offline/engine.py `_plain`)."""
 CRD_GROUPS = frozenset({"kueue.x-k8s.io", "jobset.x-k8s.io", "monitoring.googleapis.com"})
 # Groups whose kinds are compiled into the API server; only these may go to kubernetes_validate, whose file
 # lookup keeps just the first label of a group (it would take "apps.example.com/v1" for "apps/v1").
@@ -118,7 +117,7 @@ def validate_object(obj: Mapping[str, Any], *, kubernetes_version: str = "1.33")
     if not isinstance(data, dict):
         return [f"<not an object>: expected a mapping, got {type(obj).__name__}"]
     # A field the plan holds as a secret (a Secret's data) is encrypted in the engine: opaque, nothing to check.
-    data = {key: value for key, value in data.items() if value != SECRET_MARKER}
+    data = {key: value for key, value in data.items() if value != SECRET}
     api_version, kind = data.get("apiVersion"), data.get("kind")
     who = f"{kind if isinstance(kind, str) and kind else '<no kind>'}/{_name_of(data)}"
     if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
