@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
@@ -11,7 +11,7 @@ from pulumi_policy.proxy import UnknownValueError
 
 from components import iam_roles
 
-from .props import BUCKET, as_list, prop, say
+from .props import BUCKET, prop, say
 
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 # IAM resources whose grant covers everything in a project, folder or organization.
@@ -47,17 +47,25 @@ def validate_least_privilege(args: ResourceValidationArgs, report: ReportViolati
             say(report, f"member {member} makes the resource public: grant named principals only")
 
 
+def _known(read: Any) -> list[str]:
+    """`read()` as text, or nothing when preview cannot know it: a member unknown during a new stack's preview
+    is built from an account the stack creates, never a public one."""
+    try:
+        return [str(read())]
+    except UnknownValueError:
+        return []
+
+
 def _members(resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """Members an IAM resource grants to: `member`, `members`, or every binding of a policy document. A member
-    not known during a new stack's preview is built from an account the stack creates, never a public one."""
+    """The members an IAM resource grants to that preview knows: `member`, each of `members`, or every binding
+    of a policy document."""
     kind = resource_type.rsplit(":", 1)[-1]
     if kind.endswith("IAMMember"):
-        try:
-            return [str(props.get("member", ""))]
-        except UnknownValueError:
-            return []
+        return _known(lambda: props.get("member", ""))
     if kind.endswith("IAMBinding"):
-        return [str(m) for m in as_list(props.get("members"))]
+        members: Any = props.get("members")  # indexed one by one: copying the list would read every member at once
+        count = len(members) if isinstance(members, Sequence) and not isinstance(members, str) else 0
+        return [m for index in range(count) for m in _known(lambda index=index: members[index])]
     if kind.endswith("IAMPolicy"):
         try:
             document = json.loads(str(props.get("policyData") or "{}"))

@@ -535,6 +535,22 @@ def test_public_members_and_any_project_level_storage_role(rules: ModuleType) ->
     assert found[0]["message"].startswith("roles/storage.objectAdmin on a whole project/folder/organization")
 
 
+def test_members_preview_cannot_know_are_skipped_the_known_ones_checked(rules: ModuleType) -> None:
+    """A new stack's IAM members are unknown until their accounts exist; they are never public, so the policy
+    passes over them (no "can't run" note) and still checks every member it can read."""
+    binding = res(
+        "gcp:storage/bucketIAMBinding:BucketIAMBinding",
+        "readers",
+        {"bucket": "b", "role": "roles/storage.objectViewer", "members": ["[unknown]", "allUsers"]},
+    )
+    member = res("gcp:storage/bucketIAMMember:BucketIAMMember", "writer-new",
+                 {"bucket": "b", "role": "roles/storage.objectUser", "member": "[unknown]"})  # fmt: skip
+    found = [v for v in check(rules, [binding, member]) if v["policy"] == "least-privilege-iam"]
+    assert [(v["urn"].rsplit("::", 1)[1], v["message"]) for v in found] == [
+        ("readers", "member allUsers makes the resource public: grant named principals only")
+    ]
+
+
 # --- cluster-network, default-deny-network-policy -------------------------------------------------------
 
 
