@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from offline import parallel
+from offline.vendor import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 EXIT_CONFIG = 2
 
 

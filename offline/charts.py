@@ -40,10 +40,10 @@ import yaml
 from components.kubernetes_object import type_token
 from offline import helm
 from offline.markers import SECRET, contains_unknown
-from offline.vendor import CHART_DIR
+from offline.vendor import CHART_DIR, REPO
 
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
-CACHE_DIR = helm.REPO / "build" / ".chart-cache"
+CACHE_DIR = REPO / "build" / ".chart-cache"
 _CACHE_FORMAT = "1"
 """Bump when what is cached changes, so old entries are not read."""
 

@@ -31,8 +31,8 @@ from pulumi.runtime.stack import run_pulumi_func
 from components.config import PROJECT, ConfigError, load
 from offline import charts
 from offline.markers import SECRET, UNKNOWN
+from offline.vendor import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "__main__.py"
 MOCK_PROJECT_NUMBER = "123456789012"
 _UNSAFE_ENV_PREFIXES = ("GOOGLE_", "CLOUDSDK_", "KUBECONFIG", "PULUMI_CONFIG")
@@ -143,8 +143,8 @@ class _RecordingMonitor(mocks.MockMonitor):
     """Keeps what the real engine would receive, in registration order."""
 
     def __init__(self, recorded: list[dict[str, Any]], known_outputs: bool = True) -> None:
-        super().__init__(_Mocks(known_outputs))
-        self.known_outputs = known_outputs
+        self.computing = _Mocks(known_outputs)
+        super().__init__(self.computing)
         self.recorded = recorded
         self.aliases: dict[str, list[dict[str, Any]]] = {}
 
@@ -160,7 +160,7 @@ class _RecordingMonitor(mocks.MockMonitor):
             return super().RegisterResource(request)
         urn = self.make_urn(request.parent, request.type, request.name)
         inputs = _plain(json_format.MessageToDict(request.object))
-        computed = _computed_outputs(request.type, request.name, inputs) if self.known_outputs else {}
+        computed = _computed_outputs(request.type, request.name, inputs) if self.computing.known_outputs else {}
         state = struct_pb2.Struct()
         state.CopyFrom(request.object)
         if computed:

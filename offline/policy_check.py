@@ -288,16 +288,3 @@ def merge(found_by_view: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, A
             key = (found["policy"], found["level"], found["urn"], found["message"])
             merged.setdefault(key, {**found, "views": []})["views"].append(view.name)
     return list(merged.values())
-
-
-def evaluate_views(
-    runs: Mapping[str, list[dict[str, Any]]],
-    *,
-    stack: str,
-    config: Mapping[str, Any] | None = None,
-    rules: ModuleType | None = None,
-) -> list[dict[str, Any]]:
-    """Violations under every view, given each view's resources by view name, merged (`merge`)."""
-    return merge(
-        {view.name: evaluate(runs[view.name], stack=stack, config=config, rules=rules, view=view) for view in VIEWS}
-    )

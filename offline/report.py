@@ -12,10 +12,11 @@ from typing import Any
 
 import yaml
 
+from offline.charts import CHART_TYPE
 from offline.engine import Plan
+from offline.vendor import REPO
 
 COMPONENT_PREFIX = "tpu-stack:index:"
-CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 
 
 def _get(data: dict[str, Any], path: str) -> Any:
@@ -75,7 +76,7 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"x{_get(i, 'specificSkuProperties.totalCount')} "
         f"{_get(i, 'timeWindow.startTime')} -> {_get(i, 'timeWindow.endTime')}"
     ),
-    "kubernetes:helm.sh/v4:Chart": lambda i: f"{i.get('chart')} {i.get('version')} ns={i.get('namespace')}",
+    CHART_TYPE: lambda i: f"{i.get('chart')} {i.get('version')} ns={i.get('namespace')}",
 }
 
 
@@ -220,7 +221,7 @@ def plan_json(plan: Plan) -> str:
     )
 
 
-MANIFEST_CACHE = Path(__file__).resolve().parent.parent / "build" / ".manifest-cache"
+MANIFEST_CACHE = REPO / "build" / ".manifest-cache"
 
 
 def manifest_yaml(objects: list[dict[str, Any]]) -> str:

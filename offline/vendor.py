@@ -1,12 +1,13 @@
-"""Where the repo keeps the upstream files it vendors (vendor/README.md lists sources, tags and sums).
+"""The repo's root, and where it keeps the upstream files it vendors (vendor/README.md: sources, tags, sums).
 
-A module of its own so that reading a path imports nothing else: the preview renders charts from here without
-loading the schema validator.
+A module of its own so that reading a path imports nothing else: the command line finds the stack files and
+the preview renders charts from here without loading the SDK or the schema validator.
 """
 
 from pathlib import Path
 
-VENDOR = Path(__file__).resolve().parent.parent / "vendor"
+REPO = Path(__file__).resolve().parent.parent
+VENDOR = REPO / "vendor"
 CRD_DIR = VENDOR / "crds"
 CHART_DIR = VENDOR / "charts"
 DATA_DIR = VENDOR / "data"

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import (
-    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
@@ -29,6 +28,7 @@ from .props import (
     prop,
     say,
     stack_of,
+    string_list_schema,
 )
 
 NO_RESERVATION = "NO_RESERVATION"
@@ -353,13 +353,6 @@ def validate_labels(args: ResourceValidationArgs, report: ReportViolation) -> No
         say(report, f"add label(s) {', '.join(missing)} to {path}")
 
 
-REQUIRED_LABELS_SCHEMA = PolicyConfigSchema(
-    properties={
-        "requiredLabels": {
-            "type": "array",
-            "items": {"type": "string"},
-            "default": DEFAULT_REQUIRED_LABELS,
-            "description": "Label keys every labelled GCP resource carries",
-        }
-    }
+REQUIRED_LABELS_SCHEMA = string_list_schema(
+    "requiredLabels", DEFAULT_REQUIRED_LABELS, "Label keys every labelled GCP resource carries"
 )

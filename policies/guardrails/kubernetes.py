@@ -25,6 +25,7 @@ from .props import (
     prop,
     say,
     stack_of,
+    string_list_schema,
 )
 
 WIDEST_PREFIX = {4: 8, 6: 16}
@@ -238,15 +239,8 @@ def validate_image_digests(args: ResourceValidationArgs, report: ReportViolation
             )
 
 
-SOURCE_RANGES_SCHEMA = PolicyConfigSchema(
-    properties={
-        "allowedSourceRanges": {
-            "type": "array",
-            "items": {"type": "string"},
-            "default": [],
-            "description": "CIDR ranges an external LoadBalancer may admit; empty: any range but 0.0.0.0/0",
-        }
-    }
+SOURCE_RANGES_SCHEMA = string_list_schema(
+    "allowedSourceRanges", [], "CIDR ranges an external LoadBalancer may admit; empty: any range but 0.0.0.0/0"
 )
 
 

@@ -66,13 +66,15 @@ def say(report: ReportViolation, message: str) -> None:
     report(message, None)
 
 
-PROTECTED_STACKS_SCHEMA = PolicyConfigSchema(
-    properties={
-        "protectedStacks": {
-            "type": "array",
-            "items": {"type": "string"},
-            "default": DEFAULT_PROTECTED_STACKS,
-            "description": "Stacks whose cluster and bucket must be protected",
+def string_list_schema(name: str, default: list[str], description: str) -> PolicyConfigSchema:
+    """A policy config property holding a list of strings (stack names, label keys, CIDR ranges)."""
+    return PolicyConfigSchema(
+        properties={
+            name: {"type": "array", "items": {"type": "string"}, "default": default, "description": description}
         }
-    }
+    )
+
+
+PROTECTED_STACKS_SCHEMA = string_list_schema(
+    "protectedStacks", DEFAULT_PROTECTED_STACKS, "Stacks whose cluster and bucket must be protected"
 )
