@@ -31,8 +31,11 @@ from components.tpu_slice_pools import TpuSlicePools
 from components.workload_identity import BucketRole, WorkloadIdentity
 
 config = load_from_pulumi()
+# In protected stacks every resource is protected (children inherit it from their component, a chart's
+# rendered objects from the Chart): `pulumi destroy` and replacements stop until `pulumi state unprotect`.
+protected = pulumi.ResourceOptions(protect=config.protected)
 
-cluster = GkeCluster(config.cluster.name, config=config)
+cluster = GkeCluster(config.cluster.name, config=config, opts=protected)
 pools = {
     pool.name: TpuSlicePools(
         pool.name,
@@ -40,14 +43,15 @@ pools = {
         pool=pool,
         cluster=cluster.cluster,
         node_service_account_email=cluster.node_service_account_email,
+        opts=protected,
     )
     for pool in config.tpu_pools
 }
 
 # --- batch scheduling: JobSet, Kueue and the queues derived from the pools ---
-jobset = JobSetInstall("jobset", config=config, provider=cluster.provider)
-kueue = KueueInstall("kueue", config=config, provider=cluster.provider, depends_on=[jobset.chart])
-queues = KueueQueues("queues", config=config, provider=cluster.provider, kueue_chart=kueue.chart)
+jobset = JobSetInstall("jobset", config=config, provider=cluster.provider, opts=protected)
+kueue = KueueInstall("kueue", config=config, provider=cluster.provider, depends_on=[jobset.chart], opts=protected)
+queues = KueueQueues("queues", config=config, provider=cluster.provider, kueue_chart=kueue.chart, opts=protected)
 pulumi.export(
     "queues",
     {
@@ -66,6 +70,7 @@ for prefix, install_namespace, namespace_name, ports in (
         policies=controller_policies(namespace_name, ports),
         provider=cluster.provider,
         depends_on=[install_namespace],
+        opts=protected,
     )
 # Managed Service for Prometheus scrapes both controllers (their namespaces admit it on the metrics port).
 for release, install, namespace_name, labels in (
@@ -79,14 +84,19 @@ for release, install, namespace_name, labels in (
         pod_labels=labels,
         provider=cluster.provider,
         depends_on=[install.namespace, install.chart],
+        opts=protected,
     )
 for name, namespace in queues.namespaces.items():
     NamespacePolicies(
-        f"{name}-policies", policies=training_policies(name), provider=cluster.provider, depends_on=[namespace]
+        f"{name}-policies",
+        policies=training_policies(name),
+        provider=cluster.provider,
+        depends_on=[namespace],
+        opts=protected,
     )
 
 # --- serving and identity: bucket, Workload Identity, Saxml ---
-bucket = Bucket("data", config=config)
+bucket = Bucket("data", config=config, opts=protected)
 project_number = workload_identity.project_number(config)
 identities = [
     WorkloadIdentity(
@@ -98,6 +108,7 @@ identities = [
         cluster=cluster.cluster,
         namespace=queues.namespace_name(workload.namespace),
         project_number=project_number,
+        opts=protected,
     )
     for _field, _index, workload, role in config.bucket.grants
 ]
@@ -111,6 +122,7 @@ saxml = (
         project_number=project_number,
         # Kueue's JobSet webhook (failurePolicy Fail) refuses JobSets until its controller serves.
         depends_on=[jobset.chart, kueue.chart],
+        opts=protected,
     )
     if config.saxml
     else None
@@ -119,7 +131,7 @@ if saxml:
     identities.append(saxml.identity)
 
 # --- observability: dashboard and alert policies from the pools and queues ---
-monitoring = Monitoring("monitoring", config=config)
+monitoring = Monitoring("monitoring", config=config, opts=protected)
 
 # --- outputs ---
 pulumi.export("clusterName", cluster.cluster.output("name"))

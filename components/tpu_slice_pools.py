@@ -104,12 +104,25 @@ class TpuSlicePools(pulumi.ComponentResource):
                 "autoDeleteAutoCreatedReservations": True,
                 "specificReservationRequired": True,
             },
-            opts=CALENDAR_REQUEST_OPTIONS.merge(pulumi.ResourceOptions(parent=self)),
+            opts=CALENDAR_REQUEST_OPTIONS.merge(
+                pulumi.ResourceOptions(
+                    parent=self,
+                    # The import ID format of google_compute_future_reservation; an ID the state already holds
+                    # is no import (the engine imports only when the state has no resource with that ID).
+                    import_=(
+                        f"projects/{config.project}/zones/{pool.zone}/futureReservations/{pool.reservation_name}"
+                        if window.existing
+                        else None
+                    ),
+                )
+            ),
         )
 
 
-CALENDAR_REQUEST_OPTIONS = pulumi.ResourceOptions(retain_on_delete=True, replace_on_changes=["*"])
-"""A submitted calendar request is immutable and cannot be deleted: replace it on change, never delete it."""
+CALENDAR_REQUEST_OPTIONS = pulumi.ResourceOptions(retain_on_delete=True, replace_on_changes=["*"], protect=False)
+"""A submitted calendar request is immutable and cannot be deleted: replace it on change, never delete it. Never
+protected, even in protected stacks: it is never deleted anyway, and protection would refuse the replacement a
+new window needs."""
 
 
 def _autoscaling(pool: TpuPoolConfig) -> dict[str, Any] | None:

@@ -280,9 +280,17 @@ def children(chart_resource: Mapping[str, Any], kubernetes_version: str) -> list
                 "custom": True,
                 "remote": False,
                 "rendered": True,
-                "protect": False,
+                # The provider registers each child with the Chart as parent, and the Go SDK gives a child its
+                # parent's protect (sdk/go/pulumi/context.go); the Chart gets the program's from Construct.
+                "protect": bool(chart_resource.get("protect")),
                 "ignoreChanges": [],
                 "customTimeouts": {},
+                "replaceOnChanges": [],
+                "deleteBeforeReplace": None,
+                "retainOnDelete": False,
+                "deletedWith": None,
+                "aliases": [],
+                "importId": None,
                 "inputs": obj,
             }
         )

@@ -49,9 +49,6 @@ class Plan:
     violations: list[dict[str, Any]] = field(default_factory=list)
     unrendered_in_new_stack: list[str] = field(default_factory=list)
     """Charts a new stack's preview cannot render (their cluster does not exist yet); shown in the report."""
-    aliases: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """URN -> the aliases it was registered with ({"urn"} or a spec: name, type, stack, project, parentUrn,
-    noParent); read by offline/urns.py, not part of plan.json."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,7 +143,6 @@ class _RecordingMonitor(mocks.MockMonitor):
         self.computing = _Mocks(known_outputs)
         super().__init__(self.computing)
         self.recorded = recorded
-        self.aliases: dict[str, list[dict[str, Any]]] = {}
 
     def Invoke(self, request: Any) -> Any:
         response = super().Invoke(request)
@@ -179,14 +175,27 @@ class _RecordingMonitor(mocks.MockMonitor):
                 "protect": bool(request.protect),
                 "ignoreChanges": list(request.ignoreChanges),
                 "customTimeouts": _timeouts(request),
+                **_lifecycle_options(request),
                 "provider": request.provider.rsplit("::", 1)[0] if request.provider else None,
                 "inputs": inputs,
             }
         )
-        aliases = [_alias(a) for a in request.aliases] + [{"urn": u} for u in request.aliasURNs]
-        if aliases:
-            self.aliases[urn] = aliases
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state)
+
+
+def _lifecycle_options(request: Any) -> dict[str, Any]:
+    """The options the engine acts on in an update or a destroy, as the engine receives them:
+    `deleteBeforeReplace` is None where the program left it to the provider (named resources get
+    delete-before-replace from the provider's diff), `deletedWith` the URN of the resource whose deletion
+    deletes this one, `importId` the cloud ID of an existing resource the engine adopts instead of creating."""
+    return {
+        "replaceOnChanges": list(request.replaceOnChanges),
+        "deleteBeforeReplace": bool(request.deleteBeforeReplace) if request.deleteBeforeReplaceDefined else None,
+        "retainOnDelete": bool(request.retainOnDelete),
+        "deletedWith": request.deletedWith or None,
+        "aliases": [_alias(a) for a in request.aliases] + [{"urn": u} for u in request.aliasURNs],
+        "importId": request.importId or None,
+    }
 
 
 def _alias(alias: Any) -> dict[str, Any]:
@@ -311,7 +320,7 @@ def run_program(
     monitor = _RecordingMonitor(recorded, known_outputs)
     mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
     runtime_config.set_all_config(_engine_config(config))
-    plan = Plan(project=PROJECT, stack=stack, resources=recorded, aliases=monitor.aliases)
+    plan = Plan(project=PROJECT, stack=stack, resources=recorded)
     # A run builds ~100k SDK objects (outputs, futures, typed args) that live until it ends; cyclic collection
     # during the run only re-scans them (a third of the run at 256 slices), so it waits until the run is over.
     collecting = gc.isenabled()

@@ -129,7 +129,7 @@ def _options(resource: Mapping[str, Any]) -> PolicyResourceOptions:
     return PolicyResourceOptions(
         protect=bool(resource.get("protect")),
         ignore_changes=list(resource.get("ignoreChanges") or []),
-        delete_before_replace=None,
+        delete_before_replace=resource.get("deleteBeforeReplace"),
         aliases=[],
         custom_timeouts=PolicyCustomTimeouts(
             _seconds(timeouts.get("create")), _seconds(timeouts.get("update")), _seconds(timeouts.get("delete"))
@@ -192,7 +192,7 @@ DEPLOYED = View(
 VIEWS = (NEW_STACK, DEPLOYED)
 
 
-def _analyzed(resource: Mapping[str, Any]) -> bool:
+def analyzed(resource: Mapping[str, Any]) -> bool:
     """Resources the engine sends to Analyze: custom resources and remote components (Helm charts), not providers
     or the program's own components (they have no inputs of their own)."""
     if resource["type"].startswith("pulumi:providers:"):
@@ -261,7 +261,7 @@ def evaluate(
         entries.append(
             (resource, PolicyResource(resource["type"], outputs, urn, resource["name"], options, None, None, [], {}))
         )
-        if not _analyzed(resource):
+        if not analyzed(resource):
             continue
         for policy, level, properties in active:
             if isinstance(policy, ResourceValidationPolicy):

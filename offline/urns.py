@@ -92,7 +92,7 @@ class _Resolver:
             urns = {self.current(mock_urn)}
             for prefix in self._prefixes(resource["parent"]):
                 urns.add(_urn(self.plan.stack, self.plan.project, prefix, resource["type"], resource["name"]))
-            for alias in self.plan.aliases.get(mock_urn, []):
+            for alias in resource.get("aliases") or []:
                 urns |= self._alias_urns(resource, alias)
             self._former[mock_urn] = urns
         return self._former[mock_urn]

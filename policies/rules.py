@@ -142,7 +142,7 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     ),
     ResourceValidationPolicy(
         name="protected-stack-resources",
-        description="In protected stacks the cluster and bucket are protected and cannot be deleted by accident.",
+        description="In protected stacks every resource is protected (calendar requests are retained instead).",
         validate=validate_protected,
         enforcement_level=MANDATORY,
         config_schema=PROTECTED_STACKS_SCHEMA,

@@ -4,6 +4,7 @@ other part derives from.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -70,8 +71,12 @@ class FutureReservationConfig(ConfigModel):
     start_time: datetime
     end_time: datetime
     name: str | None = None
-    """Defaults to `<pool name>-<start date>`, so a new window submits a new request."""
+    """Defaults to `<pool name>-<start date>-<digest of the request>`: a changed window or chip count submits a
+    new request under a new name (the old one is kept: it cannot be deleted)."""
     workload_type: Literal["BATCH", "SERVING"] = "BATCH"
+    existing: bool = False
+    """The request was submitted already (by an earlier `pulumi up`, kept by `pulumi destroy`): take it into the
+    stack by its ID instead of submitting it again, which Compute refuses (the name is taken)."""
 
     @model_validator(mode="after")
     def _window(self) -> FutureReservationConfig:
@@ -328,8 +333,25 @@ class TpuPoolConfig(ConfigModel):
     def reservation_name(self) -> str | None:
         window = self.future_reservation
         if window is not None:
-            return window.name or f"{self.name}-{window.start_time.astimezone(UTC):%Y%m%d}"
+            return window.name or f"{self.name}-{window.start_time.astimezone(UTC):%Y%m%d}-{self._request_digest}"
         return self.reservation
+
+    @property
+    def _request_digest(self) -> str:
+        """8 hex digits of what the calendar request asks for: a different request never reuses a name."""
+        window = self.future_reservation
+        assert window is not None
+        request = "|".join(
+            (
+                str(self.zone),
+                self.machine.name,
+                str(self.total_chips),
+                window.start_time.astimezone(UTC).isoformat(),
+                window.end_time.astimezone(UTC).isoformat(),
+                window.workload_type,
+            )
+        )
+        return hashlib.sha256(request.encode()).hexdigest()[:8]
 
     @property
     def max_run_duration_seconds(self) -> int | None:

@@ -76,5 +76,5 @@ def string_list_schema(name: str, default: list[str], description: str) -> Polic
 
 
 PROTECTED_STACKS_SCHEMA = string_list_schema(
-    "protectedStacks", DEFAULT_PROTECTED_STACKS, "Stacks whose cluster and bucket must be protected"
+    "protectedStacks", DEFAULT_PROTECTED_STACKS, "Stacks whose resources must all be protected"
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -189,7 +190,8 @@ def test_calendar_mode_request_is_a_tpu_aggregate_reservation(run: StackRunner) 
     plan, start, end = calendar_plan(run)
     (reservation,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
     inputs = reservation["inputs"]
-    name = f"cal-{start[:10].replace('-', '')}"  # a new window is a new request, under a new name
+    name = inputs["name"]
+    assert re.fullmatch(f"cal-{start[:10].replace('-', '')}-[0-9a-f]{{8}}", name), name
     assert "specificSkuProperties" not in inputs
     assert inputs["aggregateReservation"] == {
         "vmFamily": "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT5LP",
@@ -208,7 +210,7 @@ def test_calendar_mode_request_is_a_tpu_aggregate_reservation(run: StackRunner) 
 def test_calendar_pools_are_usable_before_during_and_after_the_window(run: StackRunner) -> None:
     # The reservation exists only after approval and is active only in its window: each slice pool scales
     # 0 -> one slice (4 VMs of a 4x4 v5e slice) -> 0 on it instead of holding a fixed size.
-    plan, start, _end = calendar_plan(run)
+    plan, _start, _end = calendar_plan(run)
     (reservation,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
     pools = pools_of(plan, "cal")
     assert len(pools) == 2
@@ -217,7 +219,7 @@ def test_calendar_pools_are_usable_before_during_and_after_the_window(run: Stack
             "config.machineType": "ct5lp-hightpu-4t",
             "config.reservationAffinity.consumeReservationType": "SPECIFIC_RESERVATION",
             "config.reservationAffinity.key": "compute.googleapis.com/reservation-name",
-            "config.reservationAffinity.values": [f"cal-{start[:10].replace('-', '')}"],
+            "config.reservationAffinity.values": [reservation["inputs"]["name"]],
             "initialNodeCount": 0,
             "locations": [ZONE],
             "placementPolicy.tpuTopology": "4x4",
@@ -247,6 +249,46 @@ def test_calendar_request_survives_destroy_and_is_replaced_not_modified(
     monkeypatch.setattr(engine._RecordingMonitor, "RegisterResource", record)
     calendar_plan(run, workloadType="SERVING")
     assert seen == {"retain": True, "replace": ["*"]}
+
+
+def test_a_changed_calendar_request_gets_a_name_of_its_own(run: StackRunner) -> None:
+    """A submitted request keeps its name until Compute deletes it at the window's end: a changed window, chip
+    count or workload type with the same start date must not ask for that name again (409)."""
+    from datetime import UTC, datetime, timedelta
+
+    start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
+
+    def name(days: int = 7, slices: int = 2, **window: str) -> str:
+        end = start + timedelta(days=days)
+        plan = run({"tpu-stack:tpuPools": [{
+            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": slices, "zone": ZONE,
+            "provisioning": "reservation",
+            "futureReservation": {"startTime": start.isoformat(), "endTime": end.isoformat(), **window}}]})  # fmt: skip
+        (reservation,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
+        return str(reservation["inputs"]["name"])
+
+    first = name()
+    assert name() == first  # the same request keeps its name: no replacement on every update
+    others = {name(days=14), name(slices=4), name(workloadType="SERVING")}
+    assert first not in others and len(others) == 3
+    assert name(name="q3-training") == "q3-training"  # a name given in config is used as it is
+
+
+def test_a_kept_calendar_request_is_taken_back_by_its_id(run: StackRunner) -> None:
+    """`pulumi destroy` keeps a submitted request; `existing: true` imports it instead of submitting it again."""
+    from datetime import UTC, datetime, timedelta
+
+    start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
+    window = {"startTime": start.isoformat(), "endTime": (start + timedelta(days=7)).isoformat(), "name": "q3"}
+    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": ZONE,
+            "provisioning": "reservation"}  # fmt: skip
+    fresh = run({"tpu-stack:tpuPools": [{**pool, "futureReservation": window}]})
+    kept = run({"tpu-stack:tpuPools": [{**pool, "futureReservation": {**window, "existing": True}}]})
+    (submitted,) = fresh.by_type("gcp:compute/futureReservation:FutureReservation")
+    (imported,) = kept.by_type("gcp:compute/futureReservation:FutureReservation")
+    assert submitted["importId"] is None
+    assert imported["importId"] == f"projects/proj-1234/zones/{ZONE}/futureReservations/q3"
+    assert (imported["retainOnDelete"], imported["replaceOnChanges"]) == (True, ["*"])
 
 
 def test_tpu_pools_do_not_ignore_their_labels_and_taints(run: StackRunner) -> None:

@@ -12,7 +12,8 @@ from offline.engine import run_stack
 
 PLAN_KEYS = {"project", "stack", "resources", "outputs", "violations"}
 RESOURCE_KEYS = {"urn", "type", "name", "parent", "dependencies", "custom", "remote", "protect", "ignoreChanges",
-                 "inputs"}  # fmt: skip
+                 "customTimeouts", "replaceOnChanges", "deleteBeforeReplace", "retainOnDelete", "deletedWith",
+                 "aliases", "importId", "inputs"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

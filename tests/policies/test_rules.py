@@ -839,19 +839,36 @@ def prod(resources: list[dict[str, Any]], protect: bool = True, digests: bool = 
         server["template"]["spec"]["containers"][0]["image"] = f"{SAX_MODEL}@sha256:" + "0" * 64
     for resource in resources:
         resource["urn"] = resource["urn"].replace("urn:pulumi:dev::", "urn:pulumi:prod::")
-        if resource["name"] in ("tpu-dev", "data-bucket"):
-            resource["protect"] = protect
+        resource["protect"] = protect
     put(find(resources, "tpu-dev"), "deletionProtection", True)
     put(find(resources, "tpu-dev"), "privateClusterConfig.enablePrivateNodes", True)
     put(find(resources, "tpu-dev"), "controlPlaneEndpointsConfig.ipEndpointsConfig.enabled", False)
     return resources
 
 
-def test_protected_stacks_protect_cluster_and_bucket(rules: ModuleType) -> None:
+def test_protected_stacks_protect_every_resource(rules: ModuleType) -> None:
+    """The engine refuses a protected resource only at its own delete step, after its dependents: a node pool, a
+    namespace or a chart left unprotected is deleted by `pulumi destroy` before the protected cluster stops it."""
     assert check(rules, prod(baseline()), stack="prod") == []
-    found = only(check(rules, prod(baseline(), protect=False), stack="prod"), "protected-stack-resources")
-    assert [v["urn"].rsplit("::", 1)[1] for v in found] == ["tpu-dev", "data-bucket"]
+    resources = prod(baseline(), protect=False)
+    found = only(check(rules, resources, stack="prod"), "protected-stack-resources")
+    assert sorted(v["urn"].rsplit("::", 1)[1] for v in found) == sorted(r["name"] for r in resources)
     assert all("ResourceOptions(protect=True)" in v["message"] for v in found)
+    resources = prod(baseline())
+    find(resources, "flex")["protect"] = False
+    found = only(check(rules, resources, stack="prod"), "protected-stack-resources")
+    assert [v["urn"].rsplit("::", 1)[1] for v in found] == ["flex"]
+
+
+def test_calendar_requests_are_retained_not_protected(rules: ModuleType) -> None:
+    """Compute cannot delete a submitted calendar request; the stack retains it on delete and replaces it when the
+    window changes, which protection would refuse."""
+    request = res(
+        "gcp:compute/futureReservation:FutureReservation", "cal", {"name": "cal", "reservationMode": "CALENDAR"}
+    )
+    resources = prod([*baseline(), request])
+    find(resources, "cal")["protect"] = False
+    assert check(rules, resources, stack="prod") == []
     resources = prod(baseline())
     put(find(resources, "tpu-dev"), "deletionProtection", False)
     put(find(resources, "data-bucket"), "forceDestroy", True)
@@ -869,17 +886,18 @@ def test_the_policy_checks_by_default_every_stack_the_program_protects(rules: Mo
     # Every policy that applies to protected stacks reads the same list.
     assert {v["policy"] for v in everything} == {"protected-stack-resources", "cluster-network", "images-by-digest"}
     found = [v for v in everything if v["policy"] == "protected-stack-resources"]
-    assert [(v["urn"].rsplit("::", 1)[1], v["message"]) for v in found] == [
-        ("tpu-dev", "stack 'production' is protected: register this resource with ResourceOptions(protect=True)"),
+    unprotected = "stack 'production' is protected: register this resource with ResourceOptions(protect=True)"
+    assert [v["urn"].rsplit("::", 1)[1] for v in found if v["message"] == unprotected] == [r["name"] for r in resources]
+    assert [(v["urn"].rsplit("::", 1)[1], v["message"]) for v in found if v["message"] != unprotected] == [
         ("tpu-dev", "stack 'production' is protected: set deletionProtection true on the cluster"),
-        ("data-bucket", "stack 'production' is protected: register this resource with ResourceOptions(protect=True)"),
     ]
 
 
 def test_protected_stacks_come_from_policy_config(rules: ModuleType) -> None:
     config = {"protected-stack-resources": {"protectedStacks": ["dev"]}}
-    found = only(check(rules, baseline(), config=config), "protected-stack-resources")
-    assert {v["urn"].rsplit("::", 1)[1] for v in found} == {"tpu-dev", "data-bucket"}
+    resources = baseline()
+    found = only(check(rules, resources, config=config), "protected-stack-resources")
+    assert {v["urn"].rsplit("::", 1)[1] for v in found} == {r["name"] for r in resources}
 
 
 # --- advisory: tpu-node-auto-upgrade, required-labels ----------------------------------------------------
