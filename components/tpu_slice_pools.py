@@ -62,6 +62,12 @@ class TpuSlicePools(pulumi.ComponentResource):
                     depends_on=depends_on,
                     custom_timeouts=NODE_POOL_TIMEOUTS,
                     ignore_changes=ignore,
+                    # The provider updates no placement policy in place (placement_policy.tpu_topology is not
+                    # ForceNew and the node pool update sends no topology): a new slice shape is a new pool. The
+                    # engine creates first for a replaceOnChanges replacement; the pool's name is fixed, so delete
+                    # first.
+                    replace_on_changes=["placementPolicy"],
+                    delete_before_replace=True,
                 ),
             )
             for node_pool_name in pool.node_pool_names

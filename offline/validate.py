@@ -5,7 +5,8 @@ Custom resources (`kueue.x-k8s.io`, `jobset.x-k8s.io`, `monitoring.googleapis.co
 upstream CRDs vendored in `vendor/crds` (provenance in vendor/README.md) for the version named in `apiVersion`:
 schema defaults applied first (as the API server does), unknown fields rejected, RE2 patterns, list-map/set
 uniqueness, then the CRDs' `x-kubernetes-validations` CEL rules with `cel-python`. Rules that use `oldSelf`
-only guard updates and are skipped. Core kinds go to `kubernetes_validate` in strict mode.
+only guard updates: `validate_update` runs them on an old and a new object. Core kinds go to
+`kubernetes_validate` in strict mode.
 
 `kubernetes_version` picks the core schemas: the newest schema set shipped by `kubernetes_validate` that is
 not newer than the asked minor (1.33 -> 1.33.0; anything newer than the last shipped set -> that set). The
@@ -134,6 +135,22 @@ def validate_object(obj: Mapping[str, Any], *, kubernetes_version: str = "1.33")
     else:
         errors.append(f"{who}: no schema for {api_version}/{kind}")
     return errors
+
+
+def validate_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Errors the API server would give updating custom resource `old` to `new` in place: the CRD's transition
+    rules (those that read `oldSelf`), evaluated where the schema correlates the old and the new value (object
+    properties, map values, items of `x-kubernetes-list-type: map` lists by their keys), as the API server
+    does. [] for kinds without a vendored CRD (their update rules live in the API server or a webhook)."""
+    old_data, new_data = _plain(old), _plain(new)
+    api_version, kind = new_data.get("apiVersion"), new_data.get("kind")
+    crd = load_crds().versions.get((api_version, kind))
+    if crd is None or (old_data.get("apiVersion"), old_data.get("kind")) != (api_version, kind):
+        return []
+    old_data, new_data = copy.deepcopy(old_data), copy.deepcopy(new_data)
+    _apply_defaults(crd.schema, old_data)
+    _apply_defaults(crd.schema, new_data)
+    return [f"{kind}/{_name_of(new_data)}: {e}" for e in _transition_errors(crd.schema, old_data, new_data, "")]
 
 
 def validate_all(objs: Iterable[Mapping[str, Any]], *, kubernetes_version: str = "1.33") -> list[str]:
@@ -419,6 +436,53 @@ def _rule_errors(schema: Mapping[str, Any], value: Any, where: str) -> list[str]
     for sub, child, child_where in _pairs(schema, value, where):
         errors += _rule_errors(sub, child, child_where)
     return errors
+
+
+def _transition_errors(schema: Mapping[str, Any], old: Any, new: Any, where: str) -> list[str]:
+    if old is None or new is None:
+        return []  # a value set or removed has no old self to compare: transition rules do not run
+    errors: list[str] = []
+    for entry in schema.get("x-kubernetes-validations") or ():
+        text = entry["rule"]
+        if not _OLD_SELF.search(text):
+            continue
+        program = _compile_rule(text)
+        if isinstance(program, str):
+            continue  # listed by unsupported_rules()
+        try:
+            result = program.evaluate({"self": celpy.json_to_cel(new), "oldSelf": celpy.json_to_cel(old)})
+        except Exception as exc:  # an evaluation failure refuses the update, as on the server
+            result = exc
+        if not (isinstance(result, celtypes.BoolType) and result):
+            message = entry.get("message") or f"failed rule: {text}"
+            errors.append(f"{where + entry.get('fieldPath', '') or '(root)'}: {message}")
+    for sub, old_child, new_child, child_where in _correlated(schema, old, new, where):
+        errors += _transition_errors(sub, old_child, new_child, child_where)
+    return errors
+
+
+def _correlated(
+    schema: Mapping[str, Any], old: Any, new: Any, where: str
+) -> Iterator[tuple[Mapping[str, Any], Any, Any, str]]:
+    """(subschema, old value, new value, path) for the children the API server correlates between versions."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        props = schema.get("properties")
+        if props:
+            for key, sub in props.items():
+                if key in old and key in new:
+                    yield sub, old[key], new[key], _join(where, key)
+        elif isinstance(schema.get("additionalProperties"), dict):
+            for key in old.keys() & new.keys():
+                yield schema["additionalProperties"], old[key], new[key], f"{where}[{key}]"
+    elif isinstance(old, list) and isinstance(new, list) and isinstance(schema.get("items"), dict):
+        if schema.get("x-kubernetes-list-type") != "map":
+            return  # atomic and set lists: items have no identity across versions
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        before = {json.dumps([item.get(k) for k in keys]): item for item in old if isinstance(item, dict)}
+        for i, item in enumerate(new):
+            ident = json.dumps([item.get(k) for k in keys]) if isinstance(item, dict) else None
+            if ident in before:
+                yield schema["items"], before[ident], item, f"{where}[{i}]"
 
 
 def _short(result: object) -> str:

@@ -1,0 +1,50 @@
+"""Plans of dev and prod as deployed today and after each kind of change, for the lifecycle scenarios.
+
+A scenario is two runs of the real program under the mock engine: the stack file as it is (the deployed state)
+and the stack file with one change. offline/lifecycle.py turns the pair into the engine's steps, judged by the
+catalogue (catalogue.py).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from components.config import load
+from offline.engine import _engine_config, read_stack_file, run_program
+from offline.lifecycle import Transition, transition
+from offline.vendor import REPO
+from tests.lifecycle.catalogue import CATALOGUE
+
+Records = list[dict[str, Any]]
+Change = Callable[[dict[str, Any]], None]
+
+
+def stack_config(stack: str) -> dict[str, Any]:
+    """The `config:` of Pulumi.<stack>.yaml, as the engine reads it."""
+    return read_stack_file(REPO / f"Pulumi.{stack}.yaml")
+
+
+def plan(stack: str, config: Mapping[str, Any]) -> Records:
+    """Every resource the program declares with `config`, the charts' rendered objects included."""
+    minor = load(_engine_config(config), stack=stack).cluster.kubernetes_minor
+    return run_program(config, stack=stack, kubernetes_version=minor).resources
+
+
+def changed(stack: str, change: Change) -> Records:
+    config = copy.deepcopy(stack_config(stack))
+    change(config)
+    return plan(stack, config)
+
+
+def step(old: Records, new: Records, in_cloud: Records | None = None) -> Transition:
+    return transition(old, new, CATALOGUE, in_cloud=in_cloud or [])
+
+
+@pytest.fixture(scope="session")
+def deployed() -> dict[str, Records]:
+    """What dev and prod hold after `pulumi up` of today's stack files."""
+    return {stack: plan(stack, stack_config(stack)) for stack in ("dev", "prod")}
