@@ -12,6 +12,7 @@ import yaml
 from components.config.cluster import SYSTEM_POOL_NAME, MaintenanceConfig, version_below_floor
 from components.config.stack import StackConfig
 from components.gcp_resource import GcpResource
+from components.network_policies import JOBSET_API_SERVER_PORTS, KUEUE_API_SERVER_PORTS
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 SHIELDED = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
@@ -19,6 +20,14 @@ SHIELDED = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
 # node pools 2 hours): a shorter timeout only makes a long create fail sooner and leaves it half-recorded.
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="90m")
 NODE_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="120m", delete="120m")
+
+GKE_CONTROL_PLANE_PORTS = (443, 10250)
+"""What GKE's own firewall rule lets the control plane reach on private nodes (HTTPS, kubelet)."""
+CHART_API_SERVER_PORTS = (KUEUE_API_SERVER_PORTS, JOBSET_API_SERVER_PORTS)
+"""Pod ports the API server calls in each installed chart (webhooks and APIServices with failurePolicy Fail);
+a chart the stack adds puts its tuple here."""
+WEBHOOK_PORTS = tuple(sorted({port for ports in CHART_API_SERVER_PORTS for port in ports} - {*GKE_CONTROL_PLANE_PORTS}))
+"""What the stack's firewall rule opens from the control plane to the nodes: the charts' ports GKE does not."""
 
 
 def kubeconfig(name: str, dns_endpoint: str) -> str:
@@ -109,7 +118,7 @@ class GkeCluster(pulumi.ComponentResource):
             "monitoringConfig": {"managedPrometheus": {"enabled": True}},
             **_access(config),
         }
-        computed = ("endpoint", "masterVersion", "controlPlaneEndpointsConfig")
+        computed = ("endpoint", "masterVersion", "controlPlaneEndpointsConfig", "privateClusterConfig")
         if cluster_config.mode == "autopilot":
             self.cluster: GcpResource = GcpResource(
                 "gcp:container/cluster:Cluster",
@@ -160,6 +169,9 @@ class GkeCluster(pulumi.ComponentResource):
             lambda version: check_version_floor(version, floor)
         )
         self.nat: GcpResource | None = self._nat(name, config) if config.private_nodes else None
+        self.webhook_firewall: GcpResource | None = (
+            self._webhook_firewall(name, config) if config.private_nodes else None
+        )
         # Every client (this program's provider, CI, operators) uses the DNS endpoint: IAM decides who gets in,
         # from any network, whether or not the IP endpoint is on.
         self.dns_endpoint: pulumi.Output[str] = self._reported("controlPlaneEndpointsConfig").apply(_dns_endpoint)
@@ -168,7 +180,8 @@ class GkeCluster(pulumi.ComponentResource):
                 lambda args: kubeconfig(args[0], args[1])
             )
         )
-        # In-cluster objects need schedulable CPU nodes (controllers, webhooks); TPU pools are not waited for.
+        # In-cluster objects need schedulable CPU nodes (controllers, webhooks) and, on private nodes, the
+        # control plane's way to the webhooks; TPU pools are not waited for.
         # clusterIdentifier: the provider (and every object under it) is replaced only when it changes. The DNS
         # endpoint names one cluster for its whole life, so a new kubeconfig (CA rotation, the IP endpoint turned
         # on or off) updates the provider in place, and a replaced cluster (an unknown endpoint) replaces it.
@@ -177,7 +190,9 @@ class GkeCluster(pulumi.ComponentResource):
             kubeconfig=self.kubeconfig,
             cluster_identifier=self.dns_endpoint,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[r for r in [self.system_pool] if r]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[r for r in [self.system_pool, self.webhook_firewall] if r]
+            ),
         )
         self.register_outputs(
             {
@@ -188,7 +203,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
     def _reported(self, key: str) -> pulumi.Output[Any]:
-        """A cluster output GKE completes (the endpoints in controlPlaneEndpointsConfig), read
+        """A cluster output GKE completes (the endpoints in controlPlaneEndpointsConfig, privateClusterConfig), read
         once GKE has reported the cluster: these outputs also carry the program's own inputs, known even before the
         cluster exists (a new stack's preview), and those name no endpoint. `endpoint` exists only in GKE's answer."""
         return pulumi.Output.all(self.cluster.output("endpoint"), self.cluster.output(key)).apply(lambda v: v[1])
@@ -214,6 +229,26 @@ class GkeCluster(pulumi.ComponentResource):
                 "natIpAllocateOption": "AUTO_ONLY",
                 "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES",
                 "logConfig": {"enable": True, "filter": "ERRORS_ONLY"},
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _webhook_firewall(self, name: str, config: StackConfig) -> GcpResource:
+        """Private nodes: GKE's own rule lets the control plane reach only 443 and 10250, but the charts' webhooks
+        and APIServices (failurePolicy Fail) listen on other pod ports; without this rule every Kueue object,
+        JobSet and Job is refused. Only the stack's nodes (its node service account) are opened."""
+        return GcpResource(
+            "gcp:compute/firewall:Firewall",
+            f"{name}-cp-webhooks",
+            {
+                "name": config.cluster.webhook_firewall_name,
+                "project": config.project,
+                "network": config.cluster.network or "default",
+                "description": f"GKE control plane of {config.cluster.name} to the webhooks on its nodes",
+                "direction": "INGRESS",
+                "sourceRanges": self._reported("privateClusterConfig").apply(control_plane_source_ranges),
+                "targetServiceAccounts": [self.node_service_account_email],
+                "allows": [{"protocol": "tcp", "ports": [str(port) for port in WEBHOOK_PORTS]}],
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -286,6 +321,23 @@ def _dns_endpoint(endpoints: Any) -> str:
             "kubeconfig and the kubernetes provider need it"
         )
     return endpoint
+
+
+def control_plane_source_ranges(private: Any) -> list[str]:
+    """Where the control plane's calls to the nodes come from: the peered /28 of a VPC-peering cluster
+    (masterIpv4CidrBlock), else the internal endpoint GKE gives a Private Service Connect cluster in its subnet
+    (privateEndpoint). Never empty: a firewall rule without sources admits every address."""
+    private = private or {}
+    cidr = private.get("masterIpv4CidrBlock")
+    if cidr:
+        return [str(cidr)]
+    endpoint = private.get("privateEndpoint")
+    if endpoint:
+        return [f"{endpoint}/32"]
+    raise pulumi.RunError(
+        "the cluster reports neither privateClusterConfig.masterIpv4CidrBlock nor privateEndpoint; the firewall "
+        "rule to the webhooks needs the control plane's address"
+    )
 
 
 def check_version_floor(version: str, floor: str) -> str:

@@ -208,6 +208,11 @@ class ClusterConfig(ConfigModel):
         """IAM account ids are 6-30 characters; cluster names may be 40."""
         return f"{self.name[:24].rstrip('-')}-nodes"
 
+    @property
+    def webhook_firewall_name(self) -> str:
+        """The VPC firewall rule that lets the control plane call webhooks on private nodes (names <= 63)."""
+        return f"{self.name}-cp-webhooks"
+
     @field_validator("name")
     @classmethod
     def _name(cls, name: str) -> str:

@@ -27,6 +27,7 @@ from offline.vendor import REPO
 from tests.conftest import BASE, StackRunner
 
 CLUSTER = "gcp:container/cluster:Cluster"
+FIREWALL = "gcp:compute/firewall:Firewall"
 PROVIDER = "pulumi:providers:kubernetes"
 DNS_ENDPOINT = re.compile(r"^gke-[0-9a-f]{36}\.us-east5\.gke\.goog$")
 """The form GKE gives the DNS endpoint (a real cluster's: gke-94fc1769e0c844e99793ee485d88c68c0b39.europe-west1
@@ -150,6 +151,53 @@ def test_control_plane_access_mistakes_are_one_line_and_register_nothing(
     assert captured.err.splitlines() == [f"error: {message}", "1 config error(s); nothing was registered."]
     assert "Traceback" not in captured.err + captured.out
     assert not out.exists()
+
+
+# --- defect 4: the control plane reaches the charts' webhooks on private nodes ---------------------------
+
+
+def test_webhook_ports_are_the_charts_ports_gke_does_not_open() -> None:
+    from components.gke_cluster import WEBHOOK_PORTS
+
+    # Kueue 0.19.2: webhook 9443, visibility APIService 8082; JobSet 0.12.0: webhook 9443.
+    assert WEBHOOK_PORTS == (8082, 9443)
+
+
+def test_private_nodes_open_the_webhook_ports_to_the_control_plane_only() -> None:
+    plan = run_stack("prod", render_charts=False)
+    firewall = one(plan, FIREWALL)
+    assert firewall["inputs"] == {
+        "name": "tpu-prod-cp-webhooks",
+        "project": "tpu-stack-prod",
+        "network": "default",
+        "description": "GKE control plane of tpu-prod to the webhooks on its nodes",
+        "direction": "INGRESS",
+        # The mocked cluster is a Private Service Connect cluster: its control plane's internal address.
+        "sourceRanges": ["10.128.0.2/32"],
+        "targetServiceAccounts": ["tpu-prod-nodes@tpu-stack-prod.iam.gserviceaccount.com"],
+        "allows": [{"protocol": "tcp", "ports": ["8082", "9443"]}],
+    }
+    # Nothing is created in the cluster before the rule exists (the charts' webhooks are failurePolicy Fail).
+    assert firewall["urn"] in one(plan, PROVIDER)["dependencies"]
+
+
+def test_public_nodes_need_no_webhook_rule() -> None:
+    assert run_stack("dev", render_charts=False).by_type(FIREWALL) == []
+
+
+def test_autopilot_private_nodes_open_the_ports_to_its_node_account(run: StackRunner) -> None:
+    plan = run({"tpu-stack:cluster": {"name": "ap", "mode": "autopilot", "privateNodes": True}})
+    assert one(plan, FIREWALL)["inputs"]["targetServiceAccounts"] == ["ap-nodes@proj-1234.iam.gserviceaccount.com"]
+
+
+def test_the_control_plane_range_is_the_peered_block_or_the_private_endpoint() -> None:
+    from components.gke_cluster import control_plane_source_ranges
+
+    peered = {"masterIpv4CidrBlock": "172.16.0.32/28", "privateEndpoint": "172.16.0.34"}
+    assert control_plane_source_ranges(peered) == ["172.16.0.32/28"]
+    assert control_plane_source_ranges({"privateEndpoint": "10.0.0.5", "enablePrivateNodes": True}) == ["10.0.0.5/32"]
+    with pytest.raises(pulumi.RunError, match=r"neither privateClusterConfig.masterIpv4CidrBlock nor privateEndpoint"):
+        control_plane_source_ranges({"enablePrivateNodes": True})  # an empty source list would admit everyone
 
 
 # --- defect 6: a kubeconfig change updates the provider, a new cluster replaces it ------------------------
