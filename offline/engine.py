@@ -80,8 +80,9 @@ def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> 
       (the form a real cluster's kubectl error shows in GoogleCloudPlatform/gcpdiag#115), one per cluster;
     - endpoint: the public IP, or the DNS hostname when ipEndpointsConfig.enabled is false (measured on a real
       cluster: gke-labs/kube-agents#1797, #1806);
-    - privateClusterConfig.privateEndpoint: the internal control plane address of a Private Service Connect
-      cluster (no masterIpv4CidrBlock, GKE's default since 1.29), which reports masterIpv4CidrBlock only if sent;
+    - privateClusterConfig.privateEndpoint: the internal address GKE gives the control plane of a Private Service
+      Connect cluster (one created without masterIpv4CidrBlock; GKE's network-isolation docs for clusters created
+      at 1.29 and later describe that model); masterIpv4CidrBlock is reported only where it was sent;
     - masterVersion: the channel's version (a 1.33 patch REGULAR has reported), or the full version pinned.
     """
     import hashlib
