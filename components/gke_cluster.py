@@ -183,8 +183,9 @@ class GkeCluster(pulumi.ComponentResource):
         # In-cluster objects need schedulable CPU nodes (controllers, webhooks) and, on private nodes, the
         # control plane's way to the webhooks; TPU pools are not waited for.
         # clusterIdentifier: the provider (and every object under it) is replaced only when it changes. The DNS
-        # endpoint names one cluster for its whole life, so a new kubeconfig (CA rotation, the IP endpoint turned
-        # on or off) updates the provider in place, and a replaced cluster (an unknown endpoint) replaces it.
+        # endpoint names one cluster for its whole life: CA rotation and the IP endpoint do not touch this
+        # kubeconfig, a change to it (the auth plugin's settings, say) updates the provider in place, and a
+        # replaced cluster (its endpoint unknown until it exists) replaces the provider and its objects.
         self.provider: k8s.Provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
