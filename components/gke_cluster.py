@@ -12,6 +12,7 @@ import yaml
 from components.config.cluster import SYSTEM_POOL_NAME, MaintenanceConfig, version_below_floor
 from components.config.stack import StackConfig
 from components.gcp_resource import GcpResource
+from components.network_policies import JOBSET_API_SERVER_PORTS, KUEUE_API_SERVER_PORTS
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 SHIELDED = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
@@ -20,9 +21,21 @@ SHIELDED = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="90m")
 NODE_POOL_TIMEOUTS = pulumi.CustomTimeouts(create="120m", update="120m", delete="120m")
 
+GKE_CONTROL_PLANE_PORTS = (443, 10250)
+"""What GKE's own firewall rule lets the control plane reach on private nodes (HTTPS, kubelet)."""
+CHART_API_SERVER_PORTS = (KUEUE_API_SERVER_PORTS, JOBSET_API_SERVER_PORTS)
+"""Pod ports the API server calls in each installed chart (webhooks and APIServices with failurePolicy Fail);
+a chart the stack adds puts its tuple here."""
+WEBHOOK_PORTS = tuple(sorted({port for ports in CHART_API_SERVER_PORTS for port in ports} - {*GKE_CONTROL_PLANE_PORTS}))
+"""What the stack's firewall rule opens from the control plane to the nodes: the charts' ports GKE does not."""
 
-def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
-    """A kubeconfig that authenticates with gke-gcloud-auth-plugin, so no token is stored in state."""
+
+def kubeconfig(name: str, dns_endpoint: str) -> str:
+    """A kubeconfig for the control plane's DNS endpoint, written as `gcloud container clusters get-credentials
+    --dns-endpoint` writes it: no certificate-authority-data. A Google front end with a publicly trusted
+    certificate answers there, so the system's roots verify it; the cluster CA signs only the IP endpoints and,
+    named here, would be the only root and fail every handshake. gke-gcloud-auth-plugin authenticates, so no
+    token is stored in state."""
     user = {
         "exec": {
             "apiVersion": "client.authentication.k8s.io/v1beta1",
@@ -38,10 +51,7 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
             "clusters": [
                 {
                     "name": name,
-                    "cluster": {
-                        "server": f"https://{endpoint}",
-                        "certificate-authority-data": ca_certificate,
-                    },
+                    "cluster": {"server": f"https://{dns_endpoint}"},
                 }
             ],
             "users": [{"name": name, "user": user}],
@@ -108,7 +118,7 @@ class GkeCluster(pulumi.ComponentResource):
             "monitoringConfig": {"managedPrometheus": {"enabled": True}},
             **_access(config),
         }
-        computed = ("endpoint", "masterAuth", "masterVersion", "controlPlaneEndpointsConfig")
+        computed = ("endpoint", "masterVersion", "controlPlaneEndpointsConfig", "privateClusterConfig")
         if cluster_config.mode == "autopilot":
             self.cluster: GcpResource = GcpResource(
                 "gcp:container/cluster:Cluster",
@@ -159,25 +169,31 @@ class GkeCluster(pulumi.ComponentResource):
             lambda version: check_version_floor(version, floor)
         )
         self.nat: GcpResource | None = self._nat(name, config) if config.private_nodes else None
-        # Without the IP endpoint, clients (CI, operators, this program's provider) use the DNS endpoint.
-        endpoint = (
-            self.cluster.output("endpoint")
-            if config.ip_endpoint
-            else self.cluster.output("controlPlaneEndpointsConfig").apply(_dns_endpoint)
+        self.webhook_firewall: GcpResource | None = (
+            self._webhook_firewall(name, config) if config.private_nodes else None
         )
+        # Every client (this program's provider, CI, operators) uses the DNS endpoint: IAM decides who gets in,
+        # from any network, whether or not the IP endpoint is on.
+        self.dns_endpoint: pulumi.Output[str] = self._reported("controlPlaneEndpointsConfig").apply(_dns_endpoint)
         self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
-            pulumi.Output.all(
-                self.cluster.output("name"),
-                endpoint,
-                self.cluster.output("masterAuth").apply(lambda auth: (auth or {}).get("clusterCaCertificate")),
-            ).apply(lambda args: kubeconfig(args[0], args[1], args[2]))
+            pulumi.Output.all(self.cluster.output("name"), self.dns_endpoint).apply(
+                lambda args: kubeconfig(args[0], args[1])
+            )
         )
-        # In-cluster objects need schedulable CPU nodes (controllers, webhooks); TPU pools are not waited for.
+        # In-cluster objects need schedulable CPU nodes (controllers, webhooks) and, on private nodes, the
+        # control plane's way to the webhooks; TPU pools are not waited for.
+        # clusterIdentifier: the provider (and every object under it) is replaced only when it changes. The DNS
+        # endpoint names one cluster for its whole life: CA rotation and the IP endpoint do not touch this
+        # kubeconfig, a change to it (the auth plugin's settings, say) updates the provider in place, and a
+        # replaced cluster (its endpoint unknown until it exists) replaces the provider and its objects.
         self.provider: k8s.Provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
+            cluster_identifier=self.dns_endpoint,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[p for p in [self.system_pool] if p]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[r for r in [self.system_pool, self.webhook_firewall] if r]
+            ),
         )
         self.register_outputs(
             {
@@ -186,6 +202,12 @@ class GkeCluster(pulumi.ComponentResource):
                 "masterVersion": self.master_version,
             }
         )
+
+    def _reported(self, key: str) -> pulumi.Output[Any]:
+        """A cluster output GKE completes (the endpoints in controlPlaneEndpointsConfig, privateClusterConfig), read
+        once GKE has reported the cluster: these outputs also carry the program's own inputs, known even before the
+        cluster exists (a new stack's preview), and those name no endpoint. `endpoint` exists only in GKE's answer."""
+        return pulumi.Output.all(self.cluster.output("endpoint"), self.cluster.output(key)).apply(lambda v: v[1])
 
     def _nat(self, name: str, config: StackConfig) -> GcpResource:
         """Egress for private nodes (image pulls, pip, Google APIs): a Cloud Router with NAT in the region."""
@@ -208,6 +230,26 @@ class GkeCluster(pulumi.ComponentResource):
                 "natIpAllocateOption": "AUTO_ONLY",
                 "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES",
                 "logConfig": {"enable": True, "filter": "ERRORS_ONLY"},
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _webhook_firewall(self, name: str, config: StackConfig) -> GcpResource:
+        """Private nodes: GKE's own rule lets the control plane reach only 443 and 10250, but the charts' webhooks
+        and APIServices (failurePolicy Fail) listen on other pod ports; without this rule every Kueue object,
+        JobSet and Job is refused. Only the stack's nodes (its node service account) are opened."""
+        return GcpResource(
+            "gcp:compute/firewall:Firewall",
+            f"{name}-cp-webhooks",
+            {
+                "name": config.cluster.webhook_firewall_name,
+                "project": config.project,
+                "network": config.cluster.network or "default",
+                "description": f"GKE control plane of {config.cluster.name} to the webhooks on its nodes",
+                "direction": "INGRESS",
+                "sourceRanges": self._reported("privateClusterConfig").apply(control_plane_source_ranges),
+                "targetServiceAccounts": [self.node_service_account_email],
+                "allows": [{"protocol": "tcp", "ports": [str(port) for port in WEBHOOK_PORTS]}],
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -249,7 +291,10 @@ class GkeCluster(pulumi.ComponentResource):
 
 
 def _access(config: StackConfig) -> dict[str, Any]:
-    """Cluster arguments for private nodes and control-plane access (config.private_nodes, config.ip_endpoint)."""
+    """Cluster arguments for private nodes and control-plane access (config.private_nodes, config.ip_endpoint).
+
+    The provider turns authorized networks on whenever masterAuthorizedNetworksConfig is sent, so it is sent only
+    with the IP endpoint on, and then always with networks (the config refuses an IP endpoint without any)."""
     plane = config.cluster.control_plane
     args: dict[str, Any] = {
         "controlPlaneEndpointsConfig": {
@@ -268,9 +313,32 @@ def _access(config: StackConfig) -> dict[str, Any]:
 
 
 def _dns_endpoint(endpoints: Any) -> str:
-    """The control plane's DNS name (`gke-<id>.<region>.gke.goog`); empty until the cluster exists."""
+    """The control plane's DNS name (`gke-<id>.<region>.gke.goog`), which GKE always reports for a cluster."""
     dns = (endpoints or {}).get("dnsEndpointConfig") or {}
-    return str(dns.get("endpoint") or "")
+    endpoint = str(dns.get("endpoint") or "")
+    if not endpoint:
+        raise pulumi.RunError(
+            "the cluster reports no DNS endpoint (controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint); the "
+            "kubeconfig and the kubernetes provider need it"
+        )
+    return endpoint
+
+
+def control_plane_source_ranges(private: Any) -> list[str]:
+    """Where the control plane's calls to the nodes come from: the peered /28 of a VPC-peering cluster
+    (masterIpv4CidrBlock), else the internal endpoint GKE gives a Private Service Connect cluster in its subnet
+    (privateEndpoint). Never empty: a firewall rule without sources admits every address."""
+    private = private or {}
+    cidr = private.get("masterIpv4CidrBlock")
+    if cidr:
+        return [str(cidr)]
+    endpoint = private.get("privateEndpoint")
+    if endpoint:
+        return [f"{endpoint}/32"]
+    raise pulumi.RunError(
+        "the cluster reports neither privateClusterConfig.masterIpv4CidrBlock nor privateEndpoint; the firewall "
+        "rule to the webhooks needs the control plane's address"
+    )
 
 
 def check_version_floor(version: str, floor: str) -> str:

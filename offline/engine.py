@@ -70,15 +70,43 @@ class Plan:
 
 
 def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Outputs the cloud would compute; without them `apply` callbacks never run under mocks."""
+    """Outputs the cloud would compute; without them `apply` callbacks never run under mocks.
+
+    A cluster reports what GKE reports where the program reads it:
+    - controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint, always present: `gke-<36 hex>.<region>.gke.goog`
+      (the form a real cluster's kubectl error shows in GoogleCloudPlatform/gcpdiag#115), one per cluster;
+    - endpoint: the public IP, or the DNS hostname when ipEndpointsConfig.enabled is false (measured on a real
+      cluster: gke-labs/kube-agents#1797, #1806);
+    - privateClusterConfig.privateEndpoint: the internal address GKE gives the control plane of a Private Service
+      Connect cluster (one created without masterIpv4CidrBlock; GKE's network-isolation docs for clusters created
+      at 1.29 and later describe that model); masterIpv4CidrBlock is reported only where it was sent;
+    - masterVersion: the channel's version (a 1.33 patch REGULAR has reported), or the full version pinned.
+    """
+    import hashlib
+
+    from components.config.base import zone_region
+
     project = inputs.get("project", "mock-project")
     resource_name = inputs.get("name", name)
     if type_token == "gcp:container/cluster:Cluster":
+        location = str(inputs.get("location") or "")
+        digest = hashlib.sha256(f"{project}/{location}/{resource_name}".encode()).hexdigest()[:36]
+        dns = f"gke-{digest}.{zone_region(location) or location}.gke.goog"
+        endpoints = dict(inputs.get("controlPlaneEndpointsConfig") or {})
+        endpoints["dnsEndpointConfig"] = {**(endpoints.get("dnsEndpointConfig") or {}), "endpoint": dns}
+        ip_enabled = (endpoints.get("ipEndpointsConfig") or {}).get("enabled") is not False
+        private = {**(inputs.get("privateClusterConfig") or {}), "privateEndpoint": "10.128.0.2"}
+        if ip_enabled:
+            private["publicEndpoint"] = "192.0.2.10"
+        pinned = str(inputs.get("minMasterVersion") or "")
         return {
             "name": resource_name,
-            "endpoint": "192.0.2.10",
+            "endpoint": "192.0.2.10" if ip_enabled else dns,
+            "controlPlaneEndpointsConfig": endpoints,
+            "privateClusterConfig": private,
             "masterAuth": {"clusterCaCertificate": "bW9jay1jYQ=="},
-            "selfLink": f"projects/{project}/locations/{inputs.get('location')}/clusters/{resource_name}",
+            "masterVersion": pinned if "-gke." in pinned else "1.33.5-gke.1308000",
+            "selfLink": f"projects/{project}/locations/{location}/clusters/{resource_name}",
         }
     if type_token == "gcp:serviceaccount/account:Account":
         email = f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com"

@@ -133,13 +133,35 @@ def _period_problems(start: datetime, end: datetime) -> list[tuple[str, str]]:
 
 
 class ControlPlaneConfig(ConfigModel):
-    """Who reaches the Kubernetes API: the DNS endpoint (IAM decides) and, unless turned off, the IP endpoint
-    from `authorizedNetworks` only."""
+    """Who reaches the Kubernetes API. Every client (this program's provider, CI, operators) uses the DNS endpoint,
+    where IAM decides and no address list needs keeping; the IP endpoint is off unless asked for, and then only
+    `authorizedNetworks` reach it."""
 
-    ip_endpoint: bool | None = None
-    """Direct IP access to the control plane; default off in prod (only the DNS endpoint), on elsewhere."""
+    ip_endpoint: bool = False
+    """Direct IP access to the control plane, for clients that cannot use the DNS endpoint."""
     authorized_networks: tuple[Annotated[str, AfterValidator(lambda c: source_range(c))], ...] = ()
     """CIDRs that may use the IP endpoint (Google Cloud public IPs never may)."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field under cluster.controlPlane, message). GKE turns authorized networks on whenever they are sent:
+        an IP endpoint with none admits only the cluster's nodes, a silent lock-out for whoever asked for it."""
+        if self.ip_endpoint and not self.authorized_networks:
+            return [
+                (
+                    "authorizedNetworks",
+                    "ipEndpoint is true but no network may reach the IP endpoint; list the CIDRs of its clients, "
+                    "or remove ipEndpoint (the stack's kubeconfig, CI and operators use the DNS endpoint)",
+                )
+            ]
+        if self.authorized_networks and not self.ip_endpoint:
+            return [
+                (
+                    "authorizedNetworks",
+                    "these networks only apply to the IP endpoint, which is off; set controlPlane.ipEndpoint: true "
+                    "or remove them (the DNS endpoint is guarded by IAM, not by networks)",
+                )
+            ]
+        return []
 
 
 def _node_role(role: str) -> str:
@@ -172,7 +194,7 @@ class ClusterConfig(ConfigModel):
     network: str | None = None
     subnetwork: str | None = None
     private_nodes: bool | None = None
-    """Nodes without external IPs, egress through Cloud NAT; default on in prod."""
+    """Nodes without external IPs, egress through Cloud NAT; default on in protected stacks."""
     control_plane: ControlPlaneConfig = ControlPlaneConfig()
     node_service_account_roles: tuple[Annotated[str, AfterValidator(lambda r: _node_role(r))], ...] = (
         "roles/container.defaultNodeServiceAccount",
@@ -185,6 +207,11 @@ class ClusterConfig(ConfigModel):
     def node_service_account_id(self) -> str:
         """IAM account ids are 6-30 characters; cluster names may be 40."""
         return f"{self.name[:24].rstrip('-')}-nodes"
+
+    @property
+    def webhook_firewall_name(self) -> str:
+        """The VPC firewall rule that lets the control plane call webhooks on private nodes (names <= 63)."""
+        return f"{self.name}-cp-webhooks"
 
     @field_validator("name")
     @classmethod

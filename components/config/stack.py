@@ -129,9 +129,9 @@ class StackConfig(ConfigModel):
 
     @property
     def ip_endpoint(self) -> bool:
-        """Control plane reachable by IP (from authorized networks only); off: only the DNS endpoint."""
-        plane = self.cluster.control_plane
-        return (not self.protected) if plane.ip_endpoint is None else plane.ip_endpoint
+        """Control plane reachable by IP (from authorized networks only); off: only the DNS endpoint, which every
+        stack's kubeconfig uses either way."""
+        return self.cluster.control_plane.ip_endpoint
 
     @property
     def on_release_channel(self) -> bool:
@@ -355,6 +355,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     problems += _label_problems(config)
     problems += node_role_problems(config.cluster)
     problems += _system_pool_problems(config)
+    plane = config.cluster.control_plane.problems()
+    problems += [f"{PROJECT}:cluster.controlPlane.{field}: {message}" for field, message in plane]
     maintenance = config.cluster.maintenance.problems()
     problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
     if config.cluster.mode == "autopilot" and config.tpu_pools:

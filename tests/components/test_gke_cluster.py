@@ -99,8 +99,8 @@ def test_kubeconfig_is_a_secret_using_the_gke_auth_plugin(run: StackRunner) -> N
 
     plan = run()
     assert plan.outputs["kubeconfig"] == "[secret]"
-    text = kubeconfig("c", "192.0.2.1", "Q0E=")
-    assert "command: gke-gcloud-auth-plugin" in text and "server: https://192.0.2.1" in text
+    text = kubeconfig("c", "gke-0123.us-east5.gke.goog")
+    assert "command: gke-gcloud-auth-plugin" in text and "server: https://gke-0123.us-east5.gke.goog" in text
     assert "token" not in text
 
 
