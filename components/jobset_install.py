@@ -28,6 +28,23 @@ CONTROLLER_LABELS = {
     "app.kubernetes.io/component": "controller",
 }
 """The chart's selector labels of the controller pods (release `jobset`)."""
+IMMUTABLE_FIELDS = (
+    # jobset v0.12.0 pkg/webhooks/jobset_webhook.go, ValidateUpdate (parallelism and completions only with the
+    # alpha ElasticJobSet gate, off by default; pod template labels, annotations, node selector, tolerations and
+    # scheduling gates only while the JobSet is suspended, which the stack's JobSets are not).
+    "spec.replicatedJobs",
+    "spec.managedBy",
+    # CEL `self == oldSelf` in the JobSet CRD (vendor/crds/jobset/jobset.x-k8s.io_jobsets.yaml).
+    "spec.failurePolicy",
+    "spec.successPolicy",
+    "spec.startupPolicy",
+    "spec.network",
+    "spec.volumeClaimPolicies",
+)
+"""JobSet spec fields an existing JobSet cannot change. A JobSet the stack declares names them in
+`replace_on_changes` with `delete_before_replace`: its name stays, so a new JobSet beside the old one would be
+refused (AlreadyExists), and the kubernetes provider asks for delete-before-replace only for the replacements it
+decides itself (metadata.name, metadata.namespace), not for the engine's replaceOnChanges."""
 
 
 def chart_values(config: StackConfig) -> dict[str, Any]:

@@ -44,7 +44,7 @@ def changed_paths(old: Any, new: Any, prefix: str = "") -> list[str]:
     if isinstance(old, dict) and isinstance(new, dict):
         paths: list[str] = []
         for key in sorted(set(old) | set(new)):
-            path = f"{prefix}.{key}" if prefix else key
+            path = _join(prefix, key)
             if key not in old or key not in new:
                 paths.append(path)
             else:
@@ -55,10 +55,17 @@ def changed_paths(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix]
 
 
+def _join(prefix: str, key: str) -> str:
+    """A key as pulumi's PropertyPath.String writes it: bare when it is [A-Za-z0-9_]+, else `["key"]`."""
+    if re.fullmatch(r"\w+", key, re.ASCII):
+        return f"{prefix}.{key}" if prefix else key
+    return f'{prefix}["{key}"]'
+
+
 def _parts(path: str) -> list[str | int]:
     parts: list[str | int] = []
-    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
-        parts.append(int(index) if index else name)
+    for name, quoted, index in re.findall(r'([^.\[\]"]+)|\["([^"]*)"\]|\[(\d+)\]', path):
+        parts.append(int(index) if index else quoted or name)
     return parts
 
 
