@@ -8,7 +8,7 @@ the recording monitor receives.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -69,7 +69,7 @@ def _parts(path: str) -> list[str | int]:
     return parts
 
 
-def replaced_by(replace_on_changes: list[str], path: str) -> bool:
+def replaced_by(replace_on_changes: Sequence[str], path: str) -> bool:
     """Whether the engine turns a change at `path` into a replacement: a replaceOnChanges path contains it (its
     parts are a prefix of the changed path's, `*` matching any key; pulumi PropertyPath.Contains)."""
     changed = _parts(path)
