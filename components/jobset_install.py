@@ -47,6 +47,27 @@ refused (AlreadyExists), and the kubernetes provider asks for delete-before-repl
 decides itself (metadata.name, metadata.namespace), not for the engine's replaceOnChanges."""
 
 
+WEBHOOK_CERT_SECRET = "jobset-webhook-server-cert"
+"""The chart's Secret for the webhook serving certificate (release `jobset`), filled by JobSet's cert rotator."""
+
+
+def leave_cert_data_to_the_controller(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """The 0.12.0 chart renders the webhook cert Secret with four empty `data` keys. JobSet's cert rotator then
+    writes them (an update: it becomes their field manager), and the next server-side apply of the Secret conflicts
+    on each key (jobset issue 1205; the chart stops declaring `data` after 0.12.0, jobset PR 1248). The Secret is
+    applied as that fixed chart renders it, without `data`; `ignore_changes` keeps a stack that applied the old
+    data from replacing the Secret (the provider replaces a Secret whose data changes), and the provider then
+    leaves out of its apply the keys another manager owns."""
+    metadata = args.props.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if args.type_ != "kubernetes:core/v1:Secret" or name != WEBHOOK_CERT_SECRET:
+        return None
+    props = {key: value for key, value in args.props.items() if key != "data"}
+    return pulumi.ResourceTransformResult(
+        props=props, opts=pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(ignore_changes=["data"]))
+    )
+
+
 def chart_values(config: StackConfig) -> dict[str, Any]:
     """The chart's values: a pulled-every-time image (by digest when configured), the controller on the system
     pool as its image's non-root user, and the remaining scan exceptions written on its Deployment."""
@@ -89,5 +110,6 @@ class JobSetInstall(ChartInstall):
             namespace=JOBSET_NAMESPACE,
             values=chart_values(config),
             provider=provider,
+            transforms=[leave_cert_data_to_the_controller],
             opts=opts,
         )
