@@ -47,7 +47,9 @@ pools = {
 # --- batch scheduling: JobSet, Kueue and the queues derived from the pools ---
 jobset = JobSetInstall("jobset", config=config, provider=cluster.provider)
 kueue = KueueInstall("kueue", config=config, provider=cluster.provider, depends_on=[jobset.chart])
-queues = KueueQueues("queues", config=config, provider=cluster.provider, kueue_chart=kueue.chart)
+queues = KueueQueues(
+    "queues", config=config, provider=cluster.provider, kueue_chart=kueue.chart, jobset_chart=jobset.chart
+)
 pulumi.export(
     "queues",
     {

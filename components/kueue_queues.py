@@ -225,7 +225,14 @@ def lifecycle_options(kind: str) -> pulumi.ResourceOptions:
 
 
 class KueueQueues(pulumi.ComponentResource):
-    """Every object of `queue_objects`; Kueue kinds depend on `kueue_chart`, whose webhook validates them."""
+    """Every object of `queue_objects`; Kueue kinds depend on `kueue_chart`, whose webhook validates them.
+
+    The namespaces wait for both charts too. They hold the teams' JobSets and Jobs, whose Workloads carry a
+    finalizer only Kueue's controller removes (`kueue.x-k8s.io/resource-in-use`): `pulumi destroy` deletes a
+    resource before what it depends on, the children of a depended-on Chart included, so the namespaces and their
+    workloads go while both controllers still run. Otherwise the controllers could go first, and a namespace and
+    the Workload CRD would wait forever on finalizers nobody removes.
+    """
 
     def __init__(
         self,
@@ -234,10 +241,12 @@ class KueueQueues(pulumi.ComponentResource):
         config: StackConfig,
         provider: k8s.Provider,
         kueue_chart: pulumi.Resource,
+        jobset_chart: pulumi.Resource,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:KueueQueues", name, None, opts)
         in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
+        controllers = pulumi.ResourceOptions(depends_on=[kueue_chart, jobset_chart])
         self.namespaces: dict[str, KubernetesObject] = {}
         self.priority_classes: list[KubernetesObject] = []
         self.kueue_objects: list[KubernetesObject] = []
@@ -246,7 +255,8 @@ class KueueQueues(pulumi.ComponentResource):
             resource_id = resource_name(name, obj)
             declared = pulumi.ResourceOptions.merge(in_cluster, lifecycle_options(kind))
             if kind == "Namespace":
-                self.namespaces[metadata["name"]] = KubernetesObject(resource_id, obj, opts=declared)
+                namespace_opts = pulumi.ResourceOptions.merge(declared, controllers)
+                self.namespaces[metadata["name"]] = KubernetesObject(resource_id, obj, opts=namespace_opts)
             elif kind == "PriorityClass":
                 self.priority_classes.append(KubernetesObject(resource_id, obj, opts=declared))
             else:

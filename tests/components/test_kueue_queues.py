@@ -551,3 +551,28 @@ def _old_self_rules(schema: dict[str, Any], path: str = "") -> list[str]:
     if isinstance(schema.get("items"), dict):
         found += _old_self_rules(schema["items"], f"{path}[]")
     return found
+
+
+# ---- destroy: the team namespaces go while the Kueue and JobSet controllers still run ----------------------
+
+
+@pytest.mark.parametrize("name", ["dev", "prod", "teams"])
+def test_team_namespaces_depend_on_both_charts_so_destroy_deletes_them_first(plans: dict[str, Plan], name: str) -> None:
+    """Kueue puts `kueue.x-k8s.io/resource-in-use` on every Workload it creates (kueue v0.19.2
+    pkg/controller/jobframework/utils.go) and only its controller removes it. The engine deletes a resource
+    before what it depends on; a dependency on a component (the Chart) counts for the component's children
+    too (pulumi pkg/resource/graph/dependency_graph.go, DependenciesOf), so the namespaces are deleted before
+    the controllers' Deployments, webhooks and CRDs."""
+    plan = plans[name]
+    stack = "prod" if name == "prod" else "dev"
+    charts = {
+        f"urn:pulumi:{stack}::tpu-stack::tpu-stack:index:KueueInstall$kubernetes:helm.sh/v4:Chart::kueue-chart",
+        f"urn:pulumi:{stack}::tpu-stack::tpu-stack:index:JobSetInstall$kubernetes:helm.sh/v4:Chart::jobset-chart",
+    }
+    namespaces = [r for r in plan.by_type("kubernetes:core/v1:Namespace") if r["name"].startswith("queues-")]
+    assert {r["inputs"]["metadata"]["name"] for r in namespaces} == {"research", "training"}
+    for namespace in namespaces:
+        assert charts <= set(namespace["dependencies"]), namespace["name"]
+    if name in ("dev", "prod"):  # rendered: the controllers are the Charts' children
+        controllers = [r for r in plan.resources if r["type"] == "kubernetes:apps/v1:Deployment" and r.get("rendered")]
+        assert {r["parent"] for r in controllers} == charts
