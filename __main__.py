@@ -51,7 +51,14 @@ pools = {
 # --- batch scheduling: JobSet, Kueue and the queues derived from the pools ---
 jobset = JobSetInstall("jobset", config=config, provider=cluster.provider, opts=protected)
 kueue = KueueInstall("kueue", config=config, provider=cluster.provider, depends_on=[jobset.chart], opts=protected)
-queues = KueueQueues("queues", config=config, provider=cluster.provider, kueue_chart=kueue.chart, opts=protected)
+queues = KueueQueues(
+    "queues",
+    config=config,
+    provider=cluster.provider,
+    kueue_chart=kueue.chart,
+    jobset_chart=jobset.chart,
+    opts=protected,
+)
 pulumi.export(
     "queues",
     {

@@ -2,6 +2,9 @@
 
 The chart is `kubernetes.helm.v4.Chart` from an OCI registry at one exact version; it waits for its namespace
 (through the namespace's name) and for whatever the install must find running when its controller starts.
+`transforms` change what the chart renders before the provider applies it: the engine runs a component's
+transforms on every child it registers, the children of a remote component such as the Chart included (pulumi
+pkg/resource/deploy/source_eval.go, RegisterResource; lifecycle test TestRemoteComponentTransforms).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class ChartInstall(pulumi.ComponentResource):
         values: dict[str, Any],
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] = (),
+        transforms: Sequence[pulumi.ResourceTransform] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(type_token, name, None, opts)
@@ -45,6 +49,8 @@ class ChartInstall(pulumi.ComponentResource):
             version=version,
             namespace=self.namespace.metadata.apply(lambda m: m["name"]),
             values=values,
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on)),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=provider, depends_on=list(depends_on), transforms=list(transforms) or None
+            ),
         )
         self.register_outputs({"version": version})

@@ -22,6 +22,7 @@ from components.network_policies import GMP_NAMESPACE, METRICS_PORT
 READER = "gmp-metrics-reader"
 TOKEN_SECRET = f"{READER}-token"
 TOKEN_KEY = "token"
+TOKEN_TYPE = "kubernetes.io/service-account-token"
 SCRAPE_INTERVAL = "30s"
 RBAC = "rbac.authorization.k8s.io/v1"
 
@@ -34,7 +35,7 @@ def scrape_objects(namespace: str, release: str, pod_labels: dict[str, str]) -> 
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "type": "kubernetes.io/service-account-token",
+            "type": TOKEN_TYPE,
             "metadata": {
                 "name": TOKEN_SECRET,
                 "namespace": namespace,
@@ -97,7 +98,8 @@ def scrape_objects(namespace: str, release: str, pod_labels: dict[str, str]) -> 
 
 
 class ControllerMetrics(pulumi.ComponentResource):
-    """The scrape objects of one controller; `depends_on`: its chart (the ClusterRole and the pods it selects)."""
+    """The scrape objects of one controller; `depends_on`: its chart (the ClusterRole and the pods it selects).
+    The token Secret also waits for its ServiceAccount."""
 
     def __init__(
         self,
@@ -112,8 +114,16 @@ class ControllerMetrics(pulumi.ComponentResource):
     ) -> None:
         super().__init__("tpu-stack:index:ControllerMetrics", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
-        self.objects: list[KubernetesObject] = [
-            KubernetesObject(f"{name}-{obj['kind'].lower()}", obj, opts=child)
-            for obj in scrape_objects(namespace, release, pod_labels)
+        objects = scrape_objects(namespace, release, pod_labels)
+        (account,) = [obj for obj in objects if obj["kind"] == "ServiceAccount"]
+        (token,) = [obj for obj in objects if obj.get("type") == TOKEN_TYPE]
+        self.service_account: KubernetesObject = KubernetesObject(f"{name}-serviceaccount", account, opts=child)
+        # Kubernetes' token controller deletes a token Secret whose ServiceAccount does not exist (tokens_controller.go,
+        # syncSecret): the Secret is created only once the account is.
+        after_account = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.service_account]))
+        self.objects: list[KubernetesObject] = [self.service_account] + [
+            KubernetesObject(f"{name}-{obj['kind'].lower()}", obj, opts=after_account if obj is token else child)
+            for obj in objects
+            if obj is not account
         ]
         self.register_outputs({})

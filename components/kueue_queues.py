@@ -36,6 +36,15 @@ QUEUED_CLASS = "queued-provisioning.gke.io"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+IMMUTABLE_FIELDS: dict[str, tuple[str, ...]] = {
+    # CEL `self == oldSelf` on spec.clusterQueue (kueue v0.19.2 apis/kueue/v1beta2/localqueue_types.go).
+    "LocalQueue": ("spec.clusterQueue",),
+    # ValidatePriorityClassUpdate (kubernetes pkg/apis/scheduling/validation/validation.go).
+    "PriorityClass": ("value", "preemptionPolicy"),
+}
+"""Kind -> the fields of the objects declared here that the API server refuses to change in place. The other kinds
+are mutable as the stack writes them: AdmissionCheck's immutable controllerName is a constant here, ResourceFlavor's
+rules apply only with a topologyName (none set), ClusterQueue's concurrentAdmissionPolicy is not set."""
 
 
 def _object(kind: str, name: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
@@ -205,8 +214,25 @@ def resource_name(component: str, obj: dict[str, Any]) -> str:
     return f"{component}-{obj['kind'].lower()}-{where}{metadata['name']}"
 
 
+def lifecycle_options(kind: str) -> pulumi.ResourceOptions:
+    """A change to an immutable field replaces the object, deleting it first: its name stays, so a new one created
+    beside it would be refused (AlreadyExists), and the kubernetes provider asks for delete-before-replace only for
+    the replacements it decides itself (metadata.name, metadata.namespace), not for replaceOnChanges."""
+    fields = IMMUTABLE_FIELDS.get(kind)
+    if not fields:
+        return pulumi.ResourceOptions()
+    return pulumi.ResourceOptions(replace_on_changes=list(fields), delete_before_replace=True)
+
+
 class KueueQueues(pulumi.ComponentResource):
-    """Every object of `queue_objects`; Kueue kinds depend on `kueue_chart`, whose webhook validates them."""
+    """Every object of `queue_objects`; Kueue kinds depend on `kueue_chart`, whose webhook validates them.
+
+    The namespaces wait for both charts too. They hold the teams' JobSets and Jobs, whose Workloads carry a
+    finalizer only Kueue's controller removes (`kueue.x-k8s.io/resource-in-use`): `pulumi destroy` deletes a
+    resource before what it depends on, the children of a depended-on Chart included, so the namespaces and their
+    workloads go while both controllers still run. Otherwise the controllers could go first, and a namespace and
+    the Workload CRD would wait forever on finalizers nobody removes.
+    """
 
     def __init__(
         self,
@@ -215,20 +241,24 @@ class KueueQueues(pulumi.ComponentResource):
         config: StackConfig,
         provider: k8s.Provider,
         kueue_chart: pulumi.Resource,
+        jobset_chart: pulumi.Resource,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:KueueQueues", name, None, opts)
         in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
+        controllers = pulumi.ResourceOptions(depends_on=[kueue_chart, jobset_chart])
         self.namespaces: dict[str, KubernetesObject] = {}
         self.priority_classes: list[KubernetesObject] = []
         self.kueue_objects: list[KubernetesObject] = []
         for obj in queue_objects(config):
             kind, metadata = obj["kind"], obj["metadata"]
             resource_id = resource_name(name, obj)
+            declared = pulumi.ResourceOptions.merge(in_cluster, lifecycle_options(kind))
             if kind == "Namespace":
-                self.namespaces[metadata["name"]] = KubernetesObject(resource_id, obj, opts=in_cluster)
+                namespace_opts = pulumi.ResourceOptions.merge(declared, controllers)
+                self.namespaces[metadata["name"]] = KubernetesObject(resource_id, obj, opts=namespace_opts)
             elif kind == "PriorityClass":
-                self.priority_classes.append(KubernetesObject(resource_id, obj, opts=in_cluster))
+                self.priority_classes.append(KubernetesObject(resource_id, obj, opts=declared))
             else:
                 namespace_resource = self.namespaces.get(metadata.get("namespace", ""))
                 depends_on: list[pulumi.Resource] = [kueue_chart]
@@ -238,7 +268,7 @@ class KueueQueues(pulumi.ComponentResource):
                     KubernetesObject(
                         resource_id,
                         obj,
-                        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=depends_on)),
+                        opts=pulumi.ResourceOptions.merge(declared, pulumi.ResourceOptions(depends_on=depends_on)),
                     )
                 )
         self.register_outputs({})

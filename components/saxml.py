@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import gcs_fuse, network_policies, pod_security, tpu_catalog
+from components import gcs_fuse, jobset_install, network_policies, pod_security, tpu_catalog
 from components.config.cluster import SYSTEM_NODE_SELECTOR
 from components.config.pools import TpuPoolConfig
 from components.config.serving import WRITER_ROLE, SaxmlConfig, saxml_mounts
@@ -272,7 +272,14 @@ class Saxml(pulumi.ComponentResource):
                 ),
                 "spec": bucket.apply(lambda b: model_server_set(saxml, pool, b)),
             },
-            opts=pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(depends_on))),
+            opts=pulumi.ResourceOptions.merge(
+                ready,
+                pulumi.ResourceOptions(
+                    depends_on=list(depends_on),
+                    replace_on_changes=list(jobset_install.IMMUTABLE_FIELDS),
+                    delete_before_replace=True,
+                ),
+            ),
         )
         self.http_server: KubernetesObject = KubernetesObject(
             f"{name}-http",

@@ -9,6 +9,10 @@ chart.go` and `yaml/v2/yaml.go`), with the pinned helm (offline/helm.py) and the
 - namespaced objects without a namespace get the Chart's namespace;
 - each object becomes a child of the Chart named `<Chart resource name>:<namespace>/<name>` (cluster-scoped:
   `<Chart resource name>:<name>`), typed `kubernetes:<group>/<version>:<Kind>`, Secret data marked secret;
+- the program's resource transforms run on each child as the engine runs them (those registered with the Chart,
+  then with each ancestor, then the stack's: pulumi pkg/resource/deploy/source_eval.go, RegisterResource), so
+  the render shows what the provider is asked to apply; a transform may change the props and `ignore_changes`
+  (an option the render does not record makes it fail rather than show something the engine would not do);
 - a Chart with an unknown input registers no children; neither does one whose provider's kubeconfig is unknown
   (a new stack's preview, before the cluster exists): the provider cannot run the chart against a cluster
   that does not exist (pulumi-kubernetes issue 3027 reports the preview failing there; `unrenderable` names
@@ -22,19 +26,22 @@ values.yaml, so a misspelled key fails here instead of being ignored by helm.
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import inspect
 import json
 import re
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import yaml
 
 from components.kubernetes_object import type_token
@@ -79,6 +86,70 @@ CLUSTER_SCOPED = frozenset(
 
 class ChartError(ValueError):
     """A chart the offline preview cannot render as asked: not vendored, or a values key the chart lacks."""
+
+
+@dataclass(frozen=True)
+class Transforms:
+    """The program's resource transforms: `by_urn` those registered with each resource, `stack` the stack's."""
+
+    by_urn: Mapping[str, Sequence[pulumi.ResourceTransform]] = field(default_factory=dict)
+    stack: Sequence[pulumi.ResourceTransform] = ()
+
+    def for_children_of(self, urn: str, parents: Mapping[str, str | None]) -> list[pulumi.ResourceTransform]:
+        """What the engine runs on a child of `urn` that has none of its own: `urn`'s, its ancestors' (nearest
+        first), then the stack's."""
+        found: list[pulumi.ResourceTransform] = []
+        current: str | None = urn
+        while current:
+            found += self.by_urn.get(current, ())
+            current = parents.get(current)
+        return found + list(self.stack)
+
+
+NO_TRANSFORMS = Transforms()
+_OPTIONS_NOT_RECORDED = (
+    "protect", "delete_before_replace", "replace_on_changes", "retain_on_delete", "depends_on", "deleted_with",
+    "custom_timeouts", "aliases", "provider", "providers", "parent", "additional_secret_outputs", "replace_with",
+    "hide_diffs", "version", "import_", "id", "urn",
+)  # fmt: skip
+"""Options a transform could set that a rendered child's record does not show: setting one fails the render."""
+
+
+def _name(transform: pulumi.ResourceTransform) -> str:
+    return str(getattr(transform, "__qualname__", transform))
+
+
+def transformed(record: Mapping[str, Any], transforms: Sequence[pulumi.ResourceTransform]) -> dict[str, Any]:
+    """`record` after each transform, as the engine applies them to the provider's registration of the child."""
+    result_record = dict(record)
+    for transform in transforms:
+        given = pulumi.ResourceOptions(ignore_changes=list(result_record["ignoreChanges"]) or None)
+        args = pulumi.ResourceTransformArgs(
+            custom=True,
+            type_=result_record["type"],
+            name=result_record["name"],
+            props=copy.deepcopy(result_record["inputs"]),
+            opts=given,
+        )
+        result = transform(args)
+        if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()
+            raise ChartError(f"transform {_name(transform)} is asynchronous; the offline render runs plain ones")
+        if result is None:
+            continue
+        opts = result.opts or given
+        changed = [
+            n for n in _OPTIONS_NOT_RECORDED if (getattr(opts, n, None) or None) != (getattr(given, n, None) or None)
+        ]
+        if changed:
+            raise ChartError(
+                f"transform {_name(transform)} sets {', '.join(changed)} on {result_record['name']}; the offline "
+                "render records only props and ignore_changes of a chart's children"
+            )
+        result_record["inputs"] = dict(result.props)
+        result_record["ignoreChanges"] = list(opts.ignore_changes or [])
+    return result_record
 
 
 @dataclass(frozen=True)
@@ -297,10 +368,13 @@ def children(chart_resource: Mapping[str, Any], kubernetes_version: str) -> list
     return records
 
 
-def render_all(resources: Iterable[Mapping[str, Any]], kubernetes_version: str) -> list[dict[str, Any]]:
-    """Children of every Chart in `resources`. Every chart is checked before any renders; charts not in the
-    cache render side by side (helm runs in its own process)."""
+def render_all(
+    resources: Iterable[Mapping[str, Any]], kubernetes_version: str, transforms: Transforms = NO_TRANSFORMS
+) -> list[dict[str, Any]]:
+    """Children of every Chart in `resources`, after the program's `transforms`. Every chart is checked before any
+    renders; charts not in the cache render side by side (helm runs in its own process)."""
     resources = list(resources)
+    parents = {r["urn"]: r.get("parent") for r in resources}
     skipped = set(unrenderable(resources))
     charts = [r for r in resources if r["type"] == CHART_TYPE and r["name"] not in skipped]
     for resource in charts:
@@ -309,4 +383,8 @@ def render_all(resources: Iterable[Mapping[str, Any]], kubernetes_version: str) 
             check(chart)
     with ThreadPoolExecutor(max_workers=max(1, len(charts))) as pool:
         rendered = list(pool.map(lambda resource: children(resource, kubernetes_version), charts))
-    return [child for records in rendered for child in records]
+    return [
+        transformed(child, transforms.for_children_of(resource["urn"], parents))
+        for resource, records in zip(charts, rendered, strict=True)
+        for child in records
+    ]

@@ -171,6 +171,8 @@ class _RecordingMonitor(mocks.MockMonitor):
         self.computing = _Mocks(known_outputs)
         super().__init__(self.computing)
         self.recorded = recorded
+        self.transforms: dict[str, list[pulumi.ResourceTransform]] = {}
+        """URN -> the transforms registered with it, which the engine runs on its children (offline/charts.py)."""
 
     def Invoke(self, request: Any) -> Any:
         response = super().Invoke(request)
@@ -208,6 +210,8 @@ class _RecordingMonitor(mocks.MockMonitor):
                 "inputs": inputs,
             }
         )
+        if request.transforms:
+            self.transforms[urn] = mocks._resolve_callbacks(request.transforms)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=state)
 
 
@@ -356,7 +360,8 @@ def run_program(
     try:
         loop.run_until_complete(run_pulumi_func(lambda: _run_main(program)))
         plan.outputs = loop.run_until_complete(_stack_outputs())
-        rendered = charts.render_all(recorded, kubernetes_version) if kubernetes_version else []
+        transforms = charts.Transforms(monitor.transforms, monitor.get_registered_transforms())
+        rendered = charts.render_all(recorded, kubernetes_version, transforms) if kubernetes_version else []
         # Registration order depends on the event loop; a stable order keeps plan.json diffable in reviews.
         plan.resources = sorted(recorded + rendered, key=lambda r: r["urn"])
     finally:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
 
 from components.config.base import ConfigError
+from components.jobset_install import leave_cert_data_to_the_controller as transform
 from offline.engine import Plan, run_program
 from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
@@ -185,3 +187,21 @@ def test_a_malformed_image_digest_is_a_config_error(run: StackRunner, key: str) 
     assert error.value.lines == [
         f"tpu-stack:charts.{key}: 'sha256:abc' is not an image digest; write sha256: and its 64 hex digits"
     ]
+
+
+def test_the_jobset_chart_leaves_only_its_cert_secrets_data_to_the_controller() -> None:
+    """jobset issue 1205 / PR 1248: only the webhook cert Secret loses `data` (and ignores it); nothing else."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "data": {"tls.crt": ""},
+              "metadata": {"name": "jobset-webhook-server-cert", "namespace": "jobset-system"}}  # fmt: skip
+
+    def args(type_: str, props: dict[str, Any]) -> pulumi.ResourceTransformArgs:
+        return pulumi.ResourceTransformArgs(True, type_, "jobset-chart:x", props, pulumi.ResourceOptions())
+
+    result = transform(args("kubernetes:core/v1:Secret", secret))
+    assert result is not None
+    assert result.props == {"apiVersion": "v1", "kind": "Secret", "metadata": secret["metadata"]}
+    assert result.opts is not None and result.opts.ignore_changes == ["data"]
+    other = {**secret, "metadata": {"name": "jobset-metrics-token", "namespace": "jobset-system"}}
+    assert transform(args("kubernetes:core/v1:Secret", other)) is None
+    assert transform(args("kubernetes:core/v1:ConfigMap", {**secret, "kind": "ConfigMap"})) is None
+    assert transform(args("kubernetes:helm.sh/v4:Chart", {"name": "jobset"})) is None

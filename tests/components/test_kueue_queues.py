@@ -22,7 +22,9 @@ from components.config.stack import load
 from offline import __main__ as cli
 from offline import validate
 from offline.engine import Plan, run_program, run_stack
+from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
+from tests.registration_options import changed_paths, replaced_by, replacement_options
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 CHART = "kubernetes:helm.sh/v4:Chart"
@@ -464,3 +466,113 @@ def test_saxml_serving_pool_is_not_kueue_capacity(plans: dict[str, Plan]) -> Non
     assert "serve" in plan.outputs["tpuPools"]
     assert "serve" not in plan.outputs["flavors"]
     assert all("serve" not in tpu_quota(q) for q in kueue(plan, "ClusterQueue"))
+
+
+# ---- immutable fields: a change replaces the object, deleting it first -------------------------------------
+
+
+def _registered(config: dict[str, Any]) -> tuple[Plan, dict[str, dict[str, Any]]]:
+    with replacement_options() as options:
+        plan = run_program({**BASE, **config}, stack="dev")
+    return plan, options
+
+
+def _local_queue(plan: Plan) -> dict[str, Any]:
+    (record,) = plan.by_type(KUEUE + "LocalQueue")
+    return record
+
+
+def test_a_renamed_cluster_queue_replaces_the_local_queue_deleting_it_first() -> None:
+    """LocalQueue.spec.clusterQueue is immutable (CEL `self == oldSelf`, vendor/crds/kueue/
+    kueue.x-k8s.io_localqueues.yaml): an in-place update is refused, and a second LocalQueue of the same name
+    cannot be created beside the old one."""
+    before, _ = _registered({"tpu-stack:tpuPools": [MULTISLICE]})
+    after, options = _registered({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"clusterQueue": "tpu"}})
+    old, new = _local_queue(before), _local_queue(after)
+    assert old["urn"] == new["urn"]  # the same resource: the engine diffs it, it does not create a second one
+    assert changed_paths(old["inputs"], new["inputs"]) == ["spec.clusterQueue"]
+    registered = options[new["urn"]]
+    assert registered == {"replaceOnChanges": ["spec.clusterQueue"], "deleteBeforeReplace": True}
+    assert replaced_by(registered["replaceOnChanges"], "spec.clusterQueue")
+
+
+def test_a_changed_priority_value_replaces_the_priority_class_deleting_it_first() -> None:
+    """PriorityClass value and preemptionPolicy may not be changed in an update (kubernetes
+    pkg/apis/scheduling/validation/validation.go, ValidatePriorityClassUpdate)."""
+    low = {"name": "low-priority", "value": 100}
+    before, _ = _registered({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"priorityClasses": [low]}})
+    after, options = _registered(
+        {"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"priorityClasses": [{**low, "value": 200}]}}
+    )
+    (old,) = before.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+    (new,) = after.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+    assert old["urn"] == new["urn"]
+    assert changed_paths(old["inputs"], new["inputs"]) == ["value"]
+    registered = options[new["urn"]]
+    assert registered == {"replaceOnChanges": ["value", "preemptionPolicy"], "deleteBeforeReplace": True}
+    assert replaced_by(registered["replaceOnChanges"], "value")
+
+
+def test_kueue_objects_without_immutable_fields_are_updated_in_place() -> None:
+    """ClusterQueue quotas, flavors, admission checks, cohorts and namespaces change in place (a replacement
+    would evict admitted workloads or wait on Kueue's resource-in-use finalizer)."""
+    teams = SCENARIOS["teams"]
+    plan, options = _registered(teams)
+    kinds = {"ClusterQueue", "ResourceFlavor", "AdmissionCheck", "ProvisioningRequestConfig", "Cohort"}
+    records = [r for r in plan.resources if r["type"].removeprefix(KUEUE) in kinds]
+    records += plan.by_type("kubernetes:core/v1:Namespace")
+    assert {r["type"].rsplit(":", 1)[-1] for r in records} == kinds | {"Namespace"}
+    for record in records:
+        assert options[record["urn"]] == {"replaceOnChanges": [], "deleteBeforeReplace": None}, record["name"]
+
+
+def test_the_immutable_fields_of_the_kueue_kinds_are_the_ones_the_stack_knows() -> None:
+    """Every `oldSelf` rule of the vendored v1beta2 CRDs, written out: a refresh that adds one fails here until
+    the stack decides what a change to it does (components/kueue_queues.py, IMMUTABLE_FIELDS)."""
+    rules = set()
+    for path in sorted((VENDOR / "crds" / "kueue").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        (v1beta2,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]
+        rules |= {
+            (crd["spec"]["names"]["kind"], where) for where in _old_self_rules(v1beta2["schema"]["openAPIV3Schema"])
+        }
+    assert rules == {
+        ("AdmissionCheck", "spec.controllerName"),  # a constant of the stack (PROVISIONING_CONTROLLER)
+        ("LocalQueue", "spec.clusterQueue"),
+        ("ResourceFlavor", "spec"),  # nodeLabels, tolerations, topologyName: only once topologyName is set
+        ("Topology", "spec.levels"),  # the stack declares no Topology
+    }
+
+
+def _old_self_rules(schema: dict[str, Any], path: str = "") -> list[str]:
+    found = [path.lstrip(".") for rule in schema.get("x-kubernetes-validations", []) if "oldSelf" in rule["rule"]]
+    for key, child in (schema.get("properties") or {}).items():
+        found += _old_self_rules(child, f"{path}.{key}")
+    if isinstance(schema.get("items"), dict):
+        found += _old_self_rules(schema["items"], f"{path}[]")
+    return found
+
+
+# ---- destroy: the team namespaces go while the Kueue and JobSet controllers still run ----------------------
+
+
+@pytest.mark.parametrize("name", ["dev", "prod", "teams"])
+def test_team_namespaces_depend_on_both_charts_so_destroy_deletes_them_first(plans: dict[str, Plan], name: str) -> None:
+    """Kueue puts `kueue.x-k8s.io/resource-in-use` on every Workload it creates (kueue v0.19.2
+    pkg/controller/jobframework/utils.go) and only its controller removes it. The engine deletes a resource
+    before what it depends on; a dependency on a component (the Chart) counts for the component's children
+    too (pulumi pkg/resource/graph/dependency_graph.go, DependenciesOf), so the namespaces are deleted before
+    the controllers' Deployments, webhooks and CRDs."""
+    plan = plans[name]
+    stack = "prod" if name == "prod" else "dev"
+    charts = {
+        f"urn:pulumi:{stack}::tpu-stack::tpu-stack:index:KueueInstall$kubernetes:helm.sh/v4:Chart::kueue-chart",
+        f"urn:pulumi:{stack}::tpu-stack::tpu-stack:index:JobSetInstall$kubernetes:helm.sh/v4:Chart::jobset-chart",
+    }
+    namespaces = [r for r in plan.by_type("kubernetes:core/v1:Namespace") if r["name"].startswith("queues-")]
+    assert {r["inputs"]["metadata"]["name"] for r in namespaces} == {"research", "training"}
+    for namespace in namespaces:
+        assert charts <= set(namespace["dependencies"]), namespace["name"]
+    if name in ("dev", "prod"):  # rendered: the controllers are the Charts' children
+        controllers = [r for r in plan.resources if r["type"] == "kubernetes:apps/v1:Deployment" and r.get("rendered")]
+        assert {r["parent"] for r in controllers} == charts

@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
-from components import tpu_catalog
+from components import jobset_install, tpu_catalog
 from components.config.base import ConfigError
 from components.config.stack import load
 from offline import __main__ as cli
 from offline import validate
-from offline.engine import Plan
+from offline.engine import Plan, run_program
+from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
+from tests.registration_options import changed_paths, replaced_by, replacement_options
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -461,3 +463,77 @@ def test_cpu_servers_select_the_system_pool_the_cluster_creates(seed_plan: Plan)
     for name in ("sax-admin-server", "sax-http"):
         spec = kube(seed_plan, "kubernetes:apps/v1:Deployment", name)["inputs"]["spec"]["template"]["spec"]
         assert spec["nodeSelector"] == {"cloud.google.com/gke-nodepool": system["inputs"]["name"]}, name
+
+
+# ---- updates of the model-server JobSet: its spec is immutable, a change replaces it, deleting it first ------
+
+# Written out from jobset v0.12.0: pkg/webhooks/jobset_webhook.go ValidateUpdate (replicatedJobs, managedBy) and
+# the CRD's `self == oldSelf` rules (vendor/crds/jobset/jobset.x-k8s.io_jobsets.yaml).
+JOBSET_IMMUTABLE = [
+    "spec.replicatedJobs",
+    "spec.managedBy",
+    "spec.failurePolicy",
+    "spec.successPolicy",
+    "spec.startupPolicy",
+    "spec.network",
+    "spec.volumeClaimPolicies",
+]
+DIGEST = "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server@sha256:" + "b" * 64
+
+
+def _model_servers(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    with replacement_options() as options:
+        plan = run_program({**BASE, **config}, stack="dev")
+    record = kube(plan, JOBSET, "sax-model-server-set")
+    return record, options[record["urn"]]
+
+
+@pytest.mark.parametrize(
+    ("change", "after", "paths"),
+    [
+        ("image pinned by digest", with_saxml(images={"modelServer": DIGEST}),
+         ['metadata.annotations["checkov.io/skip8"]',  # the tag exception goes; metadata changes in place
+          "spec.replicatedJobs[0].template.spec.template.spec.containers[0].image"]),
+        ("slices 2 -> 3", with_saxml({**SERVE, "slices": 3}), ["spec.replicatedJobs[0].replicas"]),
+        ("restarts 4 -> 1", with_saxml(maxRestarts=1), ["spec.failurePolicy.maxRestarts"]),
+    ],
+)  # fmt: skip
+def test_a_change_to_the_model_server_set_replaces_it_deleting_it_first(
+    change: str, after: dict[str, Any], paths: list[str]
+) -> None:
+    """An in-place update of these fields fails preview and up (webhook and CEL); a second JobSet of the same
+    name cannot be created beside the old one (AlreadyExists)."""
+    old, _ = _model_servers(with_saxml())
+    new, registered = _model_servers(after)
+    assert old["urn"] == new["urn"], change
+    assert changed_paths(old["inputs"], new["inputs"]) == paths
+    assert registered == {"replaceOnChanges": JOBSET_IMMUTABLE, "deleteBeforeReplace": True}
+    spec_paths = [path for path in paths if path.startswith("spec.")]
+    assert spec_paths and all(replaced_by(registered["replaceOnChanges"], path) for path in spec_paths)
+    assert not any(replaced_by(registered["replaceOnChanges"], p) for p in paths if p.startswith("metadata"))
+
+
+def test_the_jobset_crds_immutable_fields_are_the_ones_replaced() -> None:
+    """Every `self == oldSelf` rule of the vendored JobSet CRD is under a replaceOnChanges path of the JobSet."""
+    crd = yaml.safe_load((VENDOR / "crds" / "jobset" / "jobset.x-k8s.io_jobsets.yaml").read_text())
+    (version,) = crd["spec"]["versions"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    rules = _old_self_rules(spec, "spec")
+    assert rules == [
+        "spec.failurePolicy",
+        "spec.network",
+        "spec.replicatedJobs[].dependsOn",
+        "spec.startupPolicy",
+        "spec.successPolicy",
+        "spec.volumeClaimPolicies",
+    ]
+    assert all(replaced_by(jobset_install.IMMUTABLE_FIELDS, rule.replace("[]", "[0]")) for rule in rules)
+
+
+def _old_self_rules(schema: dict[str, Any], path: str) -> list[str]:
+    found = [path for rule in schema.get("x-kubernetes-validations", []) if rule["rule"] == "self == oldSelf"]
+    for key, child in sorted((schema.get("properties") or {}).items()):
+        found += _old_self_rules(child, f"{path}.{key}")
+    if isinstance(schema.get("items"), dict):
+        found += _old_self_rules(schema["items"], f"{path}[]")
+    return found

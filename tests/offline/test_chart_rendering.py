@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 
 from offline import __main__ as cli
@@ -250,3 +251,74 @@ def test_plan_json_holds_the_rendered_children_one_per_line(tmp_path: Path) -> N
     assert sum(1 for line in lines if '"rendered": true' in line) == 99
     assert (tmp_path / "manifests" / "kueue-chart.yaml").is_file()
     assert (tmp_path / "manifests" / "jobset-chart.yaml").is_file()
+
+
+# ---- the JobSet chart's webhook cert Secret: applied without the data its controller owns -------------------
+
+CERT_SECRET = "jobset-chart:jobset-system/jobset-webhook-server-cert"
+
+
+def test_the_jobset_chart_itself_renders_empty_cert_data_keys() -> None:
+    """What jobset 0.12.0's templates/internalcert/secret.yaml renders (jobset issue 1205)."""
+    request = charts.ChartRequest("jobset-chart", "jobset", "oci://registry.k8s.io/jobset/charts/jobset", "0.12.0",
+                                  "jobset-system", {})  # fmt: skip
+    (secret,) = [o for o in charts.rendered_objects(request, "1.33") if o["kind"] == "Secret"]
+    assert secret["data"] == {"ca.crt": "", "ca.key": "", "tls.crt": "", "tls.key": ""}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_jobset_cert_secret_is_applied_without_data_and_its_data_ignored(
+    plans: dict[str, Plan], stack: str
+) -> None:
+    """The program's transform on the JobSet Chart runs on the Secret as the engine runs it: the provider applies
+    the Secret as the fixed chart renders it (jobset PR 1248: no `data`), and ignores `data` on updates."""
+    secret = named(plans[stack], CERT_SECRET, "Secret")
+    assert secret["inputs"] == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "labels": {
+                "helm.sh/chart": "jobset-0.12.0",
+                "app.kubernetes.io/managed-by": "Helm",
+                "app.kubernetes.io/version": "0.12.0",
+                "app.kubernetes.io/name": "jobset",
+                "app.kubernetes.io/instance": "jobset",
+                "app.kubernetes.io/component": "webhook",
+            },
+            "name": "jobset-webhook-server-cert",
+            "namespace": "jobset-system",
+        },
+    }
+    assert secret["ignoreChanges"] == ["data"]
+    # Kueue 0.19.2's chart declares no data on its cert Secret: nothing to leave out there.
+    kueue = named(plans[stack], "kueue-chart:kueue-system/kueue-webhook-server-cert", "Secret")
+    assert "data" not in kueue["inputs"] and kueue["ignoreChanges"] == []
+    others = [r for r in rendered(plans[stack]) if r["name"] != CERT_SECRET]
+    assert all(r["ignoreChanges"] == [] for r in others)
+
+
+def _child(name: str = "c:ns/x", **inputs: Any) -> dict[str, Any]:
+    return {"type": "kubernetes:core/v1:ConfigMap", "name": name, "ignoreChanges": [], "inputs": inputs}
+
+
+def test_transforms_run_in_the_engines_order_chart_then_ancestors_then_stack() -> None:
+    def tag(label: str) -> Any:
+        def add(args: Any) -> Any:
+            return pulumi.ResourceTransformResult({**args.props, "seen": [*args.props.get("seen", []), label]},
+                                                  args.opts)  # fmt: skip
+
+        return add
+
+    transforms = charts.Transforms({"chart": [tag("chart")], "install": [tag("install")]}, [tag("stack")])
+    parents = {"chart": "install", "install": "stack-urn", "stack-urn": None}
+    ordered = transforms.for_children_of("chart", parents)
+    assert charts.transformed(_child(), ordered)["inputs"] == {"seen": ["chart", "install", "stack"]}
+
+
+def test_a_transform_setting_an_option_the_render_does_not_record_fails_it() -> None:
+    def protect(args: Any) -> Any:
+        return pulumi.ResourceTransformResult(args.props, pulumi.ResourceOptions.merge(args.opts,
+                                              pulumi.ResourceOptions(protect=True)))  # fmt: skip
+
+    with pytest.raises(charts.ChartError, match=r"sets protect on c:ns/x; the offline render records only props"):
+        charts.transformed(_child(), [protect])
