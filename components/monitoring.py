@@ -5,6 +5,9 @@ bandwidth utilization, nodes over time) and a row per ClusterQueue (pending and 
 usage against nominal quota). TPU series are GKE system metrics (`kubernetes.io/...`) filtered by the
 cluster and the group's accelerator and topology; Kueue series are the controller's Prometheus metrics, which
 Managed Service for Prometheus stores as `prometheus.googleapis.com/<name>/gauge` and PromQL reads by name.
+Those series exist only after the collectors first scrape the controller, and Cloud Monitoring refuses an alert
+condition over a metric that does not exist unless its metric validation is off, so conditions over Kueue's
+series turn it off (the system metrics they read exist in every project, and stay validated).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ ADMITTED = "kueue_admitted_active_workloads"
 RESERVING = "kueue_reserving_active_workloads"
 USAGE = "kueue_cluster_queue_resource_usage"
 QUOTA = "kueue_cluster_queue_nominal_quota"
+KUEUE_SERIES = "kueue_"
+"""Prefix of every Kueue controller metric."""
 COLUMNS = 48
 """Width of a mosaic layout."""
 _WIDTH = 12
@@ -175,6 +180,11 @@ def alert_queries(config: StackConfig) -> dict[str, tuple[str, int]]:
     return alerts
 
 
+def reads_scraped_series(query: str) -> bool:
+    """True if the PromQL reads a Kueue series, which exists only once Managed Prometheus has scraped it."""
+    return KUEUE_SERIES in query
+
+
 class Monitoring(pulumi.ComponentResource):
     """The dashboard and alert policies; `url` opens the dashboard in the console."""
 
@@ -210,6 +220,7 @@ class Monitoring(pulumi.ComponentResource):
                                 "query": query,
                                 "duration": f"{minutes * 60}s",
                                 "evaluationInterval": "60s",
+                                "disableMetricValidation": reads_scraped_series(query),
                             },
                         }
                     ],

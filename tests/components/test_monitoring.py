@@ -106,6 +106,34 @@ def test_alert_policies_per_queue_idle_tpus_and_queued_provisioning(plans: dict[
     assert pending.get("notificationChannels", []) == []  # none unless configured
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_conditions_over_kueue_series_skip_metric_validation(plans: dict[str, Plan], stack: str) -> None:
+    """Kueue's series exist only after the first scrape; with validation on, a new project refuses the policy."""
+    alerts = plans[stack].by_type(ALERT)
+    assert alerts
+    for alert in alerts:
+        (condition,) = alert["inputs"]["conditions"]
+        promql = condition["conditionPrometheusQueryLanguage"]
+        assert "kueue_" in promql["query"], alert["name"]  # every alert of the stack waits on a Kueue series
+        assert promql["disableMetricValidation"] is True, alert["name"]
+    if stack == "prod":
+        pending = plans[stack].one(ALERT, "monitoring-pending-training-cluster-queue")["inputs"]
+        assert pending["conditions"][0]["conditionPrometheusQueryLanguage"] == {
+            "query": 'sum(kueue_pending_workloads{cluster_queue="training-cluster-queue"}) > 0',
+            "duration": "1800s",
+            "evaluationInterval": "60s",
+            "disableMetricValidation": True,
+        }
+
+
+def test_only_kueue_series_need_validation_off() -> None:
+    """A system metric exists in every project: a condition over it alone keeps validation."""
+    from components.monitoring import reads_scraped_series
+
+    assert reads_scraped_series("sum(kueue_admitted_active_workloads) > 0")
+    assert not reads_scraped_series('max(kubernetes_io:node_accelerator_tensorcore_utilization{cluster_name="c"}) < 1')
+
+
 def test_notification_channels_and_thresholds_come_from_config(run: Any) -> None:
     channel = "projects/proj/notificationChannels/123"
     plan = run(
