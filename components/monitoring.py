@@ -141,8 +141,28 @@ def cluster_queues(config: StackConfig) -> list[str]:
     return sorted({ref.cluster_queue for ref in queue_refs(config.queues).values()}) if config.queue_pools else []
 
 
+def proto3_json(value: Any) -> Any:
+    """`value` as the Monitoring API returns it: proto3 JSON leaves out every field at its default (0, "", false,
+    empty lists and objects). The provider ignores only fields the program leaves out, so a dashboard sent with
+    `xPos: 0` or `groupByFields: []` never equals what it reads back, and every `pulumi up` would update it."""
+    if isinstance(value, dict):
+        fields = {key: proto3_json(item) for key, item in value.items()}
+        return {key: item for key, item in fields.items() if not _is_default(item)}
+    if isinstance(value, list):
+        return [proto3_json(item) for item in value]
+    return value
+
+
+def _is_default(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value is False
+    if isinstance(value, int | float | str | list | dict):
+        return not value
+    return value is None
+
+
 def dashboard(config: StackConfig) -> dict[str, Any]:
-    """The dashboard: one row per TPU pool group, then one per ClusterQueue."""
+    """The dashboard in the API's own form (proto3_json): one row per TPU pool group, then one per ClusterQueue."""
     tiles: list[dict[str, Any]] = []
     y = 0
     for pool in config.tpu_pools:
@@ -151,10 +171,12 @@ def dashboard(config: StackConfig) -> dict[str, Any]:
     for cluster_queue in cluster_queues(config):
         row, y = _row(y, f"ClusterQueue {cluster_queue}", queue_widgets(cluster_queue))
         tiles += row
-    return {
-        "displayName": f"tpu-stack {config.stack}: TPU fleet and queues ({config.cluster.name})",
-        "mosaicLayout": {"columns": COLUMNS, "tiles": tiles},
-    }
+    return proto3_json(
+        {
+            "displayName": f"tpu-stack {config.stack}: TPU fleet and queues ({config.cluster.name})",
+            "mosaicLayout": {"columns": COLUMNS, "tiles": tiles},
+        }
+    )
 
 
 def alert_queries(config: StackConfig) -> dict[str, tuple[str, int]]:
