@@ -92,6 +92,8 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
     """
     machine = pool.machine
     chips = {tpu_catalog.TPU_RESOURCE: machine.chips_per_vm}
+    host = pool.tpu_container_requests  # the node's CPU and memory: a model server owns its VM
+    resources = {"requests": {**chips, **host}, "limits": {**chips, "memory": host["memory"]}}
     pod: dict[str, Any] = {
         "serviceAccountName": saxml.service_account,
         "restartPolicy": "Never",
@@ -115,7 +117,7 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
                     # Each slice serves on its own: unset the multislice variable the TPU runtime would read.
                     {"name": "MEGASCALE_NUM_SLICES", "value": ""},
                 ],
-                "resources": {"requests": chips, "limits": chips},
+                "resources": resources,
             }
         ],
     }
@@ -162,10 +164,10 @@ def image_exceptions(*images: str) -> dict[str, str]:
 
 
 def model_server_exceptions(saxml: SaxmlConfig) -> dict[str, str]:
-    """Documented TPU-pod exceptions of the model servers (their pool is not Kueue capacity: no hostResources)."""
+    """Documented TPU-pod exceptions of the model servers (they request the node's CPU and memory, no CPU limit)."""
     return {
         **pod_security.TPU_EXCEPTIONS,
-        **pod_security.NO_HOST_RESOURCES,
+        **pod_security.CPU_LIMIT_EXCEPTION,
         **image_exceptions(saxml.images.model_server),
     }
 
