@@ -149,6 +149,10 @@ MACHINE_TYPES: dict[str, MachineType] = {
     )
 }
 
+GKE_DEFAULT_BOOT_DISK_GIB = 100
+"""Boot disk of a GKE node whose pool sets no disk size (NodeConfig.diskSizeGb: "If unspecified, the default disk size
+is 100GB", GKE API google.container.v1; Compute Engine disk GB are GiB). The TPU pools set none."""
+
 # The multi-host machine type each version defaults to when config names a version instead of a machine type.
 DEFAULT_MACHINE_TYPE: dict[str, str] = {
     "v4": "ct4p-hightpu-4t",

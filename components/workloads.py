@@ -16,7 +16,7 @@ from typing import Any
 from components import gcs_fuse, pod_security, tpu_catalog
 from components.config.pools import TpuPoolConfig
 from components.config.queues import QueueRef, flavor_labels, queue_refs, quota, team_borrowing, team_chips
-from components.config.serving import bucket_mounts, bucket_service_account
+from components.config.serving import bucket_mounts, bucket_service_account, file_cache_gib
 from components.config.stack import StackConfig
 from components.kueue_queues import QUEUE_LABEL, pool_tolerations
 
@@ -81,7 +81,8 @@ def _template(
 ) -> dict[str, Any]:
     """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE."""
     pod = _pod(config, pool, ports, namespace, multislice=multislice)
-    annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace))
+    cache = file_cache_gib(config.bucket, pool, autopilot=_autopilot(config))
+    annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace), cache_gib=cache)
     return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
 
 

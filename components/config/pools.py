@@ -38,11 +38,11 @@ class Taint(ConfigModel):
 
 
 # ---- what a TPU pod may use of its node ------------------------------------------------------------------------
-# GKE keeps part of every Standard node for the OS, the kubelet and eviction ("Node allocatable resources" and "Memory
-# and CPU reservations" of https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes). Of what is
-# allocatable, GKE's DaemonSets and the Cloud Storage FUSE sidecar take their requests before the TPU container asks
-# for the rest: a TPU pod owns its VM, and without requests it is BestEffort, the first pod the kubelet evicts under
-# pressure.
+# GKE keeps part of every Standard node for the OS, the kubelet and eviction ("Node allocatable resources", "Memory and
+# CPU reservations" and "Local ephemeral storage reservation" of
+# https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes). Of what is allocatable, GKE's DaemonSets
+# and the Cloud Storage FUSE sidecar take their requests before the TPU container asks for the rest: a TPU pod owns its
+# VM, and without requests it is BestEffort, the first pod the kubelet evicts under pressure.
 _CPU_RESERVED = ((1000, 600), (1000, 100), (2000, 50), (None, 25))
 """(millicores, hundredths of a percent): 6% of the first core, 1% of the next, 0.5% of the next 2, 0.25% above 4."""
 _MEMORY_RESERVED = ((4096, 25), (4096, 20), (8192, 10), (114688, 6), (None, 2))
@@ -58,6 +58,11 @@ FUSE_SIDECAR_CPU_MILLICORES = 250
 FUSE_SIDECAR_MEMORY_MIB = 256
 """The Cloud Storage FUSE sidecar's requests when its limits are "0" and no request is set: the driver's defaults
 (GoogleCloudPlatform/gcs-fuse-csi-driver pkg/webhook/config.go populateResource, cmd/webhook/main.go flags)."""
+OS_PARTITIONS_MIB = 6144
+"""Boot disk the node's filesystem does not hold (GKE's own example: a 100 GiB disk shows 94.25 GiB of capacity)."""
+POD_EPHEMERAL_HEADROOM_MIB = 10240
+"""Ephemeral storage a TPU pod keeps for everything but the file cache: the FUSE sidecar's default request (5 GiB, its
+temporary and buffer volumes) and the TPU container's writable layer and logs (pip-installed wheels, libtpu caches)."""
 
 
 def _tiered(amount: int, tiers: tuple[tuple[int | None, int], ...], per: int) -> int:
@@ -76,6 +81,15 @@ def gke_reserved_cpu_millicores(vcpus: int) -> int:
 
 def gke_reserved_memory_mib(memory_mib: int) -> int:
     return _tiered(memory_mib, _MEMORY_RESERVED, 100)
+
+
+def gke_allocatable_ephemeral_mib(boot_disk_gib: int) -> int:
+    """Ephemeral storage allocatable on a node with a boot disk of `boot_disk_gib`: the filesystem less the kubelet's
+    10% eviction threshold and GKE's system reservation, min(50% of the disk, 6 GiB + 35% of it, 100 GiB)."""
+    disk = boot_disk_gib * 1024
+    filesystem = disk - OS_PARTITIONS_MIB
+    reservation = min(disk // 2, 6144 + disk * 35 // 100, 100 * 1024)
+    return filesystem - -(-filesystem // 10) - reservation
 
 
 def cpu_quantity(millicores: int) -> str:
@@ -406,6 +420,11 @@ class TpuPoolConfig(ConfigModel):
         return None
 
     @property
+    def boot_disk_gib(self) -> int:
+        """The pools set no disk size, so each node has GKE's default boot disk."""
+        return tpu_catalog.GKE_DEFAULT_BOOT_DISK_GIB
+
+    @property
     def tpu_container_cpu_millicores(self) -> int:
         """CPU a node's TPU container requests: allocatable less the DaemonSets' and the FUSE sidecar's share."""
         vcpus = self.machine.vcpus
@@ -422,6 +441,15 @@ class TpuPoolConfig(ConfigModel):
     def tpu_container_requests(self) -> dict[str, str]:
         """Kubernetes quantities of the CPU and memory one TPU container requests on a node of this group."""
         return {"cpu": cpu_quantity(self.tpu_container_cpu_millicores), "memory": f"{self.tpu_container_memory_mib}Mi"}
+
+    @property
+    def allocatable_ephemeral_mib(self) -> int:
+        return gke_allocatable_ephemeral_mib(self.boot_disk_gib)
+
+    @property
+    def file_cache_limit_gib(self) -> int:
+        """The largest Cloud Storage FUSE file cache a TPU pod of this group can keep on its node's boot disk."""
+        return max(0, (self.allocatable_ephemeral_mib - POD_EPHEMERAL_HEADROOM_MIB) // 1024)
 
     @property
     def node_selector(self) -> dict[str, str]:

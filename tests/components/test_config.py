@@ -12,6 +12,7 @@ import yaml
 from components.config.base import ConfigError, parse_duration
 from components.config.pools import (
     TpuPoolConfig,
+    gke_allocatable_ephemeral_mib,
     gke_reserved_cpu_millicores,
     gke_reserved_memory_mib,
 )
@@ -308,6 +309,14 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {**pools(pool()), "tpu-stack:queues": {"teams": [{"name": "a", "borrowingLimit": {"train": [8]}}]}},
      "tpu-stack:queues.teams[0].borrowingLimit.train: [8] is not a number of chips; give chips (16) or a percentage "
      "of the pool's chips ('50%')"),
+    # A FUSE file cache the node's boot disk cannot hold gets the TPU pod evicted (43 GiB allocatable on GKE's
+    # default 100 GiB disk, 10 GiB kept for the pod's containers: 33 GiB at most).
+    ("file cache larger than the boot disk holds",
+     {**pools(pool()), "tpu-stack:bucket": {"writers": [{"namespace": "default", "serviceAccount": "t"}],
+                                           "fileCacheGb": 80}},
+     "tpu-stack:bucket.fileCacheGb: 80 GiB does not fit the 100 GiB boot disk of pool 'train' (43 GiB allocatable "
+     "after GKE's reservations, 10 GiB kept for the pod's containers); use at most 33, or 0 to turn the file cache "
+     "off"),
     # Pydantic's messages in the user's words.
     ("pools given as a mapping", {"tpu-stack:tpuPools": pool()},
      "tpu-stack:tpuPools: expected a list of pool groups ('-' items), got a mapping (key: value lines)"),
@@ -509,6 +518,14 @@ def test_gke_memory_reservation(memory_mib: int, reserved_mib: int) -> None:
     assert gke_reserved_memory_mib(memory_mib) == reserved_mib
 
 
+def test_ephemeral_storage_of_gkes_default_boot_disk() -> None:
+    """100 GiB disk: 94 GiB filesystem, 9.4 GiB eviction threshold (rounded up to 9626 MiB), min(50, 6 + 35, 100) = 41
+    GiB reserved: 96256 - 9626 - 41984 = 44646 MiB. GKE's example node of a 100 GiB disk shows 47060071478 bytes
+    (44880 MiB) allocatable: the model never promises more than GKE gives."""
+    assert gke_allocatable_ephemeral_mib(100) == 44646
+    assert gke_allocatable_ephemeral_mib(100) <= 47060071478 // 2**20
+
+
 def test_tpu_container_requests_of_v5e_and_v6e_4t_nodes() -> None:
     """Allocatable less 1000m/2048Mi for GKE's DaemonSets and 250m/256Mi for the FUSE sidecar:
     v5e 4t: 112000 - 350 - 1250 = 110400m; 196608 - 10855 - 100 - 2304 = 183349Mi.
@@ -517,3 +534,4 @@ def test_tpu_container_requests_of_v5e_and_v6e_4t_nodes() -> None:
     v6e = TpuPoolConfig(name="b", machine_type="ct6e-standard-4t")
     assert v5e.tpu_container_requests == {"cpu": "110400m", "memory": "183349Mi"}
     assert v6e.tpu_container_requests == {"cpu": "178230m", "memory": "713208Mi"}
+    assert v5e.file_cache_limit_gib == v6e.file_cache_limit_gib == 33  # (44646 - 10240) // 1024

@@ -96,7 +96,8 @@ def test_seed_model_server_pod(seed_plan: Plan) -> None:
     assert "hostNetwork" not in pod and "dnsPolicy" not in pod
     assert pod["serviceAccountName"] == "sax-sa"
     assert pod["automountServiceAccountToken"] is False
-    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    # fsGroup: the FUSE sidecar's group (65534), which writes the file cache volume the pod declares.
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}, "fsGroup": 65534}
     (container,) = pod["containers"]
     assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0"
     assert container["args"] == [
