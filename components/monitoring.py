@@ -5,6 +5,9 @@ bandwidth utilization, nodes over time) and a row per ClusterQueue (pending and 
 usage against nominal quota). TPU series are GKE system metrics (`kubernetes.io/...`) filtered by the
 cluster and the group's accelerator and topology; Kueue series are the controller's Prometheus metrics, which
 Managed Service for Prometheus stores as `prometheus.googleapis.com/<name>/gauge` and PromQL reads by name.
+Those series exist only after the collectors first scrape the controller, and Cloud Monitoring refuses an alert
+condition over a metric that does not exist unless its metric validation is off, so conditions over Kueue's
+series turn it off (the system metrics they read exist in every project, and stay validated).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ ADMITTED = "kueue_admitted_active_workloads"
 RESERVING = "kueue_reserving_active_workloads"
 USAGE = "kueue_cluster_queue_resource_usage"
 QUOTA = "kueue_cluster_queue_nominal_quota"
+KUEUE_SERIES = "kueue_"
+"""Prefix of every Kueue controller metric."""
 COLUMNS = 48
 """Width of a mosaic layout."""
 _WIDTH = 12
@@ -136,8 +141,28 @@ def cluster_queues(config: StackConfig) -> list[str]:
     return sorted({ref.cluster_queue for ref in queue_refs(config.queues).values()}) if config.queue_pools else []
 
 
+def proto3_json(value: Any) -> Any:
+    """`value` as the Monitoring API returns it: proto3 JSON leaves out every field at its default (0, "", false,
+    empty lists and objects). The provider ignores only fields the program leaves out, so a dashboard sent with
+    `xPos: 0` or `groupByFields: []` never equals what it reads back, and every `pulumi up` would update it."""
+    if isinstance(value, dict):
+        fields = {key: proto3_json(item) for key, item in value.items()}
+        return {key: item for key, item in fields.items() if not _is_default(item)}
+    if isinstance(value, list):
+        return [proto3_json(item) for item in value]
+    return value
+
+
+def _is_default(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value is False
+    if isinstance(value, int | float | str | list | dict):
+        return not value
+    return value is None
+
+
 def dashboard(config: StackConfig) -> dict[str, Any]:
-    """The dashboard: one row per TPU pool group, then one per ClusterQueue."""
+    """The dashboard in the API's own form (proto3_json): one row per TPU pool group, then one per ClusterQueue."""
     tiles: list[dict[str, Any]] = []
     y = 0
     for pool in config.tpu_pools:
@@ -146,10 +171,12 @@ def dashboard(config: StackConfig) -> dict[str, Any]:
     for cluster_queue in cluster_queues(config):
         row, y = _row(y, f"ClusterQueue {cluster_queue}", queue_widgets(cluster_queue))
         tiles += row
-    return {
-        "displayName": f"tpu-stack {config.stack}: TPU fleet and queues ({config.cluster.name})",
-        "mosaicLayout": {"columns": COLUMNS, "tiles": tiles},
-    }
+    return proto3_json(
+        {
+            "displayName": f"tpu-stack {config.stack}: TPU fleet and queues ({config.cluster.name})",
+            "mosaicLayout": {"columns": COLUMNS, "tiles": tiles},
+        }
+    )
 
 
 def alert_queries(config: StackConfig) -> dict[str, tuple[str, int]]:
@@ -173,6 +200,11 @@ def alert_queries(config: StackConfig) -> dict[str, tuple[str, int]]:
             settings.provisioning_minutes,
         )
     return alerts
+
+
+def reads_scraped_series(query: str) -> bool:
+    """True if the PromQL reads a Kueue series, which exists only once Managed Prometheus has scraped it."""
+    return KUEUE_SERIES in query
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -210,6 +242,7 @@ class Monitoring(pulumi.ComponentResource):
                                 "query": query,
                                 "duration": f"{minutes * 60}s",
                                 "evaluationInterval": "60s",
+                                "disableMetricValidation": reads_scraped_series(query),
                             },
                         }
                     ],

@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from components import gcs_fuse, jobset_install, network_policies, pod_security, tpu_catalog
 from components.config.cluster import SYSTEM_NODE_SELECTOR
 from components.config.pools import TpuPoolConfig
-from components.config.serving import WRITER_ROLE, SaxmlConfig, saxml_mounts
+from components.config.serving import WRITER_ROLE, SaxmlConfig, file_cache_gib, saxml_mounts
 from components.config.stack import StackConfig
 from components.kubernetes_object import KubernetesObject
 from components.workload_identity import BucketRole, WorkloadIdentity
@@ -84,7 +84,7 @@ def _cpu_deployment(
     }
 
 
-def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> dict[str, Any]:
+def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str, *, cache_gib: int) -> dict[str, Any]:
     """JobSet spec: one child Job per slice, one pod per VM of it; any pod failing restarts them all.
 
     Not on the host network: Workload Identity applies only to pods on the pod network, and the servers of a
@@ -92,6 +92,8 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
     """
     machine = pool.machine
     chips = {tpu_catalog.TPU_RESOURCE: machine.chips_per_vm}
+    host = pool.tpu_container_requests  # the node's CPU and memory: a model server owns its VM
+    resources = {"requests": {**chips, **host}, "limits": {**chips, "memory": host["memory"]}}
     pod: dict[str, Any] = {
         "serviceAccountName": saxml.service_account,
         "restartPolicy": "Never",
@@ -115,12 +117,12 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str) -> di
                     # Each slice serves on its own: unset the multislice variable the TPU runtime would read.
                     {"name": "MEGASCALE_NUM_SLICES", "value": ""},
                 ],
-                "resources": {"requests": chips, "limits": chips},
+                "resources": resources,
             }
         ],
     }
     # Checkpoints to publish are read from the bucket through Cloud Storage FUSE, as sax-sa.
-    annotations = gcs_fuse.attach(pod, bucket, saxml_mounts(saxml))
+    annotations = gcs_fuse.attach(pod, bucket, saxml_mounts(saxml), cache_gib=cache_gib)
     if pool.taints:
         pod["tolerations"] = [t.toleration for t in pool.taints]
     return {
@@ -162,10 +164,10 @@ def image_exceptions(*images: str) -> dict[str, str]:
 
 
 def model_server_exceptions(saxml: SaxmlConfig) -> dict[str, str]:
-    """Documented TPU-pod exceptions of the model servers (their pool is not Kueue capacity: no hostResources)."""
+    """Documented TPU-pod exceptions of the model servers (they request the node's CPU and memory, no CPU limit)."""
     return {
         **pod_security.TPU_EXCEPTIONS,
-        **pod_security.NO_HOST_RESOURCES,
+        **pod_security.CPU_LIMIT_EXCEPTION,
         **image_exceptions(saxml.images.model_server),
     }
 
@@ -211,6 +213,7 @@ class Saxml(pulumi.ComponentResource):
         assert config.saxml is not None, "only built when tpu-stack:saxml is set"
         saxml = config.saxml
         pool = config.saxml_pool
+        cache_gib = file_cache_gib(config.bucket, pool, autopilot=False)  # Saxml needs TPU pools: Standard
         in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
 
         # A built-in namespace (`default`, as in the Saxml tutorial) is used, never declared: the stack would
@@ -270,7 +273,7 @@ class Saxml(pulumi.ComponentResource):
                     namespace,
                     {**ONE_SLICE_PER_NODE_POOL, **pod_security.skip_annotations(model_server_exceptions(saxml))},
                 ),
-                "spec": bucket.apply(lambda b: model_server_set(saxml, pool, b)),
+                "spec": bucket.apply(lambda b: model_server_set(saxml, pool, b, cache_gib=cache_gib)),
             },
             opts=pulumi.ResourceOptions.merge(
                 ready,

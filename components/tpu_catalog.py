@@ -53,6 +53,10 @@ class MachineType:
     version: TpuVersion
     chips_per_vm: int
     single_host_topology: str
+    vcpus: int
+    """vCPUs of one VM, as Compute Engine publishes them per TPU machine type (sources at MACHINE_TYPES)."""
+    memory_gib: int
+    """Memory of one VM. Compute Engine writes machine memory in GB of 2^30 bytes, i.e. GiB."""
     fixed_topologies: tuple[str, ...] = ()
     """Explicit topology list; empty means the version's 3-D rule applies."""
 
@@ -125,21 +129,29 @@ IRONWOOD = TpuVersion("tpu7x", "tpu7x", 192, None, 3, 9216, any_axis_order=False
 
 VERSIONS: dict[str, TpuVersion] = {v.name: v for v in (V4, V5E, V5P, V6E, IRONWOOD)}
 
+# vCPUs and memory per VM, from each version's page on cloud.google.com: v4 https://cloud.google.com/tpu/docs/v4,
+# v5e https://cloud.google.com/tpu/docs/v5e ("VM types"), v5p https://cloud.google.com/tpu/docs/v5p,
+# v6e https://cloud.google.com/tpu/docs/v6e ("VM types"), TPU7x https://cloud.google.com/tpu/docs/tpu7x; Compute
+# Engine's https://cloud.google.com/compute/docs/tpus/tpu-machines lists TPU7x, v6e and v5p the same way.
 MACHINE_TYPES: dict[str, MachineType] = {
     m.name: m
     for m in (
-        MachineType("ct4p-hightpu-4t", V4, 4, "2x2x1"),
-        MachineType("ct5lp-hightpu-1t", V5E, 1, "1x1", ("1x1",)),
-        MachineType("ct5lp-hightpu-4t", V5E, 4, "2x2", _TWO_D_4T),
-        MachineType("ct5lp-hightpu-8t", V5E, 8, "2x4", ("2x4",)),
-        MachineType("ct5p-hightpu-4t", V5P, 4, "2x2x1"),
-        MachineType("ct6e-standard-1t", V6E, 1, "1x1", ("1x1",)),
-        MachineType("ct6e-standard-4t", V6E, 4, "2x2", _TWO_D_4T),
-        MachineType("ct6e-standard-8t", V6E, 8, "2x4", ("2x4",)),
-        MachineType("tpu7x-standard-1t", IRONWOOD, 1, "1x1x1", ("1x1x1",)),
-        MachineType("tpu7x-standard-4t", IRONWOOD, 4, "2x2x1"),
+        MachineType("ct4p-hightpu-4t", V4, 4, "2x2x1", vcpus=240, memory_gib=407),
+        MachineType("ct5lp-hightpu-1t", V5E, 1, "1x1", vcpus=24, memory_gib=48, fixed_topologies=("1x1",)),
+        MachineType("ct5lp-hightpu-4t", V5E, 4, "2x2", vcpus=112, memory_gib=192, fixed_topologies=_TWO_D_4T),
+        MachineType("ct5lp-hightpu-8t", V5E, 8, "2x4", vcpus=224, memory_gib=384, fixed_topologies=("2x4",)),
+        MachineType("ct5p-hightpu-4t", V5P, 4, "2x2x1", vcpus=208, memory_gib=448),
+        MachineType("ct6e-standard-1t", V6E, 1, "1x1", vcpus=44, memory_gib=176, fixed_topologies=("1x1",)),
+        MachineType("ct6e-standard-4t", V6E, 4, "2x2", vcpus=180, memory_gib=720, fixed_topologies=_TWO_D_4T),
+        MachineType("ct6e-standard-8t", V6E, 8, "2x4", vcpus=180, memory_gib=1440, fixed_topologies=("2x4",)),
+        MachineType("tpu7x-standard-1t", IRONWOOD, 1, "1x1x1", vcpus=56, memory_gib=240, fixed_topologies=("1x1x1",)),
+        MachineType("tpu7x-standard-4t", IRONWOOD, 4, "2x2x1", vcpus=224, memory_gib=960),
     )
 }
+
+GKE_DEFAULT_BOOT_DISK_GIB = 100
+"""Boot disk of a GKE node whose pool sets no disk size (NodeConfig.diskSizeGb: "If unspecified, the default disk size
+is 100GB", GKE API google.container.v1; Compute Engine disk GB are GiB). The TPU pools set none."""
 
 # The multi-host machine type each version defaults to when config names a version instead of a machine type.
 DEFAULT_MACHINE_TYPE: dict[str, str] = {

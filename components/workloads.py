@@ -1,9 +1,10 @@
 """Example workloads that fit a stack: the seeds' Jobs and JobSets, bound to its queues, flavors and chips.
 
 Pure functions from the config model: each workload selects the node labels of one pool group's flavor,
-asks `google.com/tpu` = chips per VM for each VM of a slice, and is submitted to a LocalQueue whose team can
-reach that many chips (its share, or what it may borrow). Only what the stack can run is generated: a
-multislice JobSet needs as many slices in its group, a queued-provisioning group gets the queued Job.
+asks `google.com/tpu` = chips per VM and the node's CPU and memory for each VM of a slice, and is submitted to
+a LocalQueue whose team can reach that many chips (its share, or what it may borrow). Only what the stack can
+run is generated: a multislice JobSet needs as many slices in its group, a queued-provisioning group gets the
+queued Job.
 `python -m offline workloads --stack <name>` writes them to build/<stack>/workloads/.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from components import gcs_fuse, pod_security, tpu_catalog
 from components.config.pools import TpuPoolConfig
 from components.config.queues import QueueRef, flavor_labels, queue_refs, quota, team_borrowing, team_chips
-from components.config.serving import bucket_mounts, bucket_service_account
+from components.config.serving import bucket_mounts, bucket_service_account, file_cache_gib
 from components.config.stack import StackConfig
 from components.kueue_queues import QUEUE_LABEL, pool_tolerations
 
@@ -80,17 +81,20 @@ def _template(
 ) -> dict[str, Any]:
     """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE."""
     pod = _pod(config, pool, ports, namespace, multislice=multislice)
-    annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace))
+    cache = file_cache_gib(config.bucket, pool, autopilot=_autopilot(config))
+    annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace), cache_gib=cache)
     return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
 
 
 def _pod(
     config: StackConfig, pool: TpuPoolConfig, ports: list[int], namespace: str, *, multislice: bool
 ) -> dict[str, Any]:
-    """A pod on one VM of the pool: all its chips (and its CPU/memory when queues.hostResources is set), the
-    flavor's labels, tolerations of the pool's own taints, the namespace's bucket KSA. Not privileged and not on
-    the host network: GKE gives TPU access without either, and Workload Identity only works off the host network."""
-    amounts = quota(config.queues, pool, pool.machine.chips_per_vm)
+    """A pod on one VM of the pool: all its chips and the CPU/memory of the node, the flavor's labels, tolerations of
+    the pool's own taints, the namespace's bucket KSA. Not privileged and not on the host network: GKE gives TPU
+    access without either, and Workload Identity only works off the host network."""
+    amounts = {**quota(config.queues, pool, pool.machine.chips_per_vm)}
+    if "cpu" not in amounts and not _autopilot(config):
+        amounts.update(pool.tpu_container_requests)
     limits = {k: v for k, v in amounts.items() if k != "cpu"}
     container: dict[str, Any] = {
         "name": "jax-tpu",
@@ -120,12 +124,20 @@ def _pod(
     return pod
 
 
+def _autopilot(config: StackConfig) -> bool:
+    return config.cluster.mode == "autopilot"
+
+
+def requests_host_resources(config: StackConfig, pool: TpuPoolConfig) -> bool:
+    """TPU pods request CPU and memory: queues.hostResources when set, else what a node of the pool has to give.
+    Autopilot sizes TPU pods itself and refuses requests above its own maximum, so there only hostResources."""
+    return pool.name in config.queues.host_resources or not _autopilot(config)
+
+
 def exceptions(config: StackConfig, pool: TpuPoolConfig) -> dict[str, str]:
     """The documented checkov exceptions of a TPU pod of `pool`."""
     resources = (
-        pod_security.CPU_LIMIT_EXCEPTION
-        if pool.name in config.queues.host_resources
-        else pod_security.NO_HOST_RESOURCES
+        pod_security.CPU_LIMIT_EXCEPTION if requests_host_resources(config, pool) else pod_security.NO_HOST_RESOURCES
     )
     return {**pod_security.TPU_EXCEPTIONS, **resources}
 

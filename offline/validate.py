@@ -610,10 +610,11 @@ def validate_dashboard(dashboard_json: str) -> list[str]:
         return errors
     taken: dict[tuple[int, int], int] = {}
     for index, tile in enumerate(data["mosaicLayout"]["tiles"]):
-        if tile["xPos"] + tile["width"] > MOSAIC_COLUMNS:
-            errors.append(f"mosaicLayout.tiles[{index}]: ends at column {tile['xPos'] + tile['width']} of 48")
-        for x in range(tile["xPos"], tile["xPos"] + tile["width"]):
-            for y in range(tile["yPos"], tile["yPos"] + tile["height"]):
+        x_pos, y_pos = tile.get("xPos", 0), tile.get("yPos", 0)  # the API leaves out zero positions
+        if x_pos + tile["width"] > MOSAIC_COLUMNS:
+            errors.append(f"mosaicLayout.tiles[{index}]: ends at column {x_pos + tile['width']} of 48")
+        for x in range(x_pos, x_pos + tile["width"]):
+            for y in range(y_pos, y_pos + tile["height"]):
                 if (x, y) in taken:
                     errors.append(f"mosaicLayout.tiles[{index}]: overlaps tiles[{taken[(x, y)]}]")
                     break

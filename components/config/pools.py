@@ -38,6 +38,65 @@ class Taint(ConfigModel):
         return {"key": self.key, "operator": "Exists", "effect": effect}
 
 
+# ---- what a TPU pod may use of its node ------------------------------------------------------------------------
+# GKE keeps part of every Standard node for the OS, the kubelet and eviction ("Node allocatable resources", "Memory and
+# CPU reservations" and "Local ephemeral storage reservation" of
+# https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes). Of what is allocatable, GKE's DaemonSets
+# and the Cloud Storage FUSE sidecar take their requests before the TPU container asks for the rest: a TPU pod owns its
+# VM, and without requests it is BestEffort, the first pod the kubelet evicts under pressure.
+_CPU_RESERVED = ((1000, 600), (1000, 100), (2000, 50), (None, 25))
+"""(millicores, hundredths of a percent): 6% of the first core, 1% of the next, 0.5% of the next 2, 0.25% above 4."""
+_MEMORY_RESERVED = ((4096, 25), (4096, 20), (8192, 10), (114688, 6), (None, 2))
+"""(MiB, percent): 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128
+(the rule for machines of 1 GiB or more, which every TPU VM is)."""
+MEMORY_EVICTION_MIB = 100
+"""The kubelet's hard eviction threshold for memory on GKE nodes."""
+DAEMONSET_CPU_MILLICORES = 1000
+DAEMONSET_MEMORY_MIB = 2048
+"""Room left for GKE's DaemonSets on a TPU node (networking, logging, metrics, Workload Identity metadata server, CSI
+node drivers, TPU device plugin, managed Prometheus collector): about twice what they request together."""
+FUSE_SIDECAR_CPU_MILLICORES = 250
+FUSE_SIDECAR_MEMORY_MIB = 256
+"""The Cloud Storage FUSE sidecar's requests when its limits are "0" and no request is set: the driver's defaults
+(GoogleCloudPlatform/gcs-fuse-csi-driver pkg/webhook/config.go populateResource, cmd/webhook/main.go flags)."""
+OS_PARTITIONS_MIB = 6144
+"""Boot disk the node's filesystem does not hold (GKE's own example: a 100 GiB disk shows 94.25 GiB of capacity)."""
+POD_EPHEMERAL_HEADROOM_MIB = 10240
+"""Ephemeral storage a TPU pod keeps for everything but the file cache: the FUSE sidecar's default request (5 GiB, its
+temporary and buffer volumes) and the TPU container's writable layer and logs (pip-installed wheels, libtpu caches)."""
+
+
+def _tiered(amount: int, tiers: tuple[tuple[int | None, int], ...], per: int) -> int:
+    """Sum of each tier's share of `amount` (rate per `per`), rounded up: GKE's reservations are tiered this way."""
+    total, rest = 0, amount
+    for span, rate in tiers:
+        part = rest if span is None else min(span, rest)
+        total += part * rate
+        rest -= part
+    return -(-total // per)
+
+
+def gke_reserved_cpu_millicores(vcpus: int) -> int:
+    return _tiered(vcpus * 1000, _CPU_RESERVED, 10000)
+
+
+def gke_reserved_memory_mib(memory_mib: int) -> int:
+    return _tiered(memory_mib, _MEMORY_RESERVED, 100)
+
+
+def gke_allocatable_ephemeral_mib(boot_disk_gib: int) -> int:
+    """Ephemeral storage allocatable on a node with a boot disk of `boot_disk_gib`: the filesystem less the kubelet's
+    10% eviction threshold and GKE's system reservation, min(50% of the disk, 6 GiB + 35% of it, 100 GiB)."""
+    disk = boot_disk_gib * 1024
+    filesystem = disk - OS_PARTITIONS_MIB
+    reservation = min(disk // 2, 6144 + disk * 35 // 100, 100 * 1024)
+    return filesystem - -(-filesystem // 10) - reservation
+
+
+def cpu_quantity(millicores: int) -> str:
+    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+
+
 CALENDAR_MAX_DAYS = 90
 """Compute's limits on a calendar-mode request: 1 to 90 days long, starting at most 120 days ahead."""
 CALENDAR_MAX_LEAD_DAYS = 120
@@ -381,6 +440,38 @@ class TpuPoolConfig(ConfigModel):
         if self.provisioning == "reservation":
             return ("SPECIFIC_RESERVATION", [str(self.reservation_name)])
         return None
+
+    @property
+    def boot_disk_gib(self) -> int:
+        """The pools set no disk size, so each node has GKE's default boot disk."""
+        return tpu_catalog.GKE_DEFAULT_BOOT_DISK_GIB
+
+    @property
+    def tpu_container_cpu_millicores(self) -> int:
+        """CPU a node's TPU container requests: allocatable less the DaemonSets' and the FUSE sidecar's share."""
+        vcpus = self.machine.vcpus
+        allocatable = vcpus * 1000 - gke_reserved_cpu_millicores(vcpus)
+        return allocatable - DAEMONSET_CPU_MILLICORES - FUSE_SIDECAR_CPU_MILLICORES
+
+    @property
+    def tpu_container_memory_mib(self) -> int:
+        memory = self.machine.memory_gib * 1024
+        allocatable = memory - gke_reserved_memory_mib(memory) - MEMORY_EVICTION_MIB
+        return allocatable - DAEMONSET_MEMORY_MIB - FUSE_SIDECAR_MEMORY_MIB
+
+    @property
+    def tpu_container_requests(self) -> dict[str, str]:
+        """Kubernetes quantities of the CPU and memory one TPU container requests on a node of this group."""
+        return {"cpu": cpu_quantity(self.tpu_container_cpu_millicores), "memory": f"{self.tpu_container_memory_mib}Mi"}
+
+    @property
+    def allocatable_ephemeral_mib(self) -> int:
+        return gke_allocatable_ephemeral_mib(self.boot_disk_gib)
+
+    @property
+    def file_cache_limit_gib(self) -> int:
+        """The largest Cloud Storage FUSE file cache a TPU pod of this group can keep on its node's boot disk."""
+        return max(0, (self.allocatable_ephemeral_mib - POD_EPHEMERAL_HEADROOM_MIB) // 1024)
 
     @property
     def node_selector(self) -> dict[str, str]:

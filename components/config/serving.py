@@ -22,7 +22,7 @@ from components.config.base import (
     source_range,
     zone_region,
 )
-from components.config.pools import TpuPoolConfig
+from components.config.pools import POD_EPHEMERAL_HEADROOM_MIB, TpuPoolConfig
 
 IdentityForm = Literal["principal", "iamServiceAccount"]
 SAXML_IMAGES = "us-docker.pkg.dev/cloud-tpu-images/inference"
@@ -135,6 +135,10 @@ class BucketConfig(ConfigModel):
 
     noncurrent_version_days: int = Field(default=30, ge=1)
     """Versioning keeps overwritten objects; they are deleted this many days after they stop being current."""
+    file_cache_gb: int | None = Field(default=None, ge=0)
+    """GiB of a TPU node's boot disk the Cloud Storage FUSE file cache of a pod may fill (its read-only folders);
+    0 turns the file cache off. Defaults to the most that fits the pool's boot disk (file_cache_limit_gib of the
+    pool); Autopilot pods get none (their ephemeral storage is bounded by their requests)."""
     project_number: int | None = Field(default=None, gt=0)
     """Number of gcp:project for `principal://` members; looked up (resourcemanager.projects.get) when unset."""
     readers: tuple[WorkloadRef, ...] = ()
@@ -273,6 +277,23 @@ def saxml_mounts(saxml: SaxmlConfig) -> list[BucketMount]:
     return [BucketMount("models", saxml.model_path, MODEL_MOUNT_PATH, read_only=True)]
 
 
+FILE_CACHE_FILL_PERCENT = 90
+"""gcsfuse keeps its file cache at or below max-size-mb (an LRU by object size); the cache volume is 10% larger, for
+filesystem blocks and eviction lag, so the kubelet never finds the volume above its sizeLimit and evicts the pod."""
+
+
+def file_cache_gib(bucket: BucketConfig, pool: TpuPoolConfig, *, autopilot: bool) -> int:
+    """Size of the file cache volume of a pod on `pool`: bucket.fileCacheGb, else what fits the pool's boot disk."""
+    if autopilot:
+        return 0
+    return pool.file_cache_limit_gib if bucket.file_cache_gb is None else bucket.file_cache_gb
+
+
+def file_cache_max_mib(cache_gib: int) -> int:
+    """gcsfuse's file-cache:max-size-mb for a cache volume of `cache_gib` (its MB are MiB)."""
+    return cache_gib * 1024 * FILE_CACHE_FILL_PERCENT // 100
+
+
 def bucket_name(bucket: BucketConfig, *, project: str, stack: str) -> str:
     """`bucket.name`, else `<project>-<stack>-tpu-stack` (stack names may hold upper case, '.' and '_')."""
     stack = re.sub(r"[^a-z0-9-]", "-", stack.lower())
@@ -315,9 +336,28 @@ def serving_problems(
                 f"{', '.join(namespaces)} (team namespaces come from tpu-stack:queues.teams)"
             )
         seen.setdefault(workload.key, f"listed in bucket.{field}[{index}]")
+    problems += _file_cache_problems(bucket, pools)
     if saxml is not None:
         problems += _saxml_problems(saxml, pools)
     return problems
+
+
+def _file_cache_problems(bucket: BucketConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+    """A file cache larger than a node can hold would fill its boot disk, and the kubelet evicts the TPU pod."""
+    wanted = bucket.file_cache_gb
+    valid = [pool for pool in pools if not pool.problems()]
+    if wanted is None or not valid:
+        return []
+    tightest = min(valid, key=lambda pool: pool.file_cache_limit_gib)
+    limit = tightest.file_cache_limit_gib
+    if wanted <= limit:
+        return []
+    return [
+        f"{PROJECT}:bucket.fileCacheGb: {wanted} GiB does not fit the {tightest.boot_disk_gib} GiB boot disk of pool "
+        f"{tightest.name!r} ({tightest.allocatable_ephemeral_mib // 1024} GiB allocatable after GKE's reservations, "
+        f"{POD_EPHEMERAL_HEADROOM_MIB // 1024} GiB kept for the pod's containers); use at most {limit}, or 0 to turn "
+        "the file cache off"
+    ]
 
 
 def _saxml_problems(saxml: SaxmlConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:

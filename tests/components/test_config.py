@@ -10,6 +10,12 @@ import pytest
 import yaml
 
 from components.config.base import ConfigError, parse_duration
+from components.config.pools import (
+    TpuPoolConfig,
+    gke_allocatable_ephemeral_mib,
+    gke_reserved_cpu_millicores,
+    gke_reserved_memory_mib,
+)
 from components.config.stack import load
 from offline import __main__ as cli
 from offline.engine import run_program
@@ -303,6 +309,14 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {**pools(pool()), "tpu-stack:queues": {"teams": [{"name": "a", "borrowingLimit": {"train": [8]}}]}},
      "tpu-stack:queues.teams[0].borrowingLimit.train: [8] is not a number of chips; give chips (16) or a percentage "
      "of the pool's chips ('50%')"),
+    # A FUSE file cache the node's boot disk cannot hold gets the TPU pod evicted (43 GiB allocatable on GKE's
+    # default 100 GiB disk, 10 GiB kept for the pod's containers: 33 GiB at most).
+    ("file cache larger than the boot disk holds",
+     {**pools(pool()), "tpu-stack:bucket": {"writers": [{"namespace": "default", "serviceAccount": "t"}],
+                                           "fileCacheGb": 80}},
+     "tpu-stack:bucket.fileCacheGb: 80 GiB does not fit the 100 GiB boot disk of pool 'train' (43 GiB allocatable "
+     "after GKE's reservations, 10 GiB kept for the pod's containers); use at most 33, or 0 to turn the file cache "
+     "off"),
     # Pydantic's messages in the user's words.
     ("pools given as a mapping", {"tpu-stack:tpuPools": pool()},
      "tpu-stack:tpuPools: expected a list of pool groups ('-' items), got a mapping (key: value lines)"),
@@ -480,3 +494,44 @@ def test_lowercase_letters_of_any_script_are_label_characters() -> None:
         "tpu-stack:labels.Équipe: label key 'Équipe' must be 1-63 lowercase letters, digits, '_' or '-', starting "
         "with a lowercase letter (Google Cloud labels)"
     ]
+
+
+# ---- what a TPU pod may use of its node (GKE's node allocatable rules, by hand) --------------------------------------
+@pytest.mark.parametrize(
+    ("vcpus", "millicores"),
+    [(1, 60), (2, 70), (4, 80), (112, 350), (180, 520)],  # 6% of core 1, 1% of core 2, 0.5% of 3-4, 0.25% above
+)
+def test_gke_cpu_reservation(vcpus: int, millicores: int) -> None:
+    assert gke_reserved_cpu_millicores(vcpus) == millicores
+
+
+@pytest.mark.parametrize(
+    ("memory_mib", "reserved_mib"),
+    [
+        (4096, 1024),  # 25% of the first 4 GiB
+        (16384, 2663),  # 1024 + 819.2 + 819.2 = 2662.4, rounded up
+        (196608, 10855),  # 2662.4 + 6% of 112 GiB (6881.28) + 2% of 64 GiB (1310.72) = 10854.4
+        (737280, 21668),  # 2662.4 + 6881.28 + 2% of 592 GiB (12124.16) = 21667.84
+    ],
+)
+def test_gke_memory_reservation(memory_mib: int, reserved_mib: int) -> None:
+    assert gke_reserved_memory_mib(memory_mib) == reserved_mib
+
+
+def test_ephemeral_storage_of_gkes_default_boot_disk() -> None:
+    """100 GiB disk: 94 GiB filesystem, 9.4 GiB eviction threshold (rounded up to 9626 MiB), min(50, 6 + 35, 100) = 41
+    GiB reserved: 96256 - 9626 - 41984 = 44646 MiB. GKE's example node of a 100 GiB disk shows 47060071478 bytes
+    (44880 MiB) allocatable: the model never promises more than GKE gives."""
+    assert gke_allocatable_ephemeral_mib(100) == 44646
+    assert gke_allocatable_ephemeral_mib(100) <= 47060071478 // 2**20
+
+
+def test_tpu_container_requests_of_v5e_and_v6e_4t_nodes() -> None:
+    """Allocatable less 1000m/2048Mi for GKE's DaemonSets and 250m/256Mi for the FUSE sidecar:
+    v5e 4t: 112000 - 350 - 1250 = 110400m; 196608 - 10855 - 100 - 2304 = 183349Mi.
+    v6e 4t: 180000 - 520 - 1250 = 178230m; 737280 - 21668 - 100 - 2304 = 713208Mi."""
+    v5e = TpuPoolConfig(name="a", machine_type="ct5lp-hightpu-4t")
+    v6e = TpuPoolConfig(name="b", machine_type="ct6e-standard-4t")
+    assert v5e.tpu_container_requests == {"cpu": "110400m", "memory": "183349Mi"}
+    assert v6e.tpu_container_requests == {"cpu": "178230m", "memory": "713208Mi"}
+    assert v5e.file_cache_limit_gib == v6e.file_cache_limit_gib == 33  # (44646 - 10240) // 1024

@@ -63,6 +63,115 @@ def test_dev_and_prod_dashboards_cover_their_own_names() -> None:
         assert all(name in text for name in names), stack
 
 
+# ---- the dashboard as the Monitoring API returns it, and the provider's comparison ---------------------------------
+# What the provider keeps after a create or refresh is the API's GET response (resourceMonitoringDashboardRead). The
+# API writes proto3 JSON: scalars at their default (0, "", false) and empty lists are left out; it also adds fields
+# the program never sent (name, etag, and defaults such as a data set's targetAxis, seen in
+# hashicorp/terraform-provider-google#7242). The provider's diff (monitoringDashboardDiffSuppress) first removes
+# from the read-back every key the program does not send (removeComputedKeys), then compares for equality.
+SERVER_ADDED_DATASET = {"targetAxis": "Y1", "minAlignmentPeriod": "60s"}
+
+
+def api_read_back(sent: Any) -> Any:
+    """The GET response for what was sent: proto3 JSON of the stored dashboard, plus fields the server fills in."""
+
+    def proto3(value: Any) -> Any:
+        if isinstance(value, dict):
+            kept = {key: proto3(item) for key, item in value.items()}
+            return {key: item for key, item in kept.items() if item not in (0, "", [], False)}
+        return [proto3(item) for item in value] if isinstance(value, list) else value
+
+    def server_fields(value: Any) -> Any:
+        if isinstance(value, dict):
+            out = {key: server_fields(item) for key, item in value.items()}
+            if "timeSeriesQuery" in out:
+                out.update(SERVER_ADDED_DATASET)
+            if "dataSets" in out:
+                out["chartOptions"] = {"mode": "COLOR"}
+            return out
+        return [server_fields(item) for item in value] if isinstance(value, list) else value
+
+    return {**server_fields(proto3(sent)), "name": "projects/p/dashboards/d", "etag": "e"}
+
+
+def remove_computed_keys(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The provider's removeComputedKeys: drop from the read-back what the program does not send, at every depth."""
+    for key in list(old):
+        if new.get(key) is None:
+            del old[key]
+        elif isinstance(old[key], dict):
+            old[key] = remove_computed_keys(old[key], new[key])
+        elif isinstance(old[key], list):
+            for index, item in enumerate(old[key]):
+                if isinstance(item, dict) and len(new[key]) > index:
+                    old[key][index] = remove_computed_keys(item, new[key][index])
+    return old
+
+
+def shows_no_change(sent: dict[str, Any]) -> bool:
+    """monitoringDashboardDiffSuppress on the next preview: True when the update is suppressed."""
+    return remove_computed_keys(json.loads(json.dumps(api_read_back(sent))), sent) == sent
+
+
+def test_the_comparison_sees_a_zero_position_and_an_empty_list() -> None:
+    """The model is not vacuous: the fields the first dashboards sent did change on every update."""
+    tile = {"xPos": 0, "yPos": 4, "width": 12, "height": 16, "widget": {"title": "t", "text": {"content": "t"}}}
+    assert not shows_no_change({"displayName": "d", "mosaicLayout": {"columns": 48, "tiles": [tile]}})
+    aggregation = {"alignmentPeriod": "60s", "groupByFields": []}
+    query = {"timeSeriesFilter": {"filter": "f", "aggregation": aggregation}}
+    widget = {"title": "t", "xyChart": {"dataSets": [{"timeSeriesQuery": query, "plotType": "LINE"}]}}
+    tile = {"xPos": 12, "yPos": 4, "width": 12, "height": 16, "widget": widget}
+    assert not shows_no_change({"displayName": "d", "mosaicLayout": {"columns": 48, "tiles": [tile]}})
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_dashboard_reads_back_unchanged(plans: dict[str, Plan], stack: str) -> None:
+    """Sent in the API's own form, the dashboard equals its read-back: no update on the next `pulumi up`."""
+    sent = dashboard_of(plans[stack])
+    assert shows_no_change(sent)
+
+
+def test_dev_first_row_is_written_without_zero_positions_or_empty_group_by() -> None:
+    """Written out by hand from Pulumi.dev.yaml: flex-v6e is ct6e-standard-4t (2x2, tpu-v6e-slice) on tpu-dev."""
+    tiles = dashboard_of(run_stack("dev", render_charts=False))["mosaicLayout"]["tiles"]
+    title = "TPU pool group flex-v6e"
+    assert tiles[0] == {
+        "width": 48,
+        "height": 4,
+        "widget": {"title": title, "text": {"content": title, "format": "MARKDOWN"}},
+    }
+    duty_cycle = (
+        'metric.type="kubernetes.io/container/accelerator/duty_cycle" resource.type="k8s_container" '
+        'resource.label."cluster_name"="tpu-dev" metric.label."model"="tpu-v6e-slice" metric.label."tpu_topology"="2x2"'
+    )
+    assert tiles[1] == {
+        "yPos": 4,
+        "width": 12,
+        "height": 16,
+        "widget": {
+            "title": "TPU duty cycle, pool flex-v6e (tpu-v6e-slice 2x2)",
+            "xyChart": {
+                "dataSets": [
+                    {
+                        "plotType": "LINE",
+                        "timeSeriesQuery": {
+                            "timeSeriesFilter": {
+                                "filter": duty_cycle,
+                                "aggregation": {
+                                    "alignmentPeriod": "60s",
+                                    "perSeriesAligner": "ALIGN_MEAN",
+                                    "crossSeriesReducer": "REDUCE_MEAN",
+                                },
+                            }
+                        },
+                    }
+                ]
+            },
+        },
+    }
+    assert tiles[2]["xPos"] == 12 and tiles[2]["yPos"] == 4
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_dashboard_uses_the_real_metric_names_and_passes_its_schema(plans: dict[str, Plan], stack: str) -> None:
     (dashboard,) = plans[stack].by_type(DASHBOARD)
@@ -104,6 +213,34 @@ def test_alert_policies_per_queue_idle_tpus_and_queued_provisioning(plans: dict[
     assert query["query"] == 'sum(kueue_pending_workloads{cluster_queue="research-cluster-queue"}) > 0'
     assert query["duration"] == "1800s"  # 30 minutes by default
     assert pending.get("notificationChannels", []) == []  # none unless configured
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_conditions_over_kueue_series_skip_metric_validation(plans: dict[str, Plan], stack: str) -> None:
+    """Kueue's series exist only after the first scrape; with validation on, a new project refuses the policy."""
+    alerts = plans[stack].by_type(ALERT)
+    assert alerts
+    for alert in alerts:
+        (condition,) = alert["inputs"]["conditions"]
+        promql = condition["conditionPrometheusQueryLanguage"]
+        assert "kueue_" in promql["query"], alert["name"]  # every alert of the stack waits on a Kueue series
+        assert promql["disableMetricValidation"] is True, alert["name"]
+    if stack == "prod":
+        pending = plans[stack].one(ALERT, "monitoring-pending-training-cluster-queue")["inputs"]
+        assert pending["conditions"][0]["conditionPrometheusQueryLanguage"] == {
+            "query": 'sum(kueue_pending_workloads{cluster_queue="training-cluster-queue"}) > 0',
+            "duration": "1800s",
+            "evaluationInterval": "60s",
+            "disableMetricValidation": True,
+        }
+
+
+def test_only_kueue_series_need_validation_off() -> None:
+    """A system metric exists in every project: a condition over it alone keeps validation."""
+    from components.monitoring import reads_scraped_series
+
+    assert reads_scraped_series("sum(kueue_admitted_active_workloads) > 0")
+    assert not reads_scraped_series('max(kubernetes_io:node_accelerator_tensorcore_utilization{cluster_name="c"}) < 1')
 
 
 def test_notification_channels_and_thresholds_come_from_config(run: Any) -> None:

@@ -98,7 +98,8 @@ def test_seed_model_server_pod(seed_plan: Plan) -> None:
     assert "hostNetwork" not in pod and "dnsPolicy" not in pod
     assert pod["serviceAccountName"] == "sax-sa"
     assert pod["automountServiceAccountToken"] is False
-    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    # fsGroup: the FUSE sidecar's group (65534), which writes the file cache volume the pod declares.
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}, "fsGroup": 65534}
     (container,) = pod["containers"]
     assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0"
     assert container["args"] == [
@@ -117,7 +118,12 @@ def test_seed_model_server_pod(seed_plan: Plan) -> None:
         {"name": "SAX_ROOT", "value": f"gs://{BUCKET}/sax-root"},
         {"name": "MEGASCALE_NUM_SLICES", "value": ""},
     ]
-    assert container["resources"] == {"requests": {"google.com/tpu": 4}, "limits": {"google.com/tpu": 4}}
+    # ct5lp-hightpu-4t: 112 vCPU / 192 GiB less GKE's reservations (350m, 10855 MiB + 100 MiB eviction), GKE's
+    # DaemonSets (1000m, 2048Mi) and the FUSE sidecar (250m, 256Mi); see test_workloads for the arithmetic.
+    assert container["resources"] == {
+        "requests": {"google.com/tpu": 4, "cpu": "110400m", "memory": "183349Mi"},
+        "limits": {"google.com/tpu": 4, "memory": "183349Mi"},
+    }
 
 
 def test_seed_slices_are_the_tutorials_node_pools(seed_plan: Plan) -> None:

@@ -97,3 +97,29 @@ def test_model_sizing_rule_of_the_saxml_seed() -> None:
     assert tpu_catalog.smallest_topology_for_model(10_000, "v5e") is None
     # 64B -> 128 GB -> exactly 8 v5e chips: a 2x4 slice holds it, no need for 4x4.
     assert tpu_catalog.smallest_topology_for_model(64, "v5e") == ("ct5lp-hightpu-4t", "2x4")
+
+
+# vCPUs and memory (GiB) per VM as the TPU pages publish them (sources in components/tpu_catalog.py).
+HOST_SHAPES = [
+    ("ct5lp-hightpu-1t", 24, 48),  # v5e page, "VM types"
+    ("ct5lp-hightpu-4t", 112, 192),
+    ("ct5lp-hightpu-8t", 224, 384),
+    ("ct6e-standard-1t", 44, 176),  # v6e page, "VM types"
+    ("ct6e-standard-4t", 180, 720),
+    ("ct6e-standard-8t", 180, 1440),
+    ("ct5p-hightpu-4t", 208, 448),
+    ("tpu7x-standard-1t", 56, 240),
+    ("tpu7x-standard-4t", 224, 960),
+    ("ct4p-hightpu-4t", 240, 407),
+]
+
+
+@pytest.mark.parametrize(("machine_type", "vcpus", "memory_gib"), HOST_SHAPES)
+def test_machine_types_carry_the_published_vcpus_and_memory(machine_type: str, vcpus: int, memory_gib: int) -> None:
+    machine = tpu_catalog.machine_type(machine_type)
+    assert machine is not None
+    assert (machine.vcpus, machine.memory_gib) == (vcpus, memory_gib)
+
+
+def test_every_machine_type_has_its_host_shape() -> None:
+    assert {name for name, _, _ in HOST_SHAPES} == set(tpu_catalog.MACHINE_TYPES)

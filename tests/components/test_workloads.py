@@ -29,6 +29,7 @@ from tests.conftest import BASE
 NODE_POOL = "gcp:container/nodePool:NodePool"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 STACKS = ("dev", "prod")
+TPU = tpu_catalog.TPU_RESOURCE
 
 
 def stack_workloads(stack: str) -> list[Workload]:
@@ -104,8 +105,12 @@ def test_every_workload_runs_on_a_pool_of_its_stack(plans: dict[str, Plan], stac
             for slices, pods, pod in pod_sets(obj):
                 selector = pod["nodeSelector"]
                 (group,) = [g for g in groups.values() if selector.items() <= g["labels"].items()]
-                chips = pod["containers"][0]["resources"]
-                assert chips["limits"] == chips["requests"] == {tpu_catalog.TPU_RESOURCE: group["chips_per_vm"]}
+                resources = pod["containers"][0]["resources"]
+                chips = group["chips_per_vm"]
+                assert resources["limits"][TPU] == resources["requests"][TPU] == chips, workload.name
+                # Never BestEffort: the node's CPU and memory are requested, memory also its limit.
+                assert set(resources["requests"]) == {TPU, "cpu", "memory"}, workload.name
+                assert resources["limits"]["memory"] == resources["requests"]["memory"], workload.name
                 assert pods == group["vms"], f"{workload.name}: one pod per VM of a slice"
                 assert slices <= group["slices"], f"{workload.name}: more slices than the group has"
                 tolerated = {t["key"] for t in pod.get("tolerations", [])}
@@ -290,11 +295,54 @@ def test_tpu_jobs_run_as_the_namespaces_bucket_account_and_document_their_except
             skips = {
                 v.split("=")[0] for k, v in obj["metadata"]["annotations"].items() if k.startswith("checkov.io/skip")
             }
-            # root and a writable image filesystem (TPU runtime), no CPU/memory without queues.hostResources
-            assert skips == {"CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13", "CKV_K8S_22", "CKV_K8S_23",
-                             "CKV_K8S_40"}, workload.name  # fmt: skip
+            # root and a writable image filesystem (TPU runtime), no CPU limit (requests are set)
+            assert skips == {"CKV_K8S_11", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_40"}, workload.name
     config = commands.stack_config("dev", None)
     pool = config.pool("multislice")
     assert pool is not None
     (_service, job) = slice_job(config, pool, "ckpt", queue_refs(config.queues)["training"])
     assert job["spec"]["template"]["spec"]["serviceAccountName"] == "trainer"
+
+
+def container_resources(workload: Workload) -> dict[str, Any]:
+    (job,) = [o for o in workload.objects if o["kind"] in ("Job", "JobSet")]
+    ((_, _, pod),) = pod_sets(job)
+    resources: dict[str, Any] = pod["containers"][0]["resources"]
+    return resources
+
+
+def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
+    """Written out by hand. A node's allocatable is its VM less GKE's reservations (CPU: 6% of the first core, 1% of
+    the second, 0.5% of the next two, 0.25% of the rest; memory: 25% of the first 4 GiB, 20% of the next 4, 10% of
+    the next 8, 6% of the next 112, 2% above, and the 100 MiB eviction threshold); the pod leaves 1000m/2048Mi for
+    GKE's DaemonSets and 250m/256Mi for the FUSE sidecar.
+    multislice, ct5lp-hightpu-4t (112 vCPU, 192 GiB = 196608 MiB): 60+10+10+108*2.5 = 350m reserved, 111650m
+    allocatable, 110400m requested; 1024+819.2+819.2+6881.28+1310.72 = 10854.4 -> 10855 MiB reserved, 185653 MiB
+    allocatable, 183349Mi requested.
+    flex-v6e, ct6e-standard-4t (180 vCPU, 720 GiB = 737280 MiB): 60+10+10+176*2.5 = 520m reserved, 179480m
+    allocatable, 178230m requested; 9543.68+606208*2% = 21667.84 -> 21668 MiB reserved, 715512 MiB allocatable,
+    713208Mi requested."""
+    found = by_name(stack_workloads("dev"))
+    v5e = {TPU: 4, "cpu": "110400m", "memory": "183349Mi"}
+    v6e = {TPU: 4, "cpu": "178230m", "memory": "713208Mi"}
+    for name, requests in (("multislice-job", v5e), ("multislice-2slice", v5e), ("flex-v6e-job", v6e)):
+        resources = container_resources(found[name])
+        assert resources["requests"] == requests, name
+        assert resources["limits"] == {TPU: 4, "memory": requests["memory"]}, name
+
+
+def test_queues_host_resources_are_what_the_pods_request() -> None:
+    """queues.hostResources sets what Kueue accounts per VM; the pods request exactly that, so quota and pods agree."""
+    for workload in scenario_workloads("teams"):
+        assert container_resources(workload)["requests"] == {TPU: 4, "cpu": "100", "memory": "180Gi"}, workload.name
+
+
+def test_autopilot_tpu_pods_leave_cpu_and_memory_to_autopilot() -> None:
+    """Autopilot sizes TPU pods itself and refuses requests above its per-TPU maximum."""
+    found = scenario_workloads("autopilot")
+    assert found
+    for workload in found:
+        assert set(container_resources(workload)["requests"]) == {TPU}, workload.name
+        (job,) = [o for o in workload.objects if o["kind"] in ("Job", "JobSet")]
+        skips = {v.split("=")[0] for k, v in job["metadata"]["annotations"].items() if k.startswith("checkov")}
+        assert {"CKV_K8S_10", "CKV_K8S_12", "CKV_K8S_13"} <= skips, workload.name
