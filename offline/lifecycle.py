@@ -128,11 +128,19 @@ def _providers(records: Mapping[str, Mapping[str, Any]]) -> dict[str, str | None
 
 def dependents(records: Mapping[str, Mapping[str, Any]]) -> dict[str, set[str]]:
     """URN -> URNs that must go before it in a destroy: those that depend on it, its children, and the
-    resources its provider resource manages (the engine deletes in reverse order of these edges)."""
+    resources its provider resource manages (the engine deletes in reverse order of these edges). Depending on a
+    component is depending on everything under it: a remote component's children are not in the dependency list
+    (pulumi/pulumi pkg/resource/graph/dependency_graph.go DependenciesOf)."""
     edges: dict[str, set[str]] = {urn: set() for urn in records}
     providers = _providers(records)
+    children: dict[str, set[str]] = {}
+    for urn, record in records.items():
+        if record.get("parent") in records:
+            children.setdefault(str(record["parent"]), set()).add(urn)
     for urn, record in records.items():
         before = set(record.get("dependencies") or ())
+        components = [d for d in before if d in records and not records[d].get("custom", True)]
+        before |= _closure(components, children)
         if record.get("parent") in records:
             before.add(str(record["parent"]))
         provider = providers[urn]

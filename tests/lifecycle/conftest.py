@@ -8,6 +8,7 @@ catalogue (catalogue.py).
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,6 +39,18 @@ def changed(stack: str, change: Change) -> Records:
     config = copy.deepcopy(stack_config(stack))
     change(config)
     return plan(stack, config)
+
+
+def upgraded_chart(records: Records, chart: str, old: str, new: str) -> Records:
+    """`records` after a chart version bump as helm renders it: the Chart's version, and in its objects the version
+    in the chart label, the app version and the controller's image tag. (Only the vendored version renders
+    offline; a bump changes these fields of every object and nothing in their shape.)"""
+    bumped = []
+    for record in records:
+        if record["name"] == f"{chart}-chart" or record["name"].startswith(f"{chart}-chart:"):
+            record = json.loads(json.dumps(record).replace(old, new))
+        bumped.append(record)
+    return bumped
 
 
 def step(old: Records, new: Records, in_cloud: Records | None = None) -> Transition:

@@ -7,18 +7,12 @@ creates, replaces or deletes, and which steps the engine refuses.
 
 from __future__ import annotations
 
+import copy
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.lifecycle.catalogue import CATALOGUE
-from tests.lifecycle.conftest import Records, changed, step
-
-NODE_POOL = "gcp:container/nodePool:NodePool"
-CALENDAR = "gcp:compute/futureReservation:FutureReservation"
-
-
-def types_of(records: Records, names: list[str]) -> dict[str, str]:
-    by_name = {r["name"]: r["type"].rsplit(":", 1)[-1] for r in records}
-    return {name: by_name[name] for name in names}
+from tests.lifecycle.conftest import Records, changed, plan, stack_config, step, upgraded_chart
 
 
 def only(steps: Any, op: str) -> list[str]:
@@ -75,3 +69,208 @@ def test_prod_adds_train_slices_but_refuses_to_delete_them(deployed: dict[str, R
     assert only(shrink, "delete") == []
     assert only(shrink, "refuse") == ["train-2", "train-3"]
     assert all("pulumi state unprotect" in line for line in shrink.refused)
+
+
+def _pool(name: str, **fields: Any) -> Any:
+    def change(config: dict[str, Any]) -> None:
+        (entry,) = [e for e in config["tpu-stack:tpuPools"] if e["name"] == name]
+        entry.update(fields)
+        for key in [k for k, v in fields.items() if v is None]:
+            del entry[key]
+
+    return change
+
+
+def test_dev_new_slice_shape_replaces_the_pools_in_place_of_updating_them(deployed: dict[str, Records]) -> None:
+    """GKE's provider applies no topology change to an existing pool (the update sends none): a 4x4 slice is a new
+    pool, deleted first (its name is fixed). Kueue's flavor and the cohort follow in place."""
+    steps = step(deployed["dev"], changed("dev", _pool("multislice", topology="4x4")))
+    assert steps.refused == []
+    assert only(steps, "replace") == ["multislice-0", "multislice-1", "multislice-2"]
+    assert only(steps, "update") == [
+        "monitoring-dashboard", "queues-cohort-tpu-stack", "queues-resourceflavor-multislice"]  # fmt: skip
+    assert only(steps, "create") == [] and only(steps, "delete") == []
+
+
+def test_dev_flex_start_to_spot_replaces_the_pool(deployed: dict[str, Records]) -> None:
+    """flexStart, spot and reservationAffinity are ForceNew in the provider: the pool is recreated, the flavor's
+    node labels (gke-flex-start out, gke-spot in) change in place."""
+    steps = step(deployed["dev"], changed("dev", _pool("flex-v6e", provisioning="spot", maxRunDuration=None)))
+    assert steps.refused == []
+    assert only(steps, "replace") == ["flex-v6e"]
+    assert only(steps, "update") == ["queues-resourceflavor-flex-v6e"]
+
+
+def test_prod_refuses_to_replace_its_reserved_pools(deployed: dict[str, Records]) -> None:
+    steps = step(deployed["prod"], changed("prod", _pool("train", topology="2x4")))
+    assert only(steps, "refuse") == ["train-0", "train-1"]
+    assert only(steps, "replace") == []
+
+
+def _add_team(config: dict[str, Any]) -> None:
+    teams = config["tpu-stack:queues"]["teams"]
+    teams.append({"name": "eval", "shares": {"flex-v6e": 4}})
+    teams[0]["shares"] = {"multislice": 8}  # research gives its flex-v6e chips to eval
+
+
+def test_dev_team_added_then_removed(deployed: dict[str, Records]) -> None:
+    with_eval = changed("dev", _add_team)
+    added = step(deployed["dev"], with_eval)
+    assert added.refused == []
+    assert only(added, "create") == [
+        "eval-policies", "eval-policies-allow-platform-egress", "eval-policies-allow-same-namespace",
+        "eval-policies-default-deny", "monitoring-pending-eval-cluster-queue", "queues-clusterqueue-eval-cluster-queue",
+        "queues-localqueue-eval-eval-queue", "queues-namespace-eval",
+    ]  # fmt: skip
+    assert only(added, "update") == ["monitoring-dashboard", "queues-clusterqueue-research-cluster-queue"]
+    removed = step(with_eval, deployed["dev"])
+    assert removed.refused == []
+    assert only(removed, "delete") == only(added, "create")
+
+
+def _no_teams(config: dict[str, Any]) -> None:
+    """dev as the multislice seed has it: one ClusterQueue, one LocalQueue in `default`."""
+    config["tpu-stack:queues"] = {}
+    config["tpu-stack:bucket"] = {}
+
+
+def _renamed_queue(config: dict[str, Any]) -> None:
+    _no_teams(config)
+    config["tpu-stack:queues"] = {"clusterQueue": "tpu-queue"}
+
+
+def test_a_renamed_cluster_queue_replaces_its_local_queue() -> None:
+    """LocalQueue.spec.clusterQueue is immutable (the CRD's transition rule): the LocalQueue is recreated, deleted
+    first, pointing at the new ClusterQueue; the old ClusterQueue goes."""
+    steps = step(changed("dev", _no_teams), changed("dev", _renamed_queue))
+    assert steps.refused == []
+    assert only(steps, "create") == ["monitoring-pending-tpu-queue", "queues-clusterqueue-tpu-queue"]
+    assert only(steps, "replace") == ["queues-localqueue-default-multislice-queue"]
+    assert only(steps, "delete") == ["monitoring-pending-cluster-queue", "queues-clusterqueue-cluster-queue"]
+
+
+DIGEST = "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0@sha256:" + "a" * 64
+
+
+def _pin_model_server(config: dict[str, Any]) -> None:
+    config["tpu-stack:saxml"]["images"] = {"modelServer": DIGEST}
+
+
+def test_pinning_the_model_server_by_digest_replaces_the_jobset_or_asks_for_unprotect() -> None:
+    """A running JobSet's replicatedJobs cannot change (JobSet's webhook): a new image is a new JobSet, deleted first
+    (its name is fixed). Unprotected stacks do it; prod refuses until the JobSet is unprotected on purpose."""
+    prod = stack_config("prod")
+    pinned = copy.deepcopy(prod)
+    _pin_model_server(pinned)
+    staging = step(plan("staging", prod), plan("staging", pinned))
+    assert staging.refused == []
+    assert only(staging, "replace") == ["saxml-model-servers"]
+    protected = step(plan("prod", prod), plan("prod", pinned))
+    assert only(protected, "refuse") == ["saxml-model-servers"]
+    assert "pulumi state unprotect" in protected.refused[0]
+
+
+START = (datetime.now(UTC) + timedelta(days=20)).replace(hour=0, minute=0, second=0, microsecond=0)
+"""Calendar windows may start at most 120 days ahead and not in the past."""
+
+
+def _calendar(days: int, **window: Any) -> Any:
+    def change(config: dict[str, Any]) -> None:
+        end = START + timedelta(days=days)
+        config["tpu-stack:tpuPools"].append({
+            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": "us-east5-a",
+            "provisioning": "reservation",
+            "futureReservation": {"startTime": START.isoformat(), "endTime": end.isoformat(), **window}})  # fmt: skip
+
+    return change
+
+
+def test_a_changed_calendar_window_submits_a_new_request_and_keeps_the_old() -> None:
+    """A submitted request cannot change or be deleted: the new window is a new request under its own name (no 409),
+    the old one is forgotten, not deleted, and the pools follow the new reservation's name."""
+    week, fortnight = changed("dev", _calendar(7)), changed("dev", _calendar(14))
+    steps = step(week, fortnight)
+    assert steps.refused == []
+    assert only(steps, "replace") == ["cal-0", "cal-1", "cal-calendar"]
+    (old,) = [r for r in week if r["name"] == "cal-calendar"]
+    (new,) = [r for r in fortnight if r["name"] == "cal-calendar"]
+    assert old["inputs"]["name"] != new["inputs"]["name"]
+    prefix = f"cal-{START:%Y%m%d}-"
+    assert old["inputs"]["name"].startswith(prefix) and new["inputs"]["name"].startswith(prefix)
+
+
+def test_destroy_then_up_takes_back_the_kept_calendar_request() -> None:
+    """`pulumi destroy` keeps the request (retainOnDelete); submitting it again is a 409, importing it is not."""
+    week = changed("dev", _calendar(7))
+    destroyed = step(week, [])
+    assert [r["name"] for r in destroyed.retained] == ["cal-calendar"]
+    again = step([], week, in_cloud=destroyed.retained)
+    assert [s.name for s in again.of("refuse")] == ["cal-calendar"]
+    adopted = step([], changed("dev", _calendar(7, existing=True)), in_cloud=destroyed.retained)
+    assert adopted.refused == []
+
+
+def test_a_jobset_chart_upgrade_updates_its_objects_in_place(deployed: dict[str, Records]) -> None:
+    """Helm labels every object with the chart version: an upgrade re-applies all of them. None is replaced (no
+    selector or Secret data changes), and the cert Secret is re-applied without the data its rotator owns."""
+    for stack, records in deployed.items():
+        upgraded = upgraded_chart(records, "jobset", "0.12.0", "0.12.1")
+        steps = step(records, upgraded)
+        assert steps.refused == [] and only(steps, "replace") == [], stack
+        jobset_objects = [r["name"] for r in records if r["name"].startswith("jobset-chart:")]
+        assert len(jobset_objects) == 21
+        # The Chart's version and every labelled object; the CRD and the metrics Service carry no chart label.
+        unlabelled = ("jobset-chart:jobsets.jobset.x-k8s.io", "jobset-chart:jobset-system/jobset-metrics-service")
+        assert only(steps, "update") == sorted(n for n in ["jobset-chart", *jobset_objects] if n not in unlabelled)
+        assert CATALOGUE.breaches(upgraded, {}) == []
+
+
+def test_a_rotated_kubeconfig_updates_the_provider_and_nothing_else(deployed: dict[str, Records]) -> None:
+    """The provider is identified by the cluster's DNS endpoint: a new kubeconfig (CA rotation, the IP endpoint
+    turned on or off) updates it in place; without the identifier every object would be replaced (AlreadyExists)."""
+    for stack, records in deployed.items():
+        rotated = copy.deepcopy(records)
+        (provider,) = [r for r in rotated if r["type"] == "pulumi:providers:kubernetes"]
+        provider["inputs"]["kubeconfig"] = "a kubeconfig with a rotated CA"
+        steps = step(records, rotated)
+        assert [(s.op, s.name) for s in steps.steps if s.op != "same"] == [("update", provider["name"])], stack
+    # Without it (the provider as it was): dev's named objects would be created again before the old ones go.
+    records = deployed["dev"]
+    unidentified = copy.deepcopy(records)
+    (provider,) = [r for r in unidentified if r["type"] == "pulumi:providers:kubernetes"]
+    del provider["inputs"]["clusterIdentifier"]
+    rotated = copy.deepcopy(unidentified)
+    next(r for r in rotated if r["name"] == provider["name"])["inputs"]["kubeconfig"] = "a rotated kubeconfig"
+    replaced = step(unidentified, rotated)
+    # Only the objects the program already replaces delete-first (LocalQueues, PriorityClasses) and the charts (no
+    # name of their own) come through; every other object's create finds its name taken.
+    assert only(replaced, "replace") == [
+        "jobset-chart", "kueue-chart", "queues-localqueue-research-research-queue",
+        "queues-localqueue-training-training-queue", "queues-priorityclass-high", "queues-priorityclass-low",
+        "queues-priorityclass-medium", "queues-priorityclass-very-high", "queues-priorityclass-very-low",
+        "tpu-dev-k8s",
+    ]  # fmt: skip
+    collisions = [line for line in replaced.refused if "(409/AlreadyExists)" in line]
+    assert len(collisions) == len(replaced.refused) == 135
+
+
+# --- destroy -------------------------------------------------------------------------------------------------
+
+
+def test_destroying_dev_deletes_everything(deployed: dict[str, Records]) -> None:
+    steps = step(deployed["dev"], [])
+    assert steps.refused == []
+    assert len(steps.of("delete")) == len(deployed["dev"])
+    # Workloads' finalizers need the Kueue controller: the team namespaces go before it, the CRDs after them.
+    order = [s.name for s in steps.of("delete")]
+    for namespace in ("queues-namespace-research", "queues-namespace-training"):
+        assert order.index(namespace) < order.index("kueue-chart:kueue-system/kueue-controller-manager")
+        assert order.index(namespace) < order.index("kueue-chart:workloads.kueue.x-k8s.io")
+
+
+def test_destroying_prod_deletes_nothing(deployed: dict[str, Records]) -> None:
+    """Every resource is protected, so no delete step is reached before a refusal: nothing holding state, capacity
+    or running work goes (the engine deletes a protected resource's dependents first, so all must be protected)."""
+    steps = step(deployed["prod"], [])
+    assert only(steps, "delete") == [] and only(steps, "forget") == []
+    assert len(steps.refused) > 0

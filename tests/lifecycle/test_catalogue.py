@@ -1,0 +1,127 @@
+"""The catalogue itself: every type the stacks declare has a rule, every rule a source, and each plan check
+finds the breach it exists for (a hand-made one, on a copy of dev's or prod's plan)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from offline.lifecycle import transition
+from tests.lifecycle.catalogue import CATALOGUE, ENGINE, REFUSES, REPLACES, REQUIRES
+from tests.lifecycle.conftest import Records
+
+
+def test_every_type_the_stacks_declare_has_a_replacement_rule(deployed: dict[str, Records]) -> None:
+    """A new kind of object is a question to research before it ships, not a silent pass."""
+    declared = {r["type"] for records in deployed.values() for r in records}
+    assert sorted(declared - set(CATALOGUE.replaces)) == []
+
+
+def test_an_unknown_type_stops_the_model() -> None:
+    record = {"urn": "u", "type": "gcp:new/thing:Thing", "name": "t", "inputs": {"a": 1}}
+    with pytest.raises(KeyError, match="no replacement rule for gcp:new/thing:Thing"):
+        transition([record], [{**record, "inputs": {"a": 2}}], CATALOGUE)
+
+
+def test_every_entry_names_its_source() -> None:
+    sources = [e.source for e in REPLACES + REFUSES] + [r.source for r in REQUIRES] + [s for _, s in ENGINE.values()]
+    assert all(len(source) > 20 for source in sources)
+    assert len({r.id for r in REQUIRES}) == len(REQUIRES)
+
+
+def _named(records: Records, name: str) -> dict[str, Any]:
+    return next(r for r in records if r["name"] == name)
+
+
+def _without_dependency(records: Records, name: str, on: str) -> Records:
+    """`name` no longer waits for `on` (nor for the component that holds it)."""
+    broken = copy.deepcopy(records)
+    target = _named(broken, on)
+    record = _named(broken, name)
+    record["dependencies"] = [d for d in record["dependencies"] if d not in (target["urn"], target.get("parent"))]
+    return broken
+
+
+@pytest.mark.parametrize(
+    ("stack", "name", "on", "rule"),
+    [
+        ("dev", "queues-clusterqueue-research-cluster-queue", "kueue-chart", "kueue-objects-after-kueue"),
+        ("prod", "saxml-model-servers", "kueue-chart", "jobsets-after-both-charts"),
+        ("dev", "kueue-metrics-secret", "kueue-metrics-serviceaccount", "token-secret-after-account"),
+        ("dev", "queues-namespace-research", "kueue-chart", "queue-namespaces-before-kueue"),
+    ],
+)
+def test_each_ordering_rule_catches_a_missing_dependency(
+    deployed: dict[str, Records], stack: str, name: str, on: str, rule: str
+) -> None:
+    assert CATALOGUE.breaches(deployed[stack], {}) == []
+    breaches = CATALOGUE.breaches(_without_dependency(deployed[stack], name, on), {})
+    assert [line.split(":")[0] for line in breaches] == [rule]
+    assert name in breaches[0]
+
+
+def test_protection_and_slice_shape_rules_catch_their_breach(deployed: dict[str, Records]) -> None:
+    prod = copy.deepcopy(deployed["prod"])
+    _named(prod, "serve-0")["protect"] = False
+    assert CATALOGUE.breaches(prod, {}) == [
+        "protected-means-all: serve-0 is not protected: destroy deletes it before the protected cluster stops"
+    ]
+    dev = copy.deepcopy(deployed["dev"])
+    _named(dev, "multislice-1")["replaceOnChanges"] = []
+    assert CATALOGUE.breaches(dev, {}) == [
+        "slice-shape-replaces-pool: multislice-1: a new topology would be planned as an update the provider never "
+        "applies"
+    ]
+
+
+def test_access_rules_catch_an_unreachable_control_plane_or_webhook(deployed: dict[str, Records]) -> None:
+    prod = copy.deepcopy(deployed["prod"])
+    prod.remove(_named(prod, "tpu-prod-cp-webhooks"))
+    assert CATALOGUE.breaches(prod, {}) == [
+        "control-plane-reaches-webhooks: jobset-chart:jobset-mutating-webhook-configuration "
+        "mutate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io: no firewall rule lets the control plane reach port 9443 "
+        "on private nodes",
+        "control-plane-reaches-webhooks: kueue-chart:v1beta1.visibility.kueue.x-k8s.io: no firewall rule lets the "
+        "control plane reach port 8082 on private nodes",
+        "control-plane-reaches-webhooks: kueue-chart:kueue-system/kueue-mutating-webhook-configuration "
+        "mappwrapper.kb.io: no firewall rule lets the control plane reach port 9443 on private nodes",
+    ]
+    dev = copy.deepcopy(deployed["dev"])
+    policy = _named(dev, "kueue-policies-allow-api-server-calls")
+    policy["inputs"]["spec"]["ingress"][0]["ports"] = [{"protocol": "TCP", "port": 9443}]
+    del _named(dev, "tpu-dev-k8s")["inputs"]["clusterIdentifier"]
+    (cluster,) = [r for r in dev if r["type"] == "gcp:container/cluster:Cluster"]
+    cluster["inputs"]["masterAuthorizedNetworksConfig"] = {"cidrBlocks": []}
+    assert CATALOGUE.breaches(dev, {}) == [
+        "clients-reach-control-plane: tpu-dev: authorized networks on with no CIDR admit only the nodes",
+        "clients-reach-control-plane: tpu-dev-k8s: no clusterIdentifier, a new kubeconfig replaces every object",
+        "control-plane-reaches-webhooks: kueue-chart:v1beta1.visibility.kueue.x-k8s.io: no NetworkPolicy in "
+        "kueue-system admits port 8082",
+    ]
+
+
+def test_the_cert_rule_catches_a_chart_secret_applied_with_data(deployed: dict[str, Records]) -> None:
+    dev = copy.deepcopy(deployed["dev"])
+    _named(dev, "jobset-chart:jobset-system/jobset-webhook-server-cert")["inputs"]["data"] = {"tls.crt": ""}
+    assert CATALOGUE.breaches(dev, {}) == [
+        "rotator-owned-cert-data: jobset-chart:jobset-system/jobset-webhook-server-cert: applies data its cert "
+        "rotator owns"
+    ]
+
+
+def test_monitoring_rules_catch_validated_alerts_and_zero_positions(deployed: dict[str, Records]) -> None:
+    dev = copy.deepcopy(deployed["dev"])
+    alert = _named(dev, "monitoring-pending-research-cluster-queue")
+    del alert["inputs"]["conditions"][0]["conditionPrometheusQueryLanguage"]["disableMetricValidation"]
+    dashboard = _named(dev, "monitoring-dashboard")
+    dashboard["inputs"]["dashboardJson"] = json.dumps({"displayName": "d", "mosaicLayout": {"columns": 48, "tiles": [
+        {"xPos": 0, "width": 24, "height": 8, "widget": {"title": "t"}}]}})  # fmt: skip
+    assert CATALOGUE.breaches(dev, {}) == [
+        "alerts-on-unscraped-series: monitoring-pending-research-cluster-queue: its query reads series Managed "
+        "Prometheus has not scraped yet on a new project",
+        "dashboard-in-api-form: monitoring-dashboard: mosaicLayout.tiles[0].xPos is a zero value the API drops, so "
+        "every update diffs",
+    ]
