@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -53,8 +53,8 @@ def upgraded_chart(records: Records, chart: str, old: str, new: str) -> Records:
     return bumped
 
 
-def step(old: Records, new: Records, in_cloud: Records | None = None) -> Transition:
-    return transition(old, new, CATALOGUE, in_cloud=in_cloud or [])
+def step(old: Records, new: Records, in_cloud: Sequence[Mapping[str, Any]] = ()) -> Transition:
+    return transition(old, new, CATALOGUE, in_cloud=in_cloud)
 
 
 @pytest.fixture(scope="session")
