@@ -13,11 +13,19 @@ from typing import Any
 import yaml
 
 SLICE_COUNTS = (1, 3, 16, 64, 256)
+DEPLOY_SLICES = (1, 16, 64, 256)
+"""The sizes the `pulumi up` model reports beside xpk and Cluster Toolkit."""
 ZONE = "us-central1-a"
 
 
 def name(slices: int) -> str:
     return f"bench-{slices}"
+
+
+def slices_of(stack: str) -> int | None:
+    """The number of slices of a generated stack's name; None for any other stack."""
+    prefix = name(0)[:-1]
+    return int(stack[len(prefix) :]) if stack.startswith(prefix) and stack[len(prefix) :].isdigit() else None
 
 
 def config(slices: int) -> dict[str, Any]:

@@ -102,6 +102,26 @@ def test_pulumi_steps_get_the_login_secret_of_each_documented_backend(workflow: 
     assert pulumi["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
 
 
+PARALLEL = 256
+"""Steps `pulumi` runs at once: GKE's node pool operations per cluster (100 assumed: what xpk sends at once) plus
+the stack's other resources, so that GKE, not the engine, bounds how many slice pools are created at once."""
+
+
+@pytest.mark.parametrize(("workflow", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])
+def test_pulumi_is_not_left_at_its_default_of_4_steps_per_cpu(workflow: str, job: str) -> None:
+    """Without `parallel` the action passes no --parallel and the CLI runs 4 x GOMAXPROCS steps at once (16 on a
+    4-vCPU hosted runner): 256 slice pools would be created in 16 waves."""
+    (pulumi,) = steps_using(load(workflow)["jobs"][job], "pulumi/actions")
+    assert pulumi["with"]["parallel"] == PARALLEL
+
+
+def test_readme_runs_pulumi_up_with_the_workflows_parallelism() -> None:
+    readme = (REPO / "README.md").read_text()
+    ups = [line for line in readme.splitlines() if line.startswith("pulumi up ")]
+    assert len(ups) == 3
+    assert [line for line in ups if f"--parallel {PARALLEL}" not in line] == []
+
+
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_stack_files_name_the_cloud_kms_secrets_provider_of_their_project(stack: str) -> None:
     data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())

@@ -51,24 +51,30 @@ def names(path: cp.CriticalPath) -> list[str]:
 def test_a_chain_adds_up_its_create_times() -> None:
     plan = [res("sa", "gcp:serviceaccount/account:Account"), res("gke", CLUSTER, "sa"), tpu_pool("slice", "gke")]
     path = cp.critical_path(plan)
-    assert path.minutes == pytest.approx(0.2 + 8 + 10)
+    assert path.minutes == pytest.approx(0.2 + 6 + 7)
     assert names(path) == ["sa", "gke", "slice"]
-    assert path.sequential_minutes == pytest.approx(18.2)
+    assert path.sequential_minutes == pytest.approx(13.2)
 
 
 def test_parallel_pools_cost_one_pool_on_the_path_and_all_of_them_one_after_another() -> None:
     for slices in (1, 3, 64):
         plan = [res("gke", CLUSTER), *(tpu_pool(f"slice-{i}", "gke") for i in range(slices))]
         path = cp.critical_path(plan)
-        assert path.minutes == 18
-        assert path.sequential_minutes == 8 + 10 * slices
+        assert path.minutes == 13
+        assert path.sequential_minutes == 6 + 7 * slices
 
 
 def test_pool_weights_follow_slice_shape() -> None:
-    assert cp.minutes(tpu_pool("multi", topology="2x4")) == 10
+    assert cp.minutes(tpu_pool("multi", topology="2x4")) == 7
     assert cp.minutes(tpu_pool("single", topology=None, machine="ct6e-standard-4t")) == 5
     assert cp.minutes(tpu_pool("single-explicit", topology="2x2")) == 5
     assert cp.minutes(res("system", POOL, inputs={"nodeConfig": {"machineType": "e2-standard-4"}})) == 4
+
+
+def test_a_cluster_that_removes_its_default_pool_waits_for_the_removal_too() -> None:
+    """The provider deletes default-pool inside the cluster's create (resourceContainerClusterCreate)."""
+    assert cp.minutes(res("gke", CLUSTER, inputs={"removeDefaultNodePool": True})) == 6.5
+    assert cp.minutes(res("gke", CLUSTER, inputs={"removeDefaultNodePool": False})) == 6
 
 
 def test_components_weigh_nothing_but_pass_on_what_they_wait_for() -> None:
@@ -90,7 +96,7 @@ def test_kubernetes_objects_wait_for_the_provider_even_without_a_declared_depend
         res("queue", QUEUE, "kueue"),
     ]
     path = cp.critical_path(plan)
-    assert path.minutes == pytest.approx(8 + 2 + 0.1)
+    assert path.minutes == pytest.approx(6 + 2 + 0.1)
     assert names(path) == ["gke", "k8s", "kueue", "queue"]
 
 
