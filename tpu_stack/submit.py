@@ -171,7 +171,7 @@ def _customize(obj: Obj, request: Request) -> Obj:
         else:
             container.pop("command", None)  # the image's entrypoint
         if request.env:
-            container["env"] = _env(request.env)
+            container["env"] = [*container.get("env", []), *_env(request.env)]
         if request.priority:
             pod["priorityClassName"] = request.priority
     return obj
