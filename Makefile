@@ -10,7 +10,7 @@ POLICY_CONFIG ?= policies/config.json
 
 .PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm
 
-$(STAMP): requirements.txt requirements-dev.txt policies/requirements.txt constraints.txt
+$(STAMP): requirements.txt requirements-cli.txt requirements-dev.txt policies/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	touch $(STAMP)
@@ -75,7 +75,7 @@ scan: $(STAMP) $(HELM) $(SCAN_STAMP)
 MUTATE_VENV := .mutmut-venv
 MUTATE_STAMP := $(MUTATE_VENV)/.installed-stamp
 
-$(MUTATE_STAMP): requirements-mutate.txt requirements-dev.txt requirements.txt policies/requirements.txt constraints.txt
+$(MUTATE_STAMP): requirements-mutate.txt requirements-dev.txt requirements-cli.txt requirements.txt policies/requirements.txt constraints.txt
 	test -x $(MUTATE_VENV)/bin/python || $(PYTHON) -m venv $(MUTATE_VENV)
 	$(MUTATE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-mutate.txt -c constraints.txt
 	touch $(MUTATE_STAMP)

@@ -160,6 +160,8 @@ pulumi.export(
         for pool in config.tpu_pools
     },
 )
+# The validated config as deployed: `tpu-stack submit` builds workloads from it with components/workloads.py.
+pulumi.export("stackConfig", config.model_dump(mode="json", by_alias=True, exclude_none=True))
 pulumi.export("bucketName", bucket.name)
 pulumi.export("bucketUrl", bucket.url)
 pulumi.export("dashboardUrl", monitoring.url)

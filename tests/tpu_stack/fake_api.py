@@ -1,0 +1,166 @@
+"""A local HTTP server on 127.0.0.1 that speaks the part of the Kubernetes API `tpu-stack` calls.
+
+Objects live at their API paths (`/apis/kueue.x-k8s.io/v1beta2/namespaces/research/workloads/<name>`); a GET of
+the collection lists them (with `labelSelector` of `key=value` terms), POST creates one (409 when it exists,
+`uid` and `creationTimestamp` filled in), DELETE removes one, GET `.../pods/<name>/log` returns its text.
+Requests need the bearer token, answer 401 without it and 403 on the paths marked forbidden, with the
+`Status` objects the API server sends. The server stops when the test ends, and by itself after `lifetime`
+seconds whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+Obj = dict[str, Any]
+TOKEN = "test-token"
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    body: Obj | None
+
+
+@dataclass
+class FakeApi:
+    objects: dict[str, Obj] = field(default_factory=dict)
+    logs: dict[str, str] = field(default_factory=dict)
+    """Pod API path -> its log text."""
+    forbidden: set[tuple[str, str]] = field(default_factory=set)
+    """(method, path prefix) the account may not call."""
+    hooks: list[Callable[[FakeApi, Request], None]] = field(default_factory=list)
+    """Called before each request: how a test makes the cluster change over time."""
+    requests: list[Request] = field(default_factory=list)
+    port: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def put(self, path: str, obj: Obj) -> None:
+        self.objects[f"{path}/{obj['metadata']['name']}"] = obj
+
+    @property
+    def server(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def kubeconfig(self, token: str = TOKEN) -> Obj:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": self.server}}],
+            "users": [{"name": "fake", "user": {"token": token}}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+            "current-context": "fake",
+        }
+
+    def handle(self, request: Request, token: str) -> tuple[int, bytes, str]:
+        with self.lock:
+            self.requests.append(request)
+            for hook in self.hooks:
+                hook(self, request)
+            if token != f"Bearer {TOKEN}":
+                return _status(401, "Unauthorized", "Unauthorized")
+            for method, prefix in self.forbidden:
+                if request.method == method and request.path.startswith(prefix):
+                    return _status(403, "Forbidden", f'{method} {request.path} is forbidden: User "dev" cannot do this')
+            if request.method == "GET" and request.path.endswith("/log"):
+                text = self.logs.get(request.path.removesuffix("/log"))
+                return (200, text.encode(), "text/plain") if text is not None else _status(404, "NotFound", "no pod")
+            if request.method == "GET":
+                return self._get(request)
+            if request.method == "POST":
+                return self._create(request)
+            if request.method == "DELETE":
+                if self.objects.pop(request.path, None) is None:
+                    return _status(404, "NotFound", f"{request.path} not found")
+                return 200, json.dumps({"kind": "Status", "status": "Success"}).encode(), "application/json"
+            return _status(405, "MethodNotAllowed", request.method)
+
+    def _get(self, request: Request) -> tuple[int, bytes, str]:
+        if request.path in self.objects:
+            return 200, json.dumps(self.objects[request.path]).encode(), "application/json"
+        items = [obj for path, obj in sorted(self.objects.items()) if path.rsplit("/", 1)[0] == request.path]
+        if not items and request.path.rsplit("/", 1)[-1] not in COLLECTIONS:
+            return _status(404, "NotFound", f"{request.path.rsplit('/', 1)[-1]} not found")
+        selector = request.query.get("labelSelector", [""])[0]
+        for term in filter(None, selector.split(",")):
+            key, _, value = term.partition("=")
+            items = [obj for obj in items if (obj["metadata"].get("labels") or {}).get(key) == value]
+        return 200, json.dumps({"kind": "List", "items": items}).encode(), "application/json"
+
+    def _create(self, request: Request) -> tuple[int, bytes, str]:
+        obj = json.loads(json.dumps(request.body))
+        path = f"{request.path}/{obj['metadata']['name']}"
+        if path in self.objects:
+            return _status(409, "AlreadyExists", f'"{obj["metadata"]["name"]}" already exists')
+        obj["metadata"].setdefault("uid", f"uid-{obj['metadata']['name']}")
+        obj["metadata"].setdefault("creationTimestamp", "2026-05-04T12:00:00Z")
+        self.objects[path] = obj
+        return 201, json.dumps(obj).encode(), "application/json"
+
+
+COLLECTIONS = ("workloads", "pods", "events", "provisioningrequests", "clusterqueues", "jobs", "jobsets", "services")
+"""Collections the API serves (an empty list when empty); any other unknown path is a 404."""
+
+
+def _status(code: int, reason: str, message: str) -> tuple[int, bytes, str]:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    return code, json.dumps(status).encode(), "application/json"
+
+
+def _handler(api: FakeApi) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        timeout = 5
+
+        def _serve(self) -> None:
+            url = urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            request = Request(self.command, url.path, parse_qs(url.query), body)
+            code, payload, kind = api.handle(request, self.headers.get("Authorization", ""))
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_DELETE = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def serving(api: FakeApi, lifetime: float = 20.0) -> Iterator[FakeApi]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(api))
+    server.daemon_threads = True
+    api.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    stop = threading.Timer(lifetime, server.shutdown)
+    stop.daemon = True
+    stop.start()
+    try:
+        yield api
+    finally:
+        stop.cancel()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,600 @@
+"""The `tpu-stack` commands end to end: the dev and prod stacks' outputs (from the offline engine, as `pulumi
+stack output --json` gives them) and a local HTTP server speaking the Kubernetes API calls the commands make
+(tests/tpu_stack/fake_api.py). Every error is checked as the exact line a user reads, with its exit code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.config.stack import StackConfig
+from components.workloads import workloads
+from offline import commands, validate
+from offline.engine import run_stack
+from tests.tpu_stack import kueue_objects as k
+from tests.tpu_stack.fake_api import FakeApi, Request, serving
+from tpu_stack import cli
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
+JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
+PODS = "/api/v1/namespaces/{ns}/pods"
+IMAGE = "us-docker.pkg.dev/my-project/train/jax:0.6.2"
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Stack name -> a file of its outputs, as `pulumi stack output --json --show-secrets` writes them."""
+    folder = tmp_path_factory.mktemp("outputs")
+    files = {}
+    for stack in ("dev", "prod"):
+        files[stack] = folder / f"{stack}.json"
+        files[stack].write_text(json.dumps(run_stack(stack).outputs))
+    return files
+
+
+@pytest.fixture(autouse=True)
+def _clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ages count to the objects' NOW, not the machine's."""
+    monkeypatch.setattr(cli, "clock", lambda: k.NOW)
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[FakeApi]:
+    with serving(FakeApi()) as running:
+        yield running
+
+
+def kubeconfig(api: FakeApi, tmp_path: Path, **changes: Any) -> Path:
+    config = api.kubeconfig()
+    config["users"][0]["user"] = changes.get("user", config["users"][0]["user"])
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def run(*argv: str | Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main([str(a) for a in argv], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+# ---- outputs and help ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_stack_config_output_is_the_config_the_stack_was_deployed_with(outputs: dict[str, Path], stack: str) -> None:
+    """`submit` rebuilds the config model from output stackConfig: it must equal what the program loaded."""
+    exported = json.loads(outputs[stack].read_text())["stackConfig"]
+    assert StackConfig.model_validate(exported) == commands.stack_config(stack, None)
+
+
+def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    for command in ("submit", "list", "why", "logs", "delete"):
+        assert f"    {command} " in text
+    assert "  5  submit --wait: not running before --timeout" in text
+
+
+# ---- submit --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_dry_run_prints_what_make_workloads_generates(outputs: dict[str, Path], stack: str) -> None:
+    """With the generated image and command, every generated workload comes out of submit unchanged, and is
+    valid against the vendored JobSet CRD and the Kubernetes schemas (offline/validate.py)."""
+    config = commands.stack_config(stack, None)
+    teams = {ref["namespace"]: team for team, ref in json.loads(outputs[stack].read_text())["queues"].items()}
+    for generated in workloads(config):
+        main = next(obj for obj in generated.objects if obj["kind"] in ("Job", "JobSet"))
+        pods = (
+            [main["spec"]["template"]["spec"]]
+            if main["kind"] == "Job"
+            else [job["template"]["spec"]["template"]["spec"] for job in main["spec"]["replicatedJobs"]]
+        )
+        container = pods[0]["containers"][0]
+        code, out, err = run(
+            "--outputs", outputs[stack], "submit", generated.name, "--team", teams[generated.queue.namespace],
+            "--pool", generated.pool, "--slices", str(generated.slices), "--image", container["image"],
+            "--dry-run", *(["--jobset"] if main["kind"] == "JobSet" else []), "--", *container["command"],
+        )  # fmt: skip
+        assert (code, err) == (0, ""), generated.name
+        printed = list(yaml.safe_load_all(out))
+        assert printed == list(generated.objects), generated.name
+        assert validate.validate_all(printed) == [], generated.name
+
+
+def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: dict[str, Path]) -> None:
+    code, out, _ = run(
+        "--outputs", outputs["dev"], "submit", "train-2", "--team", "training", "--pool", "multislice",
+        "--slices", "2", "--image", IMAGE, "--env", "STEPS=1000", "--priority", "high", "--dry-run",
+        "--", "python", "-m", "train", "--steps", "1000",
+    )  # fmt: skip
+    assert code == 0
+    (jobset,) = yaml.safe_load_all(out)
+    assert validate.validate_all([jobset]) == []
+    assert jobset["kind"] == "JobSet"
+    assert jobset["metadata"]["namespace"] == "training"
+    assert jobset["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "training-queue"}
+    (slices,) = jobset["spec"]["replicatedJobs"]
+    assert slices["replicas"] == 2
+    assert slices["template"]["spec"]["parallelism"] == slices["template"]["spec"]["completions"] == 2
+    pod = slices["template"]["spec"]["template"]
+    assert pod["spec"]["priorityClassName"] == "high"
+    assert pod["spec"]["serviceAccountName"] == "trainer"
+    assert pod["spec"]["nodeSelector"] == k.MULTISLICE_LABELS
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == IMAGE
+    assert container["command"] == ["python", "-m", "train", "--steps", "1000"]
+    assert container["env"] == [{"name": "STEPS", "value": "1000"}]
+    # A v5e 4t VM (112 vCPU, 192 GiB) less GKE's reservations, its DaemonSets and the FUSE sidecar.
+    assert container["resources"] == {
+        "requests": {"google.com/tpu": 4, "cpu": "110400m", "memory": "183349Mi"},
+        "limits": {"google.com/tpu": 4, "memory": "183349Mi"},
+    }
+    mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
+    assert mounts == {"/data": True, "/checkpoints": False}
+    assert pod["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
+
+
+def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -> None:
+    code, out, _ = run(
+        "--outputs", outputs["dev"], "submit", "one", "--team", "research", "--pool", "flex-v6e",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    (job,) = yaml.safe_load_all(out)
+    assert code == 0
+    assert "command" not in job["spec"]["template"]["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "line"),
+    [
+        (
+            ["--team", "physics"],
+            "error: --team physics: no such team; this stack's teams are research, training",
+        ),
+        (
+            ["--pool", "v7"],
+            "error: --pool v7: no such pool group; this stack's pool groups are flex-v6e, multislice",
+        ),
+        (
+            ["--slices", "4"],
+            "error: --slices 4: pool group multislice has 3 slice(s)",
+        ),
+        (
+            ["--team", "training", "--slices", "3"],
+            "error: --slices 3: 3 slice(s) of multislice are 24 TPU chips, but team training may hold 16 (share 8 + "
+            "borrowing limit 8); use --slices 2 or fewer",
+        ),
+        (
+            ["--team", "training", "--pool", "flex-v6e", "--slices", "1"],
+            "error: --pool flex-v6e: team training may hold 0 (share 0 + borrowing limit 0), less than one slice (4 "
+            "TPU chips); submit to another pool group, or ask the platform team for a share of this one",
+        ),
+        (
+            ["--image", "python:latest"],
+            "error: --image 'python:latest' is not pinned; use an explicit version tag or an @sha256 digest, never "
+            "latest",
+        ),
+        (
+            ["--env", "2FAST=1"],
+            "error: --env '2FAST=1': give NAME=VALUE, NAME of letters, digits and '_'",
+        ),
+        (
+            ["--priority", "urgent"],
+            "error: --priority urgent: no such priority class; this stack has very-low, low, medium, high, very-high",
+        ),
+        (
+            ["--name", "x" * 50],
+            "error: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx': its pod names would be 3 character(s) "
+            "longer than 63; shorten it",
+        ),
+        (
+            ["--name", "Train_2"],
+            "error: 'Train_2': a name is lowercase letters, digits and '-', starting with a letter",
+        ),
+    ],
+)
+def test_a_request_the_stack_cannot_run_is_one_line_and_exit_2(
+    outputs: dict[str, Path], arguments: list[str], line: str
+) -> None:
+    """Checked before anything reaches the cluster (no kubeconfig here)."""
+    given = {"--name": "train-2", "--team": "research", "--pool": "multislice", "--slices": "2", "--image": IMAGE}
+    for flag, value in zip(arguments[::2], arguments[1::2], strict=True):
+        given[flag] = value
+    name = given.pop("--name")
+    flags = [word for pair in given.items() for word in pair]
+    code, out, err = run("--outputs", outputs["dev"], "submit", name, *flags)
+    assert (code, out, err) == (2, "", line + "\n")
+
+
+def test_queued_groups_take_one_slice_per_workload(outputs: dict[str, Path]) -> None:
+    code, _, err = run(
+        "--outputs", outputs["prod"], "submit", "big", "--team", "research", "--pool", "burst", "--slices", "2",
+        "--image", IMAGE,
+    )  # fmt: skip
+    assert (code, err) == (
+        2,
+        "error: --slices 2: pool group burst has 1 slice(s)\n",
+    )
+    code, _, err = run(
+        "--outputs", outputs["prod"], "submit", "x", "--team", "training", "--pool", "serve", "--image", IMAGE
+    )
+    assert (code, err) == (
+        2,
+        "error: --pool serve: Saxml's model servers hold this pool group; it is not Kueue capacity\n",
+    )
+
+
+def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    config = kubeconfig(api, tmp_path)
+    argv: list[str | Path] = ["--outputs", outputs["dev"], "--kubeconfig", config, "submit", "train-2", "--team",
+                              "training", "--pool", "multislice", "--slices", "2", "--image", IMAGE, "--", "python",
+                              "-m", "train"]  # fmt: skip
+    code, out, err = run(*argv)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "submitted JobSet training/train-2: 2 slice(s) of multislice (16 TPU chips) via training/training-queue",
+        "  mounts /data <- gs://tpu-stack-dev-dev-tpu-stack/datasets (read-only)",
+        "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack/checkpoints/training (read-write)",
+        "Follow it with `tpu-stack why train-2` and `tpu-stack logs train-2`.",
+    ]
+    (create,) = [r for r in api.requests if r.method == "POST"]
+    assert create.path == JOBSETS.format(ns="training")
+    assert create.query == {"fieldValidation": ["Strict"]}
+    split = argv.index("--")
+    _, dry, _ = run(*argv[:split], "--dry-run", *argv[split:])
+    assert create.body == yaml.safe_load(dry)
+    assert api.objects[JOBSETS.format(ns="training") + "/train-2"]["spec"]["replicatedJobs"][0]["replicas"] == 2
+
+
+def test_a_multi_host_job_gets_its_service_owned_by_the_job(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    code, _, _ = run(
+        "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "one", "--team",
+        "research", "--pool", "multislice", "--image", IMAGE,
+    )  # fmt: skip
+    assert code == 0
+    posts = [r for r in api.requests if r.method == "POST"]
+    assert [r.path for r in posts] == [JOBS.format(ns="research"), "/api/v1/namespaces/research/services"]
+    service = posts[1].body
+    assert service is not None
+    assert service["metadata"]["ownerReferences"] == [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "one", "uid": "uid-one"}
+    ]
+    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": "one"}}
+
+
+def test_a_name_already_taken_is_refused_with_what_to_do(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    api.put(JOBS.format(ns="research"), {"metadata": {"name": "one"}})
+    code, _, err = run(
+        "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "one", "--team",
+        "research", "--pool", "flex-v6e", "--image", IMAGE,
+    )  # fmt: skip
+    assert (code, err) == (
+        1,
+        "error: Job research/one already exists: pick another name, or `tpu-stack delete one` first\n",
+    )
+
+
+def test_forbidden_is_exit_4_with_the_api_servers_reason(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    api.forbidden.add(("POST", JOBSETS.format(ns="research")))
+    code, _, err = run(
+        "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "train-2", "--team",
+        "research", "--pool", "multislice", "--slices", "2", "--image", IMAGE,
+    )  # fmt: skip
+    path = JOBSETS.format(ns="research")
+    assert (code, err) == (4, f'error: forbidden (403): POST {path} is forbidden: User "dev" cannot do this\n')
+
+
+def test_refused_credentials_are_exit_4(outputs: dict[str, Path], api: FakeApi, tmp_path: Path) -> None:
+    config = kubeconfig(api, tmp_path, user={"token": "expired"})
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "list")
+    assert (code, err) == (4, "error: forbidden (401): Unauthorized\n")
+
+
+# ---- submit --wait -------------------------------------------------------------------------------------------
+
+
+def _evolve(api: FakeApi, request: Request) -> None:
+    """Kueue creates the Workload on the second look, admits it on the third; then the pods run."""
+    workloads = f"{KUEUE}/namespaces/training/workloads"
+    if request.method != "GET" or request.path != workloads:
+        return
+    looks = sum(1 for r in api.requests if r.method == "GET" and r.path == workloads)
+    if looks == 2:
+        message = (
+            "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+            "multislice, 8 more needed"
+        )
+        api.put(workloads, _train_workload(k.pending_conditions(message, k.ago(minutes=1)), admitted=False))
+    if looks == 3:
+        api.put(workloads, _train_workload(k.admitted_conditions("training-cluster-queue", k.ago()), admitted=True))
+        for s in (0, 1):
+            for w in (0, 1):
+                labels = {"jobset.sigs.k8s.io/jobset-name": "train-2", "jobset.sigs.k8s.io/job-index": str(s),
+                          "batch.kubernetes.io/job-completion-index": str(w)}  # fmt: skip
+                api.put(
+                    PODS.format(ns="training"), k.pod(f"train-2-slice-{s}-{w}-abcde", "training", labels, running=True)
+                )
+
+
+def _train_workload(conditions: list[dict[str, Any]], *, admitted: bool) -> dict[str, Any]:
+    return k.workload(
+        "JobSet",
+        "train-2",
+        "training",
+        "training-queue",
+        pods=4,
+        chips_per_pod=4,
+        labels=k.MULTISLICE_LABELS,
+        conditions=conditions,
+        admission=k.admission("training-cluster-queue", "slice", "multislice", 4, 16) if admitted else None,
+        recorded=not admitted,
+    )
+
+
+def _queues(api: FakeApi, training_reserved: tuple[str, str]) -> None:
+    for queue in (
+        k.cluster_queue("research-cluster-queue", "research", cohort="tpu-stack",
+                        quotas={"flex-v6e": ("4", None), "multislice": ("8", None)}),
+        k.cluster_queue("training-cluster-queue", "training", cohort="tpu-stack",
+                        quotas={"flex-v6e": ("0", "0"), "multislice": ("8", "8")},
+                        reserved={"multislice": training_reserved}),
+    ):  # fmt: skip
+        api.put(f"{KUEUE}/clusterqueues", queue)
+    api.put(f"{KUEUE}/cohorts", k.cohort("tpu-stack", {"multislice": "8"}))
+
+
+def test_wait_reports_each_change_until_the_workload_runs(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    _queues(api, ("8", "0"))
+    api.hooks.append(_evolve)
+    code, out, err = run(
+        "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "train-2", "--team",
+        "training", "--pool", "multislice", "--slices", "2", "--image", IMAGE, "--wait", "--interval", "0.01",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    progress = [line.split("] ", 1)[1] for line in out.splitlines() if line.startswith("[")]
+    assert progress == [
+        "Created: waiting for Kueue to create its Workload.",
+        "Pending: held by its borrowing limit. It needs 16 TPU chips of flavor multislice; "
+        "training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it borrows 0 "
+        "now), so it can take only 8 more while the cohort has 16 idle.",
+        "Running: admitted 0s ago by training-cluster-queue on flavor multislice (16 TPU chips); 4 of 4 pods "
+        "are running.",
+    ]
+
+
+def test_wait_gives_up_after_the_timeout_with_exit_5(outputs: dict[str, Path], api: FakeApi, tmp_path: Path) -> None:
+    code, _, err = run(
+        "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "one", "--team",
+        "research", "--pool", "flex-v6e", "--image", IMAGE, "--wait", "--interval", "0.01", "--timeout", "0.05",
+    )  # fmt: skip
+    assert code == 5
+    assert err == "error: one is not running after 0.05 s (state Created)\n"
+
+
+# ---- list, why, logs, delete ---------------------------------------------------------------------------------
+
+
+def test_list_shows_queue_flavor_admission_age_and_state(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 8 more needed"
+    )
+    pending = _train_workload(k.pending_conditions(message, k.ago(minutes=1)), admitted=False)
+    pending["metadata"]["creationTimestamp"] = "2026-05-04T11:00:00Z"
+    running = k.workload(
+        "Job", "flex-v6e-job", "research", "research-queue", pods=1, chips_per_pod=4, labels=k.FLEX_V6E_LABELS,
+        conditions=k.admitted_conditions("research-cluster-queue", k.ago(minutes=20)),
+        admission=k.admission("research-cluster-queue", "main", "flex-v6e", 1, 4), created="2026-05-04T10:00:00Z",
+    )  # fmt: skip
+    api.put(f"{KUEUE}/namespaces/training/workloads", pending)
+    api.put(f"{KUEUE}/namespaces/research/workloads", running)
+    api.put(
+        PODS.format(ns="research"),
+        k.pod("flex-v6e-job-x7k2p", "research", {"batch.kubernetes.io/job-name": "flex-v6e-job"}, running=True),
+    )
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "list")
+    assert code == 0
+    assert out.splitlines() == [
+        "NAME          KIND    TEAM      QUEUE           FLAVOR      ADMITTED  AGE  STATE",
+        "flex-v6e-job  Job     research  research-queue  flex-v6e    yes       2h   Running",
+        "train-2       JobSet  training  training-queue  multislice  no        1h   Pending",
+    ]
+    code, out, _ = run(
+        "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "list", "--team", "training"
+    )
+    assert [line.split()[0] for line in out.splitlines()] == ["NAME", "train-2"]
+
+
+def test_why_reads_the_cluster_and_names_the_config_key(outputs: dict[str, Path], api: FakeApi, tmp_path: Path) -> None:
+    """The borrowing-limit case of test_why.py, read from the API: the team's key comes from output stackConfig."""
+    _queues(api, ("8", "0"))
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 8 more needed"
+    )
+    api.put(
+        f"{KUEUE}/namespaces/training/workloads",
+        _train_workload(k.pending_conditions(message, k.ago()), admitted=False),
+    )
+    code, out, err = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
+    assert (code, err) == (0, "")
+    assert out == (
+        "Pending: held by its borrowing limit. It needs 16 TPU chips of flavor multislice; training-cluster-queue "
+        "holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it borrows 0 now), so it can take "
+        "only 8 more while the cohort has 16 idle. It starts when training-cluster-queue's own workloads free 8 TPU "
+        "chips, or when the platform team raises tpu-stack:queues.teams[1].borrowingLimit.multislice to 16 or more.\n"
+    )
+
+
+def test_why_falls_back_to_kueues_words_when_queues_are_out_of_reach(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """A team member may not read ClusterQueues or the Cohort (cluster-scoped): Kueue's message still answers."""
+    api.forbidden.add(("GET", f"{KUEUE}/clusterqueues"))
+    api.forbidden.add(("GET", f"{KUEUE}/cohorts"))
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 8 more needed"
+    )
+    api.put(
+        f"{KUEUE}/namespaces/training/workloads",
+        _train_workload(k.pending_conditions(message, k.ago()), admitted=False),
+    )
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
+    assert (code, out) == (0, f"Pending: Kueue says: {message}\n")
+
+
+def test_why_of_nothing_is_exit_3(outputs: dict[str, Path], api: FakeApi, tmp_path: Path) -> None:
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "ghost")
+    assert (code, err) == (3, "error: no workload 'ghost' in the teams' namespaces\n")
+
+
+def test_logs_of_the_leader_and_of_a_chosen_worker(outputs: dict[str, Path], api: FakeApi, tmp_path: Path) -> None:
+    api.put(
+        f"{KUEUE}/namespaces/training/workloads",
+        _train_workload(k.admitted_conditions("training-cluster-queue", k.ago()), admitted=True),
+    )
+    for s in (0, 1):
+        for w in (0, 1):
+            name = f"train-2-slice-{s}-{w}-abcde"
+            labels = {"jobset.sigs.k8s.io/jobset-name": "train-2", "jobset.sigs.k8s.io/job-index": str(s),
+                      "batch.kubernetes.io/job-completion-index": str(w)}  # fmt: skip
+            api.put(PODS.format(ns="training"), k.pod(name, "training", labels, running=True))
+            api.logs[f"{PODS.format(ns='training')}/{name}"] = f"slice {s} worker {w}\nGlobal device count: 16\n"
+    config = kubeconfig(api, tmp_path)
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", config, "logs", "train-2")
+    assert (code, out) == (0, "slice 0 worker 0\nGlobal device count: 16\n")
+    code, out, _ = run(
+        "--outputs", outputs["dev"], "--kubeconfig", config, "logs", "train-2", "--slice", "1", "--worker", "1", "-f"
+    )
+    assert (code, out) == (0, "slice 1 worker 1\nGlobal device count: 16\n")
+    (last,) = [r for r in api.requests if r.path.endswith("/log")][-1:]
+    assert last.query == {"follow": ["true"], "container": ["jax-tpu"]}
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "logs", "train-2", "--slice", "2")
+    assert (code, err) == (3, "error: no pod of train-2 for slice 2 worker 0 yet; `tpu-stack why train-2` tells why\n")
+
+
+def test_delete_removes_the_jobset_and_lets_the_collector_take_the_rest(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    api.put(JOBSETS.format(ns="training"), {"metadata": {"name": "train-2"}})
+    api.put(
+        f"{KUEUE}/namespaces/training/workloads",
+        _train_workload(k.admitted_conditions("training-cluster-queue", k.ago()), admitted=True),
+    )
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "delete", "train-2")
+    assert (code, out) == (0, "deleted JobSet training/train-2\n")
+    (delete,) = [r for r in api.requests if r.method == "DELETE"]
+    assert (delete.path, delete.query) == (
+        JOBSETS.format(ns="training") + "/train-2",
+        {"propagationPolicy": ["Background"]},
+    )
+
+
+def test_delete_of_a_generated_multi_host_job_takes_its_service(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """`kubectl create -f` of a make-workloads file leaves a Service nobody owns; delete removes it too."""
+    api.put(JOBS.format(ns="research"), {"metadata": {"name": "multislice-job"}})
+    service = {
+        "metadata": {"name": "multislice-job-svc"},
+        "spec": {"clusterIP": "None", "selector": {"job-name": "multislice-job"}},
+    }
+    api.put("/api/v1/namespaces/research/services", service)
+    code, out, _ = run(
+        "--outputs",
+        outputs["dev"],
+        "--kubeconfig",
+        kubeconfig(api, tmp_path),
+        "delete",
+        "multislice-job",
+        "--team",
+        "research",
+    )
+    assert (code, out) == (0, "deleted Job research/multislice-job\n")
+    assert [r.path for r in api.requests if r.method == "DELETE"] == [
+        JOBS.format(ns="research") + "/multislice-job",
+        "/api/v1/namespaces/research/services/multislice-job-svc",
+    ]
+
+
+# ---- no cluster to talk to -----------------------------------------------------------------------------------
+
+
+def test_hidden_kubeconfig_is_one_line_and_exit_2(outputs: dict[str, Path]) -> None:
+    """The offline engine's outputs (like `pulumi stack output` without --show-secrets) hide the kubeconfig."""
+    code, _, err = run("--outputs", outputs["dev"], "list")
+    assert (code, err) == (
+        2,
+        f"error: {outputs['dev']} hides the kubeconfig: read the outputs with `pulumi stack output --json "
+        "--show-secrets`, or pass --kubeconfig FILE\n",
+    )
+
+
+def test_missing_auth_plugin_is_named_with_its_install_hint(outputs: dict[str, Path], tmp_path: Path) -> None:
+    """The stack's kubeconfig signs in with gke-gcloud-auth-plugin (components/gke_cluster.py)."""
+    saved = json.loads(outputs["dev"].read_text())
+    saved["kubeconfig"] = yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "tpu-dev", "cluster": {"server": "https://192.0.2.10"}}],
+            "users": [{"name": "tpu-dev", "user": {"exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "gke-gcloud-auth-plugin-not-here",
+                "installHint": "gcloud components install gke-gcloud-auth-plugin"}}}],
+            "contexts": [{"name": "tpu-dev", "context": {"cluster": "tpu-dev", "user": "tpu-dev"}}],
+            "current-context": "tpu-dev",
+        }
+    )  # fmt: skip
+    (tmp_path / "outputs.json").write_text(json.dumps(saved))
+    code, _, err = run("--outputs", tmp_path / "outputs.json", "list")
+    assert (code, err) == (
+        2,
+        "error: the kubeconfig signs in with `gke-gcloud-auth-plugin-not-here`, which is not on PATH: gcloud "
+        "components install gke-gcloud-auth-plugin\n",
+    )
+
+
+def test_an_unreachable_cluster_is_exit_1(outputs: dict[str, Path], tmp_path: Path) -> None:
+    with serving(FakeApi()) as api:
+        config = kubeconfig(api, tmp_path)
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "list")
+    assert code == 1
+    assert err.startswith(f"error: cannot reach the cluster at {api.server}: ")
+
+
+def test_no_pulumi_on_path_says_how_to_pass_saved_outputs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert shutil.which("pulumi") is None
+    code, _, err = run("--stack", "dev", "list")
+    assert (code, err) == (
+        2,
+        "error: no `pulumi` on PATH to read the stack's outputs; install the Pulumi CLI, or pass --outputs FILE "
+        "(saved with `pulumi stack output --json --show-secrets > FILE`)\n",
+    )

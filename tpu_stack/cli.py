@@ -1,0 +1,492 @@
+"""The `tpu-stack` command line: submit, list, why, logs and delete the TPU workloads of a deployed stack.
+
+Every problem is one `error:` line on stderr and an exit code a script can test (EXIT_CODES, also in --help).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from tpu_stack import kube, kueue, stack, submit, why
+from tpu_stack.kueue import Obj
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_FORBIDDEN, EXIT_TIMEOUT = 0, 1, 2, 3, 4, 5
+EXIT_INTERRUPTED = 130
+EXIT_CODES = f"""exit codes:
+  {EXIT_OK}  done (submit --wait: the workload runs, or finished successfully)
+  {EXIT_ERROR}  the cluster failed or refused the call (e.g. the name is taken); submit --wait: the workload
+     failed or was deactivated
+  {EXIT_USAGE}  bad arguments or stack outputs: no such team, pool group or priority class, too many slices,
+     no kubeconfig, unreadable outputs
+  {EXIT_NOT_FOUND}  no such workload
+  {EXIT_FORBIDDEN}  the cluster refused the credentials, or the account may not do this (401/403)
+  {EXIT_TIMEOUT}  submit --wait: not running before --timeout
+"""
+
+
+def clock() -> datetime:
+    """The time ages are counted to."""
+    return datetime.now(UTC)
+
+
+class UsageError(Exception):
+    """Bad arguments; one line."""
+
+
+@dataclass
+class Session:
+    """The stack's outputs and, once a command needs it, the cluster."""
+
+    args: argparse.Namespace
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    _stack: stack.Stack | None = None
+    _cluster: kube.Cluster | None = None
+
+    @property
+    def stack(self) -> stack.Stack:
+        if self._stack is None:
+            outputs: Path | None = self.args.outputs
+            self._stack = stack.from_file(outputs) if outputs else stack.from_pulumi(self.args.stack)
+        return self._stack
+
+    @property
+    def cluster(self) -> kube.Cluster:
+        if self._cluster is None:
+            path: Path | None = self.args.kubeconfig
+            if path is not None:
+                try:
+                    config = yaml.safe_load(path.read_text())
+                except (OSError, yaml.YAMLError) as error:
+                    raise kube.KubeconfigError(f"--kubeconfig {path}: {error}") from None
+                if not isinstance(config, dict):
+                    raise kube.KubeconfigError(f"--kubeconfig {path}: not a kubeconfig")
+            else:
+                config = self.stack.kubeconfig()
+            self._cluster = kube.Cluster(config)
+        return self._cluster
+
+    def namespaces(self, team: str | None) -> list[str]:
+        """The team's namespace, or every team's."""
+        queues = self.stack.queues
+        if team is not None:
+            if team not in queues:
+                raise UsageError(f"--team {team}: no such team; this stack's teams are {', '.join(queues)}")
+            return [queues[team].namespace]
+        return sorted({ref.namespace for ref in queues.values()})
+
+    def team_of(self, namespace: str) -> str:
+        return next((team for team, ref in self.stack.queues.items() if ref.namespace == namespace), namespace)
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+# ---- finding a workload ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Found:
+    namespace: str
+    name: str
+    kind: str | None
+    """JobSet or Job; None when only the Workload is left."""
+    workload: Obj | None
+
+
+def _workloads(session: Session, namespace: str) -> list[Obj]:
+    return session.cluster.list(kube.kueue_path("workloads", namespace=namespace))
+
+
+def _job_kind(session: Session, namespace: str, name: str) -> str | None:
+    for kind, resource in (
+        ("JobSet", kube.jobset_path(namespace=namespace, name=name)),
+        ("Job", kube.job_path(namespace=namespace, name=name)),
+    ):
+        try:
+            session.cluster.get(resource)
+            return kind
+        except kube.NotFound:
+            continue
+    return None
+
+
+def find(session: Session, name: str, team: str | None) -> Found:
+    """The workload `name` (its Job's or JobSet's name) in the team's namespace, or in any team's."""
+    hits = []
+    for namespace in session.namespaces(team):
+        workload = kueue.find_workload(_workloads(session, namespace), name)
+        owner = kueue.owner(workload) if workload else None
+        kind = owner[0] if owner else _job_kind(session, namespace, name)
+        if workload is not None or kind is not None:
+            hits.append(Found(namespace, kueue.job_name(workload) if workload else name, kind, workload))
+    if not hits:
+        where = f"team {team}'s namespace" if team else "the teams' namespaces"
+        raise kube.NotFound(f"no workload {name!r} in {where}")
+    if len(hits) > 1:
+        teams = ", ".join(session.team_of(hit.namespace) for hit in hits)
+        raise UsageError(f"{name!r} is in several teams' namespaces ({teams}); pick one with --team")
+    return hits[0]
+
+
+def _pods(session: Session, found: Found) -> list[Obj]:
+    if found.kind is None:
+        return []
+    selector = kueue.pod_selector(found.kind, found.name)
+    return session.cluster.list(kube.path("", "v1", "pods", namespace=found.namespace), labelSelector=selector)
+
+
+def _optional(read: Callable[[], Any], default: Any) -> Any:
+    """What the account may read: a ClusterQueue or the cohort may be out of a team member's reach."""
+    try:
+        return read()
+    except (kube.Forbidden, kube.NotFound):
+        return default
+
+
+def evidence(session: Session, found: Found) -> why.Evidence:
+    """Everything `why` reads about a workload: its ClusterQueue and cohort, its ProvisioningRequests, its pods
+    and the events of both."""
+    workload = found.workload
+    assert workload is not None
+    cluster = session.cluster
+    admission = workload.get("status", {}).get("admission") or {}
+    queue_name = admission.get("clusterQueue") or next(
+        (
+            ref.cluster_queue
+            for ref in session.stack.queues.values()
+            if ref.namespace == found.namespace and ref.local_queue == workload.get("spec", {}).get("queueName")
+        ),
+        None,
+    )
+    queues: list[Obj] = _optional(lambda: cluster.list(kube.kueue_path("clusterqueues")), [])
+    queue = next((q for q in queues if q["metadata"]["name"] == queue_name), None)
+    if queue is None and queue_name:
+        queue = _optional(lambda: cluster.get(kube.kueue_path("clusterqueues", name=queue_name)), None)
+    cohort_name = (queue or {}).get("spec", {}).get("cohortName")
+    cohort = _optional(lambda: cluster.get(kube.kueue_path("cohorts", name=cohort_name)), None) if cohort_name else None
+    group, version, plural = kube.PROVISIONING
+    uid = workload["metadata"].get("uid")
+    requests = [
+        r
+        for r in _optional(lambda: cluster.list(kube.path(group, version, plural, namespace=found.namespace)), [])
+        if any(ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences", []) or [])
+    ]
+    pods = _pods(session, found)
+    names = {workload["metadata"]["name"], *(p["metadata"]["name"] for p in pods)}
+    events = [
+        e
+        for e in _optional(lambda: cluster.list(kube.path("", "v1", "events", namespace=found.namespace)), [])
+        if (e.get("involvedObject") or {}).get("name") in names
+    ]
+    return why.Evidence(workload, queue, queues, cohort, requests, events, pods)
+
+
+def _age(obj: Obj, now: datetime) -> str:
+    return why.age(kueue.timestamp(obj.get("metadata", {}).get("creationTimestamp")), now)
+
+
+# ---- commands -------------------------------------------------------------------------------------------------
+
+
+def cmd_submit(session: Session) -> int:
+    args = session.args
+    config = session.stack.config()
+    request = submit.Request(
+        args.name,
+        args.team,
+        args.pool,
+        args.slices,
+        args.image,
+        args.command_words,
+        args.env or [],
+        args.priority,
+        jobset=args.jobset,
+    )
+    built = submit.build(config, request)
+    if args.dry_run:
+        session.out.write(yaml.safe_dump_all(built.objects, sort_keys=False))
+        return EXIT_OK
+    cluster = session.cluster
+    namespace = built.queue.namespace
+    main = next(obj for obj in built.objects if obj["kind"] in kueue.JOB_KINDS)
+    resource = kube.jobset_path(namespace=namespace) if main["kind"] == "JobSet" else kube.job_path(namespace=namespace)
+    try:
+        created = cluster.create(resource, main)
+    except kube.Conflict:
+        raise kube.Conflict(
+            f"{main['kind']} {namespace}/{built.name} already exists: pick another name, or `tpu-stack delete "
+            f"{built.name}` first"
+        ) from None
+    for obj in built.objects:
+        if obj["kind"] == "Service":
+            # Owned by the Job, so deleting the Job (by any means) deletes its Service too.
+            owner = {"apiVersion": "batch/v1", "kind": "Job", "name": built.name, "uid": created["metadata"]["uid"]}
+            service = {**obj, "metadata": {**obj["metadata"], "ownerReferences": [owner]}}
+            cluster.create(kube.path("", "v1", "services", namespace=namespace), service)
+    queue = f"{namespace}/{built.queue.local_queue}"
+    print(
+        f"submitted {main['kind']} {namespace}/{built.name}: {built.slices} slice(s) of {built.pool.name} "
+        f"({built.chips} TPU chips) via {queue}",
+        file=session.out,
+    )
+    for line in submit.mounts(config, built):
+        print(f"  mounts {line}", file=session.out)
+    if not args.wait:
+        print(f"Follow it with `tpu-stack why {built.name}` and `tpu-stack logs {built.name}`.", file=session.out)
+        return EXIT_OK
+    return _wait(session, Found(namespace, built.name, main["kind"], None), args.timeout, args.interval)
+
+
+def _wait(session: Session, found: Found, timeout: float, interval: float) -> int:
+    """Report each change until the workload runs (0), fails (1) or `timeout` seconds pass (5)."""
+    start = time.monotonic()
+    last = ""
+    while True:
+        workloads = _workloads(session, found.namespace)
+        workload = kueue.find_workload(workloads, found.name)
+        now = clock()
+        if workload is None:
+            state, text = "Created", "Created: waiting for Kueue to create its Workload."
+        else:
+            diagnosis = why.explain(
+                evidence(session, dataclasses.replace(found, workload=workload)), session.stack.view(), now
+            )
+            state, text = diagnosis.state, diagnosis.reason
+        elapsed = int(time.monotonic() - start)
+        line = f"[{elapsed // 60}:{elapsed % 60:02d}] {text}"
+        if text != last:
+            print(line, file=session.out, flush=True)
+            last = text
+        if state in ("Running", "Succeeded"):
+            return EXIT_OK
+        if state in ("Failed", "Deactivated"):
+            return EXIT_ERROR
+        if timeout and time.monotonic() - start >= timeout:
+            print(f"error: {found.name} is not running after {timeout:g} s (state {state})", file=session.err)
+            return EXIT_TIMEOUT
+        time.sleep(interval)
+
+
+def cmd_list(session: Session) -> int:
+    now = clock()
+    flavors = session.stack.flavors
+    rows = [("NAME", "KIND", "TEAM", "QUEUE", "FLAVOR", "ADMITTED", "AGE", "STATE")]
+    for namespace in session.namespaces(session.args.team):
+        pods = session.cluster.list(kube.path("", "v1", "pods", namespace=namespace))
+        for workload in sorted(_workloads(session, namespace), key=lambda w: str(w["metadata"]["creationTimestamp"])):
+            owner = kueue.owner(workload)
+            kind, name = owner if owner else ("Workload", workload["metadata"]["name"])
+            label = kueue.JOBSET_NAME_LABEL if kind == "JobSet" else kueue.JOB_NAME_LABEL
+            own_pods = [p for p in pods if (p["metadata"].get("labels") or {}).get(label) == name]
+            flavor = kueue.admitted_flavor(workload) or kueue.selected_flavor(workload, flavors) or "-"
+            rows.append(
+                (
+                    name,
+                    kind,
+                    session.team_of(namespace),
+                    str(workload.get("spec", {}).get("queueName", "-")),
+                    flavor,
+                    "yes" if kueue.is_true(workload, kueue.ADMITTED) else "no",
+                    _age(workload, now),
+                    kueue.state(workload, own_pods),
+                )
+            )
+    if len(rows) == 1:
+        print("No workloads.", file=session.out)
+        return EXIT_OK
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=session.out)
+    return EXIT_OK
+
+
+def cmd_why(session: Session) -> int:
+    found = find(session, session.args.name, session.args.team)
+    if found.workload is None:
+        print(
+            f"{found.kind} {found.namespace}/{found.name} has no Kueue Workload yet: Kueue creates one within "
+            f"seconds for a job labelled kueue.x-k8s.io/queue-name, and leaves jobs without that label alone.",
+            file=session.out,
+        )
+        return EXIT_OK
+    diagnosis = why.explain(evidence(session, found), session.stack.view(), clock())
+    print(diagnosis.text, file=session.out)
+    return EXIT_OK
+
+
+def _leader_first(pod: Obj) -> tuple[str, str]:
+    return (str(pod["metadata"].get("creationTimestamp", "")), str(pod["metadata"]["name"]))
+
+
+def cmd_logs(session: Session) -> int:
+    args = session.args
+    found = find(session, args.name, args.team)
+    pods = _pods(session, found)
+    wanted = {kueue.COMPLETION_INDEX_LABEL: str(args.worker)}
+    if found.kind == "JobSet":
+        wanted[kueue.JOBSET_JOB_INDEX_LABEL] = str(args.slice)
+    elif args.slice:
+        raise UsageError(f"--slice {args.slice}: {found.name} is a Job over one slice; leave --slice out")
+    matching = [
+        p
+        for p in pods
+        if all((p["metadata"].get("labels") or {}).get(key, "0") == value for key, value in wanted.items())
+    ]
+    if not matching:
+        where = f"slice {args.slice} worker {args.worker}" if found.kind == "JobSet" else f"worker {args.worker}"
+        raise kube.NotFound(f"no pod of {found.name} for {where} yet; `tpu-stack why {found.name}` tells why")
+    pod = max(matching, key=_leader_first)
+    container = args.container or pod["spec"]["containers"][0]["name"]
+    for line in session.cluster.log_lines(
+        found.namespace, pod["metadata"]["name"], container=container, follow=args.follow
+    ):
+        print(line, file=session.out, flush=args.follow)
+    return EXIT_OK
+
+
+def cmd_delete(session: Session) -> int:
+    found = find(session, session.args.name, session.args.team)
+    cluster = session.cluster
+    if found.kind is None:
+        assert found.workload is not None
+        cluster.delete(kube.kueue_path("workloads", namespace=found.namespace, name=found.workload["metadata"]["name"]))
+        print(f"deleted Workload {found.namespace}/{found.workload['metadata']['name']}", file=session.out)
+        return EXIT_OK
+    if found.kind == "JobSet":
+        cluster.delete(kube.jobset_path(namespace=found.namespace, name=found.name))
+    else:
+        cluster.delete(kube.job_path(namespace=found.namespace, name=found.name))
+        # The headless Service of a multi-host Job written by `make workloads` (submit makes the Job own it).
+        service = kube.path("", "v1", "services", namespace=found.namespace, name=f"{found.name}-svc")
+        existing = _optional(lambda: cluster.get(service), None)
+        generated = existing and existing.get("spec", {}).get("selector") == {"job-name": found.name}
+        if generated and not existing["metadata"].get("ownerReferences"):
+            cluster.delete(service)
+    print(f"deleted {found.kind} {found.namespace}/{found.name}", file=session.out)
+    return EXIT_OK
+
+
+# ---- parsing --------------------------------------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(
+        prog="tpu-stack",
+        description="Submit, list, explain, follow and delete TPU workloads on a deployed tpu-stack.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = main.add_mutually_exclusive_group()
+    source.add_argument("--stack", help="read `pulumi stack output` of this stack (default: the selected stack)")
+    source.add_argument(
+        "--outputs", type=Path, metavar="FILE", help="read saved outputs (`pulumi stack output --json --show-secrets`)"
+    )
+    main.add_argument("--kubeconfig", type=Path, metavar="FILE", help="use this kubeconfig, not the stack's output")
+    commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=EXIT_CODES,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    run = command("submit", "submit a Job (one slice) or JobSet (several) of a pool group into a team's queue")
+    run.usage = "tpu-stack submit NAME --image IMAGE [options] [-- COMMAND [ARG ...]]"
+    run.add_argument("name", help="name of the Job or JobSet (lowercase letters, digits, '-')")
+    run.add_argument("--team", help="team whose queue admits it (default: the only team)")
+    run.add_argument("--pool", help="pool group (Kueue flavor) to run on (default: the only pool group)")
+    run.add_argument(
+        "--slices", type=int, default=1, metavar="N", help="slices of the pool group (default 1; more: a JobSet)"
+    )
+    run.add_argument("--jobset", action="store_true", help="a JobSet even for one slice (the multislice code path)")
+    run.add_argument("--image", required=True, help="container image, pinned by tag (not latest) or digest")
+    run.add_argument("--env", action="append", metavar="NAME=VALUE", help="environment variable (repeatable)")
+    run.add_argument("--priority", metavar="CLASS", help="priority class (default: the stack's lowest)")
+    run.add_argument("--dry-run", action="store_true", help="print the manifest and submit nothing")
+    run.add_argument("--wait", action="store_true", help="report progress until it runs")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="with --wait: give up after SECONDS (default: never)",
+    )
+    run.add_argument(
+        "--interval", type=float, default=10, metavar="SECONDS", help="with --wait: seconds between checks (default 10)"
+    )
+    run.epilog = (
+        "After `--`: the container's command and its arguments (default: the image's entrypoint).\n\n" + EXIT_CODES
+    )
+    run.set_defaults(run=cmd_submit)
+
+    listing = command("list", "list workloads: queue, flavor, admitted or not, age and state")
+    listing.add_argument("--team", help="only this team's (default: every team's)")
+    listing.set_defaults(run=cmd_list)
+
+    explain = command("why", "why a workload is not running, with the numbers, and what would change it")
+    explain.add_argument("name", help="name of the Job or JobSet")
+    explain.add_argument("--team", help="the team whose namespace holds it (default: search every team's)")
+    explain.set_defaults(run=cmd_why)
+
+    logs = command("logs", "print a pod's logs: the leader (slice 0, worker 0) unless told otherwise")
+    logs.add_argument("name", help="name of the Job or JobSet")
+    logs.add_argument("--team", help="the team whose namespace holds it (default: search every team's)")
+    logs.add_argument("--slice", type=int, default=0, metavar="N", help="slice (JobSet child Job index; default 0)")
+    logs.add_argument("--worker", type=int, default=0, metavar="N", help="worker (VM) within the slice (default 0)")
+    logs.add_argument("--container", help="container (default: the workload's)")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing as the pod logs")
+    logs.set_defaults(run=cmd_logs)
+
+    remove = command("delete", "delete a workload (its pods, Service and Kueue Workload go with it)")
+    remove.add_argument("name", help="name of the Job or JobSet")
+    remove.add_argument("--team", help="the team whose namespace holds it (default: search every team's)")
+    remove.set_defaults(run=cmd_delete)
+    return main
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    # `submit ... -- COMMAND ARGS`: everything after the first `--` is the container's command, kept whole
+    # (argparse would read its options as ours).
+    split = words.index("--") if "--" in words else len(words)
+    args = parser().parse_args(words[:split])
+    args.command_words = words[split + 1 :]
+    if args.command_words and args.run is not cmd_submit:
+        parser().error("only submit takes a command after `--`")
+    session = Session(args, out or sys.stdout, err or sys.stderr)
+    code = EXIT_OK
+    try:
+        code = int(args.run(session))
+    except (UsageError, stack.StackError, submit.SubmitError, kube.KubeconfigError) as error:
+        code = _fail(session, error, EXIT_USAGE)
+    except kube.NotFound as error:
+        code = _fail(session, error, EXIT_NOT_FOUND)
+    except kube.Forbidden as error:
+        code = _fail(session, error, EXIT_FORBIDDEN)
+    except kube.ClusterError as error:
+        code = _fail(session, error, EXIT_ERROR)
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    finally:
+        session.close()
+    return code
+
+
+def _fail(session: Session, error: Exception, code: int) -> int:
+    print(f"error: {error}", file=session.err)
+    return code

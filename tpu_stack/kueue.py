@@ -1,0 +1,153 @@
+"""Reading Kueue's objects as Kueue v0.19.2 writes them (`kueue.x-k8s.io/v1beta2`), and the pods of a job.
+
+Objects are the API server's JSON (camelCase dicts): nothing is converted into models, so what the tests feed
+in is exactly what `kubectl get -o json` shows. Field names and condition types are those of
+apis/kueue/v1beta2/workload_types.go and clusterqueue_types.go at v0.19.2.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from kubernetes.utils.quantity import parse_quantity
+
+from components import tpu_catalog
+
+Obj = dict[str, Any]
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSET_VERSION = "v1alpha2"
+TPU = tpu_catalog.TPU_RESOURCE
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+JOB_KINDS = ("JobSet", "Job")
+
+# Workload condition types (workload_types.go).
+ADMITTED, QUOTA_RESERVED, EVICTED, PREEMPTED, FINISHED = "Admitted", "QuotaReserved", "Evicted", "Preempted", "Finished"
+
+
+def condition(obj: Obj, kind: str) -> Obj | None:
+    """The status condition of type `kind`, if the object has one."""
+    for found in obj.get("status", {}).get("conditions", []) or []:
+        if found.get("type") == kind:
+            return dict(found)
+    return None
+
+
+def is_true(obj: Obj, kind: str) -> bool:
+    found = condition(obj, kind)
+    return found is not None and found.get("status") == "True"
+
+
+def quantity(value: object) -> Decimal:
+    """A Kubernetes quantity ("16", "16000m", "192Gi"); absent is zero."""
+    if value is None or value == "":
+        return Decimal(0)
+    return Decimal(parse_quantity(value))
+
+
+def timestamp(value: object) -> datetime | None:
+    """An RFC 3339 time as the API server writes it ("2026-05-01T10:00:00Z")."""
+    if not isinstance(value, str) or not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def owner(obj: Obj) -> tuple[str, str] | None:
+    """(kind, name) of the Job or JobSet that owns a Workload."""
+    for ref in obj.get("metadata", {}).get("ownerReferences", []) or []:
+        if ref.get("kind") in JOB_KINDS:
+            return str(ref["kind"]), str(ref["name"])
+    return None
+
+
+def job_name(workload: Obj) -> str:
+    """The name users know a workload by: its Job's or JobSet's, else the Workload's own."""
+    found = owner(workload)
+    return found[1] if found else str(workload["metadata"]["name"])
+
+
+def find_workload(workloads: list[Obj], name: str) -> Obj | None:
+    """The Workload of job `name` (or the Workload named `name`)."""
+    for workload in workloads:
+        if job_name(workload) == name:
+            return workload
+    return next((w for w in workloads if w["metadata"]["name"] == name), None)
+
+
+def pod_selector(kind: str, name: str) -> str:
+    """Label selector of the pods of a Job or JobSet (JobSet v0.12.0 and the Job controller set these labels)."""
+    return f"{JOBSET_NAME_LABEL}={name}" if kind == "JobSet" else f"{JOB_NAME_LABEL}={name}"
+
+
+def pod_count(workload: Obj) -> int:
+    """Pods the workload runs: the sum of its pod sets' counts."""
+    return sum(int(podset.get("count", 1)) for podset in workload.get("spec", {}).get("podSets", []))
+
+
+def requests(workload: Obj) -> dict[str, Decimal]:
+    """Resource -> total the workload asks for: what Kueue recorded (status.resourceRequests) or, before that,
+    each pod set's count times its containers' requests (limits where a request is absent)."""
+    totals: dict[str, Decimal] = {}
+    recorded = workload.get("status", {}).get("resourceRequests") or []
+    if recorded:
+        for podset in recorded:
+            for resource, amount in (podset.get("resources") or {}).items():
+                totals[resource] = totals.get(resource, Decimal(0)) + quantity(amount)
+        return totals
+    for podset in workload.get("spec", {}).get("podSets", []):
+        count = int(podset.get("count", 1))
+        for container in podset.get("template", {}).get("spec", {}).get("containers", []):
+            resources = container.get("resources", {})
+            asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+            for resource, amount in asked.items():
+                totals[resource] = totals.get(resource, Decimal(0)) + count * quantity(amount)
+    return totals
+
+
+def admitted_flavor(workload: Obj) -> str | None:
+    """The flavor Kueue assigned to the TPU request of the first pod set, once quota is reserved."""
+    admission = workload.get("status", {}).get("admission") or {}
+    for podset in admission.get("podSetAssignments", []) or []:
+        flavor = (podset.get("flavors") or {}).get(TPU)
+        if flavor:
+            return str(flavor)
+    return None
+
+
+def selected_flavor(workload: Obj, flavors: dict[str, dict[str, str]]) -> str | None:
+    """The stack's flavor whose node labels the workload's pods select (`flavors` is the stack output)."""
+    for podset in workload.get("spec", {}).get("podSets", []):
+        selector = podset.get("template", {}).get("spec", {}).get("nodeSelector") or {}
+        for name, labels in flavors.items():
+            if labels and all(selector.get(key) == value for key, value in labels.items()):
+                return name
+    return None
+
+
+def pod_running(pod: Obj) -> bool:
+    return pod.get("status", {}).get("phase") == "Running"
+
+
+def state(workload: Obj, pods: list[Obj]) -> str:
+    """One word for a workload: Succeeded, Failed, Deactivated, Running, Starting, Provisioning, Preempted,
+    Evicted or Pending."""
+    finished = condition(workload, FINISHED)
+    if finished and finished.get("status") == "True":
+        return "Failed" if finished.get("reason") == "Failed" else "Succeeded"
+    if workload.get("spec", {}).get("active") is False:
+        return "Deactivated"
+    if is_true(workload, ADMITTED):
+        running = sum(1 for pod in pods if pod_running(pod))
+        return "Running" if running >= pod_count(workload) else "Starting"
+    if is_true(workload, QUOTA_RESERVED):
+        return "Provisioning"
+    evicted = condition(workload, EVICTED)
+    if evicted and evicted.get("status") == "True":
+        return "Preempted" if evicted.get("reason") == "Preempted" else "Evicted"
+    return "Pending"

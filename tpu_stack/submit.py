@@ -1,0 +1,209 @@
+"""`submit`: a Job (one slice) or JobSet (several) of a pool group, into a team's LocalQueue.
+
+The objects are built by components/workloads.py, the code of `make workloads` (flavor labels and
+tolerations, chips per VM, one node pool per slice, the namespace's bucket KSA and Cloud Storage FUSE mounts,
+the lowest priority class); only the container's image, command and environment, and the priority class when
+asked, are the user's. What the stack cannot run is refused before anything reaches the cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from components import workloads
+from components.config.pools import TpuPoolConfig
+from components.config.queues import QueueRef, queue_refs, team_borrowing, team_chips
+from components.config.serving import _pinned_image, bucket_mounts
+from components.config.stack import StackConfig
+from tpu_stack.kueue import Obj
+
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_MAX = 63
+POD_SUFFIX = 6
+"""`-xxxxx`: the random suffix the Job controller gives each pod name (JobSet's webhook checks with it too)."""
+
+
+class SubmitError(Exception):
+    """The request cannot run on this stack; the message is one line naming the flag to change."""
+
+
+@dataclass(frozen=True)
+class Request:
+    name: str
+    team: str | None
+    pool: str | None
+    slices: int
+    image: str
+    command: list[str]
+    env: list[str]
+    priority: str | None
+    jobset: bool = False
+    """A JobSet even for one slice (make workloads writes both for a group of several slices)."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What `submit` creates: `objects` (as `make workloads` writes them) in `queue`, on `pool`."""
+
+    name: str
+    queue: QueueRef
+    pool: TpuPoolConfig
+    slices: int
+    objects: tuple[Obj, ...]
+
+    @property
+    def chips(self) -> int:
+        return self.slices * self.pool.chips_per_slice
+
+
+def _team(config: StackConfig, team: str | None) -> tuple[str, QueueRef]:
+    refs = queue_refs(config.queues)
+    if team is None:
+        if len(refs) == 1:
+            return next(iter(refs.items()))
+        raise SubmitError(f"--team is required: this stack's teams are {', '.join(refs)}")
+    if team not in refs:
+        raise SubmitError(f"--team {team}: no such team; this stack's teams are {', '.join(refs)}")
+    return team, refs[team]
+
+
+def _pool(config: StackConfig, pool: str | None) -> TpuPoolConfig:
+    pools = {p.name: p for p in config.queue_pools}
+    if pool is None:
+        if len(pools) == 1:
+            return next(iter(pools.values()))
+        raise SubmitError(f"--pool is required: this stack's pool groups are {', '.join(pools) or 'none'}")
+    if pool not in pools:
+        if config.saxml and pool == config.saxml.pool:
+            raise SubmitError(f"--pool {pool}: Saxml's model servers hold this pool group; it is not Kueue capacity")
+        raise SubmitError(f"--pool {pool}: no such pool group; this stack's pool groups are {', '.join(pools)}")
+    return pools[pool]
+
+
+def _reach(config: StackConfig, team: str, pool: TpuPoolConfig) -> tuple[int, str]:
+    """The most chips of `pool` the team's queue can ever hold, and why (its share and borrowing limit)."""
+    if not config.queues.teams:
+        return pool.total_chips, f"the pool group has {pool.total_chips}"
+    share = team_chips(config.queues, config.queue_pools)[team][pool.name]
+    limit = team_borrowing(config.queues, config.queue_pools)[team][pool.name]
+    if limit is None:
+        return pool.total_chips, f"the pool group has {pool.total_chips}"
+    reach = min(pool.total_chips, share + limit)
+    return reach, f"team {team} may hold {reach} (share {share} + borrowing limit {limit})"
+
+
+def _check_slices(config: StackConfig, team: str, pool: TpuPoolConfig, slices: int) -> None:
+    if slices < 1:
+        raise SubmitError(f"--slices {slices}: give 1 or more")
+    if slices > pool.slices:
+        raise SubmitError(f"--slices {slices}: pool group {pool.name} has {pool.slices} slice(s)")
+    if pool.provisioning == "queued" and slices > 1:
+        raise SubmitError(
+            f"--slices {slices}: pool group {pool.name} is queued provisioning; submit one slice per workload, as "
+            "`make workloads` does"
+        )
+    chips = slices * pool.chips_per_slice
+    reach, why = _reach(config, team, pool)
+    if chips <= reach:
+        return
+    most = reach // pool.chips_per_slice
+    if most == 0:
+        raise SubmitError(
+            f"--pool {pool.name}: {why}, less than one slice ({pool.chips_per_slice} TPU chips); submit to another "
+            "pool group, or ask the platform team for a share of this one"
+        )
+    raise SubmitError(
+        f"--slices {slices}: {slices} slice(s) of {pool.name} are {chips} TPU chips, but {why}; use --slices {most} or "
+        "fewer"
+    )
+
+
+def _check_name(name: str, pool: TpuPoolConfig, slices: int, *, jobset: bool) -> None:
+    if not DNS_1035.match(name):
+        raise SubmitError(f"{name!r}: a name is lowercase letters, digits and '-', starting with a letter")
+    if jobset:
+        # JobSet names its pods <name>-slice-<job index>-<pod index>-<suffix> (jobset webhook, pod name check).
+        longest = f"{name}-slice-{slices - 1}-{pool.vms_per_slice - 1}"
+    else:
+        longest = f"{name}-{pool.vms_per_slice - 1}" if pool.multi_host else name
+    over = len(longest) + POD_SUFFIX - NAME_MAX
+    if over > 0:
+        raise SubmitError(f"{name!r}: its pod names would be {over} character(s) longer than {NAME_MAX}; shorten it")
+
+
+def _check_image(image: str) -> None:
+    try:
+        _pinned_image(image)
+    except ValueError as error:
+        raise SubmitError(f"--image {error}") from None
+
+
+def _env(pairs: list[str]) -> list[dict[str, str]]:
+    env = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not ENV_NAME.match(key):
+            raise SubmitError(f"--env {pair!r}: give NAME=VALUE, NAME of letters, digits and '_'")
+        env.append({"name": key, "value": value})
+    return env
+
+
+def _pod_specs(obj: Obj) -> list[dict[str, Any]]:
+    if obj["kind"] == "Job":
+        return [obj["spec"]["template"]["spec"]]
+    if obj["kind"] == "JobSet":
+        return [job["template"]["spec"]["template"]["spec"] for job in obj["spec"]["replicatedJobs"]]
+    return []
+
+
+def _customize(obj: Obj, request: Request) -> Obj:
+    """The user's image, command, environment and priority in the generated object."""
+    obj = copy.deepcopy(obj)
+    for pod in _pod_specs(obj):
+        container = pod["containers"][0]
+        container["image"] = request.image
+        if request.command:
+            container["command"] = list(request.command)
+        else:
+            container.pop("command", None)  # the image's entrypoint
+        if request.env:
+            container["env"] = [*container.get("env", []), *_env(request.env)]
+        if request.priority:
+            pod["priorityClassName"] = request.priority
+    return obj
+
+
+def build(config: StackConfig, request: Request) -> Submission:
+    """The objects of `request`, checked against the stack; raises SubmitError with the flag to change."""
+    team, queue = _team(config, request.team)
+    pool = _pool(config, request.pool)
+    _check_slices(config, team, pool, request.slices)
+    _check_name(request.name, pool, request.slices, jobset=request.slices > 1 or request.jobset)
+    _check_image(request.image)
+    _env(request.env)
+    classes = [p.name for p in config.queues.priority_classes]
+    if request.priority is not None and request.priority not in classes:
+        raise SubmitError(f"--priority {request.priority}: no such priority class; this stack has {', '.join(classes)}")
+    if request.jobset and pool.provisioning == "queued":
+        raise SubmitError(
+            f"--jobset: pool group {pool.name} is queued provisioning; it runs Jobs, as `make workloads` writes"
+        )
+    if request.slices == 1 and not request.jobset:
+        generated = workloads.slice_job(config, pool, request.name, queue)
+    else:
+        generated = (workloads.multislice_jobset(config, pool, request.slices, request.name, queue),)
+    objects = tuple(_customize(obj, request) for obj in generated)
+    return Submission(request.name, queue, pool, request.slices, objects)
+
+
+def mounts(config: StackConfig, submission: Submission) -> list[str]:
+    """The bucket folders the pods mount, in words."""
+    lines = []
+    for mount in bucket_mounts(config.bucket, submission.queue.namespace):
+        access = "read-only" if mount.read_only else "read-write"
+        lines.append(f"{mount.mount_path} <- gs://{config.bucket_name}/{mount.folder} ({access})")
+    return lines

@@ -1,0 +1,573 @@
+"""Why a workload is not running, in plain words with the numbers, and what would change it.
+
+Pure: the Kueue objects, ProvisioningRequests, pods and events as the API server returns them in, sentences out.
+What each object means follows the sources of the versions the stack installs:
+
+- Kueue v0.19.2 (kubernetes-sigs/kueue): Workload conditions QuotaReserved, Admitted, Evicted, Preempted,
+  Finished and their reasons (apis/kueue/v1beta2/workload_types.go); the scheduler's message when it cannot
+  reserve quota, "couldn't assign flavors to pod set <p>: insufficient unused quota for <r> in flavor <f>, <n>
+  more needed" or "insufficient quota ... > maximum capacity (<n>)" (pkg/scheduler/flavorassigner); quota,
+  borrowing and lending limits as the scheduler adds them up (pkg/cache/scheduler/resource_node.go); the
+  ClusterQueue's status.flavorsReservation (clusterqueue_types.go); the provisioning admission check's states
+  and messages (pkg/controller/admissionchecks/provisioning/controller.go); the preemption message and its
+  reasons (pkg/scheduler/preemption/preemption.go); deactivation after a rejected check
+  (pkg/controller/core/workload_controller.go).
+- cluster-autoscaler (kubernetes/autoscaler): ProvisioningRequest conditions Accepted, Provisioned, Failed,
+  BookingExpired, CapacityRevoked (apis/provisioningrequest/autoscaling.x-k8s.io/v1/types.go); the pod events
+  TriggeredScaleUp and NotTriggerScaleUp (processors/status/eventing_scale_up_processor.go); GKE's autoscaler
+  also reports FailedScaleUp on pods, quoted as it comes.
+
+Numbers are read from the ClusterQueues themselves (nominal quota, borrowing and lending limits, reserved
+quota), so they are the cluster's, not the config's. Cohorts are read one level deep: the stack's teams share
+one Cohort with no parent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from tpu_stack import kueue
+from tpu_stack.kueue import Obj
+
+# The scheduler's flavor-assignment messages (flavorassigner.go, fitsResourceQuota).
+_UNUSED = re.compile(r"insufficient unused quota for (?P<resource>\S+) in flavor (?P<flavor>\S+), \S+ more needed")
+_MAXIMUM = re.compile(
+    r"insufficient quota for (?P<resource>\S+) in flavor (?P<flavor>\S+), previously considered podsets requests "
+    r"\([^)]*\) \+ current podset request \([^)]*\) > maximum capacity \([^)]*\)"
+)
+# Kueue's human-readable preemption reasons (preemption.go, HumanReadablePreemptionReasons).
+_PREEMPTION_REASONS = {
+    "InClusterQueue": "to make room for a workload of higher priority in the same ClusterQueue",
+    "InCohortReclamation": "to give back quota it had borrowed in the cohort",
+    "InCohortFairSharing": "for fair sharing in the cohort",
+    "InCohortReclaimWhileBorrowing": "to give back quota it had borrowed in the cohort, to a queue itself borrowing",
+}
+_PRIORITIES = re.compile(
+    r"preemptor effective priority: (?P<preemptor>-?\d+).*preemptee effective priority: (?P<preemptee>-?\d+)"
+)
+_PREEMPTOR_PATH = re.compile(r"preemptor path: /(?:[^/;]+/)*(?P<queue>[^/;]+);")
+AUTOSCALER_REASONS = ("FailedScaleUp", "NotTriggerScaleUp", "TriggeredScaleUp")
+_BACKOFF = "in backoff after failed scale-up"
+"""The autoscaler's skipped-node-group reason (core/scaleup/orchestrator/skippedreasons.go)."""
+
+
+@dataclass(frozen=True)
+class StackView:
+    """What the stack's outputs say about its capacity."""
+
+    flavors: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Flavor (pool group) -> node labels (output `flavors`)."""
+    node_pools: dict[str, list[str]] = field(default_factory=dict)
+    """Pool group -> its GKE node pools (output `tpuPools`)."""
+    chips_per_slice: dict[str, int] = field(default_factory=dict)
+    vms_per_slice: dict[str, int] = field(default_factory=dict)
+    team_keys: dict[str, str] = field(default_factory=dict)
+    """ClusterQueue -> the config key of its team (`tpu-stack:queues.teams[1]`), where a limit is changed."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything `why` reads about one workload."""
+
+    workload: Obj
+    cluster_queue: Obj | None = None
+    cluster_queues: list[Obj] = field(default_factory=list)
+    """Every ClusterQueue; the cohort's members are those with the same spec.cohortName."""
+    cohort: Obj | None = None
+    provisioning_requests: list[Obj] = field(default_factory=list)
+    """The ProvisioningRequests Kueue created for this workload (owned by it)."""
+    events: list[Obj] = field(default_factory=list)
+    """Events of the workload and of its pods."""
+    pods: list[Obj] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    state: str
+    reason: str
+    """What holds the workload, with the numbers."""
+    change: str = ""
+    """What would change it."""
+
+    @property
+    def text(self) -> str:
+        return f"{self.reason} {self.change}".strip()
+
+
+@dataclass(frozen=True)
+class QueueQuota:
+    """One ClusterQueue's numbers for one flavor and resource."""
+
+    name: str
+    nominal: Decimal
+    borrowing_limit: Decimal | None
+    lending_limit: Decimal | None
+    reserved: Decimal
+    borrowed: Decimal
+
+    @property
+    def lendable(self) -> Decimal:
+        """Quota the queue puts in its cohort (all of it without a lending limit)."""
+        return self.nominal if self.lending_limit is None else min(self.nominal, self.lending_limit)
+
+    @property
+    def local(self) -> Decimal:
+        """Quota only this queue may use (what its lending limit keeps back)."""
+        return self.nominal - self.lendable
+
+    @property
+    def usage_in_cohort(self) -> Decimal:
+        return max(Decimal(0), self.reserved - self.local)
+
+
+@dataclass(frozen=True)
+class CohortQuota:
+    """A cohort's numbers for one flavor and resource: its own quota plus what its members lend."""
+
+    name: str
+    own: Decimal
+    members: tuple[QueueQuota, ...]
+
+    @property
+    def total(self) -> Decimal:
+        return self.own + sum((m.lendable for m in self.members), Decimal(0))
+
+    @property
+    def used(self) -> Decimal:
+        return sum((m.usage_in_cohort for m in self.members), Decimal(0))
+
+    @property
+    def idle(self) -> Decimal:
+        return max(Decimal(0), self.total - self.used)
+
+
+def _number(value: Decimal) -> str:
+    return str(int(value)) if value == value.to_integral_value() else str(value.normalize())
+
+
+def amount(resource: str, value: Decimal) -> str:
+    """'16 TPU chips', '1 TPU chip', '32 cpu', '192Gi memory'."""
+    if resource == kueue.TPU:
+        return f"{_number(value)} TPU chip{'' if value == 1 else 's'}"
+    if resource == "memory" and value % (1 << 30) == 0:
+        return f"{_number(value / (1 << 30))}Gi memory"
+    return f"{_number(value)} {resource}"
+
+
+def age(since: datetime | None, now: datetime) -> str:
+    """'45s', '20m', '2h', '2h5m', '3d4h'."""
+    if since is None:
+        return "an unknown time"
+    seconds = max(0, int((now - since).total_seconds()))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    return f"{minutes}m" if minutes else f"{seconds}s"
+
+
+def _resource_entry(entries: list[Obj], flavor: str, resource: str) -> Obj | None:
+    for entry in entries:
+        if entry.get("name") == flavor:
+            return next((r for r in entry.get("resources", []) if r.get("name") == resource), None)
+    return None
+
+
+def queue_quota(cluster_queue: Obj, flavor: str, resource: str) -> QueueQuota | None:
+    """The queue's quota and reservation of `resource` in `flavor`; None when the queue has no such quota."""
+    flavors = [f for group in cluster_queue.get("spec", {}).get("resourceGroups", []) for f in group.get("flavors", [])]
+    spec = _resource_entry(flavors, flavor, resource)
+    if spec is None:
+        return None
+    status = _resource_entry(cluster_queue.get("status", {}).get("flavorsReservation", []) or [], flavor, resource)
+    limit, lending = spec.get("borrowingLimit"), spec.get("lendingLimit")
+    return QueueQuota(
+        name=cluster_queue["metadata"]["name"],
+        nominal=kueue.quantity(spec.get("nominalQuota")),
+        borrowing_limit=None if limit is None else kueue.quantity(limit),
+        lending_limit=None if lending is None else kueue.quantity(lending),
+        reserved=kueue.quantity((status or {}).get("total")),
+        borrowed=kueue.quantity((status or {}).get("borrowed")),
+    )
+
+
+def cohort_quota(evidence: Evidence, cohort: str, flavor: str, resource: str) -> CohortQuota:
+    members = tuple(
+        quota
+        for cq in sorted(evidence.cluster_queues, key=lambda q: str(q["metadata"]["name"]))
+        if cq.get("spec", {}).get("cohortName") == cohort
+        for quota in [queue_quota(cq, flavor, resource)]
+        if quota is not None
+    )
+    own = Decimal(0)
+    if evidence.cohort is not None:
+        flavors = [f for g in evidence.cohort.get("spec", {}).get("resourceGroups", []) for f in g.get("flavors", [])]
+        entry = _resource_entry(flavors, flavor, resource)
+        own = kueue.quantity((entry or {}).get("nominalQuota"))
+    return CohortQuota(cohort, own, members)
+
+
+def _available(queue: QueueQuota, cohort: CohortQuota | None) -> Decimal:
+    """What the queue can reserve now (resource_node.go, available)."""
+    local_free = max(Decimal(0), queue.local - queue.reserved)
+    if cohort is None:
+        return max(Decimal(0), queue.nominal - queue.reserved)
+    from_cohort = cohort.total - cohort.used
+    if queue.borrowing_limit is not None:
+        from_cohort = min(from_cohort, queue.lendable - queue.usage_in_cohort + queue.borrowing_limit)
+    return max(Decimal(0), local_free + from_cohort)
+
+
+def _maximum(queue: QueueQuota, cohort: CohortQuota | None) -> Decimal:
+    """The most the queue could ever hold (resource_node.go, potentialAvailable)."""
+    if cohort is None:
+        return queue.nominal
+    reach = queue.local + cohort.total
+    if queue.borrowing_limit is not None:
+        reach = min(reach, queue.nominal + queue.borrowing_limit)
+    return reach
+
+
+def _holds(queue: QueueQuota) -> str:
+    used, nominal = _number(queue.reserved), _number(queue.nominal)
+    if queue.reserved <= queue.nominal:
+        return f"{queue.name} holds {used} of its nominal {nominal}"
+    return f"{queue.name} holds {used}, {_number(queue.reserved - queue.nominal)} beyond its nominal {nominal}"
+
+
+def _members(cohort: CohortQuota) -> str:
+    parts = []
+    for member in cohort.members:
+        if member.reserved:
+            borrowed = f" with {_number(member.borrowed)} borrowed" if member.borrowed else ""
+            parts.append(f"{member.name} {_number(member.reserved)}{borrowed}")
+    return ", ".join(parts) or "nothing"
+
+
+def _slices(view: StackView, flavor: str, chips: Decimal) -> str:
+    per_slice = view.chips_per_slice.get(flavor)
+    if not per_slice:
+        return ""
+    count = int(chips) // per_slice
+    return f" ({count} slice{'' if count == 1 else 's'} of {flavor})"
+
+
+def _team_key(view: StackView, queue: str, fallback: str) -> str:
+    key = view.team_keys.get(queue)
+    return key or fallback
+
+
+def _quota_diagnosis(
+    evidence: Evidence, view: StackView, resource: str, flavor: str, *, exceeds: bool
+) -> Diagnosis | None:
+    """A pending workload's quota, borrowing limit and cohort, from its ClusterQueue and the cohort's members."""
+    cq = evidence.cluster_queue
+    if cq is None:
+        return None
+    queue = queue_quota(cq, flavor, resource)
+    if queue is None:
+        return None
+    need = kueue.requests(evidence.workload).get(resource, Decimal(0))
+    cohort_name = cq.get("spec", {}).get("cohortName")
+    cohort = cohort_quota(evidence, cohort_name, flavor, resource) if cohort_name else None
+    needs = f"needs {amount(resource, need)} of flavor {flavor}"
+    limit_key = f"{_team_key(view, queue.name, 'the team')}.borrowingLimit.{flavor}"
+    if exceeds:
+        most = _maximum(queue, cohort)
+        if cohort is None:
+            why = f"{queue.name} has only {_number(queue.nominal)}"
+        elif queue.borrowing_limit is not None and queue.nominal + queue.borrowing_limit < queue.local + cohort.total:
+            why = (
+                f"{queue.name} can hold at most {_number(most)} (its nominal {_number(queue.nominal)} plus its "
+                f"borrowing limit {_number(queue.borrowing_limit)})"
+            )
+        else:
+            why = f"cohort {cohort.name} has only {_number(cohort.total)} in all"
+        change = f"Submit at most {amount(resource, most)}{_slices(view, flavor, most)}"
+        if cohort is not None and queue.borrowing_limit is not None and most < queue.local + cohort.total:
+            change += f", or ask the platform team to raise {limit_key} to {_number(need - queue.nominal)}"
+        return Diagnosis(
+            "Pending", f"Pending, and it cannot be admitted as submitted: it {needs}, but {why}.", f"{change}."
+        )
+    available = _available(queue, cohort)
+    short = amount(resource, max(Decimal(0), need - available))
+    if cohort is None:
+        return Diagnosis(
+            "Pending",
+            f"Pending: waiting for quota. It {needs}; {_holds(queue)}, so another {short} must be free.",
+            f"It starts when workloads in {queue.name} finish or are deleted; the queue is in no cohort and "
+            "cannot borrow.",
+        )
+    own_free = max(Decimal(0), queue.nominal - queue.reserved)
+    lends = max(Decimal(0), cohort.idle - own_free)
+    headroom = None if queue.borrowing_limit is None else max(Decimal(0), queue.borrowing_limit - queue.borrowed)
+    if headroom is not None and headroom < lends:
+        assert queue.borrowing_limit is not None
+        return Diagnosis(
+            "Pending",
+            f"Pending: held by its borrowing limit. It {needs}; {_holds(queue)} and may borrow at most "
+            f"{_number(queue.borrowing_limit)} from cohort {cohort.name} (it borrows {_number(queue.borrowed)} now), "
+            f"so it can take only {_number(available)} more while the cohort has {_number(lends)} idle.",
+            f"It starts when {queue.name}'s own workloads free {short}, or when the platform team raises "
+            f"{limit_key} to {_number(queue.reserved + need - queue.nominal)} or more.",
+        )
+    usage = f"{_number(cohort.used)} of the cohort's {_number(cohort.total)} are in use ({_members(cohort)})"
+    if lends == 0:
+        head = f"Pending: cohort {cohort.name} lends nothing now. It {needs}; {_holds(queue)}, and {usage}."
+    else:
+        head = (
+            f"Pending: cohort {cohort.name} lends too little now. It {needs}; {_holds(queue)}, and the cohort "
+            f"lends only {_number(lends)}: {usage}."
+        )
+    return Diagnosis(
+        "Pending",
+        head,
+        f"It starts when another {short} of {flavor} are free in cohort {cohort.name}, as other workloads there "
+        "finish or are deleted.",
+    )
+
+
+def _pending(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
+    workload = evidence.workload
+    reserved = kueue.condition(workload, kueue.QUOTA_RESERVED)
+    if reserved is None:
+        created = kueue.timestamp(workload["metadata"].get("creationTimestamp"))
+        return Diagnosis(
+            "Pending",
+            f"Pending: Kueue has not evaluated it yet (created {age(created, now)} ago).",
+            "Ask again in a few seconds.",
+        )
+    message = str(reserved.get("message", ""))
+    for pattern, exceeds in ((_MAXIMUM, True), (_UNUSED, False)):
+        found = pattern.search(message)
+        if found:
+            diagnosis = _quota_diagnosis(evidence, view, found["resource"], found["flavor"], exceeds=exceeds)
+            if diagnosis is not None:
+                return diagnosis
+    return Diagnosis("Pending", f"Pending: Kueue says: {message}", "")
+
+
+def _attempt(request: Obj) -> int:
+    """The attempt number Kueue ends a ProvisioningRequest's name with (`<workload>-<check>-<attempt>`)."""
+    suffix = str(request["metadata"]["name"]).rsplit("-", 1)[-1]
+    return int(suffix) if suffix.isdigit() else 0
+
+
+def _request_for(evidence: Evidence, check: str | None) -> Obj | None:
+    """The latest ProvisioningRequest of admission check `check` (any check when None): Kueue names them
+    `<workload>-<check>-<attempt>` and keeps only the last attempt (provisioning/provisioning.go, controller.go)."""
+    prefix = f"{evidence.workload['metadata']['name']}-{check}-" if check else ""
+    matching = [r for r in evidence.provisioning_requests if str(r["metadata"]["name"]).startswith(prefix)]
+    return max(matching or evidence.provisioning_requests, key=_attempt, default=None)
+
+
+def _request_state(request: Obj, now: datetime) -> str:
+    """A ProvisioningRequest in words (conditions of autoscaling.x-k8s.io/v1)."""
+    name = request["metadata"]["name"]
+    for kind, words in (("Failed", "failed"), ("CapacityRevoked", "lost its capacity"), ("BookingExpired", "expired")):
+        found = kueue.condition(request, kind)
+        if found and found.get("status") == "True":
+            return f"ProvisioningRequest {name} {words}: {found.get('message', '')} ({found.get('reason', '')})"
+    provisioned = kueue.condition(request, "Provisioned")
+    if provisioned and provisioned.get("status") == "True":
+        return f"ProvisioningRequest {name} is provisioned; Kueue admits the workload next"
+    accepted = kueue.condition(request, "Accepted")
+    if accepted and accepted.get("status") == "True":
+        since = age(kueue.timestamp(accepted.get("lastTransitionTime")), now)
+        detail = f" ({provisioned['message']})" if provisioned and provisioned.get("message") else ""
+        return f"ProvisioningRequest {name}, accepted {since} ago and not provisioned yet{detail}"
+    created = kueue.timestamp(request["metadata"].get("creationTimestamp"))
+    return f"ProvisioningRequest {name}, created {age(created, now)} ago and not accepted yet"
+
+
+def _admission_flavor(workload: Obj, view: StackView) -> str | None:
+    return kueue.admitted_flavor(workload) or kueue.selected_flavor(workload, view.flavors)
+
+
+def _chips(workload: Obj) -> str:
+    return amount(kueue.TPU, kueue.requests(workload).get(kueue.TPU, Decimal(0)))
+
+
+def _checks(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
+    """Quota is reserved; an admission check (the queued-provisioning request) is not ready."""
+    workload = evidence.workload
+    admission = workload.get("status", {}).get("admission") or {}
+    flavor = _admission_flavor(workload, view) or "?"
+    parts = []
+    for check in workload.get("status", {}).get("admissionChecks", []) or []:
+        if check.get("state") == "Ready":
+            continue
+        name = check["name"]
+        request = _request_for(evidence, name)
+        if check.get("state") == "Retry":
+            parts.append(f"admission check {name} failed and Kueue retries it: {check.get('message', '')}")
+        elif request is not None:
+            parts.append(f"admission check {name} waits for {_request_state(request, now)}")
+        else:
+            parts.append(f"admission check {name} is {check.get('state', 'Pending')}: {check.get('message', '')}")
+    vms = view.vms_per_slice.get(flavor)
+    nodes = f"the {vms} nodes of the slice" if vms and vms > 1 else "the node"
+    return Diagnosis(
+        "Provisioning",
+        f"Waiting for capacity: quota is reserved in {admission.get('clusterQueue', '?')} ({_chips(workload)} of "
+        f"flavor {flavor}), and {'; '.join(parts) or 'its admission checks are not ready'}.",
+        f"GKE creates {nodes} when it grants the request, and the pods start then; nothing needs changing (delete "
+        "the workload to give up its place).",
+    )
+
+
+def _deactivated(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
+    workload = evidence.workload
+    evicted = kueue.condition(workload, kueue.EVICTED) or {}
+    reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
+    flavor = _admission_flavor(workload, view) or "?"
+    if reason.endswith("AdmissionCheck"):
+        request = _request_for(evidence, None)
+        cause = _request_state(request, now) if request is not None else message
+        return Diagnosis(
+            "Deactivated",
+            f"Stopped: queued provisioning failed, and Kueue deactivated the workload. {cause}; GKE did not provide "
+            f"{_chips(workload)} of flavor {flavor}.",
+            f"Delete it (tpu-stack delete {kueue.job_name(workload)}) and submit it again to queue a new request, "
+            "or submit to a pool group with capacity now.",
+        )
+    return Diagnosis(
+        "Deactivated",
+        f"Stopped: Kueue deactivated the workload: {message or reason}.",
+        "Delete it and submit it again.",
+    )
+
+
+def _preempted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
+    workload = evidence.workload
+    evicted = kueue.condition(workload, kueue.EVICTED) or {}
+    preempted = kueue.condition(workload, kueue.PREEMPTED) or {}
+    message = str(preempted.get("message") or evicted.get("message", ""))
+    cause = _PREEMPTION_REASONS.get(str(preempted.get("reason", "")), "by Kueue")
+    by = _PREEMPTOR_PATH.search(message)
+    preemptor = f", for a workload of {by['queue']}" if by else ""
+    priorities = ""
+    for event in evidence.events:
+        found = _PRIORITIES.search(str(event.get("message") or event.get("note") or ""))
+        if event.get("reason") == "Preempted" and found:
+            priorities = f" (priority {found['preemptor']} against its {found['preemptee']})"
+    since = age(kueue.timestamp(evicted.get("lastTransitionTime")), now)
+    reason = (
+        f"Preempted {since} ago {cause}{preemptor}{priorities}; it is queued again and will restart from the beginning."
+    )
+    cq = evidence.cluster_queue
+    flavor = _admission_flavor(workload, view)
+    queue = queue_quota(cq, flavor, kueue.TPU) if cq is not None and flavor else None
+    change = "Checkpoint to /checkpoints so a restart resumes."
+    if queue is not None:
+        change = (
+            f"Work within {queue.name}'s nominal {amount(kueue.TPU, queue.nominal)} of {flavor} is not reclaimed by "
+            f"other queues; work beyond it borrows, and the lenders may take it back. {change}"
+        )
+    reserved = kueue.condition(workload, kueue.QUOTA_RESERVED) or {}
+    pending = _pending(evidence, view, now) if reserved.get("message") != evicted.get("message") else None
+    if pending is not None and pending.reason.startswith("Pending:"):
+        reason += " Now " + pending.reason[0].lower() + pending.reason[1:]
+    return Diagnosis("Preempted", reason, change)
+
+
+def _events_of(evidence: Evidence, name: str, reasons: tuple[str, ...]) -> list[Obj]:
+    found = [
+        e
+        for e in evidence.events
+        if (e.get("involvedObject") or e.get("regarding") or {}).get("name") == name and e.get("reason") in reasons
+    ]
+    return sorted(found, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+
+
+def _admitted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
+    workload = evidence.workload
+    admitted = kueue.condition(workload, kueue.ADMITTED) or {}
+    admission = workload.get("status", {}).get("admission") or {}
+    cq_name = admission.get("clusterQueue", "?")
+    flavor = _admission_flavor(workload, view) or "?"
+    since = age(kueue.timestamp(admitted.get("lastTransitionTime")), now)
+    expected = kueue.pod_count(workload)
+    running = [p for p in evidence.pods if kueue.pod_running(p)]
+    head = f"admitted {since} ago by {cq_name} on flavor {flavor} ({_chips(workload)})"
+    if len(running) >= expected:
+        queue = queue_quota(evidence.cluster_queue, flavor, kueue.TPU) if evidence.cluster_queue else None
+        change = "Nothing holds it back."
+        if queue is not None and queue.borrowed:
+            cohort = evidence.cluster_queue.get("spec", {}).get("cohortName") if evidence.cluster_queue else None
+            change = (
+                f"Nothing holds it back, but {queue.name} borrows {amount(kueue.TPU, queue.borrowed)} of {flavor} "
+                f"from cohort {cohort}: the queues that lend them may reclaim them by preemption."
+            )
+        return Diagnosis("Running", f"Running: {head}; {len(running)} of {expected} pods are running.", change)
+    unschedulable = []
+    for pod in evidence.pods:
+        scheduled = kueue.condition(pod, "PodScheduled")
+        if scheduled and scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+            unschedulable.append((pod, str(scheduled.get("message", ""))))
+    if not unschedulable:
+        return Diagnosis(
+            "Starting",
+            f"Starting: {head}; {len(running)} of {expected} pods are running.",
+            "The rest are being created; `tpu-stack logs NAME` shows the leader's output.",
+        )
+    pod, scheduler = unschedulable[0]
+    reason = (
+        f"Admitted but not running: {head}, and {len(unschedulable)} of {expected} pods cannot be scheduled: "
+        f"{scheduler.rstrip('.')}."
+    )
+    names = view.node_pools.get(flavor, [])
+    pools = f"node pool{'s' if len(names) > 1 else ''} {', '.join(names)}" if names else f"the node pools of {flavor}"
+    scale = _events_of(evidence, pod["metadata"]["name"], AUTOSCALER_REASONS)
+    if not scale:
+        return Diagnosis("Starting", reason, f"They start when {pools} have nodes ready for them.")
+    event = scale[-1]
+    said = str(event.get("message") or event.get("note") or "").rstrip(".")
+    if event.get("reason") == "TriggeredScaleUp":
+        return Diagnosis(
+            "Starting",
+            f"{reason} The cluster autoscaler is adding nodes: {said}.",
+            "The pods start when they are ready.",
+        )
+    verb = "could not add nodes" if event.get("reason") == "FailedScaleUp" else "did not add nodes"
+    backoff = (
+        " (an earlier scale-up of the pool failed, often for lack of TPU capacity in the zone; it retries after a "
+        "backoff)"
+        if _BACKOFF in said
+        else ""
+    )
+    return Diagnosis(
+        "Starting",
+        f"{reason} The cluster autoscaler {verb}: {said}{backoff}.",
+        f"They start when {pools} can add nodes for them (the pool's size limits, the zone's TPU capacity and the "
+        "project's quota decide); delete the workload to free its quota meanwhile.",
+    )
+
+
+def explain(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
+    """Why the workload is (not) running, and what would change it."""
+    workload = evidence.workload
+    finished = kueue.condition(workload, kueue.FINISHED)
+    if finished and finished.get("status") == "True":
+        state = "Failed" if finished.get("reason") == "Failed" else "Succeeded"
+        since = age(kueue.timestamp(finished.get("lastTransitionTime")), now)
+        return Diagnosis(state, f"{state} {since} ago: {finished.get('message', '')}".rstrip(": "), "")
+    if workload.get("spec", {}).get("active") is False:
+        return _deactivated(evidence, view, now)
+    if kueue.is_true(workload, kueue.ADMITTED):
+        return _admitted(evidence, view, now)
+    if kueue.is_true(workload, kueue.QUOTA_RESERVED):
+        return _checks(evidence, view, now)
+    if kueue.is_true(workload, kueue.EVICTED):
+        evicted = kueue.condition(workload, kueue.EVICTED) or {}
+        if evicted.get("reason") == "Preempted":
+            return _preempted(evidence, view, now)
+        pending = _pending(evidence, view, now)
+        return Diagnosis("Evicted", f"Evicted: {evicted.get('message', '')} {pending.reason}", pending.change)
+    return _pending(evidence, view, now)
