@@ -128,6 +128,24 @@ def test_dev_team_added_then_removed(deployed: dict[str, Records]) -> None:
     assert only(removed, "delete") == only(added, "create")
 
 
+def _add_prod_team(config: dict[str, Any]) -> None:
+    teams = config["tpu-stack:queues"]["teams"]
+    teams.append({"name": "eval", "shares": {"burst": 8}})
+    teams[1]["shares"] = {}  # research hands its burst slice to eval
+
+
+def test_prod_team_added_then_removal_refused(deployed: dict[str, Records]) -> None:
+    """Adding a team is ordinary; removing one would delete its namespace with its jobs: prod refuses it."""
+    with_eval = changed("prod", _add_prod_team)
+    added = step(deployed["prod"], with_eval)
+    assert added.refused == []
+    assert len(added.of("create")) == 8 and "queues-namespace-eval" in only(added, "create")
+    assert only(added, "update") == ["monitoring-dashboard", "queues-clusterqueue-research-cluster-queue"]
+    removed = step(with_eval, deployed["prod"])
+    assert only(removed, "delete") == []
+    assert "queues-namespace-eval" in only(removed, "refuse")
+
+
 def _no_teams(config: dict[str, Any]) -> None:
     """dev as the multislice seed has it: one ClusterQueue, one LocalQueue in `default`."""
     config["tpu-stack:queues"] = {}
