@@ -191,6 +191,10 @@ class GkeCluster(pulumi.ComponentResource):
             kubeconfig=self.kubeconfig,
             cluster_identifier=self.dns_endpoint,
             enable_server_side_apply=True,
+            # A ConfigMap whose data changes is otherwise replaced (pulumi-kubernetes diff.go), which a protected
+            # stack refuses: the charts' controller configs (Kueue's is derived from the queues) update in place,
+            # and the charts roll their controllers on a config checksum.
+            enable_config_map_mutable=True,
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=[r for r in [self.system_pool, self.webhook_firewall] if r]
             ),

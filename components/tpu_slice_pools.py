@@ -66,7 +66,7 @@ class TpuSlicePools(pulumi.ComponentResource):
                     # ForceNew and the node pool update sends no topology): a new slice shape is a new pool. The
                     # engine creates first for a replaceOnChanges replacement; the pool's name is fixed, so delete
                     # first.
-                    replace_on_changes=["placementPolicy"],
+                    replace_on_changes=["placementPolicy.tpuTopology"],
                     delete_before_replace=True,
                 ),
             )
@@ -77,9 +77,11 @@ class TpuSlicePools(pulumi.ComponentResource):
     def _future_reservation(self, name: str, config: StackConfig, pool: TpuPoolConfig) -> GcpResource | None:
         """The calendar-mode request, built as gcloud builds TPU requests: an aggregate reservation of chips.
 
-        A submitted request cannot be modified, cancelled or deleted, so any change submits a new request
-        (replace) and `pulumi destroy` only forgets it (retain_on_delete): Compute deletes the reservation it
-        auto-created at the window's end.
+        A submitted request cannot be modified, cancelled or deleted, so any change submits a new request under a
+        new name (replace) and `pulumi destroy` only forgets it (retain_on_delete): Compute deletes the reservation
+        it auto-created at the window's end. Protected in protected stacks like everything else: a new window
+        there is an explicit step (unprotect the request and its pools), never a request submitted by an `up`
+        that then fails on the protected pools.
         """
         window, calendar = pool.future_reservation, pool.calendar
         if window is None or calendar is None:
@@ -110,25 +112,35 @@ class TpuSlicePools(pulumi.ComponentResource):
                 "autoDeleteAutoCreatedReservations": True,
                 "specificReservationRequired": True,
             },
-            opts=CALENDAR_REQUEST_OPTIONS.merge(
-                pulumi.ResourceOptions(
-                    parent=self,
-                    # The import ID format of google_compute_future_reservation; an ID the state already holds
-                    # is no import (the engine imports only when the state has no resource with that ID).
-                    import_=(
-                        f"projects/{config.project}/zones/{pool.zone}/futureReservations/{pool.reservation_name}"
-                        if window.existing
-                        else None
-                    ),
-                )
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                retain_on_delete=True,
+                # The default name is a digest of the request: a changed request is a new name, which the provider
+                # replaces (deleting first: here only forgetting). So the request's own fields never need diffing,
+                # and ignoring them keeps Compute's read-back forms (of an imported request too) from showing as an
+                # update Compute would refuse. A name given in config names one request: change it with the window.
+                ignore_changes=CALENDAR_REQUEST_FIELDS if window.name is None or window.existing else None,
+                # The import ID format of google_compute_future_reservation; an ID the state already holds
+                # is no import (the engine imports only when the state has no resource with that ID).
+                import_=(
+                    f"projects/{config.project}/zones/{pool.zone}/futureReservations/{pool.reservation_name}"
+                    if window.existing
+                    else None
+                ),
             ),
         )
 
 
-CALENDAR_REQUEST_OPTIONS = pulumi.ResourceOptions(retain_on_delete=True, replace_on_changes=["*"], protect=False)
-"""A submitted calendar request is immutable and cannot be deleted: replace it on change, never delete it. Never
-protected, even in protected stacks: it is never deleted anyway, and protection would refuse the replacement a
-new window needs."""
+CALENDAR_REQUEST_FIELDS = [
+    "timeWindow",
+    "aggregateReservation",
+    "reservationMode",
+    "planningStatus",
+    "reservationName",
+    "autoDeleteAutoCreatedReservations",
+    "specificReservationRequired",
+]
+"""What a submitted calendar-mode request asks for; Compute refuses to modify any of it."""
 
 
 def _autoscaling(pool: TpuPoolConfig) -> dict[str, Any] | None:

@@ -25,8 +25,11 @@ PROVIDER_PREFIX = "pulumi:providers:"
 class Rules(Protocol):
     """The platform's answers the step generator needs, per resource type."""
 
-    def replaces_on(self, resource: Mapping[str, Any], changed: Sequence[str]) -> list[str]:
-        """The changed input paths for which the resource's provider answers "replace"."""
+    def replaces_on(
+        self, resource: Mapping[str, Any], changed: Sequence[str], provider: Mapping[str, Any] | None
+    ) -> list[str]:
+        """The changed input paths for which the resource's provider (its record, if the stack declares it)
+        answers "replace"."""
         ...
 
     def refuses(self, old: Mapping[str, Any], new: Mapping[str, Any], changed: Sequence[str]) -> list[str]:
@@ -189,7 +192,7 @@ def transition(
         if previous is None:
             result.steps.append(_create(record, in_cloud))
         elif record["type"].startswith(PROVIDER_PREFIX):
-            step = _update(previous, record, rules)
+            step = _update(previous, record, rules, None)
             if step.op == "replace":
                 replaced_providers.add(urn)
             result.steps.append(step)
@@ -201,7 +204,7 @@ def transition(
             # The engine asks for no delete-before-replace here: create-before-delete (step_generator.go).
             result.steps.append(_replace(previous, record, f"its provider {provider} is replaced", by_provider=False))
         else:
-            result.steps.append(_update(previous, record, rules))
+            result.steps.append(_update(previous, record, rules, after.get(provider or "")))
     result.steps += _deletes([before[urn] for urn in before.keys() - after.keys()], before, result)
     return result
 
@@ -216,7 +219,7 @@ def _create(record: Mapping[str, Any], in_cloud: Sequence[Mapping[str, Any]]) ->
     return _step("create", record)
 
 
-def _update(old: Mapping[str, Any], new: Mapping[str, Any], rules: Rules) -> Step:
+def _update(old: Mapping[str, Any], new: Mapping[str, Any], rules: Rules, provider: Mapping[str, Any] | None) -> Step:
     ignored = list(new.get("ignoreChanges") or ())
     changed = [
         p
@@ -225,7 +228,7 @@ def _update(old: Mapping[str, Any], new: Mapping[str, Any], rules: Rules) -> Ste
     ]
     if not changed:
         return _step("update" if old.get("protect") != new.get("protect") else "same", new)
-    forced = rules.replaces_on(new, changed)
+    forced = rules.replaces_on(new, changed, provider)
     if forced:
         return _replace(old, new, "changes " + ", ".join(sorted(set(forced))), by_provider=True)
     forced = [p for p in changed if any(matches(p, pattern) for pattern in new.get("replaceOnChanges") or ())]

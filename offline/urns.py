@@ -221,12 +221,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print `--target <URN>` for the cluster's resources (first `pulumi up` of a new stack)",
     )
+    parser.add_argument(
+        "--cluster-urns",
+        action="store_true",
+        help="print the cluster's resource URNs one per line (the `target` input of the pulumi GitHub action)",
+    )
     args = parser.parse_args(argv)
     vanished = False
     for stack in args.stack or STACKS:
-        plan = run_stack(stack)
+        plan = run_stack(stack, render_charts=not (args.cluster_targets or args.cluster_urns))
         if args.cluster_targets:
             print(" ".join(f"--target '{urn}'" for urn in cluster_targets(plan)))
+            continue
+        if args.cluster_urns:
+            print("\n".join(cluster_targets(plan)))
             continue
         if args.update:
             path = write_snapshot(stack, engine_urns(plan))

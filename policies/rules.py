@@ -142,7 +142,7 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     ),
     ResourceValidationPolicy(
         name="protected-stack-resources",
-        description="In protected stacks every resource is protected (calendar requests are retained instead).",
+        description="In protected stacks every resource is protected: nothing is deleted or replaced by accident.",
         validate=validate_protected,
         enforcement_level=MANDATORY,
         config_schema=PROTECTED_STACKS_SCHEMA,

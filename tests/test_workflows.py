@@ -60,9 +60,14 @@ def test_deploys_dev_then_prod_behind_an_environment() -> None:
     assert up["needs"] == "test" and up["strategy"]["max-parallel"] == 1
     assert up["strategy"]["matrix"]["stack"] == ["dev", "prod"]
     assert up["environment"] == "${{ matrix.stack }}"
-    (pulumi,) = steps_using(up, "pulumi/actions")
-    assert pulumi["with"]["command"] == "up" and pulumi["with"]["policyPacks"] == "policies"
-    assert pulumi["with"]["policyPackConfigs"] == "policies/config.json"
+    cluster, everything = steps_using(up, "pulumi/actions")
+    for pulumi in (cluster, everything):
+        assert pulumi["with"]["command"] == "up" and pulumi["with"]["policyPacks"] == "policies"
+        assert pulumi["with"]["policyPackConfigs"] == "policies/config.json"
+    # A new stack's charts need its cluster: the cluster's resources go first (README: First deployment).
+    assert cluster["with"]["target"] == "${{ steps.cluster.outputs.urns }}" and "target" not in everything["with"]
+    (urns,) = [step for step in up["steps"] if step.get("id") == "cluster"]
+    assert "python -m offline.urns --cluster-urns --stack" in urns["run"]
 
 
 def test_every_action_is_pinned_to_a_commit_with_its_version_in_a_comment() -> None:
@@ -94,12 +99,12 @@ def test_pull_requests_run_the_security_scan() -> None:
 def test_pulumi_steps_get_the_login_secret_of_each_documented_backend(workflow: str, job: str) -> None:
     """Pulumi Cloud needs PULUMI_ACCESS_TOKEN, the passphrase provider PULUMI_CONFIG_PASSPHRASE; a Cloud KMS
     secrets provider needs neither (the federated Google identity decrypts)."""
-    (pulumi,) = steps_using(load(workflow)["jobs"][job], "pulumi/actions")
-    assert pulumi["env"] == {
-        "PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}",
-        "PULUMI_CONFIG_PASSPHRASE": "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}",
-    }
-    assert pulumi["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
+    for pulumi in steps_using(load(workflow)["jobs"][job], "pulumi/actions"):
+        assert pulumi["env"] == {
+            "PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}",
+            "PULUMI_CONFIG_PASSPHRASE": "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}",
+        }
+        assert pulumi["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
 
 
 PARALLEL = 256
@@ -111,8 +116,8 @@ the stack's other resources, so that GKE, not the engine, bounds how many slice 
 def test_pulumi_is_not_left_at_its_default_of_4_steps_per_cpu(workflow: str, job: str) -> None:
     """Without `parallel` the action passes no --parallel and the CLI runs 4 x GOMAXPROCS steps at once (16 on a
     4-vCPU hosted runner): 256 slice pools would be created in 16 waves."""
-    (pulumi,) = steps_using(load(workflow)["jobs"][job], "pulumi/actions")
-    assert pulumi["with"]["parallel"] == PARALLEL
+    for pulumi in steps_using(load(workflow)["jobs"][job], "pulumi/actions"):
+        assert pulumi["with"]["parallel"] == PARALLEL
 
 
 def test_readme_runs_pulumi_up_with_the_workflows_parallelism() -> None:

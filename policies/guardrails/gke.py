@@ -274,11 +274,6 @@ def validate_cluster_network(args: ResourceValidationArgs, report: ReportViolati
         )
 
 
-FUTURE_RESERVATION = "gcp:compute/futureReservation:FutureReservation"
-"""Calendar requests are retained on delete (Compute cannot delete them) and replaced when changed: protection
-would only refuse the replacement."""
-
-
 def validate_protected(args: ResourceValidationArgs, report: ReportViolation) -> None:
     """In a protected stack nothing is deleted by accident. The engine refuses a protected resource only at its own
     delete step, after everything that depends on it: so every resource is protected, not just the cluster and the
@@ -286,7 +281,7 @@ def validate_protected(args: ResourceValidationArgs, report: ReportViolation) ->
     stack = stack_of(args.urn)
     if stack not in config_list(args, "protectedStacks", DEFAULT_PROTECTED_STACKS):
         return
-    if not args.opts.protect and args.resource_type != FUTURE_RESERVATION:
+    if not args.opts.protect:
         say(report, f"stack {stack!r} is protected: register this resource with ResourceOptions(protect=True)")
     if args.resource_type == CLUSTER and args.props.get("deletionProtection") is False:
         say(report, f"stack {stack!r} is protected: set deletionProtection true on the cluster")

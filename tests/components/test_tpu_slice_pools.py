@@ -232,23 +232,33 @@ def test_calendar_pools_are_usable_before_during_and_after_the_window(run: Stack
         assert reservation["urn"] in pool["dependencies"]
 
 
-def test_calendar_request_survives_destroy_and_is_replaced_not_modified(
-    run: StackRunner, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A submitted request cannot be modified, cancelled or deleted (Compute calendar-mode limitations).
-    from offline import engine
+def test_calendar_request_survives_destroy_and_is_never_updated(run: StackRunner) -> None:
+    """A submitted request cannot be modified, cancelled or deleted (Compute calendar-mode limitations): destroy
+    forgets it, and its own fields are not diffed (a changed request has a new name, which replaces it)."""
+    plan, _start, _end = calendar_plan(run, workloadType="SERVING")
+    (request,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
+    assert request["retainOnDelete"] is True and request["replaceOnChanges"] == []
+    assert request["ignoreChanges"] == [
+        "timeWindow", "aggregateReservation", "reservationMode", "planningStatus", "reservationName",
+        "autoDeleteAutoCreatedReservations", "specificReservationRequired",
+    ]  # fmt: skip
 
-    seen: dict[str, Any] = {}
-    register = engine._RecordingMonitor.RegisterResource
 
-    def record(self: Any, request: Any) -> Any:
-        if request.type == "gcp:compute/futureReservation:FutureReservation":
-            seen.update(retain=request.retainOnDelete, replace=list(request.replaceOnChanges))
-        return register(self, request)
+def test_a_calendar_request_named_in_config_is_diffed() -> None:
+    """A name given in config names one request: its fields are diffed, so a changed window shows (and Compute
+    refuses it) instead of passing silently."""
+    from datetime import UTC, datetime, timedelta
 
-    monkeypatch.setattr(engine._RecordingMonitor, "RegisterResource", record)
-    calendar_plan(run, workloadType="SERVING")
-    assert seen == {"retain": True, "replace": ["*"]}
+    from offline.engine import run_program
+    from tests.conftest import BASE
+
+    start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
+    window = {"startTime": start.isoformat(), "endTime": (start + timedelta(days=7)).isoformat(), "name": "q3"}
+    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": ZONE,
+            "provisioning": "reservation", "futureReservation": window}  # fmt: skip
+    plan = run_program({**BASE, "tpu-stack:tpuPools": [pool]}, stack="dev")
+    (request,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
+    assert request["ignoreChanges"] == [] and request["retainOnDelete"] is True
 
 
 def test_a_changed_calendar_request_gets_a_name_of_its_own(run: StackRunner) -> None:
@@ -288,7 +298,9 @@ def test_a_kept_calendar_request_is_taken_back_by_its_id(run: StackRunner) -> No
     (imported,) = kept.by_type("gcp:compute/futureReservation:FutureReservation")
     assert submitted["importId"] is None
     assert imported["importId"] == f"projects/proj-1234/zones/{ZONE}/futureReservations/q3"
-    assert (imported["retainOnDelete"], imported["replaceOnChanges"]) == (True, ["*"])
+    assert imported["retainOnDelete"] is True
+    # Compute's read-back forms of the imported request (times, accelerator type) must not show as an update.
+    assert "timeWindow" in imported["ignoreChanges"] and "aggregateReservation" in imported["ignoreChanges"]
 
 
 def test_tpu_pools_do_not_ignore_their_labels_and_taints(run: StackRunner) -> None:

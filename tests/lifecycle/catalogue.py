@@ -93,6 +93,14 @@ ENGINE = {
 }
 
 
+MUTABLE_DATA = {
+    "kubernetes:core/v1:ConfigMap": "enableConfigMapMutable",
+    "kubernetes:core/v1:Secret": "enableSecretMutable",
+}
+"""The kubernetes provider settings under which a changed ConfigMap or Secret is updated, not replaced
+(pulumi-kubernetes provider/pkg/provider/provider.go L696-726, diff.go L27-32)."""
+
+
 class Catalogue:
     """The rules as the engine model asks for them (offline.lifecycle.Rules)."""
 
@@ -101,14 +109,18 @@ class Catalogue:
         self.refusals = {entry.type: entry for entry in refuses}
         self.requires = list(requires)
 
-    def replaces_on(self, resource: Record, changed: Sequence[str]) -> list[str]:
+    def replaces_on(self, resource: Record, changed: Sequence[str], provider: Record | None) -> list[str]:
         entry = self.replaces.get(str(resource["type"]))
         if entry is None:
             raise KeyError(f"the catalogue has no replacement rule for {resource['type']}: research it")
         if entry.type == "pulumi:providers:kubernetes" and resource["inputs"].get("clusterIdentifier"):
             # DiffConfig: an unchanged clusterIdentifier clears every replacement.
             return [path for path in changed if path == "clusterIdentifier"]
-        return [path for path in changed if any(matches(path, p) for p in entry.paths)]
+        paths = entry.paths
+        for kind, setting in MUTABLE_DATA.items():
+            if entry.type == kind and str((provider or {}).get("inputs", {}).get(setting)).lower() == "true":
+                paths = tuple(p for p in paths if p not in ("data", "binaryData", "stringData"))
+        return [path for path in changed if any(matches(path, p) for p in paths)]
 
     def refuses(self, old: Record, new: Record, changed: Sequence[str]) -> list[str]:
         reasons = validate_update(old["inputs"], new["inputs"]) if str(new["type"]).startswith("kubernetes:") else []
@@ -370,7 +382,7 @@ def _protected_stacks_protect_everything(records: Sequence[Record], _outputs: Ma
     return [
         f"{r['name']} is not protected: destroy deletes it before the protected cluster stops"
         for r in records
-        if not r.get("protect") and not r.get("retainOnDelete")
+        if not r.get("protect")
     ]
 
 
@@ -578,8 +590,9 @@ REQUIRES = [
     ),
     Requires(
         "protected-means-all",
-        "In a protected stack every resource is protected (retained ones excepted): the engine deletes a protected "
-        "resource's dependents before refusing it",
+        "In a protected stack every resource is protected: the engine deletes a protected resource's dependents "
+        "before refusing it, and replaces an unprotected one (a calendar request: a new irrevocable request) before "
+        "refusing the protected resources that use it",
         ENGINE["delete-protected"][1],
         _protected_stacks_protect_everything,
     ),

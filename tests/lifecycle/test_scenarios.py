@@ -272,6 +272,45 @@ def test_a_rotated_kubeconfig_updates_the_provider_and_nothing_else(deployed: di
     assert len(collisions) == len(replaced.refused) == 135
 
 
+def _host_resources(config: dict[str, Any]) -> None:
+    per_vm = {"cpu": "100", "memory": "170Gi"}
+    config["tpu-stack:queues"]["hostResources"] = {"train": per_vm, "burst": per_vm}
+
+
+def test_prod_controller_config_changes_in_place(deployed: dict[str, Records]) -> None:
+    """Kueue's config is a ConfigMap of its chart: with the provider's enableConfigMapMutable it is updated (its
+    data would otherwise replace it, which prod refuses), and the chart's config checksum rolls the controller."""
+    steps = step(deployed["prod"], changed("prod", _host_resources))
+    assert steps.refused == []
+    assert only(steps, "update") == [
+        "kueue-chart", "kueue-chart:kueue-system/kueue-controller-manager",
+        "kueue-chart:kueue-system/kueue-manager-config",
+        "queues-clusterqueue-research-cluster-queue", "queues-clusterqueue-training-cluster-queue",
+    ]  # fmt: skip
+
+    def without_mutable_config_maps(records: Records) -> Records:
+        records = copy.deepcopy(records)
+        del next(r for r in records if r["type"] == "pulumi:providers:kubernetes")["inputs"]["enableConfigMapMutable"]
+        return records
+
+    before, after = deployed["prod"], changed("prod", _host_resources)
+    refused = step(without_mutable_config_maps(before), without_mutable_config_maps(after))
+    assert only(refused, "refuse") == ["kueue-chart:kueue-system/kueue-manager-config"]
+
+
+def test_prod_refuses_a_new_calendar_window_before_submitting_it() -> None:
+    """A new window in prod would submit a new, irrevocable request and then fail on the protected pools: the
+    protected request refuses its replacement first, so nothing is submitted until the step is taken on purpose."""
+    prod = stack_config("prod")
+    week, fortnight = copy.deepcopy(prod), copy.deepcopy(prod)
+    for config, days in ((week, 7), (fortnight, 14)):
+        _calendar(days)(config)
+        config["tpu-stack:tpuPools"][-1]["labels"] = {"pool": "cal"}  # train has the same 4x4 v5e shape
+    steps = step(plan("prod", week), plan("prod", fortnight))
+    assert only(steps, "create") == [] and only(steps, "replace") == []
+    assert only(steps, "refuse") == ["cal-0", "cal-1", "cal-calendar"]
+
+
 # --- destroy -------------------------------------------------------------------------------------------------
 
 
