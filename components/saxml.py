@@ -93,7 +93,7 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str, *, ca
     machine = pool.machine
     chips = {tpu_catalog.TPU_RESOURCE: machine.chips_per_vm}
     host = pool.tpu_container_requests  # the node's CPU and memory: a model server owns its VM
-    resources = {"requests": {**chips, **host}, "limits": {**chips, "memory": host["memory"]}}
+    resources = {"requests": {**chips, **host}, "limits": {**chips, **pool.tpu_container_limits}}
     pod: dict[str, Any] = {
         "serviceAccountName": saxml.service_account,
         "restartPolicy": "Never",

@@ -93,9 +93,10 @@ def _pod(
     the pool's own taints, the namespace's bucket KSA. Not privileged and not on the host network: GKE gives TPU
     access without either, and Workload Identity only works off the host network."""
     amounts = {**quota(config.queues, pool, pool.machine.chips_per_vm)}
+    limits = {k: v for k, v in amounts.items() if k != "cpu"}
     if "cpu" not in amounts and not _autopilot(config):
         amounts.update(pool.tpu_container_requests)
-    limits = {k: v for k, v in amounts.items() if k != "cpu"}
+        limits.update(pool.tpu_container_limits)
     container: dict[str, Any] = {
         "name": "jax-tpu",
         "image": IMAGE,

@@ -49,6 +49,11 @@ _CPU_RESERVED = ((1000, 600), (1000, 100), (2000, 50), (None, 25))
 _MEMORY_RESERVED = ((4096, 25), (4096, 20), (8192, 10), (114688, 6), (None, 2))
 """(MiB, percent): 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128
 (the rule for machines of 1 GiB or more, which every TPU VM is)."""
+KERNEL_MEMORY_PERCENT = 2
+"""What the kernel keeps of a VM's memory before the kubelet sees it: a node's memory capacity is its machine type's
+memory less this. GKE nodes measure 1.6-1.7% (n2-highmem-32: 256 GiB nominal, 251.9 GiB capacity; n2-highmem-16: 128
+GiB, 125.8 GiB: 2i2c-org/infrastructure deployer/commands/generate/resource_allocation/node-capacity-info.json), and
+GKE's reservations apply to that capacity."""
 MEMORY_EVICTION_MIB = 100
 """The kubelet's hard eviction threshold for memory on GKE nodes."""
 DAEMONSET_CPU_MILLICORES = 1000
@@ -454,15 +459,27 @@ class TpuPoolConfig(ConfigModel):
         return allocatable - DAEMONSET_CPU_MILLICORES - FUSE_SIDECAR_CPU_MILLICORES
 
     @property
+    def allocatable_memory_mib(self) -> int:
+        """Memory a node of this group offers pods: its capacity (the machine's memory less the kernel's share) less
+        GKE's reservation and the eviction threshold."""
+        capacity = self.machine.memory_gib * 1024 * (100 - KERNEL_MEMORY_PERCENT) // 100
+        return capacity - gke_reserved_memory_mib(capacity) - MEMORY_EVICTION_MIB
+
+    @property
     def tpu_container_memory_mib(self) -> int:
-        memory = self.machine.memory_gib * 1024
-        allocatable = memory - gke_reserved_memory_mib(memory) - MEMORY_EVICTION_MIB
-        return allocatable - DAEMONSET_MEMORY_MIB - FUSE_SIDECAR_MEMORY_MIB
+        """Memory the TPU container requests: what is allocatable less the DaemonSets' room and the FUSE sidecar."""
+        return self.allocatable_memory_mib - DAEMONSET_MEMORY_MIB - FUSE_SIDECAR_MEMORY_MIB
 
     @property
     def tpu_container_requests(self) -> dict[str, str]:
         """Kubernetes quantities of the CPU and memory one TPU container requests on a node of this group."""
         return {"cpu": cpu_quantity(self.tpu_container_cpu_millicores), "memory": f"{self.tpu_container_memory_mib}Mi"}
+
+    @property
+    def tpu_container_limits(self) -> dict[str, str]:
+        """Its memory limit: all the node can give it beside the sidecar, above the request, so a passing peak uses
+        the DaemonSets' unused room instead of ending the run (no CPU limit: it would only throttle input)."""
+        return {"memory": f"{self.allocatable_memory_mib - FUSE_SIDECAR_MEMORY_MIB}Mi"}
 
     @property
     def allocatable_ephemeral_mib(self) -> int:

@@ -527,11 +527,16 @@ def test_ephemeral_storage_of_gkes_default_boot_disk() -> None:
 
 
 def test_tpu_container_requests_of_v5e_and_v6e_4t_nodes() -> None:
-    """Allocatable less 1000m/2048Mi for GKE's DaemonSets and 250m/256Mi for the FUSE sidecar:
-    v5e 4t: 112000 - 350 - 1250 = 110400m; 196608 - 10855 - 100 - 2304 = 183349Mi.
-    v6e 4t: 180000 - 520 - 1250 = 178230m; 737280 - 21668 - 100 - 2304 = 713208Mi."""
+    """Allocatable less 1000m/2048Mi for GKE's DaemonSets and 250m/256Mi for the FUSE sidecar. Memory capacity is the
+    machine's memory less the kernel's 2%; GKE's reservation applies to that capacity:
+    v5e 4t: 112000 - 350 - 1250 = 110400m; 196608 * 0.98 = 192675, less 10776 reserved and 100 eviction = 181799
+    allocatable (177.5 GiB; measured GKE nodes put it near 178), 179495Mi requested, 181543Mi limit.
+    v6e 4t: 180000 - 520 - 1250 = 178230m; 737280 * 0.98 = 722534, less 21373 and 100 = 701061 allocatable,
+    698757Mi requested, 700805Mi limit."""
     v5e = TpuPoolConfig(name="a", machine_type="ct5lp-hightpu-4t")
     v6e = TpuPoolConfig(name="b", machine_type="ct6e-standard-4t")
-    assert v5e.tpu_container_requests == {"cpu": "110400m", "memory": "183349Mi"}
-    assert v6e.tpu_container_requests == {"cpu": "178230m", "memory": "713208Mi"}
+    assert v5e.tpu_container_requests == {"cpu": "110400m", "memory": "179495Mi"}
+    assert v6e.tpu_container_requests == {"cpu": "178230m", "memory": "698757Mi"}
+    assert v5e.tpu_container_limits == {"memory": "181543Mi"}
+    assert v6e.tpu_container_limits == {"memory": "700805Mi"}
     assert v5e.file_cache_limit_gib == v6e.file_cache_limit_gib == 33  # (44646 - 10240) // 1024

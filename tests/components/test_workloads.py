@@ -108,9 +108,11 @@ def test_every_workload_runs_on_a_pool_of_its_stack(plans: dict[str, Plan], stac
                 resources = pod["containers"][0]["resources"]
                 chips = group["chips_per_vm"]
                 assert resources["limits"][TPU] == resources["requests"][TPU] == chips, workload.name
-                # Never BestEffort: the node's CPU and memory are requested, memory also its limit.
+                # Never BestEffort: the node's CPU and memory are requested; the memory limit leaves the sidecar
+                # its 256Mi and lends the pod the DaemonSets' 2048Mi of room.
                 assert set(resources["requests"]) == {TPU, "cpu", "memory"}, workload.name
-                assert resources["limits"]["memory"] == resources["requests"]["memory"], workload.name
+                request, limit = (int(resources[k]["memory"].removesuffix("Mi")) for k in ("requests", "limits"))
+                assert limit - request == 2048, workload.name
                 assert pods == group["vms"], f"{workload.name}: one pod per VM of a slice"
                 assert slices <= group["slices"], f"{workload.name}: more slices than the group has"
                 tolerated = {t["key"] for t in pod.get("tolerations", [])}
@@ -317,18 +319,19 @@ def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
     the next 8, 6% of the next 112, 2% above, and the 100 MiB eviction threshold); the pod leaves 1000m/2048Mi for
     GKE's DaemonSets and 250m/256Mi for the FUSE sidecar.
     multislice, ct5lp-hightpu-4t (112 vCPU, 192 GiB = 196608 MiB): 60+10+10+108*2.5 = 350m reserved, 111650m
-    allocatable, 110400m requested; 1024+819.2+819.2+6881.28+1310.72 = 10854.4 -> 10855 MiB reserved, 185653 MiB
-    allocatable, 183349Mi requested.
+    allocatable, 110400m requested; memory capacity 196608 * 0.98 = 192675 MiB (the kernel's share),
+    1024+819.2+819.2+6881.28+61603*2% = 10775.74 -> 10776 MiB reserved, 181799 MiB allocatable, 179495Mi requested,
+    181543Mi limit (allocatable less the sidecar).
     flex-v6e, ct6e-standard-4t (180 vCPU, 720 GiB = 737280 MiB): 60+10+10+176*2.5 = 520m reserved, 179480m
-    allocatable, 178230m requested; 9543.68+606208*2% = 21667.84 -> 21668 MiB reserved, 715512 MiB allocatable,
-    713208Mi requested."""
+    allocatable, 178230m requested; capacity 722534 MiB, 9543.68+591462*2% = 21372.92 -> 21373 MiB reserved, 701061
+    MiB allocatable, 698757Mi requested, 700805Mi limit."""
     found = by_name(stack_workloads("dev"))
-    v5e = {TPU: 4, "cpu": "110400m", "memory": "183349Mi"}
-    v6e = {TPU: 4, "cpu": "178230m", "memory": "713208Mi"}
-    for name, requests in (("multislice-job", v5e), ("multislice-2slice", v5e), ("flex-v6e-job", v6e)):
+    v5e = ({TPU: 4, "cpu": "110400m", "memory": "179495Mi"}, "181543Mi")
+    v6e = ({TPU: 4, "cpu": "178230m", "memory": "698757Mi"}, "700805Mi")
+    for name, (requests, limit) in (("multislice-job", v5e), ("multislice-2slice", v5e), ("flex-v6e-job", v6e)):
         resources = container_resources(found[name])
         assert resources["requests"] == requests, name
-        assert resources["limits"] == {TPU: 4, "memory": requests["memory"]}, name
+        assert resources["limits"] == {TPU: 4, "memory": limit}, name
 
 
 def test_queues_host_resources_are_what_the_pods_request() -> None:

@@ -140,8 +140,8 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     assert container["env"] == [{"name": "STEPS", "value": "1000"}]
     # A v5e 4t VM (112 vCPU, 192 GiB) less GKE's reservations, its DaemonSets and the FUSE sidecar.
     assert container["resources"] == {
-        "requests": {"google.com/tpu": 4, "cpu": "110400m", "memory": "183349Mi"},
-        "limits": {"google.com/tpu": 4, "memory": "183349Mi"},
+        "requests": {"google.com/tpu": 4, "cpu": "110400m", "memory": "179495Mi"},
+        "limits": {"google.com/tpu": 4, "memory": "181543Mi"},
     }
     mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
     assert mounts == {"/data": True, "/checkpoints": False}
