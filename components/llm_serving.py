@@ -80,7 +80,8 @@ def _probes() -> dict[str, Any]:
 
 
 def _leader_script(shape: ServerShape) -> str:
-    """Start the Ray head, wait until all the slice's hosts (LWS_GROUP_SIZE, set by LWS) have joined, serve."""
+    """Start the Ray head, wait until all the slice's hosts (LWS_GROUP_SIZE, set by LWS) have joined, serve. The
+    startup probe bounds the wait: a host that never joins restarts the leader, and with it the group."""
     alive = "import ray; ray.init(address='auto'); print(sum(1 for n in ray.nodes() if n['Alive']))"
     serve = shlex.join(["python3", "-m", "vllm.entrypoints.openai.api_server", *shape.engine_args])
     return (
