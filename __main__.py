@@ -9,7 +9,7 @@ import pulumi
 from components import workload_identity
 from components.bucket import Bucket
 from components.config import load_from_pulumi
-from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE
+from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, LWS_NAMESPACE
 from components.config.queues import flavor_labels, queue_refs
 from components.controller_metrics import ControllerMetrics
 from components.gke_cluster import GkeCluster
@@ -18,10 +18,13 @@ from components.jobset_install import JobSetInstall
 from components.kueue_install import CONTROLLER_LABELS as KUEUE_LABELS
 from components.kueue_install import KueueInstall
 from components.kueue_queues import KueueQueues
+from components.llm_serving import LlmServing
+from components.lws_install import LwsInstall
 from components.monitoring import Monitoring
 from components.network_policies import (
     JOBSET_API_SERVER_PORTS,
     KUEUE_API_SERVER_PORTS,
+    LWS_API_SERVER_PORTS,
     NamespacePolicies,
     controller_policies,
     training_policies,
@@ -137,6 +140,33 @@ saxml = (
 if saxml:
     identities.append(saxml.identity)
 
+# --- LLM serving: vLLM servers; multi-host slices run on LeaderWorkerSet, installed when a server needs it ---
+lws = LwsInstall("lws", config=config, provider=cluster.provider, opts=protected) if config.needs_lws else None
+if lws:
+    NamespacePolicies(
+        "lws-policies",
+        policies=controller_policies(LWS_NAMESPACE, LWS_API_SERVER_PORTS),
+        provider=cluster.provider,
+        depends_on=[lws.namespace],
+        opts=protected,
+    )
+llm_serving = (
+    LlmServing(
+        "llm-serving",
+        config=config,
+        bucket_name=bucket.name,
+        provider=cluster.provider,
+        cluster=cluster.cluster,
+        project_number=project_number,
+        lws_chart=lws.chart if lws else None,
+        opts=protected,
+    )
+    if config.serving
+    else None
+)
+if llm_serving:
+    identities.append(llm_serving.identity)
+
 # --- observability: dashboard and alert policies from the pools and queues ---
 monitoring = Monitoring("monitoring", config=config, opts=protected)
 
@@ -176,5 +206,22 @@ if saxml and config.saxml:
             "pool": config.saxml.pool,
             "httpAddress": saxml.http_address,
             "urls": saxml.urls,
+        },
+    )
+if llm_serving and config.serving:
+    pulumi.export(
+        "serving",
+        {
+            shape.server.name: {
+                "endpoint": llm_serving.endpoints[shape.server.name],
+                "model": shape.server.model_name,
+                "pool": shape.pool.name,
+                "kind": shape.kind,
+                "replicas": shape.server.replicas,
+                "hostsPerReplica": shape.hosts,
+                "chipsPerHost": shape.chips_per_host,
+                "tensorParallelSize": shape.tensor_parallel_size,
+            }
+            for shape in config.server_shapes
         },
     )

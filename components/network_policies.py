@@ -93,6 +93,10 @@ KUEUE_API_SERVER_PORTS = (WEBHOOK_PORT, KUEUE_VISIBILITY_PORT)
 APIService's Service (443 -> 8082), as the Kueue 0.19.2 chart renders them."""
 JOBSET_API_SERVER_PORTS = (WEBHOOK_PORT,)
 """JobSet 0.12.0's only Service the API server calls: its webhook (443 -> the `webhook` port, 9443)."""
+LWS_API_SERVER_PORTS = (WEBHOOK_PORT,)
+"""LeaderWorkerSet v0.10.0's only Service the API server calls: `lws-webhook-service` (443 -> 9443, the
+controller's `webhook-server` port) behind its mutating and validating webhooks (LeaderWorkerSets and their pods)
+and the CRD's conversion webhook. With private nodes GKE's control-plane-to-node firewall must admit tcp:9443."""
 
 
 def controller_policies(namespace: str, ports: Sequence[int]) -> list[dict[str, Any]]:

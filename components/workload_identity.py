@@ -52,7 +52,9 @@ def service_account_member(workload_pool: str, namespace: str, service_account: 
 
 def project_number(config: StackConfig) -> pulumi.Output[str] | None:
     """The project number principal members need: from config, else looked up; None if no one needs it."""
-    workloads = [g[2] for g in config.bucket.grants] + ([config.saxml.workload] if config.saxml else [])
+    workloads = [g[2] for g in config.bucket.grants] + [
+        serving.workload for serving in (config.saxml, config.serving) if serving is not None
+    ]
     if not any(w.identity == "principal" for w in workloads):
         return None
     if config.bucket.project_number is not None:

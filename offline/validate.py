@@ -1,11 +1,11 @@
 """Check Kubernetes objects offline the way the API server would admit them on create.
 
 A wrong field in a Kueue or JobSet object is otherwise found only by `pulumi up` against a live cluster.
-Custom resources (`kueue.x-k8s.io`, `jobset.x-k8s.io`, `monitoring.googleapis.com`) are checked against the
-upstream CRDs vendored in `vendor/crds` (provenance in vendor/README.md) for the version named in `apiVersion`:
-schema defaults applied first (as the API server does), unknown fields rejected, RE2 patterns, list-map/set
-uniqueness, then the CRDs' `x-kubernetes-validations` CEL rules with `cel-python`. Rules that use `oldSelf`
-only guard updates: `validate_update` runs them on an old and a new object. Core kinds go to
+Custom resources (`kueue.x-k8s.io`, `jobset.x-k8s.io`, `leaderworkerset.x-k8s.io`, `monitoring.googleapis.com`) are
+checked against the upstream CRDs vendored in `vendor/crds` (provenance in vendor/README.md) for the version named
+in `apiVersion`: schema defaults applied first (as the API server does), unknown fields rejected, RE2 patterns,
+list-map/set uniqueness, then the CRDs' `x-kubernetes-validations` CEL rules with `cel-python`. Rules that use
+`oldSelf` only guard updates: `validate_update` runs them on an old and a new object. Core kinds go to
 `kubernetes_validate` in strict mode.
 
 `kubernetes_version` picks the core schemas: the newest schema set shipped by `kubernetes_validate` that is
@@ -38,7 +38,7 @@ from packaging.version import Version
 from offline.markers import SECRET
 from offline.vendor import CRD_DIR
 
-CRD_GROUPS = frozenset({"kueue.x-k8s.io", "jobset.x-k8s.io", "monitoring.googleapis.com"})
+CRD_GROUPS = frozenset({"kueue.x-k8s.io", "jobset.x-k8s.io", "leaderworkerset.x-k8s.io", "monitoring.googleapis.com"})
 # Groups whose kinds are compiled into the API server; only these may go to kubernetes_validate, whose file
 # lookup keeps just the first label of a group (it would take "apps.example.com/v1" for "apps/v1").
 _BUILTIN_GROUPS = frozenset({"", "apps", "batch", "autoscaling", "policy"})

@@ -1,9 +1,10 @@
 """`python -m security <stack>...`: collect what the stacks render into build/scan/ for checkov.
 
 Reads the offline preview's manifests and the example workloads of each stack (`make scan` writes them
-first) and unwraps every JobSet into one batch/v1 Job per replicated job, so checkov's pod checks reach the
-pod templates inside the JobSet, which it does not know. The JobSet's annotations travel to the Jobs: a
-documented exception (`checkov.io/skip<n>`) on the JobSet holds for its pods. Objects the charts render that the
+first) and unwraps every JobSet into one batch/v1 Job per replicated job, and every LeaderWorkerSet into the
+StatefulSets its controller creates (the leaders, and the workers of a group), so checkov's pod checks reach the
+pod templates inside kinds it does not know. Their annotations travel along: a documented exception
+(`checkov.io/skip<n>`) on the JobSet or LeaderWorkerSet holds for its pods. Objects the charts render that the
 stack cannot annotate get their reviewed exceptions from chart_exceptions.yaml, written the same way.
 """
 
@@ -50,7 +51,10 @@ def annotate(objects: list[dict[str, Any]], exceptions: list[dict[str, Any]]) ->
 
 
 def unwrap(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """The object itself, or for a JobSet one Job per replicated job (name `<jobset>-<replicated job>`)."""
+    """The object itself, or for a JobSet one Job per replicated job (name `<jobset>-<replicated job>`), or for a
+    LeaderWorkerSet its leader and worker StatefulSets."""
+    if obj.get("kind") == "LeaderWorkerSet":
+        return _statefulsets(obj)
     if obj.get("kind") != "JobSet":
         return [obj]
     meta = obj.get("metadata") or {}
@@ -62,6 +66,34 @@ def unwrap(obj: dict[str, Any]) -> list[dict[str, Any]]:
         spec = (replicated.get("template") or {}).get("spec") or {}
         jobs.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": spec})
     return jobs
+
+
+def _statefulsets(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """`<lws>` (the leaders, one per group) and `<lws>-workers` (a group's other hosts), as LWS creates them; the
+    leader template defaults to the worker template."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    template = spec.get("leaderWorkerTemplate") or {}
+    worker = template.get("workerTemplate") or {}
+    sets = []
+    for suffix, pod, replicas in (
+        ("", template.get("leaderTemplate") or worker, spec.get("replicas", 1)),
+        ("-workers", worker, max(0, int(template.get("size", 1)) - 1)),
+    ):
+        set_meta = {"name": f"{meta.get('name')}{suffix}", "namespace": meta.get("namespace")}
+        if meta.get("annotations"):
+            set_meta["annotations"] = dict(meta["annotations"])
+        labels = dict((pod.get("metadata") or {}).get("labels") or {})
+        sets.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": set_meta,
+                "spec": {"replicas": replicas, "serviceName": meta.get("name"),
+                         "selector": {"matchLabels": labels}, "template": pod},
+            }
+        )  # fmt: skip
+    return sets
 
 
 def rendered(build: Path, stack: str) -> Iterator[tuple[Path, list[dict[str, Any]]]]:

@@ -1,4 +1,4 @@
-"""Safety of real `pulumi up` and `pulumi destroy` on dev and prod.
+"""Safety of real `pulumi up` and `pulumi destroy` on dev, prod and the llm example stack.
 
 What GKE changes by itself never shows up as a diff (a diff on a TPU pool replaces the slice), slow creates
 have the time they need, prod cannot be deleted by accident, dev can be destroyed without manual steps, and
@@ -16,7 +16,7 @@ from components import tpu_catalog
 from offline import urns
 from offline.engine import REPO, Plan, read_stack_file, run_stack
 
-STACKS = ("dev", "prod")
+STACKS = ("dev", "llm", "prod")
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 BUCKET = "gcp:storage/bucket:Bucket"

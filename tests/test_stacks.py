@@ -51,6 +51,15 @@ def test_prod_trains_bursts_and_serves_on_v5e_slices(plans: dict[str, Plan]) -> 
     assert tpu_node_counts(plan) == {"train-0": 4, "train-1": 4, "burst": 2, "serve-0": 8, "serve-1": 8}
 
 
+def test_llm_serves_one_model_on_single_host_and_one_on_multi_host_slices(plans: dict[str, Plan]) -> None:
+    """A ct6e-standard-8t VM is a whole 2x4 slice (8 chips); a v5e 4x4 slice is 16 chips on 4 VMs of 4."""
+    plan = plans["llm"]
+    assert shapes(plan) == {"llm-v6e": ("2x4", 2, 1, 16), "llm-v5e": ("4x4", 3, 4, 48)}
+    served = {name: (s["kind"], s["replicas"], s["hostsPerReplica"]) for name, s in plan.outputs["serving"].items()}
+    assert served == {"llama-31-70b": ("Deployment", 2, 1), "llama-33-70b": ("LeaderWorkerSet", 2, 4)}
+    assert plan.outputs["flavors"] == {}  # every pool group serves: none is Kueue capacity
+
+
 def test_pulumi_yaml_describes_every_config_key_the_program_reads() -> None:
     """`pulumi config` users see these descriptions; a key the model reads but Pulumi.yaml omits is a gap."""
     import yaml

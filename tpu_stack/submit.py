@@ -16,7 +16,7 @@ from typing import Any
 from components import workloads
 from components.config.pools import TpuPoolConfig
 from components.config.queues import QueueRef, queue_refs, team_borrowing, team_chips
-from components.config.serving import _pinned_image, bucket_mounts
+from components.config.serving import bucket_mounts, pinned_image
 from components.config.stack import StackConfig
 from tpu_stack.kueue import Obj
 
@@ -137,7 +137,7 @@ def _check_name(name: str, pool: TpuPoolConfig, slices: int, *, jobset: bool) ->
 
 def _check_image(image: str) -> None:
     try:
-        _pinned_image(image)
+        pinned_image(image)
     except ValueError as error:
         raise SubmitError(f"--image {error}") from None
 

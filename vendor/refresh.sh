@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Refresh vendor/ from upstream (needs the internet): see vendor/README.md.
-# usage: vendor/refresh.sh KUEUE_TAG JOBSET_TAG GMP_TAG XPK_VERSION   e.g. v0.19.2 v0.12.0 v0.17.2 1.16.0
+# usage: vendor/refresh.sh KUEUE_TAG JOBSET_TAG GMP_TAG XPK_VERSION LWS_TAG   e.g. v0.19.2 v0.12.0 v0.17.2 1.16.0 v0.10.0
 set -euo pipefail
-[ $# -eq 4 ] || { sed -n 3p "$0"; exit 2; }
-kueue="$1" jobset="$2" gmp="$3" xpk="$4"
+[ $# -eq 5 ] || { sed -n 3p "$0"; exit 2; }
+kueue="$1" jobset="$2" gmp="$3" xpk="$4" lws="$5"
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 helm="$repo/.tools/bin/helm"
@@ -19,6 +19,9 @@ for kind in admissionchecks clusterqueues cohorts localqueues provisioningreques
 done
 fetch "$raw/kubernetes-sigs/jobset/$jobset/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml" \
   "$here/crds/jobset/jobset.x-k8s.io_jobsets.yaml"
+# The LWS chart ships its CRD (with the conversion stanza naming lws-system): take the chart's copy.
+fetch "$raw/kubernetes-sigs/lws/$lws/charts/lws/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml" \
+  "$here/crds/lws/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
 for kind in podmonitorings clusterpodmonitorings; do
   fetch "$raw/GoogleCloudPlatform/prometheus-engine/$gmp/charts/operator/crds/monitoring.googleapis.com_$kind.yaml" \
     "$here/crds/gmp/monitoring.googleapis.com_$kind.yaml"
@@ -27,6 +30,8 @@ done
 rm -f "$here"/charts/*.tgz
 "$helm" pull oci://registry.k8s.io/kueue/charts/kueue --version "${kueue#v}" -d "$here/charts"
 "$helm" pull oci://registry.k8s.io/jobset/charts/jobset --version "${jobset#v}" -d "$here/charts"
+# LWS chart versions keep the leading v (lws-v0.10.0.tgz).
+"$helm" pull oci://registry.k8s.io/lws/charts/lws --version "$lws" -d "$here/charts"
 
 # The TPU catalog: every TPU system xpk knows, as (version, node label, machine type, chips/VM, topology, chips, VMs).
 scratch="$(mktemp -d)"

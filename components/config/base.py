@@ -148,11 +148,20 @@ def is_zone(location: str) -> bool:
 
 KUEUE_NAMESPACE = "kueue-system"
 JOBSET_NAMESPACE = "jobset-system"
+LWS_NAMESPACE = "lws-system"
+"""The LeaderWorkerSet chart's CRD names its conversion webhook Service in `lws-system`: the chart lives there."""
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 """An OCI image digest as a reference carries it after `@`."""
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """Namespaces every cluster has; the stack uses them but never declares (owns) them."""
-RESERVED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", KUEUE_NAMESPACE, JOBSET_NAMESPACE)
+RESERVED_NAMESPACES = (
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    KUEUE_NAMESPACE,
+    JOBSET_NAMESPACE,
+    LWS_NAMESPACE,
+)
 
 
 def kubernetes_name(name: str) -> str:

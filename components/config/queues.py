@@ -5,6 +5,7 @@ they are given (never typed by hand).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from functools import cached_property
 from typing import Annotated, Literal
 
@@ -237,13 +238,14 @@ class QueueRef(ConfigModel):
 
 
 def queue_pools(
-    queues: QueuesConfig, tpu_pools: tuple[TpuPoolConfig, ...], *, autopilot: bool, serving_pool: str | None
+    queues: QueuesConfig, tpu_pools: tuple[TpuPoolConfig, ...], *, autopilot: bool, serving_pools: Mapping[str, str]
 ) -> tuple[TpuPoolConfig, ...]:
-    """Capacity Kueue hands out: the TPU pool groups (Autopilot: queues.autopilotCapacity), except the group
-    Saxml serves on (`serving_pool`), whose slices its model servers hold outside Kueue."""
+    """Capacity Kueue hands out: the TPU pool groups (Autopilot: queues.autopilotCapacity), except the groups
+    Saxml or vLLM servers serve on (`serving_pools`: pool -> what serves it), whose slices they hold outside
+    Kueue."""
     if autopilot:
         return tuple(capacity.pool for capacity in queues.autopilot_capacity)
-    return tuple(pool for pool in tpu_pools if pool.name != serving_pool)
+    return tuple(pool for pool in tpu_pools if pool.name not in serving_pools)
 
 
 def flavor_labels(pool: TpuPoolConfig) -> dict[str, str]:
@@ -339,11 +341,11 @@ def queue_problems(
     pools: tuple[TpuPoolConfig, ...],
     *,
     autopilot: bool,
-    serving_pool: str | None,
-    serving_namespace: str | None,
+    serving_pools: Mapping[str, str],
+    serving_namespaces: Collection[str],
 ) -> list[str]:
-    """Problems of `tpu-stack:queues` over the pool groups it shares (`pools`); Saxml's pool and namespace are
-    not the queues' to use."""
+    """Problems of `tpu-stack:queues` over the pool groups it shares (`pools`); the serving pools and namespaces
+    (Saxml's, vLLM's) are not the queues' to use."""
     key = f"{PROJECT}:queues"
     problems: list[str] = []
     if queues.autopilot_capacity and not autopilot:
@@ -367,14 +369,16 @@ def queue_problems(
         return problems  # pool problems are reported on their own keys; derived values need valid, distinct pools
     if not queues.teams and queues.namespace in RESERVED_NAMESPACES:
         problems.append(f"{key}.namespace: {queues.namespace!r} belongs to the system; use default or your own")
-    problems += _flavor_problems(queues, pools, serving_pool)
+    problems += _flavor_problems(queues, pools, serving_pools)
     problems += _priority_problems(queues)
-    reserved = set(RESERVED_NAMESPACES) | ({serving_namespace} if serving_namespace else set())
-    problems += _team_problems(queues, pools, serving_pool, reserved)
+    reserved = set(RESERVED_NAMESPACES) | set(serving_namespaces)
+    problems += _team_problems(queues, pools, serving_pools, reserved)
     return problems
 
 
-def _flavor_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], serving_pool: str | None) -> list[str]:
+def _flavor_problems(
+    queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], serving_pools: Mapping[str, str]
+) -> list[str]:
     key = f"{PROJECT}:queues"
     problems: list[str] = []
     seen: dict[str, str] = {}
@@ -390,7 +394,7 @@ def _flavor_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], ser
     hosts = queues.host_resources
     for name in hosts:
         if name not in names:
-            problems.append(f"{key}.hostResources.{name}: {_not_a_queue_pool(name, pools, serving_pool)}")
+            problems.append(f"{key}.hostResources.{name}: {_not_a_queue_pool(name, pools, serving_pools)}")
     missing = sorted(names - set(hosts))
     if hosts and missing:
         problems.append(
@@ -423,15 +427,15 @@ def _priority_problems(queues: QueuesConfig) -> list[str]:
     return problems
 
 
-def _not_a_queue_pool(name: str, pools: tuple[TpuPoolConfig, ...], serving_pool: str | None) -> str:
-    if name == serving_pool:
-        return f"pool {name!r} serves Saxml, whose model servers hold all its slices; it is not Kueue capacity"
+def _not_a_queue_pool(name: str, pools: tuple[TpuPoolConfig, ...], serving_pools: Mapping[str, str]) -> str:
+    if name in serving_pools:
+        return f"pool {name!r} {serving_pools[name]}; it is not Kueue capacity"
     names = ", ".join(pool.name for pool in pools) or "none"
     return f"{name!r} names no TPU pool the queues share; pools: {names}"
 
 
 def _team_problems(
-    queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], serving_pool: str | None, reserved: set[str]
+    queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], serving_pools: Mapping[str, str], reserved: set[str]
 ) -> list[str]:
     key = f"{PROJECT}:queues.teams"
     names = {pool.name for pool in pools}
@@ -454,7 +458,7 @@ def _team_problems(
         for field in ("shares", "borrowingLimit"):
             values = team.shares if field == "shares" else team.borrowing_limit
             problems += [
-                f"{where}.{field}.{name}: {_not_a_queue_pool(name, pools, serving_pool)}"
+                f"{where}.{field}.{name}: {_not_a_queue_pool(name, pools, serving_pools)}"
                 for name in values
                 if name not in names
             ]

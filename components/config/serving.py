@@ -64,7 +64,7 @@ class WorkloadRef(ConfigModel):
     """Folder writers' pods mount read-write at /checkpoints; defaults to `checkpoints/<namespace>`."""
 
     _names = field_validator("namespace", "service_account")(kubernetes_name)
-    _paths = field_validator("data_path", "checkpoint_path")(lambda path: _optional_folder(path))
+    _paths = field_validator("data_path", "checkpoint_path")(lambda path: optional_folder(path))
 
     @property
     def key(self) -> str:
@@ -97,7 +97,7 @@ WRITER_ROLE = "roles/storage.objectUser"
 _FOLDER = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 
 
-def _optional_folder(path: str | None) -> str | None:
+def optional_folder(path: str | None) -> str | None:
     """A folder of the bucket, as Cloud Storage FUSE's only-dir takes it: relative, no '..', no empty part."""
     if path is not None and (not _FOLDER.match(path) or ".." in path.split("/")):
         raise ValueError(
@@ -163,7 +163,7 @@ class BucketConfig(ConfigModel):
         ]
 
 
-def _pinned_image(image: str) -> str:
+def pinned_image(image: str) -> str:
     name, _, digest = image.partition("@")
     if digest and not DIGEST.match(digest):
         raise ValueError(f"{image!r}: {digest!r} is not a digest; write @sha256: and its 64 hex digits")
@@ -180,7 +180,7 @@ class SaxmlImagesConfig(ConfigModel):
     model_server: str = f"{SAXML_IMAGES}/sax-model-server:v1.1.0"
     http_server: str = f"{SAXML_IMAGES}/sax-http:v1.0.0"
 
-    _pinned = field_validator("admin_server", "model_server", "http_server")(_pinned_image)
+    _pinned = field_validator("admin_server", "model_server", "http_server")(pinned_image)
 
 
 class SaxmlServiceConfig(ConfigModel):
@@ -222,7 +222,7 @@ class SaxmlConfig(ConfigModel):
     images: SaxmlImagesConfig = SaxmlImagesConfig()
     service: SaxmlServiceConfig = SaxmlServiceConfig()
 
-    _model_path = field_validator("model_path")(lambda path: _optional_folder(path))
+    _model_path = field_validator("model_path")(lambda path: optional_folder(path))
 
     @field_validator("cell")
     @classmethod

@@ -29,6 +29,13 @@ from components.config.base import (
     zone_region,
 )
 from components.config.cluster import REGIONAL_CLUSTER_ZONES, SYSTEM_NODE_SELECTOR, ClusterConfig, node_role_problems
+from components.config.llm_serving import (
+    LlmServingConfig,
+    ServerShape,
+    llm_serving_problems,
+    server_shapes,
+    serving_pools,
+)
 from components.config.monitoring import MonitoringConfig
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
@@ -59,6 +66,7 @@ class StackConfig(ConfigModel):
     queues: QueuesConfig = QueuesConfig()
     bucket: BucketConfig = BucketConfig()
     saxml: SaxmlConfig | None = None
+    serving: LlmServingConfig | None = None
     monitoring: MonitoringConfig = MonitoringConfig()
 
     @field_validator("project")
@@ -138,14 +146,37 @@ class StackConfig(ConfigModel):
         return self.cluster.release_channel != "UNSPECIFIED"
 
     @property
+    def serving_pools(self) -> dict[str, str]:
+        """Pool group -> what serves on it (Saxml, vLLM servers): their replicas hold its slices outside Kueue."""
+        pools = serving_pools(self.serving)
+        if self.saxml:
+            pools[self.saxml.pool] = "serves Saxml, whose model servers hold all its slices"
+        return pools
+
+    @property
+    def serving_namespaces(self) -> list[str]:
+        """Namespaces the serving components own (Saxml's, vLLM's): no team may take them."""
+        return [config.namespace for config in (self.saxml, self.serving) if config is not None]
+
+    @property
     def queue_pools(self) -> tuple[TpuPoolConfig, ...]:
-        """The pool groups Kueue shares: all but Saxml's (Autopilot: queues.autopilotCapacity)."""
+        """The pool groups Kueue shares: all but the serving ones (Autopilot: queues.autopilotCapacity)."""
         return queue_pools(
             self.queues,
             self.tpu_pools,
             autopilot=self.cluster.mode == "autopilot",
-            serving_pool=self.saxml.pool if self.saxml else None,
+            serving_pools=self.serving_pools,
         )
+
+    @property
+    def server_shapes(self) -> list[ServerShape]:
+        """Each vLLM server with its pool (checked in stack_problems)."""
+        return server_shapes(self.serving, self.tpu_pools) if self.serving else []
+
+    @property
+    def needs_lws(self) -> bool:
+        """LeaderWorkerSet is installed when a server runs on multi-host slices."""
+        return any(shape.multi_host for shape in self.server_shapes)
 
     @property
     def controller_resources(self) -> dict[str, dict[str, str]]:
@@ -368,8 +399,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         config.queues,
         config.queue_pools,
         autopilot=config.cluster.mode == "autopilot",
-        serving_pool=config.saxml.pool if config.saxml else None,
-        serving_namespace=config.saxml.namespace if config.saxml else None,
+        serving_pools=config.serving_pools,
+        serving_namespaces=config.serving_namespaces,
     )
     # --- serving checks (bucket, identity, Saxml) ---
     if config.throwaway and config.protected:
@@ -384,6 +415,13 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         namespaces=["default", *queue_namespaces(config.queues)],
         pools=config.tpu_pools,
     )
+    if config.serving is not None:
+        problems += llm_serving_problems(
+            config.serving,
+            pools=config.tpu_pools,
+            taken_namespaces={config.saxml.namespace: "Saxml"} if config.saxml else {},
+            saxml_pool=config.saxml.pool if config.saxml else None,
+        )
     location = config.cluster_location
     if is_zone(location) and not location.startswith(config.region + "-"):
         problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")

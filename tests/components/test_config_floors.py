@@ -13,7 +13,8 @@ BELOW = {
     "pools": {"base"},
     "queues": {"base", "pools"},
     "serving": {"base", "pools"},
-    "stack": {"base", "cluster", "monitoring", "pools", "queues", "serving"},
+    "llm_serving": {"base", "pools", "serving"},
+    "stack": {"base", "cluster", "monitoring", "pools", "queues", "serving", "llm_serving"},
 }
 
 

@@ -271,6 +271,16 @@ REPLACES = [
     _k8s("apiregistration.k8s.io/v1:APIService"),
     _k8s("monitoring.googleapis.com/v1:PodMonitoring"),
     _k8s("jobset.x-k8s.io/v1alpha2:JobSet"),
+    Replaces(
+        "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
+        _NAMED,
+        _K8S_DIFF,
+        "a custom kind: the provider replaces only on a new name or namespace. Size, replicas, templates and the "
+        "rollout strategy update in place: the LWS controller rolls a changed leaderWorkerTemplate out group by "
+        "group (its revision hashes spec.leaderWorkerTemplate and spec.networkConfig; kubernetes-sigs/lws v0.10.0 "
+        "pkg/utils/revision/revision_utils.go getPatch) and scales replicas; the v0.10.0 CRD has no transition "
+        "rule; no finalizer (pkg/controllers), so a destroy never waits on the controller",
+    ),
     *(
         _k8s(f"kueue.x-k8s.io/v1beta2:{kind}")
         for kind in (
@@ -284,7 +294,7 @@ REPLACES = [
         Replaces(f"tpu-stack:index:{component}", (), _COMPONENT)
         for component in (
             "GkeCluster", "TpuSlicePools", "JobSetInstall", "KueueInstall", "KueueQueues", "NamespacePolicies",
-            "ControllerMetrics", "Bucket", "WorkloadIdentity", "Saxml", "Monitoring",
+            "ControllerMetrics", "Bucket", "WorkloadIdentity", "Saxml", "Monitoring", "LwsInstall", "LlmServing",
         )
     ),
 ]  # fmt: skip
@@ -317,6 +327,12 @@ REFUSES = [
         ("spec.replicatedJobs",),
         "kubernetes-sigs/jobset v0.12.0 pkg/webhooks/jobset_webhook.go ValidateUpdate (replicatedJobs may change "
         "only while suspended)",
+    ),
+    Refuses(
+        "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
+        ("spec.leaderWorkerTemplate.subGroupPolicy",),
+        "kubernetes-sigs/lws v0.10.0 pkg/webhooks/leaderworkerset_webhook.go ValidateUpdate (subGroupSize is "
+        "immutable and cannot be added or removed; failurePolicy Fail); the stack sets no subGroupPolicy",
     ),
 ]
 

@@ -229,7 +229,8 @@ def test_known_custom_kinds_are_the_vendored_crds_versions() -> None:
         for k in ("PodMonitoring", "ClusterPodMonitoring")
         for ver in ("v1", "v1alpha1")
     }
-    assert known == expected | {("jobset.x-k8s.io/v1alpha2", "JobSet")} | monitoring
+    lws = {("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")}
+    assert known == expected | {("jobset.x-k8s.io/v1alpha2", "JobSet")} | monitoring | lws
 
 
 def test_unsupported_rules_are_exactly_the_listed_ones() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from offline.engine import run_stack
+from offline.engine import REPO, run_stack
 from security.__main__ import annotate, chart_exceptions, collect, unwrap
 
+SCANNED = ("dev", "llm", "prod")
 POD = {"containers": [{"name": "c", "image": "busybox:1.37.0"}], "restartPolicy": "Never"}
 JOBSET = {
     "apiVersion": "jobset.x-k8s.io/v1alpha2",
@@ -77,13 +77,50 @@ def test_every_reviewed_chart_exception_has_a_reason_checkov_can_read() -> None:
             assert len(reason) > 20 and "=" not in reason, f"{check}: checkov splits the annotation at '='"
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_every_reviewed_chart_exception_names_an_object_the_charts_render(stack: str) -> None:
-    """A stale entry (the chart renamed or dropped the object) would hide nothing and mislead the reader."""
+def test_every_reviewed_chart_exception_names_an_object_the_charts_render() -> None:
+    """A stale entry (the chart renamed or dropped the object) would hide nothing and mislead the reader. The
+    scanned stacks render the Kueue and JobSet charts (all of them) and the LWS chart (llm)."""
     rendered = {
         (r["inputs"]["kind"], r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"])
+        for stack in SCANNED
         for r in run_stack(stack).resources
         if r.get("rendered")
     }
     for entry in chart_exceptions():
         assert (entry["kind"], entry.get("namespace"), entry["name"]) in rendered
+
+
+def test_the_scan_covers_every_stack_file() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    (line,) = [line for line in makefile.splitlines() if line.startswith("SCAN_STACKS ?=")]
+    assert (
+        line.split("?=")[1].split() == list(SCANNED) == sorted(p.name.split(".")[1] for p in REPO.glob("Pulumi.*.yaml"))
+    )
+
+
+LWS: dict[str, Any] = {
+    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+    "kind": "LeaderWorkerSet",
+    "metadata": {"name": "llama", "namespace": "llm", "annotations": {"checkov.io/skip1": "CKV_K8S_8=no endpoint"}},
+    "spec": {
+        "replicas": 2,
+        "leaderWorkerTemplate": {
+            "size": 4,
+            "leaderTemplate": {"metadata": {"labels": {"role": "leader"}}, "spec": POD},
+            "workerTemplate": {"metadata": {"labels": {"role": "worker"}}, "spec": {**POD, "restartPolicy": "Always"}},
+        },
+    },
+}
+
+
+def test_a_leaderworkerset_becomes_its_leader_and_worker_statefulsets_with_its_annotations() -> None:
+    leaders, workers = unwrap(LWS)
+    assert [(s["kind"], s["metadata"]["name"]) for s in (leaders, workers)] == [
+        ("StatefulSet", "llama"), ("StatefulSet", "llama-workers"),
+    ]  # fmt: skip
+    assert (leaders["spec"]["replicas"], workers["spec"]["replicas"]) == (2, 3)
+    assert leaders["spec"]["template"]["metadata"]["labels"] == {"role": "leader"}
+    assert workers["spec"]["template"]["spec"]["restartPolicy"] == "Always"
+    assert all(
+        s["metadata"]["annotations"] == {"checkov.io/skip1": "CKV_K8S_8=no endpoint"} for s in (leaders, workers)
+    )

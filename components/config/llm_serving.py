@@ -1,0 +1,426 @@
+"""LLM serving with vLLM (`tpu-stack:serving`): OpenAI-compatible servers on TPU pool groups.
+
+A server is one model behind one internal load balancer, with one replica per slice of its pool group. Everything
+that must agree with the pool is derived here from the pool's slice math: tensor parallelism is the slice's chips,
+a single-host slice is one vLLM pod (a Deployment), a multi-host slice is one LeaderWorkerSet group with one pod
+per VM (size = VMs per slice). The weights must fit the slice's HBM at the dtype's bytes per parameter, within the
+share of HBM the server is told to use (`--gpu-memory-utilization`); what does not fit is refused, one line each.
+
+Sources: vLLM's TPU backend (vllm-project/tpu-inference) runs multi-host slices over Ray
+(`TPU_MULTIHOST_BACKEND=ray`, a Ray head in the group's leader, the other hosts joining it; tag v0.27.0
+`examples/offload/gke/benchmarks/multi-host/deploy-baseline.yaml`), as the LeaderWorkerSet project's own TPU
+example does (kubernetes-sigs/lws v0.10.0 `docs/examples/vllm/TPU/lws.yaml`); GKE's single-host tutorial serves
+from a Deployment (GoogleCloudPlatform/kubernetes-engine-samples `ai-ml/vllm-tpu/vllm-llama3-70b.yaml`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from components import tpu_catalog
+from components.config.base import (
+    BUILT_IN_NAMESPACES,
+    DIGEST,
+    PROJECT,
+    RESERVED_NAMESPACES,
+    ConfigModel,
+    kubernetes_name,
+    source_range,
+)
+from components.config.pools import TpuPoolConfig
+from components.config.serving import WRITER_ROLE, BucketMount, IdentityForm, WorkloadRef, optional_folder, pinned_image
+
+KEY = f"{PROJECT}:serving"
+VLLM_IMAGE = "vllm/vllm-tpu:v0.27.0"
+"""vLLM's TPU image (Docker Hub `vllm/vllm-tpu`, built from vllm-project/tpu-inference); the release tag of
+tpu-inference v0.27.0 (2026-08-20). GKE's tutorial and LWS's example run `:latest`, which is never pinned."""
+LWS_VERSION = "v0.10.0"
+"""The LeaderWorkerSet chart (`oci://registry.k8s.io/lws/charts/lws`); its versions keep the leading `v`."""
+SERVER_PORT = 8000
+RAY_PORT = 6379
+"""The Ray head's GCS port in the group's leader, which the other hosts of the slice join."""
+MEMORY_UTILIZATION = 0.9
+"""Share of each chip's HBM the server may use (`--gpu-memory-utilization`, vLLM's default 0.9 passed explicitly):
+the weights must fit in it, the rest of it holds the KV cache."""
+BYTES_PER_PARAMETER: dict[str, float] = {
+    "bfloat16": 2,
+    "float16": 2,
+    "float32": 4,
+    "fp8": 1,
+    "int8": 1,
+    "int4": 0.5,
+}
+VLLM_DTYPES = ("bfloat16", "float16", "float32")
+"""Passed as `--dtype`; the quantized types are read by vLLM from the checkpoint's own quantization config."""
+SERVING_TPU_VERSIONS = ("v5e", "v6e")
+"""TPU versions the stack serves vLLM on: the ones vLLM's TPU backend and GKE's vLLM tutorials run on."""
+CACHE_VOLUME = "vllm-cache"
+MODEL_VOLUME = "model"
+STARTUP_MINUTES = 60
+"""How long a server may take to become healthy: download (first start), load and XLA compilation of a 70B model
+take tens of minutes (about 16 on v6e by GKE's sample, kubernetes-engine-samples commit 64dcc999)."""
+STACK_ARGS = (
+    "--model",
+    "--served-model-name",
+    "--tensor-parallel-size",
+    "--pipeline-parallel-size",
+    "--max-model-len",
+    "--dtype",
+    "--host",
+    "--port",
+    "--download-dir",
+    "--gpu-memory-utilization",
+)
+"""Engine arguments the stack derives; engineArgs may not set them again."""
+_HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ENGINE_ARG = re.compile(r"^--[a-z0-9][a-z0-9-]*(=.*)?$")
+_SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+Dtype = Literal["bfloat16", "float16", "float32", "fp8", "int8", "int4"]
+SERVER_NAME_MAX = 40
+"""LeaderWorkerSet names its StatefulSets `<server>-<group>` and pods `<server>-<group>-<host>`; the revision-hash
+label of a StatefulSet's pods (`<statefulset>-<hash>`) must stay a 63-character label value."""
+
+
+def _server_name(name: str) -> str:
+    """A DNS-1035 label (LeaderWorkerSet and Service names must be), short enough for the names LWS derives."""
+    kubernetes_name(name)
+    if len(name) > SERVER_NAME_MAX:
+        raise ValueError(f"{name!r} is {len(name)} characters; a server name has at most {SERVER_NAME_MAX}")
+    return name
+
+
+def _hf_id(model: str | None) -> str | None:
+    if model is not None and not _HF_ID.match(model):
+        raise ValueError(
+            f"{model!r} is not a Hugging Face model id like meta-llama/Llama-3.1-8B-Instruct; for weights in the "
+            "stack's bucket use modelFolder"
+        )
+    return model
+
+
+def _engine_args(args: tuple[str, ...]) -> tuple[str, ...]:
+    for arg in args:
+        if not _ENGINE_ARG.match(arg):
+            raise ValueError(f"{arg!r} is not an engine argument; write --name or --name=value, one per item")
+        flag = arg.partition("=")[0]
+        if flag in STACK_ARGS:
+            raise ValueError(f"{flag} is derived by the stack from the server and its pool; remove it")
+    return args
+
+
+class HuggingFaceTokenConfig(ConfigModel):
+    """A Secret the operator creates in the serving namespace; only its name is in the config, never the token."""
+
+    secret: str
+    key: str = "token"
+
+    _secret = field_validator("secret")(kubernetes_name)
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, key: str) -> str:
+        if not _SECRET_KEY.match(key):
+            raise ValueError(f"{key!r} is not a Secret key; use letters, digits, '-', '_' or '.'")
+        return key
+
+
+class ServingServiceConfig(ConfigModel):
+    """Each server's internal load balancer: only these client ranges reach it (required)."""
+
+    source_ranges: tuple[Annotated[str, AfterValidator(source_range)], ...] = ()
+
+
+class LlmServerConfig(ConfigModel):
+    """One model served by vLLM on a pool group: `replicas` slices of it, one replica per slice."""
+
+    name: str
+    pool: str
+    model: str | None = None
+    """A Hugging Face model id; the server downloads it once into the bucket (`cacheFolder`)."""
+    model_folder: str | None = None
+    """A folder of the stack's bucket holding the weights (config, tokenizer, safetensors), mounted read-only."""
+    served_model_name: str | None = None
+    """The `model` clients name in requests; defaults to the Hugging Face id, or the server's name."""
+    billions_of_parameters: float = Field(gt=0)
+    dtype: Dtype = "bfloat16"
+    replicas: int = Field(default=1, ge=1)
+    max_model_len: int = Field(gt=0)
+    engine_args: tuple[str, ...] = ()
+    image: str = VLLM_IMAGE
+
+    _name = field_validator("name")(_server_name)
+    _model = field_validator("model")(_hf_id)
+    _folder = field_validator("model_folder")(optional_folder)
+    _args = field_validator("engine_args")(_engine_args)
+    _image = field_validator("image")(pinned_image)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> LlmServerConfig:
+        if (self.model is None) == (self.model_folder is None):
+            raise ValueError("set exactly one of model (a Hugging Face id) or modelFolder (a folder of the bucket)")
+        return self
+
+    @property
+    def weights_gb(self) -> float:
+        return self.billions_of_parameters * BYTES_PER_PARAMETER[self.dtype]
+
+    @property
+    def model_name(self) -> str:
+        return self.served_model_name or self.model or self.name
+
+
+class LlmServingConfig(ConfigModel):
+    """vLLM servers (`tpu-stack:serving`), all in one namespace as one Workload Identity KSA."""
+
+    namespace: str = "llm"
+    service_account: str = "vllm"
+    identity: IdentityForm = "principal"
+    iam_service_account: str | None = None
+    hugging_face_token: HuggingFaceTokenConfig | None = None
+    cache_folder: str = "vllm-cache"
+    """Folder of the bucket where each server keeps its Hugging Face downloads and XLA compilation cache
+    (`<cacheFolder>/<server>`), so a restart neither downloads nor compiles again."""
+    service: ServingServiceConfig = ServingServiceConfig()
+    servers: tuple[LlmServerConfig, ...] = ()
+    lws_version: str = LWS_VERSION
+    lws_image_digest: str | None = None
+
+    _names = field_validator("namespace", "service_account")(kubernetes_name)
+    _cache = field_validator("cache_folder")(optional_folder)
+
+    @field_validator("lws_version")
+    @classmethod
+    def _lws_version(cls, version: str) -> str:
+        if not re.match(r"^v\d+\.\d+\.\d+$", version):
+            raise ValueError(f"{version!r} is not an LWS chart version like v0.10.0 (its chart versions keep the 'v')")
+        return version
+
+    @field_validator("lws_image_digest")
+    @classmethod
+    def _digest(cls, digest: str | None) -> str | None:
+        if digest is not None and not DIGEST.match(digest):
+            raise ValueError(f"{digest!r} is not an image digest; write sha256: and its 64 hex digits")
+        return digest
+
+    @property
+    def lws_image_tag(self) -> str | None:
+        """The chart's image tag with the digest appended (`v0.10.0@sha256:...`), or None: the chart's own tag."""
+        return f"{self.lws_version}@{self.lws_image_digest}" if self.lws_image_digest else None
+
+    @property
+    def workload(self) -> WorkloadRef:
+        return WorkloadRef(
+            namespace=self.namespace,
+            service_account=self.service_account,
+            identity=self.identity,
+            iam_service_account=self.iam_service_account,
+        )
+
+    @property
+    def bucket_role(self) -> str:
+        """Object read and write on the bucket: model folders are read, the cache folder is written."""
+        return WRITER_ROLE
+
+
+@dataclass(frozen=True)
+class ServerShape:
+    """A server on its pool: what the Kubernetes objects are built from."""
+
+    server: LlmServerConfig
+    pool: TpuPoolConfig
+    spare_slices: int
+    """Slices of the pool no server replica holds: a rollout may start a new replica there first."""
+
+    @property
+    def multi_host(self) -> bool:
+        return self.pool.multi_host
+
+    @property
+    def kind(self) -> str:
+        return "LeaderWorkerSet" if self.multi_host else "Deployment"
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        """vLLM shards the model over every chip of the slice (one replica per slice)."""
+        return self.pool.chips_per_slice
+
+    @property
+    def hosts(self) -> int:
+        """Pods of one replica: one per VM of the slice (the LeaderWorkerSet group size)."""
+        return self.pool.vms_per_slice
+
+    @property
+    def chips_per_host(self) -> int:
+        return self.pool.machine.chips_per_vm
+
+    @property
+    def hbm_gb(self) -> float:
+        return self.pool.chips_per_slice * self.pool.machine.version.hbm_gb_per_chip
+
+    @property
+    def usable_hbm_gb(self) -> float:
+        return self.hbm_gb * MEMORY_UTILIZATION
+
+    @property
+    def max_surge(self) -> int:
+        """One replica above `replicas` during a rollout when the pool has a slice to put it on, else none."""
+        return 1 if self.spare_slices > 0 else 0
+
+    @property
+    def max_unavailable(self) -> int:
+        """With a spare slice nothing goes down first; without one, one replica at a time (never both 0)."""
+        return 0 if self.max_surge else 1
+
+    def mounts(self, serving: LlmServingConfig) -> list[BucketMount]:
+        """The server's cache folder read-write at /cache; a bucket model's folder read-only at /models."""
+        cache = f"{serving.cache_folder}/{self.server.name}"
+        mounts = [BucketMount(CACHE_VOLUME, cache, "/cache", read_only=False)]
+        if self.server.model_folder is not None:
+            mounts.append(BucketMount(MODEL_VOLUME, self.server.model_folder, "/models", read_only=True))
+        return mounts
+
+    @property
+    def engine_args(self) -> list[str]:
+        """The API server's arguments: the ones derived from the server and its slice, then `engineArgs`."""
+        server = self.server
+        args = [
+            "--host=0.0.0.0",
+            f"--port={SERVER_PORT}",
+            f"--model={server.model or '/models'}",
+            f"--served-model-name={server.model_name}",
+            f"--tensor-parallel-size={self.tensor_parallel_size}",
+            f"--max-model-len={server.max_model_len}",
+            f"--gpu-memory-utilization={MEMORY_UTILIZATION}",
+        ]
+        if server.dtype in VLLM_DTYPES:
+            args.append(f"--dtype={server.dtype}")
+        if server.model is not None:
+            args.append("--download-dir=/cache/huggingface")
+        return [*args, *server.engine_args]
+
+
+def server_shapes(serving: LlmServingConfig, pools: tuple[TpuPoolConfig, ...]) -> list[ServerShape]:
+    """Each server with its pool (servers whose pool does not exist are left out: serving_problems says so)."""
+    by_name = {pool.name: pool for pool in pools}
+    held: dict[str, int] = {}
+    for server in serving.servers:
+        held[server.pool] = held.get(server.pool, 0) + server.replicas
+    return [
+        ServerShape(server, by_name[server.pool], by_name[server.pool].slices - held[server.pool])
+        for server in serving.servers
+        if server.pool in by_name
+    ]
+
+
+def serving_pools(serving: LlmServingConfig | None) -> dict[str, str]:
+    """Pool group -> why it is not Kueue capacity: the replicas of a server hold its slices."""
+    if serving is None:
+        return {}
+    return {
+        server.pool: f"serves the vLLM server {server.name!r}, whose replicas hold its slices"
+        for server in reversed(serving.servers)
+    }
+
+
+def llm_serving_problems(
+    serving: LlmServingConfig,
+    *,
+    pools: tuple[TpuPoolConfig, ...],
+    taken_namespaces: dict[str, str],
+    saxml_pool: str | None,
+) -> list[str]:
+    """Problems of `tpu-stack:serving`: its namespace is its own (`taken_namespaces`: namespace -> owner), servers
+    run on existing, servable pools that hold their replicas and their weights."""
+    problems = [f"{KEY}.{field}: {message}" for field, message in serving.workload.problems()]
+    if not serving.service.source_ranges:
+        problems.append(
+            f"{KEY}.service.sourceRanges: required (the client CIDRs allowed to call the servers' internal load "
+            f"balancers on port {SERVER_PORT}); list them"
+        )
+    if serving.namespace in BUILT_IN_NAMESPACES or serving.namespace in RESERVED_NAMESPACES:
+        problems.append(f"{KEY}.namespace: {serving.namespace!r} belongs to the system; give the servers their own")
+    elif serving.namespace in taken_namespaces:
+        problems.append(
+            f"{KEY}.namespace: {serving.namespace!r} is already {taken_namespaces[serving.namespace]}'s namespace; "
+            "give the servers their own"
+        )
+    if not serving.servers:
+        problems.append(f"{KEY}.servers: no server is listed; add one or remove tpu-stack:serving")
+    names: dict[str, int] = {}
+    for index, server in enumerate(serving.servers):
+        where = f"{KEY}.servers[{index}]"
+        if server.name in names:
+            problems.append(f"{where}.name: {server.name!r} is already servers[{names[server.name]}]")
+        names.setdefault(server.name, index)
+        problems += _server_problems(server, where, pools, saxml_pool)
+    problems += _replica_problems(serving, pools)
+    return problems
+
+
+def _server_problems(
+    server: LlmServerConfig, where: str, pools: tuple[TpuPoolConfig, ...], saxml_pool: str | None
+) -> list[str]:
+    pool = next((p for p in pools if p.name == server.pool), None)
+    if pool is None:
+        names = ", ".join(p.name for p in pools) or "none"
+        return [f"{where}.pool: {server.pool!r} names no TPU pool; tpuPools: {names}"]
+    if pool.problems():
+        return []  # reported on the pool's own key
+    version = pool.machine.version.name
+    if version not in SERVING_TPU_VERSIONS:
+        return [
+            f"{where}.pool: pool {pool.name!r} is TPU {version} ({pool.machine.name}); the stack serves vLLM on "
+            f"{', '.join(SERVING_TPU_VERSIONS)}"
+        ]
+    if pool.name == saxml_pool:
+        return [f"{where}.pool: pool {pool.name!r} serves Saxml, whose model servers hold all its slices"]
+    if pool.provisioning == "queued":
+        return [
+            f"{where}.pool: pool {pool.name!r} is queued-provisioning, whose nodes exist only for Kueue-admitted "
+            "jobs; serve on an on-demand, reservation, spot or flex-start pool"
+        ]
+    shape = ServerShape(server, pool, 0)
+    if server.weights_gb > shape.usable_hbm_gb:
+        return [
+            f"{where}.billionsOfParameters: a {server.billions_of_parameters:g}B model in {server.dtype} needs "
+            f"{server.weights_gb:g} GB of HBM for its weights; pool {pool.name!r} slices ({pool.slice_topology}, "
+            f"{pool.chips_per_slice} {version} chips) hold {shape.hbm_gb:g} GB, of which the server uses "
+            f"{MEMORY_UTILIZATION:.0%}: {_fitting_slice(pool, server)}"
+        ]
+    return []
+
+
+def _fitting_slice(pool: TpuPoolConfig, server: LlmServerConfig) -> str:
+    """The smallest slice of the pool's machine type (or version) whose usable HBM holds the weights."""
+    version = pool.machine.version
+    chips = math.ceil(server.weights_gb / (version.hbm_gb_per_chip * MEMORY_UTILIZATION))
+    topology = pool.machine.smallest_topology_with(chips)
+    if topology is not None:
+        return f"use topology {topology} or larger"
+    default = tpu_catalog.MACHINE_TYPES[tpu_catalog.DEFAULT_MACHINE_TYPE[version.name]]
+    topology = default.smallest_topology_with(chips)
+    if topology is not None:
+        return f"use machineType {default.name} with topology {topology} or larger"
+    return f"no {version.name} slice is that large; use a smaller dtype or a TPU version with more HBM per chip"
+
+
+def _replica_problems(serving: LlmServingConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+    """One replica per slice: the servers on a pool group hold at most its slices."""
+    problems = []
+    for pool in pools:
+        on_pool = [(i, s) for i, s in enumerate(serving.servers) if s.pool == pool.name]
+        held = sum(s.replicas for _, s in on_pool)
+        if on_pool and not pool.problems() and held > pool.slices:
+            index, server = on_pool[-1]
+            others = f" ({held - server.replicas} held by other servers)" if len(on_pool) > 1 else ""
+            problems.append(
+                f"{KEY}.servers[{index}].replicas: {server.replicas} replicas{others} need {held} slices of pool "
+                f"{pool.name!r}, which has {pool.slices}; one replica runs on one slice: lower replicas or raise "
+                f"tpuPools slices"
+            )
+    return problems

@@ -1,0 +1,502 @@
+"""vLLM serving: sizing against the slice's HBM, the objects' shape from the pool, exposure, identity and the
+config lines that refuse what does not fit.
+
+Expectations are written out by hand from the TPU pages: v5e has 16 GB of HBM per chip, v6e 32 GB; a 70B model in
+bfloat16 is 70 x 2 = 140 GB of weights, and a server may fill 90% of the slice's HBM with them
+(`--gpu-memory-utilization=0.9`). v5e 2x4 = 8 chips = 128 GB (115.2 usable): too small; v5e 4x4 = 16 chips on 4 VMs
+of 4 = 256 GB: fits, tensor parallel 16 over a 4-pod LeaderWorkerSet group; v6e ct6e-standard-8t 2x4 = 8 chips on
+one VM = 256 GB: fits, one pod (GKE's vLLM tutorial serves Llama 3.1 70B there); v6e 2x2 = 4 chips = 128 GB: too
+small, and the next v6e slice is 2x4.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.config.base import ConfigError
+from components.config.stack import StackConfig, load
+from offline import validate
+from offline.engine import Plan, run_program, run_stack
+from tests.conftest import BASE, StackRunner
+
+LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+SERVICE = "kubernetes:core/v1:Service"
+POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+CLIENTS = {"sourceRanges": ["10.20.0.0/24"]}
+V5E_4X4 = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": "us-central1-a"}
+V6E_8T = {"name": "serve", "machineType": "ct6e-standard-8t", "slices": 2, "zone": "us-central1-b"}
+LLAMA_70B = {"name": "llama", "pool": "serve", "model": "meta-llama/Llama-3.1-70B-Instruct",
+             "billionsOfParameters": 70, "maxModelLen": 4096}  # fmt: skip
+KEY = "tpu-stack:serving"
+S0 = f"{KEY}.servers[0]"
+
+
+def config(pool: dict[str, Any], *servers: dict[str, Any], **serving: Any) -> dict[str, Any]:
+    return {
+        "tpu-stack:tpuPools": [pool],
+        KEY: {"service": CLIENTS, "servers": list(servers) or [LLAMA_70B], **serving},
+    }
+
+
+def loaded(extra: dict[str, Any]) -> StackConfig:
+    return load({**BASE, **extra}, stack="dev")
+
+
+def config_error(extra: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as error:
+        loaded(extra)
+    return error.value.lines
+
+
+def kube(plan: Plan, type_token: str, name: str) -> dict[str, Any]:
+    (found,) = [r for r in plan.by_type(type_token) if r["inputs"]["metadata"]["name"] == name]
+    return found
+
+
+@pytest.fixture(scope="module")
+def example() -> Plan:
+    """The example stack: Llama 3.1 70B on two v6e 2x4 single-host slices, Llama 3.3 70B on v5e 4x4 slices."""
+    return run_stack("llm", render_charts=False)
+
+
+# ---- sizing ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pool", "kind", "tensor_parallel", "hosts", "chips_per_host"),
+    [
+        ({"machineType": "ct5lp-hightpu-4t", "topology": "4x4"}, "LeaderWorkerSet", 16, 4, 4),
+        ({"machineType": "ct6e-standard-8t"}, "Deployment", 8, 1, 8),
+        ({"machineType": "ct6e-standard-4t", "topology": "2x4"}, "LeaderWorkerSet", 8, 2, 4),
+        ({"machineType": "ct5lp-hightpu-4t", "topology": "8x8"}, "LeaderWorkerSet", 64, 16, 4),
+    ],
+)
+def test_a_70b_bf16_model_fits_these_slices_sharded_over_every_chip(
+    pool: dict[str, Any], kind: str, tensor_parallel: int, hosts: int, chips_per_host: int
+) -> None:
+    (shape,) = loaded(config({"name": "serve", "zone": "us-central1-a", **pool})).server_shapes
+    assert (shape.kind, shape.tensor_parallel_size, shape.hosts, shape.chips_per_host) == (
+        kind, tensor_parallel, hosts, chips_per_host,
+    )  # fmt: skip
+    assert f"--tensor-parallel-size={tensor_parallel}" in shape.engine_args
+
+
+@pytest.mark.parametrize(
+    ("pool", "server", "line"),
+    [
+        ({"machineType": "ct5lp-hightpu-4t", "topology": "2x4"}, {},
+         "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x4, 8 v5e chips) hold "
+         "128 GB, of which the server uses 90%: use topology 4x4 or larger"),
+        ({"machineType": "ct6e-standard-4t", "topology": "2x2"}, {},
+         "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x2, 4 v6e chips) hold "
+         "128 GB, of which the server uses 90%: use topology 2x4 or larger"),
+        # An 8-chip v5e VM is a fixed 2x4 slice: the next size is a multi-host slice of the 4-chip machine type.
+        ({"machineType": "ct5lp-hightpu-8t"}, {},
+         "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x4, 8 v5e chips) hold "
+         "128 GB, of which the server uses 90%: use machineType ct5lp-hightpu-4t with topology 4x4 or larger"),
+        # 405B x 2 = 810 GB: 29 v6e chips at 28.8 usable GB each, the 32-chip 4x8.
+        ({"machineType": "ct6e-standard-8t"}, {"billionsOfParameters": 405},
+         "a 405B model in bfloat16 needs 810 GB of HBM for its weights; pool 'serve' slices (2x4, 8 v6e chips) hold "
+         "256 GB, of which the server uses 90%: use machineType ct6e-standard-4t with topology 4x8 or larger"),
+        # float32: 4 bytes a parameter; 70 x 4 = 280 GB > 230.4 usable of a 4x4 v5e.
+        ({"machineType": "ct5lp-hightpu-4t", "topology": "4x4"}, {"dtype": "float32"},
+         "a 70B model in float32 needs 280 GB of HBM for its weights; pool 'serve' slices (4x4, 16 v5e chips) hold "
+         "256 GB, of which the server uses 90%: use topology 4x8 or larger"),
+        # 2000B x 2 = 4000 GB: 278 v5e chips, more than the largest (256-chip) v5e slice.
+        ({"machineType": "ct5lp-hightpu-4t", "topology": "16x16"}, {"billionsOfParameters": 2000},
+         "a 2000B model in bfloat16 needs 4000 GB of HBM for its weights; pool 'serve' slices (16x16, 256 v5e chips) "
+         "hold 4096 GB, of which the server uses 90%: no v5e slice is that large; use a smaller dtype or a TPU "
+         "version with more HBM per chip"),
+    ],
+)  # fmt: skip
+def test_weights_that_do_not_fit_the_slice_are_one_line_naming_the_slice_that_would(
+    pool: dict[str, Any], server: dict[str, Any], line: str
+) -> None:
+    pool = {"name": "serve", "zone": "us-central1-a", **pool}
+    assert config_error(config(pool, {**LLAMA_70B, **server})) == [f"{S0}.billionsOfParameters: {line}"]
+
+
+@pytest.mark.parametrize(("dtype", "topology"), [("int8", "2x4"), ("fp8", "2x4"), ("int4", "2x2")])
+def test_quantized_weights_need_fewer_bytes_per_parameter(dtype: str, topology: str) -> None:
+    """70B at 1 byte = 70 GB fits a v5e 2x4 (115.2 usable GB); at half a byte 35 GB fits a 2x2 (57.6)."""
+    pool = {**V5E_4X4, "topology": topology}
+    (shape,) = loaded(config(pool, {**LLAMA_70B, "dtype": dtype})).server_shapes
+    # vLLM reads a quantized checkpoint's scheme from the checkpoint: no --dtype is passed for these.
+    assert not any(arg.startswith("--dtype") for arg in shape.engine_args)
+
+
+# ---- the LeaderWorkerSet of a multi-host server ----------------------------------------------------------------
+
+
+def lws_spec(plan: Plan, name: str = "llama") -> dict[str, Any]:
+    spec: dict[str, Any] = kube(plan, LWS, name)["inputs"]["spec"]
+    return spec
+
+
+def test_multi_host_server_is_one_leaderworkerset_group_per_slice(run: StackRunner) -> None:
+    """Two v5e 4x4 slices (4 VMs of 4 chips), two replicas: 2 groups of 4 pods, each pod holding its VM's chips."""
+    plan = run(config(V5E_4X4, {**LLAMA_70B, "replicas": 2}))
+    lws = kube(plan, LWS, "llama")["inputs"]
+    spec = lws["spec"]
+    template = spec["leaderWorkerTemplate"]
+    assert (spec["replicas"], template["size"]) == (2, 4)
+    assert template["restartPolicy"] == "RecreateGroupOnPodRestart"
+    assert spec["startupPolicy"] == "LeaderCreated"  # the leader waits for its workers: they must start with it
+    # One group per node pool = per slice.
+    assert lws["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/exclusive-topology"] == (
+        "cloud.google.com/gke-nodepool"
+    )
+    for role in ("leaderTemplate", "workerTemplate"):
+        pod = template[role]["spec"]
+        assert pod["nodeSelector"] == {
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+            "cloud.google.com/gke-tpu-topology": "4x4",
+        }
+        (container,) = pod["containers"]
+        # ct5lp-hightpu-4t: the node's CPU and memory, as every TPU pod (test_workloads has the arithmetic).
+        assert container["resources"]["limits"] == {"google.com/tpu": 4, "memory": "181543Mi"}
+        assert container["resources"]["requests"] == {"google.com/tpu": 4, "cpu": "110400m", "memory": "179495Mi"}
+        assert {"name": "TPU_MULTIHOST_BACKEND", "value": "ray"} in container["env"]
+        assert "hostNetwork" not in pod and pod["serviceAccountName"] == "vllm"
+
+
+def test_the_leader_starts_a_ray_head_waits_for_the_whole_slice_then_serves(run: StackRunner) -> None:
+    template = lws_spec(run(config(V5E_4X4)))["leaderWorkerTemplate"]
+    (leader,) = template["leaderTemplate"]["spec"]["containers"]
+    (worker,) = template["workerTemplate"]["spec"]["containers"]
+    assert leader["command"] == worker["command"] == ["/bin/sh", "-c"]
+    (script,) = leader["args"]
+    assert script.startswith("ray start --head --port=6379 --disable-usage-stats && until ")
+    assert '= "$LWS_GROUP_SIZE" ]; do sleep 5; done && exec python3 -m vllm.entrypoints.openai.api_server ' in script
+    assert script.endswith(
+        "--host=0.0.0.0 --port=8000 --model=meta-llama/Llama-3.1-70B-Instruct "
+        "--served-model-name=meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size=16 --max-model-len=4096 "
+        "--gpu-memory-utilization=0.9 --dtype=bfloat16 --download-dir=/cache/huggingface"
+    )
+    (join,) = worker["args"]
+    assert 'ray start --address="$LWS_LEADER_ADDRESS:6379" --disable-usage-stats --block' in join
+    # Only the leader serves and is probed on vLLM's health endpoint; it is healthy once the whole group serves.
+    assert leader["ports"] == [{"name": "http", "containerPort": 8000}, {"name": "ray", "containerPort": 6379}]
+    assert leader["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
+    assert leader["startupProbe"]["failureThreshold"] * leader["startupProbe"]["periodSeconds"] == 3600
+    assert "ports" not in worker and "readinessProbe" not in worker
+
+
+@pytest.mark.parametrize(("slices", "surge", "unavailable"), [(2, 0, 1), (3, 1, 0)])
+def test_a_rollout_uses_a_spare_slice_when_there_is_one(
+    run: StackRunner, slices: int, surge: int, unavailable: int
+) -> None:
+    """Replicas 2: on 2 slices one group goes down at a time; on 3, a new group starts on the spare slice first."""
+    plan = run(config({**V5E_4X4, "slices": slices}, {**LLAMA_70B, "replicas": 2}))
+    assert lws_spec(plan)["rolloutStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdateConfiguration": {"maxSurge": surge, "maxUnavailable": unavailable},
+    }
+
+
+# ---- the Deployment of a single-host server -------------------------------------------------------------------
+
+
+def test_single_host_server_is_a_deployment_of_one_pod_per_slice(run: StackRunner) -> None:
+    plan = run(config(V6E_8T, {**LLAMA_70B, "replicas": 2, "engineArgs": ["--max-num-seqs=128"]}))
+    deployment = kube(plan, DEPLOYMENT, "llama")["inputs"]
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    assert spec["selector"] == {
+        "matchLabels": {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "llama"}
+    }
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    # The provider's Deployment await (10 minutes) is shorter than a 70B model's load: the probes decide.
+    assert deployment["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    pod = spec["template"]["spec"]
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+    }
+    (container,) = pod["containers"]
+    assert container["command"] == ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+    assert container["args"] == [
+        "--host=0.0.0.0", "--port=8000", "--model=meta-llama/Llama-3.1-70B-Instruct",
+        "--served-model-name=meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size=8", "--max-model-len=4096",
+        "--gpu-memory-utilization=0.9", "--dtype=bfloat16", "--download-dir=/cache/huggingface", "--max-num-seqs=128",
+    ]  # fmt: skip
+    # ct6e-standard-8t, 180 vCPU and 1440 GiB: 180000 - 520 reserved - 1250 (DaemonSets, sidecar) = 178230m; memory
+    # capacity 1474560 * 0.98 = 1445068 MiB, less 35824 reserved and 100 eviction = 1409144 allocatable, less 2304 =
+    # 1406840Mi requested, less the sidecar's 256 = 1408888Mi limit.
+    assert container["resources"] == {
+        "requests": {"google.com/tpu": 8, "cpu": "178230m", "memory": "1406840Mi"},
+        "limits": {"google.com/tpu": 8, "memory": "1408888Mi"},
+    }
+    assert container["livenessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "privileged": False,
+    }
+    assert pod["automountServiceAccountToken"] is False
+
+
+# ---- weights, token, identity ---------------------------------------------------------------------------------
+
+
+def volumes(pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in pod["volumes"]}
+
+
+def options(volume: dict[str, Any]) -> list[str]:
+    return str(volume["csi"]["volumeAttributes"]["mountOptions"]).split(",")
+
+
+def test_a_hugging_face_model_is_downloaded_into_the_bucket_and_read_back_uncached(example: Plan) -> None:
+    pod = kube(example, DEPLOYMENT, "llama-31-70b")["inputs"]["spec"]["template"]["spec"]
+    cache = volumes(pod)["vllm-cache"]
+    assert cache["csi"]["volumeAttributes"]["bucketName"] == "tpu-stack-llm-llm-tpu-stack"
+    assert cache["csi"]["readOnly"] is False
+    assert "only-dir=vllm-cache/llama-31-70b" in options(cache)
+    # A download into the read-write folder is read back uncached: no file cache can grow on the boot disk.
+    assert [o for o in options(cache) if o.startswith("file-cache:")] == []
+    assert "gke-gcsfuse-cache" not in volumes(pod)
+    (container,) = pod["containers"]
+    assert {"name": "VLLM_XLA_CACHE_PATH", "value": "/cache/xla"} in container["env"]
+
+
+def test_a_bucket_model_is_read_only_and_its_cache_volume_caches_nothing(example: Plan) -> None:
+    pod = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    found = volumes(pod)
+    assert found["model"]["csi"]["readOnly"] is True
+    assert "only-dir=models/Llama-3.3-70B-Instruct" in options(found["model"])
+    # The weights are read through the node's bounded cache volume: 33 GiB of the 100 GiB boot disk, 90% of it
+    # (30412 MiB) for gcsfuse's cache; the read-write cache folder keeps none.
+    assert "file-cache:max-size-mb:30412" in options(found["model"])
+    assert [o for o in options(found["vllm-cache"]) if o.startswith("file-cache:")] == []
+    assert found["gke-gcsfuse-cache"] == {"name": "gke-gcsfuse-cache", "emptyDir": {"sizeLimit": "33Gi"}}
+    (container,) = pod["containers"]
+    assert {"name": "model", "mountPath": "/models", "readOnly": True} in container["volumeMounts"]
+
+
+def test_the_token_is_a_file_from_the_operators_secret_and_never_in_the_state(example: Plan) -> None:
+    hf = kube(example, DEPLOYMENT, "llama-31-70b")["inputs"]["spec"]["template"]["spec"]
+    assert volumes(hf)["hf-token"]["secret"] == {
+        "secretName": "hf-token",
+        "items": [{"key": "token", "path": "token"}],
+        "defaultMode": 0o400,
+    }
+    (container,) = hf["containers"]
+    assert {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/huggingface/token"} in container["env"]
+    # The stack declares no Secret in the serving namespace: the operator creates it.
+    assert [
+        r for r in example.by_type("kubernetes:core/v1:Secret") if r["inputs"]["metadata"]["namespace"] == "llm"
+    ] == []
+    # A model read from the bucket needs no token.
+    bucket_model = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    assert "hf-token" not in volumes(bucket_model)
+
+
+def test_every_server_pod_runs_as_the_serving_ksa_with_object_access_to_the_bucket_only(example: Plan) -> None:
+    (binding,) = example.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert binding["inputs"]["bucket"] == "tpu-stack-llm-llm-tpu-stack"
+    assert binding["inputs"]["role"] == "roles/storage.objectUser"
+    assert binding["inputs"]["member"] == (
+        "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
+        "tpu-stack-llm.svc.id.goog/subject/ns/llm/sa/vllm"
+    )
+    template = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]
+    pods = [template["leaderTemplate"]["spec"], template["workerTemplate"]["spec"],
+            kube(example, DEPLOYMENT, "llama-31-70b")["inputs"]["spec"]["template"]["spec"]]  # fmt: skip
+    assert {pod["serviceAccountName"] for pod in pods} == {"vllm"}
+
+
+# ---- exposure -------------------------------------------------------------------------------------------------
+
+
+def test_each_server_has_an_internal_load_balancer_to_its_api_servers_for_the_listed_clients(example: Plan) -> None:
+    service = kube(example, SERVICE, "llama-33-70b-lb")["inputs"]
+    assert service["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    assert service["spec"] == {
+        "type": "LoadBalancer",
+        # Only leaders: a group's other hosts run Ray workers. LWS's own headless Service takes the name llama-33-70b.
+        "selector": {
+            "app.kubernetes.io/name": "vllm",
+            "app.kubernetes.io/instance": "llama-33-70b",
+            "app.kubernetes.io/component": "api-server",
+        },
+        "ports": [{"name": "http", "protocol": "TCP", "port": 8000, "targetPort": 8000}],
+        "loadBalancerSourceRanges": ["10.20.0.0/24"],
+        "externalTrafficPolicy": "Local",
+    }
+    leader = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]["leaderTemplate"]["metadata"]["labels"]
+    worker = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["labels"]
+    assert leader["app.kubernetes.io/component"] == "api-server"
+    assert worker["app.kubernetes.io/component"] == "ray-worker"
+
+
+def test_the_namespace_denies_by_default_and_admits_clients_and_a_groups_own_hosts(example: Plan) -> None:
+    policies = {r["inputs"]["metadata"]["name"]: r["inputs"]["spec"] for r in example.by_type(POLICY)
+                if r["inputs"]["metadata"]["namespace"] == "llm"}  # fmt: skip
+    assert sorted(policies) == [
+        "allow-llama-31-70b-clients", "allow-llama-33-70b-clients", "allow-llama-33-70b-group",
+        "allow-platform-egress", "default-deny",
+    ]  # fmt: skip
+    assert policies["allow-llama-31-70b-clients"]["ingress"] == [
+        {"from": [{"ipBlock": {"cidr": "10.20.0.0/24"}}], "ports": [{"protocol": "TCP", "port": 8000}]}
+    ]
+    group = {"matchLabels": {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "llama-33-70b"}}
+    # Ray and the TPU runtime use many ports between the hosts of a slice: any port, only among them.
+    assert policies["allow-llama-33-70b-group"] == {
+        "podSelector": group,
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [{"from": [{"podSelector": group}]}],
+        "egress": [{"to": [{"podSelector": group}]}],
+    }
+
+
+def test_outputs_name_each_endpoint_model_and_shape(example: Plan) -> None:
+    assert example.outputs["serving"] == {
+        "llama-31-70b": {
+            "endpoint": "http://192.0.2.20:8000/v1", "model": "meta-llama/Llama-3.1-70B-Instruct", "pool": "llm-v6e",
+            "kind": "Deployment", "replicas": 2, "hostsPerReplica": 1, "chipsPerHost": 8, "tensorParallelSize": 8,
+        },
+        "llama-33-70b": {
+            "endpoint": "http://192.0.2.20:8000/v1", "model": "meta-llama/Llama-3.3-70B-Instruct", "pool": "llm-v5e",
+            "kind": "LeaderWorkerSet", "replicas": 2, "hostsPerReplica": 4, "chipsPerHost": 4,
+            "tensorParallelSize": 16,
+        },
+    }  # fmt: skip
+
+
+def test_every_serving_object_is_valid_for_the_api_server(example: Plan) -> None:
+    """The LeaderWorkerSet against the vendored LWS v0.10.0 CRD (unknown fields refused), the rest strictly."""
+    objects = [r["inputs"] for r in example.resources if r["type"].startswith("kubernetes:") and r["custom"]
+               and r["inputs"]["metadata"].get("namespace") == "llm"]  # fmt: skip
+    assert sorted(o["kind"] for o in objects) == [
+        "Deployment", "LeaderWorkerSet", *["NetworkPolicy"] * 5, "Service", "Service", "ServiceAccount",
+    ]  # fmt: skip
+    assert validate.validate_all(objects) == []
+
+
+def test_servers_wait_for_their_identity_and_leaderworkersets_for_the_lws_chart(example: Plan) -> None:
+    lws = kube(example, LWS, "llama-33-70b")
+    deployment = kube(example, DEPLOYMENT, "llama-31-70b")
+    chart = "urn:pulumi:llm::tpu-stack::tpu-stack:index:LwsInstall$kubernetes:helm.sh/v4:Chart::lws-chart"
+    ksa = (
+        "urn:pulumi:llm::tpu-stack::tpu-stack:index:WorkloadIdentity$kubernetes:core/v1:ServiceAccount::"
+        "llm-serving-identity-ksa"
+    )
+    assert chart in lws["dependencies"] and chart not in deployment["dependencies"]
+    assert ksa in lws["dependencies"] and ksa in deployment["dependencies"]
+
+
+def test_a_protected_stack_protects_every_serving_resource() -> None:
+    plan = run_program({**BASE, **config(V5E_4X4)}, stack="prod")
+    serving = [r for r in plan.resources if "LlmServing" in r["urn"] or "LwsInstall" in r["urn"]]
+    assert serving and all(r["protect"] for r in serving)
+
+
+# ---- Kueue ----------------------------------------------------------------------------------------------------
+
+
+def test_serving_pools_are_not_kueue_capacity(run: StackRunner) -> None:
+    plan = run({**config(V5E_4X4), "tpu-stack:tpuPools": [V5E_4X4, TRAIN]})
+    assert set(plan.outputs["flavors"]) == {"train"}
+    (queue,) = [r["inputs"] for r in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")]
+    flavors = [f["name"] for group in queue["spec"]["resourceGroups"] for f in group["flavors"]]
+    assert flavors == ["train"]
+
+
+# ---- config lines ---------------------------------------------------------------------------------------------
+
+SAXML = {"pool": "sax", "service": CLIENTS}
+SAX_POOL = {"name": "sax", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a"}
+TRAIN = {"name": "train", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a"}
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("more replicas than slices", config(V5E_4X4, {**LLAMA_70B, "replicas": 3}),
+     f"{S0}.replicas: 3 replicas need 3 slices of pool 'serve', which has 2; one replica runs on one slice: lower "
+     "replicas or raise tpuPools slices"),
+    ("two servers share too few slices",
+     config(V5E_4X4, {**LLAMA_70B, "name": "a"}, {**LLAMA_70B, "name": "b", "replicas": 2}),
+     f"{KEY}.servers[1].replicas: 2 replicas (1 held by other servers) need 3 slices of pool 'serve', which has 2; "
+     "one replica runs on one slice: lower replicas or raise tpuPools slices"),
+    ("no model", config(V5E_4X4, {k: v for k, v in LLAMA_70B.items() if k != "model"}),
+     f"{S0}: set exactly one of model (a Hugging Face id) or modelFolder (a folder of the bucket)"),
+    ("both models", config(V5E_4X4, {**LLAMA_70B, "modelFolder": "models/llama"}),
+     f"{S0}: set exactly one of model (a Hugging Face id) or modelFolder (a folder of the bucket)"),
+    ("not a Hugging Face id", config(V5E_4X4, {**LLAMA_70B, "model": "llama-70b"}),
+     f"{S0}.model: 'llama-70b' is not a Hugging Face model id like meta-llama/Llama-3.1-8B-Instruct; for weights "
+     "in the stack's bucket use modelFolder"),
+    ("not a folder", config(V5E_4X4, {**{k: v for k, v in LLAMA_70B.items() if k != "model"},
+                                      "modelFolder": "gs://b/models"}),
+     f"{S0}.modelFolder: 'gs://b/models' is not a folder of the bucket; use a relative path like datasets or "
+     "checkpoints/team"),
+    ("an argument the stack derives", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--tensor-parallel-size=4"]}),
+     f"{S0}.engineArgs: --tensor-parallel-size is derived by the stack from the server and its pool; remove it"),
+    ("not an argument", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["max-num-seqs=64"]}),
+     f"{S0}.engineArgs: 'max-num-seqs=64' is not an engine argument; write --name or --name=value, one per item"),
+    ("no max model length", config(V5E_4X4, {k: v for k, v in LLAMA_70B.items() if k != "maxModelLen"}),
+     f"{S0}.maxModelLen: required; add it"),
+    ("zero replicas", config(V5E_4X4, {**LLAMA_70B, "replicas": 0}),
+     f"{S0}.replicas: the number 0 is too small; use 1 or more"),
+    ("unpinned image", config(V5E_4X4, {**LLAMA_70B, "image": "vllm/vllm-tpu:latest"}),
+     f"{S0}.image: 'vllm/vllm-tpu:latest' is not pinned; use an explicit version tag or an @sha256 digest, never "
+     "latest"),
+    ("unknown dtype", config(V5E_4X4, {**LLAMA_70B, "dtype": "bf16"}),
+     f"{S0}.dtype: the text 'bf16' is not accepted; use 'bfloat16', 'float16', 'float32', 'fp8', 'int8' or 'int4'"),
+    ("server name too long", config(V5E_4X4, {**LLAMA_70B, "name": "l" * 41}),
+     f"{S0}.name: '{'l' * 41}' is 41 characters; a server name has at most 40"),
+    ("server name not a label", config(V5E_4X4, {**LLAMA_70B, "name": "Llama"}),
+     f"{S0}.name: 'Llama' must be a DNS label of at most 63 characters: lowercase letters, digits and '-', "
+     "starting with a letter"),
+    ("unknown pool", config(V5E_4X4, {**LLAMA_70B, "pool": "nope"}),
+     f"{S0}.pool: 'nope' names no TPU pool; tpuPools: serve"),
+    ("a TPU version vLLM is not served on here",
+     config({**V5E_4X4, "machineType": "ct5p-hightpu-4t", "topology": "2x2x4"}),
+     f"{S0}.pool: pool 'serve' is TPU v5p (ct5p-hightpu-4t); the stack serves vLLM on v5e, v6e"),
+    ("a queued pool", config({**V5E_4X4, "provisioning": "queued", "slices": 1}),
+     f"{S0}.pool: pool 'serve' is queued-provisioning, whose nodes exist only for Kueue-admitted jobs; serve on an "
+     "on-demand, reservation, spot or flex-start pool"),
+    ("Saxml's pool", {**config(SAX_POOL, {**LLAMA_70B, "pool": "sax", "dtype": "int8"}), "tpu-stack:saxml": SAXML},
+     f"{S0}.pool: pool 'sax' serves Saxml, whose model servers hold all its slices"),
+    ("two servers with one name", config({**V5E_4X4, "slices": 2}, LLAMA_70B, LLAMA_70B),
+     f"{KEY}.servers[1].name: 'llama' is already servers[0]"),
+    ("no servers", {"tpu-stack:tpuPools": [V5E_4X4], KEY: {"service": CLIENTS}},
+     f"{KEY}.servers: no server is listed; add one or remove tpu-stack:serving"),
+    ("no client ranges", {"tpu-stack:tpuPools": [V5E_4X4], KEY: {"servers": [LLAMA_70B]}},
+     f"{KEY}.service.sourceRanges: required (the client CIDRs allowed to call the servers' internal load balancers "
+     "on port 8000); list them"),
+    ("the LWS namespace", config(V5E_4X4, namespace="lws-system"),
+     f"{KEY}.namespace: 'lws-system' belongs to the system; give the servers their own"),
+    ("the default namespace", config(V5E_4X4, namespace="default"),
+     f"{KEY}.namespace: 'default' belongs to the system; give the servers their own"),
+    ("Saxml's namespace",
+     {**config(V5E_4X4, namespace="saxml"), "tpu-stack:tpuPools": [V5E_4X4, SAX_POOL], "tpu-stack:saxml": SAXML},
+     f"{KEY}.namespace: 'saxml' is already Saxml's namespace; give the servers their own"),
+    ("a token Secret that is no name", config(V5E_4X4, huggingFaceToken={"secret": "HF Token"}),
+     f"{KEY}.huggingFaceToken.secret: 'HF Token' must be a DNS label of at most 63 characters: lowercase letters, "
+     "digits and '-', starting with a letter"),
+    ("an LWS version without its v", config(V5E_4X4, lwsVersion="0.10.0"),
+     f"{KEY}.lwsVersion: '0.10.0' is not an LWS chart version like v0.10.0 (its chart versions keep the 'v')"),
+    ("a malformed LWS digest", config(V5E_4X4, lwsImageDigest="sha256:abc"),
+     f"{KEY}.lwsImageDigest: 'sha256:abc' is not an image digest; write sha256: and its 64 hex digits"),
+    ("a team share of a serving pool",
+     {**config(V5E_4X4), "tpu-stack:tpuPools": [V5E_4X4, TRAIN],
+      "tpu-stack:queues": {"teams": [{"name": "research", "shares": {"serve": 8}}]}},
+     "tpu-stack:queues.teams[0].shares.serve: pool 'serve' serves the vLLM server 'llama', whose replicas hold its "
+     "slices; it is not Kueue capacity"),
+    ("a team in the serving namespace",
+     {**config(V5E_4X4), "tpu-stack:tpuPools": [V5E_4X4, TRAIN], "tpu-stack:queues": {"teams": [{"name": "llm"}]}},
+     "tpu-stack:queues.teams[0].namespace: 'llm' belongs to the system or another component"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "extra", "line"), CASES, ids=[c[0] for c in CASES])
+def test_serving_config_errors_are_one_line_each(case: str, extra: dict[str, Any], line: str) -> None:
+    assert config_error(extra) == [line]
+
+
+def test_only_the_serving_identity_needs_the_project_number(run: StackRunner) -> None:
+    """No bucket reader or writer and no Saxml: the serving KSA's principal member still gets the project number."""
+    plan = run(config(V6E_8T))
+    (binding,) = plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert binding["inputs"]["member"].startswith("principal://iam.googleapis.com/projects/123456789012/")
