@@ -121,7 +121,9 @@ def _clean(node: Any) -> Any:
 def _describe(definitions: dict[str, Any], models: dict[str, type[ConfigModel]]) -> None:
     """Each definition's properties take their field's docstring; its own description is the class docstring."""
     for name, definition in definitions.items():
-        model = models[name]
+        model = models.get(name)
+        if model is None:  # not a config model (an enum): described by pydantic or not at all
+            continue
         docs = field_docs(model)
         for field_name, field in model.model_fields.items():
             alias = field.alias or field_name
@@ -130,7 +132,8 @@ def _describe(definitions: dict[str, Any], models: dict[str, type[ConfigModel]])
 
 
 def stack_schema() -> dict[str, Any]:
-    """JSON Schema (draft-07, which every yaml-language-server release reads) of a stack file of this project."""
+    """JSON Schema of a stack file of this project; draft-07, as yaml-language-server reads 2019-09 and 2020-12
+    only since its release 1.20."""
     generated = StackConfig.model_json_schema(by_alias=True, ref_template=f"#/{_DEFS}/{{model}}")
     definitions = _clean(generated.pop("$defs"))
     _describe(definitions, _models())
@@ -243,6 +246,10 @@ def _constraints(node: dict[str, Any]) -> str:
         notes.append(f"At least {node['minimum']}.")
     if "exclusiveMinimum" in node:
         notes.append(f"More than {node['exclusiveMinimum']}.")
+    if "maximum" in node:
+        notes.append(f"At most {node['maximum']}.")
+    if "exclusiveMaximum" in node:
+        notes.append(f"Less than {node['exclusiveMaximum']}.")
     return " ".join(notes)
 
 
@@ -400,11 +407,11 @@ def project_config() -> dict[str, Any]:
             fields = ", ".join(_target(target["items"], definitions)[1].get("properties", {}))
             summary = f"{summary} Each: {fields}."
         typed = _pulumi_type(node, definitions)
-        has_default = "default" in node or (model_name is not None and "anyOf" not in node)
         namespace, _, name = key.partition(":")
-        if namespace == PROJECT and typed is not None and has_default:
-            default = node.get("default", {})
-            declared[name] = {**typed, "default": default, "description": summary}
+        field = StackConfig.model_fields[STACK_KEYS[name]] if namespace == PROJECT else None
+        if field is not None and typed is not None and not field.is_required() and field.default is not None:
+            # A model's default is left out of the schema (its fields show theirs): here it is the empty object.
+            declared[name] = {**typed, "default": node.get("default", {}), "description": summary}
         else:
             prompted[key] = {"description": summary}
     return {"config": declared, "template": {"description": TEMPLATE_DESCRIPTION, "config": prompted}}
