@@ -39,6 +39,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/check-jsonschema --schemafile schema/stack.schema.json Pulumi.*.yaml
 
 unit: $(STAMP) $(HELM)
 	$(PY) -m pytest -q
