@@ -8,7 +8,7 @@ STACK ?= dev
 # The team's policy config (reviewed exceptions, e.g. prod's tag-pinned images); the workflows pass the same file.
 POLICY_CONFIG ?= policies/config.json
 
-.PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm
+.PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm config-docs
 
 $(STAMP): requirements.txt requirements-cli.txt requirements-dev.txt policies/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/check-jsonschema --schemafile schema/stack.schema.json Pulumi.*.yaml
 
 unit: $(STAMP) $(HELM)
 	$(PY) -m pytest -q
@@ -46,6 +47,11 @@ unit: $(STAMP) $(HELM)
 bench: $(STAMP) $(HELM)
 	$(BYTECODE)
 	$(PY) -m bench
+
+# Regenerate the config reference from the config models (components/config/): the README's tables, Pulumi.yaml's
+# config sections and schema/stack.schema.json. `make test` fails while they differ (tests/test_config_reference.py).
+config-docs: $(STAMP)
+	$(PY) -m offline.configdocs --write
 
 # Regenerate tests/snapshots/urns-*.txt after a deliberate rename or new resources (see offline/urns.py).
 urns: $(STAMP) $(HELM)

@@ -268,13 +268,14 @@ def _plain(value: Any) -> Any:
 
 def read_stack_file(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a Pulumi.<stack>.yaml file; a key given twice in one mapping is an error (YAML
-    keys are unique; PyYAML would silently keep the last)."""
+    keys are unique; PyYAML would silently keep the last), and so is an unquoted date or time (see
+    `_node_problems`)."""
     loader = yaml.SafeLoader(path.read_text())
     try:
         node = loader.get_single_node()
-        duplicates = _duplicate_keys(node, "", path.name) if node is not None else []
-        if duplicates:
-            raise ConfigError(duplicates)
+        problems = _node_problems(node, "", path.name) if node is not None else []
+        if problems:
+            raise ConfigError(problems)
         data = (loader.construct_document(node) if node is not None else None) or {}
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
@@ -291,10 +292,23 @@ def read_stack_file(path: Path) -> dict[str, Any]:
     return config
 
 
-def _duplicate_keys(node: yaml.Node, path: str, file: str) -> list[str]:
-    """One line per key given twice in the same mapping, named by its config key path (`tpu-stack:cluster.name`)."""
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
+    """One line per key given twice in the same mapping and per unquoted date or time, each named by its config key
+    path (`tpu-stack:cluster.name`).
+
+    The Pulumi CLI reads stack files with go-yaml v3, which turns an unquoted timestamp into a Go time, and
+    config values keep a Go time as its String() text (`2026-01-03 02:00:00 +0000 UTC`, pulumi/pulumi
+    sdk/go/common/resource/config/object.go unmarshalObject): the program would get a time it cannot read."""
     problems: list[str] = []
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, yaml.ScalarNode) and node.tag == _TIMESTAMP and node.style is None:
+        problems.append(
+            f"{path}: {node.value} is an unquoted YAML timestamp, which Pulumi hands the program as Go's time text, "
+            f'not as written; quote it: "{node.value}"'
+        )
+    elif isinstance(node, yaml.MappingNode):
         first: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = str(key_node.value)
@@ -309,10 +323,10 @@ def _duplicate_keys(node: yaml.Node, path: str, file: str) -> list[str]:
                     "one value would be read: keep one"
                 )
             first.setdefault(key, line)
-            problems += _duplicate_keys(value_node, where, file)
+            problems += _node_problems(value_node, where, file)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            problems += _duplicate_keys(item, f"{path}[{index}]", file)
+            problems += _node_problems(item, f"{path}[{index}]", file)
     return problems
 
 

@@ -35,9 +35,11 @@ def test_the_charts_the_stack_pins_are_vendored() -> None:
 def test_the_provenance_table_names_every_vendored_folder_and_file() -> None:
     readme = (VENDOR / "README.md").read_text()
     for entry in ("crds/kueue/", "crds/jobset/", "crds/gmp/", "crds/lws/", "charts/kueue-0.19.2.tgz",
-                  "charts/jobset-0.12.0.tgz", "charts/lws-v0.10.0.tgz", "data/tpu_catalog_xpk.json"):  # fmt: skip
+                  "charts/jobset-0.12.0.tgz", "charts/lws-v0.10.0.tgz", "data/tpu_catalog_xpk.json",
+                  "schemas/pulumi-project.json"):  # fmt: skip
         assert f"`{entry}" in readme, entry
     assert "v0.19.2" in readme and "v0.12.0" in readme and "v0.17.2" in readme and "v0.10.0" in readme
+    assert "v3.259.0" in readme
 
 
 def test_no_tracked_file_points_outside_the_repo() -> None:

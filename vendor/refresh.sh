@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Refresh vendor/ from upstream (needs the internet): see vendor/README.md.
-# usage: vendor/refresh.sh KUEUE_TAG JOBSET_TAG GMP_TAG XPK_VERSION LWS_TAG   e.g. v0.19.2 v0.12.0 v0.17.2 1.16.0 v0.10.0
+# usage: vendor/refresh.sh KUEUE_TAG JOBSET_TAG GMP_TAG XPK_VERSION LWS_TAG PULUMI_TAG   e.g. v0.19.2 v0.12.0 v0.17.2 1.16.0 v0.10.0 v3.259.0
 set -euo pipefail
-[ $# -eq 5 ] || { sed -n 3p "$0"; exit 2; }
-kueue="$1" jobset="$2" gmp="$3" xpk="$4" lws="$5"
+[ $# -eq 6 ] || { sed -n 3p "$0"; exit 2; }
+kueue="$1" jobset="$2" gmp="$3" xpk="$4" lws="$5" pulumi="$6"
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 helm="$repo/.tools/bin/helm"
@@ -26,6 +26,9 @@ for kind in podmonitorings clusterpodmonitorings; do
   fetch "$raw/GoogleCloudPlatform/prometheus-engine/$gmp/charts/operator/crds/monitoring.googleapis.com_$kind.yaml" \
     "$here/crds/gmp/monitoring.googleapis.com_$kind.yaml"
 done
+
+# The Pulumi CLI's schema of Pulumi.yaml (it validates every project file it loads against it).
+fetch "$raw/pulumi/pulumi/$pulumi/sdk/go/common/workspace/project.json" "$here/schemas/pulumi-project.json"
 
 rm -f "$here"/charts/*.tgz
 "$helm" pull oci://registry.k8s.io/kueue/charts/kueue --version "${kueue#v}" -d "$here/charts"

@@ -33,7 +33,9 @@ class ConfigError(RunError):
 
 
 class ConfigModel(BaseModel):
-    """Every config model: camelCase keys in YAML, snake_case fields; an unknown key is an error; frozen."""
+    """Every config model: camelCase keys in YAML, snake_case fields; an unknown key is an error; frozen.
+
+    Each field's docstring is its entry in the config reference (offline/configdocs.py, `make config-docs`)."""
 
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, strict=False

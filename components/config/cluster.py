@@ -37,10 +37,15 @@ class SystemPoolConfig(ConfigModel):
     """CPU nodes for system pods, the Kueue/JobSet controllers and Saxml's admin and HTTP servers."""
 
     machine_type: str = "e2-standard-4"
+    """Compute Engine machine type of the CPU nodes."""
     min_nodes: int = Field(default=1, ge=0)
-    """Nodes of the whole pool, over all its zones (the autoscaler's total bounds)."""
+    """Fewest nodes of the whole pool, over all its zones (the autoscaler's total bounds): 3 zones for a regional
+    cluster, 1 for a zonal one. GKE starts the pool with ⌈minNodes / zones⌉ nodes per zone, which must fit in
+    `maxNodes`."""
     max_nodes: int = Field(default=3, ge=1)
+    """Most nodes of the whole pool, over all its zones."""
     disk_size_gb: int = Field(default=100, ge=10)
+    """Boot disk of each CPU node, in GB."""
 
     @model_validator(mode="after")
     def _bounds(self) -> SystemPoolConfig:
@@ -53,17 +58,24 @@ class RecurringWindowConfig(ConfigModel):
     """A recurring maintenance window: the first occurrence and an RFC 5545 rule, e.g. FREQ=WEEKLY;BYDAY=SA,SU."""
 
     start_time: datetime
+    """Start of the first window: RFC 3339 with a zone, quoted (`"2026-01-03T02:00:00Z"`)."""
     end_time: datetime
+    """End of the first window; its length is every window's length."""
     recurrence: str
+    """RFC 5545 rule of the repeats, e.g. `FREQ=WEEKLY;BYDAY=SA,SU`."""
 
 
 class MaintenanceExclusionConfig(ConfigModel):
     """A period GKE holds upgrades back, e.g. a training campaign; the default scope also holds node upgrades."""
 
     name: str
+    """Unique among the exclusions."""
     start_time: datetime
+    """RFC 3339 with a zone, quoted."""
     end_time: datetime
+    """RFC 3339 with a zone, quoted."""
     scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = "NO_MINOR_OR_NODE_UPGRADES"
+    """What is held back; `NO_UPGRADES` lasts at most 30 days."""
 
 
 NO_UPGRADES_MAX_DAYS = 30
@@ -79,9 +91,11 @@ class MaintenanceConfig(ConfigModel):
     """
 
     daily_start_time: str | None = None
-    """Start (UTC, HH:MM) of a daily 4-hour window."""
+    """Start (UTC, `"HH:MM"`, e.g. `"03:00"`) of a daily 4-hour window; or set `recurringWindow`."""
     recurring_window: RecurringWindowConfig | None = None
+    """A recurring window instead of the daily one."""
     exclusions: tuple[MaintenanceExclusionConfig, ...] = ()
+    """Periods without upgrades, e.g. over a training campaign; they need a window."""
 
     @property
     def has_window(self) -> bool:
@@ -177,31 +191,56 @@ def _node_role(role: str) -> str:
 
 
 class ClusterConfig(ConfigModel):
+    """The GKE cluster: where it runs, its release channel and maintenance, the CPU system pool, who reaches its
+    control plane, and the node service account."""
+
     name: str = "tpu-cluster"
+    """Cluster name: a DNS label of at most 40 characters."""
     location: str | None = None
-    """Region (regional control plane) or zone; defaults to gcp:region."""
+    """A region (regional control plane) or one of its zones.
+
+    Default: `gcp:region`"""
     mode: Literal["standard", "autopilot"] = "standard"
+    """Autopilot provisions TPU nodes itself: no `tpuPools` then."""
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"] = "RAPID"
-    """UNSPECIFIED: no channel; only then may TPU pools turn node auto-upgrade off."""
+    """GKE release channel; `UNSPECIFIED` is no channel, and only then may TPU pools turn node auto-upgrade off."""
     maintenance: MaintenanceConfig = MaintenanceConfig()
+    """When GKE may upgrade the cluster and its nodes.
+
+    Default: GKE's (any time)"""
     min_master_version: str = "1.33"
-    """Version floor: flex-start on TPUs needs 1.33.0-gke.1712000 or newer. Sent as the initial version only
-    without a release channel; on a channel GKE picks the channel's version and the floor is checked against it."""
+    """Version floor (flex-start TPUs need 1.33.0-gke.1712000 or newer). Without a release channel it is the
+    cluster's initial version; on a channel GKE picks the channel's version (a pinned minor the channel dropped
+    would fail creation) and `pulumi up` stops with an error naming this key if that version is below the floor."""
     kubernetes_minor: str = "1.33"
-    """Minor the Kubernetes objects are validated against offline."""
+    """Kubernetes minor the stack's objects are validated against offline."""
     system_pool: SystemPoolConfig = SystemPoolConfig()
+    """CPU pool for the controllers and Saxml's CPU servers (Standard clusters)."""
     deletion_protection: bool = False
+    """The provider's `deletion_protection` flag: while true, Pulumi refuses to delete the cluster (it is not a
+    GKE-side setting). On in prod."""
     network: str | None = None
+    """VPC network of the cluster.
+
+    Default: the project's `default` network"""
     subnetwork: str | None = None
+    """Subnetwork of the cluster's nodes.
+
+    Default: the network's subnetwork in the region"""
     private_nodes: bool | None = None
-    """Nodes without external IPs, egress through Cloud NAT; default on in protected stacks."""
+    """Nodes without external IPs, reaching out through Cloud NAT.
+
+    Default: on in protected stacks, else off"""
     control_plane: ControlPlaneConfig = ControlPlaneConfig()
+    """Who reaches the Kubernetes API."""
     node_service_account_roles: tuple[Annotated[str, AfterValidator(lambda r: _node_role(r))], ...] = (
         "roles/container.defaultNodeServiceAccount",
         "roles/artifactregistry.reader",
     )
-    """Roles of the dedicated node service account: GKE's documented minimum for custom node service accounts
-    (logging, monitoring, metadata) and image pulls from Artifact Registry."""
+    """Roles of the dedicated node service account, granted on the project. The default is GKE's documented minimum
+    for custom node service accounts (logging, monitoring, metadata) and image pulls from Artifact Registry;
+    primitive roles and `roles/storage.*` are refused, as the `least-privilege-iam` policy refuses them
+    (`components/iam_roles.py` holds the rule for both)."""
 
     @property
     def node_service_account_id(self) -> str:

@@ -117,7 +117,9 @@ class HuggingFaceTokenConfig(ConfigModel):
     """A Secret the operator creates in the serving namespace; only its name is in the config, never the token."""
 
     secret: str
+    """Name of the Secret in the serving namespace; mounted as a file for servers with a Hugging Face `model`."""
     key: str = "token"
+    """Key of the Secret that holds the token."""
 
     _secret = field_validator("secret")(kubernetes_name)
 
@@ -133,13 +135,16 @@ class ServingServiceConfig(ConfigModel):
     """Each server's internal load balancer: only these client ranges reach it (required)."""
 
     source_ranges: tuple[Annotated[str, AfterValidator(source_range)], ...] = ()
+    """Client CIDRs of every server's internal load balancer (required, /8 or narrower)."""
 
 
 class LlmServerConfig(ConfigModel):
     """One model served by vLLM on a pool group: `replicas` slices of it, one replica per slice."""
 
     name: str
+    """DNS label of at most 40 characters: the Deployment or LeaderWorkerSet, and `<name>-lb`."""
     pool: str
+    """The TPU pool group (v5e or v6e; not queued, not Saxml's): one replica per slice."""
     model: str | None = None
     """A Hugging Face model id; the server downloads it once into the bucket (`cacheFolder`)."""
     model_folder: str | None = None
@@ -147,11 +152,17 @@ class LlmServerConfig(ConfigModel):
     served_model_name: str | None = None
     """The `model` clients name in requests; defaults to the Hugging Face id, or the server's name."""
     billions_of_parameters: float = Field(gt=0)
+    """Model size: with `dtype`, the weights must fit 90% of a slice's HBM."""
     dtype: Dtype = "bfloat16"
+    """Weight type: bfloat16, float16, float32, fp8, int8 or int4 (bytes per parameter for the sizing check)."""
     replicas: int = Field(default=1, ge=1)
+    """Slices the server holds; all servers of a pool group together at most its `slices`."""
     max_model_len: int = Field(gt=0)
+    """vLLM's `--max-model-len`."""
     engine_args: tuple[str, ...] = ()
+    """Further vLLM arguments (`--name=value`); the ones the stack derives are refused."""
     image: str = VLLM_IMAGE
+    """The vLLM TPU image, pinned (a tag or `@sha256:`)."""
 
     _name = field_validator("name")(_server_name)
     _model = field_validator("model")(_hf_id)
@@ -178,17 +189,27 @@ class LlmServingConfig(ConfigModel):
     """vLLM servers (`tpu-stack:serving`), all in one namespace as one Workload Identity KSA."""
 
     namespace: str = "llm"
+    """Where every server runs (created by the stack; built-in, system, Saxml's and team namespaces are refused)."""
     service_account: str = "vllm"
+    """The KSA the server pods use; it gets `roles/storage.objectUser` on the bucket through Workload Identity."""
     identity: IdentityForm = "principal"
+    """Workload Identity form, as for bucket readers and writers."""
     iam_service_account: str | None = None
+    """The IAM service account of the `iamServiceAccount` identity form."""
     hugging_face_token: HuggingFaceTokenConfig | None = None
+    """A Secret the operator creates in the namespace with the Hugging Face token (the token never enters the
+    config or the state); none for public models."""
     cache_folder: str = "vllm-cache"
     """Folder of the bucket where each server keeps its Hugging Face downloads and XLA compilation cache
     (`<cacheFolder>/<server>`), so a restart neither downloads nor compiles again."""
     service: ServingServiceConfig = ServingServiceConfig()
+    """The servers' internal load balancers."""
     servers: tuple[LlmServerConfig, ...] = ()
+    """One OpenAI-compatible server each (at least one)."""
     lws_version: str = LWS_VERSION
+    """The LeaderWorkerSet chart version (`oci://registry.k8s.io/lws/charts/lws`; its versions keep the `v`)."""
     lws_image_digest: str | None = None
+    """`sha256:` digest pinning the LeaderWorkerSet controller image; unset, the chart's tag."""
 
     _names = field_validator("namespace", "service_account")(kubernetes_name)
     _cache = field_validator("cache_folder")(optional_folder)

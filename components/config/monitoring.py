@@ -22,13 +22,14 @@ def _channel(name: str) -> str:
 
 
 class MonitoringConfig(ConfigModel):
-    """The stack's dashboard and alert policies (`tpu-stack:monitoring`)."""
+    """The stack's dashboard and alert policies: who is notified, and how long a condition lasts before it alerts."""
 
     notification_channels: tuple[Annotated[str, AfterValidator(_channel)], ...] = ()
-    """Channels every alert policy notifies; none by default (incidents show in Cloud Monitoring only)."""
+    """Resource names `projects/<project>/notificationChannels/<id>` every alert policy notifies; with none,
+    incidents show in Cloud Monitoring only."""
     pending_minutes: int = Field(default=30, ge=1)
-    """A ClusterQueue with workloads pending this long alerts."""
+    """Minutes a ClusterQueue may have pending workloads before it alerts."""
     idle_minutes: int = Field(default=30, ge=1)
-    """TPU TensorCores idle this long while workloads wait alerts."""
+    """Minutes TPU TensorCores may idle while workloads are pending before it alerts."""
     provisioning_minutes: int = Field(default=120, ge=1)
-    """A workload waiting this long for its queued-provisioning request alerts."""
+    """Minutes a workload may wait on its queued-provisioning request before it alerts."""

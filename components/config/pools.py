@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Literal
 
 from pydantic import model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from components import tpu_catalog
 from components.config.base import ConfigModel, node_label_key_problem, node_label_value_problem, parse_duration
@@ -26,8 +27,12 @@ class Taint(ConfigModel):
     """A node taint in GKE API terms (NO_SCHEDULE); pods on the pool carry its toleration in Kubernetes terms."""
 
     key: str
+    """An optional DNS-subdomain prefix and `/`, then a name of 1-63 letters, digits, `-`, `_`, `.` starting and
+    ending with a letter or digit."""
     value: str = ""
+    """Empty, or up to 63 characters of the key name's form."""
     effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
+    """The taint's effect, in GKE API terms."""
 
     @property
     def toleration(self) -> dict[str, str]:
@@ -133,14 +138,19 @@ class FutureReservationConfig(ConfigModel):
     """
 
     start_time: datetime
+    """Start of the window: RFC 3339 with a zone, quoted, at most 120 days ahead."""
     end_time: datetime
+    """End of the window: 1 to 90 days after its start."""
     name: str | None = None
-    """Defaults to `<pool name>-<start date>-<digest of the request>`: a changed window or chip count submits a
-    new request under a new name (the old one is kept: it cannot be deleted)."""
+    """Name of the request. A changed window or chip count gets a new default name, so it is submitted as a new
+    request (the old one is kept: it cannot be deleted).
+
+    Default: `<name>-<start date>-<digest of the request>`"""
     workload_type: Literal["BATCH", "SERVING"] = "BATCH"
+    """What the capacity is for; 1, 4 and 8 v5e chips can be reserved only for `SERVING`."""
     existing: bool = False
-    """The request was submitted already (by an earlier `pulumi up`, kept by `pulumi destroy`): take it into the
-    stack by its ID instead of submitting it again, which Compute refuses (the name is taken)."""
+    """`true`: the request was submitted already (by an earlier `pulumi up`, kept by `pulumi destroy`); the stack
+    imports it by its ID instead of submitting it again, which Compute would refuse (the name is taken)."""
 
     @model_validator(mode="after")
     def _window(self) -> FutureReservationConfig:
@@ -168,28 +178,51 @@ class FutureReservationConfig(ConfigModel):
 
 
 class TpuPoolConfig(ConfigModel):
-    """A group of identical TPU slices; GKE needs one node pool per slice."""
+    """A pool group: N identical TPU slices. GKE needs one node pool per slice, named `<name>` (one slice) or
+    `<name>-<i>`."""
 
     name: str
+    """A DNS label; with the `-<i>` suffix at most 40 characters."""
     machine_type: str | None = None
+    """TPU machine type, e.g. `ct5lp-hightpu-4t`; set this or `tpuVersion`."""
     tpu_version: str | None = None
-    """Shortcut for the version's 4-chip multi-host machine type (v4, v5e, v5p, v6e, tpu7x)."""
+    """`v4`, `v5e`, `v5p`, `v6e` or `tpu7x`: that version's 4-chip machine type; set this or `machineType`."""
     topology: str | None = None
-    """Defaults to the machine type's single-host topology."""
+    """Slice shape, e.g. `2x4` or `4x4x4`, checked against the machine type.
+
+    Default: the machine type's single-host shape"""
     slices: int = 1
+    """Number of identical slices (node pools)."""
     provisioning: Provisioning = "on-demand"
+    """How GKE gets the capacity (see *How provisioning modes map to the GKE API* below)."""
     reservation: str | None = None
-    """Existing reservation to consume (provisioning: reservation)."""
+    """Existing reservation to consume (`provisioning: reservation`)."""
     future_reservation: FutureReservationConfig | None = None
-    spot: bool | None = None
-    """Not a flag: spot is a provisioning mode. Accepted only to explain that (DWS capacity is never spot)."""
+    """Calendar mode (`provisioning: reservation`): a future reservation of TPU v5e, v5p or v6e for a fixed window.
+    Slices times chips per slice must be a count Compute takes: v6e 1-256, v5p 4-1024, v5e 16-256, or 1, 4, 8 for
+    `SERVING`."""
+    spot: SkipJsonSchema[bool | None] = None
+    """Not a flag: spot is a provisioning mode. Accepted only to explain that (DWS capacity is never spot), so the
+    schema and the reference leave it out."""
     zone: str | None = None
+    """The one zone of the slices, a zone of `gcp:region` (e.g. `us-east5-a`); required for multi-host slices.
+
+    Default: the cluster's zones"""
     max_run_duration: str | None = None
+    """Longest a node runs, e.g. `24h`, `7d`, `1h30m`; sent to GKE in seconds (`86400s`). Flex-start, queued and
+    spot pools only; flex-start and queued at most `7d`."""
     labels: dict[str, str] = {}
+    """Kubernetes node labels, also the Kueue flavor's `nodeLabels`. Keys: an optional DNS-subdomain prefix and
+    `/`, then a name of 1-63 letters, digits, `-`, `_`, `.` starting and ending alphanumeric; values up to 63 of
+    the same."""
     taints: tuple[Taint, ...] = ()
+    """Node taints; the stack's workloads for the pool tolerate them."""
     auto_upgrade: bool | None = None
-    """Node auto-upgrade; GKE keeps it on in clusters on a release channel (steer it with cluster.maintenance).
-    Without a channel it defaults to off: an upgrade restarts every VM of a slice and the run on it."""
+    """Node auto-upgrade. GKE refuses `false` on a release channel, so there it stays on and `cluster.maintenance`
+    keeps upgrades out of training runs; without a channel it defaults to off (an upgrade restarts every VM of a
+    slice and the run on it).
+
+    Default: on with a release channel, else `false`"""
 
     def problems(self) -> list[tuple[str, str]]:
         """(config field, message) for each problem of the pool on its own; derived values need none."""

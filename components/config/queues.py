@@ -31,15 +31,20 @@ MAX_USER_PRIORITY = 1_000_000_000
 
 
 class ChartsConfig(ConfigModel):
-    """Pinned Helm chart versions; vendor/ holds these charts and the CRDs of these tags (offline checks).
+    """Pinned Helm chart versions of Kueue and JobSet, and optionally their controller images' digests.
 
-    The image digests pin each controller image beyond its tag (the charts' images are `v<chart version>`);
-    unset, the chart's tag is used and the image stays on the reviewed digest exception list."""
+    `vendor/` holds these charts and the CRDs of these tags, which the offline checks read. The charts' images are
+    `v<chart version>`; a digest pins an image beyond its tag, and without one the chart's tag is used and the
+    image stays on the reviewed digest exception list."""
 
     kueue_version: str = "0.19.2"
+    """Exact version of the OCI chart `oci://registry.k8s.io/kueue/charts/kueue` (no `v`)."""
     jobset_version: str = "0.12.0"
+    """Exact version of the OCI chart `oci://registry.k8s.io/jobset/charts/jobset` (no `v`)."""
     kueue_image_digest: str | None = None
+    """`sha256:<64 hex>`: the Kueue controller image is pulled as `v<version>@<digest>`."""
     jobset_image_digest: str | None = None
+    """`sha256:<64 hex>`: the JobSet controller image is pulled as `v<version>@<digest>`."""
 
     @field_validator("kueue_version", "jobset_version")
     @classmethod
@@ -101,12 +106,16 @@ class TeamConfig(ConfigModel):
     """A team: a namespace with its LocalQueue, and a ClusterQueue of its own in the shared cohort."""
 
     name: str
+    """Team name (a DNS label); its queues are `<name>-queue` and `<name>-cluster-queue`."""
     namespace: str | None = None
-    """Defaults to the team name; created unless it is `default`."""
+    """Where the team's LocalQueue is; created unless it is `default`.
+
+    Default: the team name"""
     shares: dict[str, ChipsOrPercent] = {}
-    """Pool group -> chips (16) or a percentage of its chips ('50%') guaranteed to the team."""
+    """Pool group -> whole chips (`16`) or a percentage of its chips (`"50%"`) guaranteed to the team."""
     borrowing_limit: dict[str, ChipsOrPercent] = {}
-    """Pool group -> chips the team may borrow beyond its share from the cohort; unlimited when absent."""
+    """Pool group -> chips (or a percentage) the team may borrow from the cohort beyond its share; a pool group
+    left out is unlimited."""
 
     _names = field_validator("name", "namespace")(optional_kubernetes_name)
 
@@ -127,16 +136,22 @@ class PreemptionConfig(ConfigModel):
     """ClusterQueue preemption, the seed's policy by default."""
 
     reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+    """Which workloads of other queues in the cohort a queue may preempt to get back its lent quota."""
     within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
+    """Which workloads of its own queue a pending workload may preempt."""
 
 
 class PriorityClassConfig(ConfigModel):
     """A `scheduling.k8s.io/v1` PriorityClass workloads name in `priorityClassName`; Kueue orders by it."""
 
     name: str
+    """PriorityClass name (a DNS label)."""
     value: int
+    """Priority; higher runs and preempts first. At most 1000000000 (higher values are the system's)."""
     global_default: bool = False
+    """Pods that name no class get this one."""
     description: str | None = None
+    """Free text on the PriorityClass."""
 
     _name = field_validator("name")(kubernetes_name)
 
@@ -151,9 +166,9 @@ class HostResourcesConfig(ConfigModel):
     """CPU and memory of one TPU VM that pods may request; set them to have Kueue account them beside chips."""
 
     cpu: float = Field(gt=0)
-    """Cores per VM, e.g. 100."""
+    """Cores per VM pods may request, e.g. `100`."""
     memory: str
-    """Per VM, e.g. 180Gi (Mi, Gi or Ti)."""
+    """Memory per VM pods may request, e.g. `180Gi` (units `Mi`, `Gi`, `Ti`)."""
 
     @field_validator("memory")
     @classmethod
@@ -177,12 +192,19 @@ class AutopilotCapacityConfig(ConfigModel):
     """TPU capacity an Autopilot cluster may provision (it has no node pools to derive quotas from)."""
 
     name: str | None = None
-    """Flavor name; defaults to `<tpuVersion or machineType>-<topology>`."""
+    """ResourceFlavor name.
+
+    Default: `<tpuVersion or machineType>-<topology>`"""
     machine_type: str | None = None
+    """TPU machine type, as in `tpuPools`; set this or `tpuVersion`."""
     tpu_version: str | None = None
+    """TPU version, as in `tpuPools`; set this or `machineType`."""
     topology: str | None = None
+    """Slice shape, as in `tpuPools`."""
     slices: int = 1
+    """Slices the queues may hand out at once."""
     provisioning: Literal["flex-start", "queued", "on-demand", "spot"] = "on-demand"
+    """How Autopilot gets the capacity."""
 
     @property
     def flavor_name(self) -> str:
@@ -207,7 +229,7 @@ class AutopilotCapacityConfig(ConfigModel):
 
 
 class QueuesConfig(ConfigModel):
-    """Kueue queues derived from the TPU pools (`tpu-stack:queues`).
+    """Kueue teams, quotas, preemption and priorities, derived from the TPU pool groups.
 
     Without teams: one ClusterQueue over every pool group and one LocalQueue (the multislice seed's
     `cluster-queue` and `default/multislice-queue`). With teams: a ClusterQueue per team in one cohort,
@@ -215,16 +237,29 @@ class QueuesConfig(ConfigModel):
     """
 
     cluster_queue: str = "cluster-queue"
+    """Name of the single ClusterQueue when there are no teams."""
     local_queue: str = "multislice-queue"
+    """Name of the single LocalQueue when there are no teams."""
     namespace: str = "default"
+    """Namespace of the single LocalQueue when there are no teams."""
     cohort: str = "tpu-stack"
+    """The Cohort the teams' ClusterQueues share."""
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    """Order in which each ClusterQueue admits its workloads."""
     preemption: PreemptionConfig = PreemptionConfig()
+    """ClusterQueue preemption."""
     priority_classes: tuple[PriorityClassConfig, ...] = DEFAULT_PRIORITY_CLASSES
+    """PriorityClasses workloads name in `priorityClassName`; Kueue orders and preempts by them."""
     teams: tuple[TeamConfig, ...] = ()
+    """Teams sharing the pool groups, each with its own queues.
+
+    Default: none, one queue for all"""
     host_resources: dict[str, HostResourcesConfig] = {}
-    """Pool group -> CPU/memory per VM; when set (for every pool group), queues cover cpu and memory too."""
+    """Pool group -> CPU and memory per VM. When set (for every pool group), the queues cover CPU and memory too.
+
+    Default: TPU chips only"""
     autopilot_capacity: tuple[AutopilotCapacityConfig, ...] = ()
+    """Autopilot only: TPU capacity the queues may hand out (there are no pools to derive it from)."""
 
     _names = field_validator("cluster_queue", "local_queue", "namespace", "cohort")(kubernetes_name)
 

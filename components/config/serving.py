@@ -54,14 +54,22 @@ class WorkloadRef(ConfigModel):
     """
 
     namespace: str
+    """Namespace of the KSA: `default`, a team's or Saxml's."""
     service_account: str
+    """The Kubernetes service account (KSA), created by the stack."""
     identity: IdentityForm = "principal"
+    """Workload Identity form: roles granted to the KSA's own principal, or to a Google service account it
+    impersonates."""
     iam_service_account: str | None = None
-    """Account id of the Google service account (iamServiceAccount form); defaults to `<namespace>-<ksa>`."""
+    """Account id of the Google service account (`identity: iamServiceAccount` only).
+
+    Default: `<namespace>-<serviceAccount>`"""
     data_path: str = "datasets"
-    """Folder of the bucket this KSA's pods mount read-only at /data."""
+    """Folder of the bucket this KSA's pods mount read-only at `/data`."""
     checkpoint_path: str | None = None
-    """Folder writers' pods mount read-write at /checkpoints; defaults to `checkpoints/<namespace>`."""
+    """Folder a writer's pods mount read-write at `/checkpoints` (a reader with one is a config error).
+
+    Default: `checkpoints/<namespace>`"""
 
     _names = field_validator("namespace", "service_account")(kubernetes_name)
     _paths = field_validator("data_path", "checkpoint_path")(lambda path: optional_folder(path))
@@ -122,27 +130,37 @@ class BucketMount:
 
 
 class BucketConfig(ConfigModel):
-    """The stack's Cloud Storage bucket (`tpu-stack:bucket`) and who may use it.
+    """The stack's Cloud Storage bucket (one per stack) and the Kubernetes service accounts that may use it.
 
     Readers get `roles/storage.objectViewer`, writers `roles/storage.objectUser`, on this bucket only.
     The namespaces of readers and writers must exist (`default`, a team namespace, or Saxml's own).
     """
 
     name: str | None = None
-    """Defaults to `<gcp:project>-<stack>-tpu-stack`."""
+    """Bucket name.
+
+    Default: `<gcp:project>-<stack>-tpu-stack`"""
     location: str | None = None
-    """Defaults to gcp:region."""
+    """A region, dual-region or multi-region (a zone is an error naming its region).
+
+    Default: `gcp:region`"""
 
     noncurrent_version_days: int = Field(default=30, ge=1)
-    """Versioning keeps overwritten objects; they are deleted this many days after they stop being current."""
+    """Days an overwritten object version is kept (versioning is on)."""
     file_cache_gb: int | None = Field(default=None, ge=0)
     """GiB of a TPU node's boot disk the Cloud Storage FUSE file cache of a pod may fill (its read-only folders);
-    0 turns the file cache off. Defaults to the most that fits the pool's boot disk (file_cache_limit_gib of the
-    pool); Autopilot pods get none (their ephemeral storage is bounded by their requests)."""
+    `0` turns the cache off, and more than the node holds is an error (see *Data and checkpoints*). Autopilot pods
+    get none (their ephemeral storage is bounded by their requests).
+
+    Default: what fits the pool's boot disk (33 on GKE's default 100 GiB)"""
     project_number: int | None = Field(default=None, gt=0)
-    """Number of gcp:project for `principal://` members; looked up (resourcemanager.projects.get) when unset."""
+    """Number of `gcp:project`, for `principal://` members.
+
+    Default: looked up (resourcemanager.projects.get)"""
     readers: tuple[WorkloadRef, ...] = ()
+    """KSAs granted `roles/storage.objectViewer` on this bucket."""
     writers: tuple[WorkloadRef, ...] = ()
+    """KSAs granted `roles/storage.objectUser` on this bucket."""
 
     @field_validator("location")
     @classmethod
@@ -177,8 +195,11 @@ class SaxmlImagesConfig(ConfigModel):
     """Saxml images of the GKE sample, pinned."""
 
     admin_server: str = f"{SAXML_IMAGES}/sax-admin-server:v1.1.0"
+    """Image of the admin server; a tag or `@sha256:` digest, never untagged or `latest`."""
     model_server: str = f"{SAXML_IMAGES}/sax-model-server:v1.1.0"
+    """Image of the model servers, pinned the same way."""
     http_server: str = f"{SAXML_IMAGES}/sax-http:v1.0.0"
+    """Image of the HTTP server, pinned the same way."""
 
     _pinned = field_validator("admin_server", "model_server", "http_server")(pinned_image)
 
@@ -187,14 +208,19 @@ class SaxmlServiceConfig(ConfigModel):
     """The `sax-http-lb` Service: an internal load balancer unless `external`; sourceRanges always required."""
 
     external: bool = False
+    """An external load balancer instead of the internal one."""
     source_ranges: tuple[Annotated[str, AfterValidator(source_range)], ...] = ()
+    """Client CIDRs allowed to call the HTTP API, /8 or narrower; required, also for the internal load balancer
+    (the NetworkPolicy admits the same)."""
 
 
 class SaxmlModelConfig(ConfigModel):
     """The model the pool must hold: about 2 GB of HBM per billion parameters."""
 
     name: str
+    """The Saxml model class to publish, e.g. `saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test`."""
     billions_of_parameters: float = Field(gt=0)
+    """Its size; checked to fit one slice of the pool."""
 
     @property
     def memory_gb(self) -> float:
@@ -205,22 +231,34 @@ class SaxmlModelConfig(ConfigModel):
 
 
 class SaxmlConfig(ConfigModel):
-    """Saxml serving on a TPU pool group (`tpu-stack:saxml`): one model server per slice of `pool`."""
+    """Saxml serving on a TPU pool group: one model server per slice of `pool`, with its admin and HTTP servers
+    on the system pool."""
 
     pool: str
+    """The TPU pool group that serves (its slices are not Kueue capacity)."""
     model: SaxmlModelConfig | None = None
+    """The model to serve, checked to fit one slice (about 2 GB of HBM per billion parameters)."""
     namespace: str = "saxml"
-    """Created unless it is a namespace Kubernetes has built in (`default`, as in the Saxml tutorial)."""
+    """Where Saxml runs; created unless Kubernetes has it built in (`default`, as in the Saxml tutorial, is used
+    but never declared, so `pulumi destroy` cannot delete it). `kube-*` and the charts' namespaces are refused."""
     service_account: str = "sax-sa"
+    """The KSA all Saxml pods use."""
     identity: IdentityForm = "principal"
+    """Workload Identity form, as for bucket readers and writers."""
     iam_service_account: str | None = None
+    """Account id of the Google service account (`identity: iamServiceAccount` only).
+
+    Default: `<namespace>-<serviceAccount>`"""
     cell: str = "/sax/test"
+    """Saxml cell, `/sax/<name>`."""
     model_path: str = "models"
-    """Folder of the bucket the model servers mount read-only at /models (publish checkpoints from there)."""
+    """Folder of the bucket the model servers mount read-only at `/models` (publish checkpoints from there)."""
     max_restarts: int = Field(default=4, ge=0)
-    """JobSet failurePolicy.maxRestarts: how often all model servers restart together after a failure."""
+    """JobSet `failurePolicy.maxRestarts`: how often all model servers restart together after a failure."""
     images: SaxmlImagesConfig = SaxmlImagesConfig()
+    """Saxml's images, as in the GKE sample."""
     service: SaxmlServiceConfig = SaxmlServiceConfig()
+    """The `sax-http-lb` Service."""
 
     _model_path = field_validator("model_path")(lambda path: optional_folder(path))
 

@@ -54,19 +54,33 @@ class StackConfig(ConfigModel):
     """The whole stack's configuration (config keys `gcp:*` and `tpu-stack:*`)."""
 
     project: str
+    """Google Cloud project id that holds the cluster and bucket: 6-30 lowercase letters, digits and `-`,
+    starting with a letter, not ending with `-` (a project number is an error)."""
     region: str
+    """Region of the cluster, e.g. `us-east5` (a zone is an error naming its region); every TPU pool zone must
+    be in it."""
     stack: str = "dev"
+    """The stack's name, from Pulumi; not a config key."""
     throwaway: bool = False
-    """A stack that may be destroyed with its data (bucket force_destroy); never a protected stack."""
+    """The stack may be destroyed with its data (the bucket's `forceDestroy`); an error in a protected stack."""
     labels: dict[str, str] = {}
-    """Extra labels on every GCP resource that takes labels (cost attribution: team, cost-center, ...)."""
+    """Extra labels on every GCP resource that takes labels (cost attribution: team, cost-center), in Google
+    Cloud's form: keys 1-63 lowercase letters, digits, `_`, `-`, starting with a letter; values up to 63 of the
+    same; at most 64 per resource with `managed-by`, `app`, `env` (the stack name) and `tpu-pool`."""
     cluster: ClusterConfig = ClusterConfig()
     tpu_pools: tuple[TpuPoolConfig, ...] = ()
+    """TPU pool groups: each is N identical slices of one shape, provisioning mode and zone."""
     charts: ChartsConfig = ChartsConfig()
     queues: QueuesConfig = QueuesConfig()
     bucket: BucketConfig = BucketConfig()
     saxml: SaxmlConfig | None = None
+    """Saxml serving on a TPU pool group.
+
+    Default: off"""
     serving: LlmServingConfig | None = None
+    """vLLM servers (OpenAI-compatible) on TPU pool groups.
+
+    Default: off"""
     monitoring: MonitoringConfig = MonitoringConfig()
 
     @field_validator("project")
@@ -203,15 +217,17 @@ class StackConfig(ConfigModel):
         return self.on_release_channel
 
 
-_GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
+GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
+"""The provider keys the program reads, and the StackConfig fields they fill."""
 NAMESPACES = (PROJECT, "gcp", "kubernetes", "pulumi")
 """Config namespaces a stack of this project may hold: its own, its providers' and Pulumi's."""
 
 
 # Every StackConfig field but the ones filled from gcp:* keys and the stack name is a `tpu-stack:` key.
-_STACK_KEYS = {
+STACK_KEYS = {
     to_camel(field): field for field in StackConfig.model_fields if field not in ("project", "region", "stack")
 }
+"""`tpu-stack:` key -> StackConfig field."""
 
 
 def _key_path(top: str, loc: tuple[int | str, ...]) -> str:
@@ -246,16 +262,16 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
                     "give a YAML mapping or list"
                 )
                 continue
-        if key in _GCP_KEYS:
-            data[_GCP_KEYS[key]] = value
-        elif namespace == PROJECT and name in _STACK_KEYS:
-            data[_STACK_KEYS[name]] = value
+        if key in GCP_KEYS:
+            data[GCP_KEYS[key]] = value
+        elif namespace == PROJECT and name in STACK_KEYS:
+            data[STACK_KEYS[name]] = value
         elif namespace == PROJECT:
-            known = ", ".join(sorted(_STACK_KEYS))
+            known = ", ".join(sorted(STACK_KEYS))
             problems.append(f"{key}: unknown config key; known {PROJECT} keys: {known}")
         elif namespace not in NAMESPACES:
             problems.append(_namespace_problem(key, namespace, name))
-    for key in _GCP_KEYS:
+    for key in GCP_KEYS:
         if key not in raw:
             problems.append(f"{key}: required; set it with `pulumi config set {key} <value>`")
     if problems:

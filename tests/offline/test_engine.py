@@ -1,4 +1,5 @@
-"""Reading a stack file as the program will see it: a key given twice is refused, with the config key it names."""
+"""Reading a stack file as the program will see it: a key given twice and an unquoted date or time are refused,
+with the config key each names."""
 
 from __future__ import annotations
 
@@ -58,3 +59,32 @@ def test_the_committed_stack_files_have_no_key_twice() -> None:
     root = Path(__file__).resolve().parents[2]
     for stack in ("dev", "prod"):
         assert read_stack_file(root / f"Pulumi.{stack}.yaml")["gcp:region"] == "us-east5"
+
+
+def test_an_unquoted_date_or_time_is_one_line_asking_for_quotes(tmp_path: Path) -> None:
+    """The Pulumi CLI hands the program an unquoted YAML timestamp as Go's time text ("2026-01-03 02:00:00 +0000
+    UTC"), which no RFC 3339 parser reads; quoted, the text arrives as written."""
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(
+        "config:\n"
+        "  tpu-stack:cluster:\n"
+        "    maintenance:\n"
+        "      recurringWindow:\n"
+        "        startTime: 2026-01-03T02:00:00Z\n"
+        '        endTime: "2026-01-03T08:00:00Z"\n'
+        "  tpu-stack:tpuPools:\n"
+        "    - name: cal\n"
+        "      futureReservation:\n"
+        "        startTime: 2026-12-01\n"
+    )
+    with pytest.raises(ConfigError) as error:
+        read_stack_file(path)
+    assert error.value.lines == [
+        "tpu-stack:cluster.maintenance.recurringWindow.startTime: 2026-01-03T02:00:00Z is an unquoted YAML timestamp, "
+        'which Pulumi hands the program as Go\'s time text, not as written; quote it: "2026-01-03T02:00:00Z"',
+        "tpu-stack:tpuPools[0].futureReservation.startTime: 2026-12-01 is an unquoted YAML timestamp, which Pulumi "
+        'hands the program as Go\'s time text, not as written; quote it: "2026-12-01"',
+    ]
+    path.write_text(path.read_text().replace("2026-01-03T02:00:00Z", '"2026-01-03T02:00:00Z"').replace(
+        "2026-12-01", '"2026-12-01"'))  # fmt: skip
+    assert read_stack_file(path)["tpu-stack:tpuPools"][0]["futureReservation"]["startTime"] == "2026-12-01"
