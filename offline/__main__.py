@@ -26,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
     preview.add_argument("--config", type=Path, help="stack config file to use instead of Pulumi.<stack>.yaml")
     preview.add_argument("--out", type=Path, help="output folder (default build/<stack>)")
-    preview.add_argument("--quiet", action="store_true", help="print only totals and the policy report")
+    preview.add_argument("--quiet", action="store_true", help="print only the policy report")
+    preview.add_argument("--verbose", action="store_true", help="list every object a chart renders, not counts")
     preview.add_argument(
         "--policy-config",
         type=Path,
