@@ -35,6 +35,7 @@ MAX_ITEMS = 40
 """Entries per list before `… and N more`: the plans in the artifact hold everything."""
 MAX_PATHS = 8
 """Changed inputs shown per resource."""
+PLANS_ARTIFACT = "the run's `plan-diff-plans` artifact holds both plans"
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
@@ -208,7 +209,7 @@ def _capped(lines: list[str]) -> list[str]:
         return lines
     return [
         *lines[:MAX_ITEMS],
-        f"- … and {len(lines) - MAX_ITEMS} more (the `offline-preview` artifact holds both plans)",
+        f"- … and {len(lines) - MAX_ITEMS} more ({PLANS_ARTIFACT})",
     ]
 
 
@@ -486,7 +487,7 @@ def render(
     )
     if len(text) > MAX_CHARS:
         cut = text.rfind("\n", 0, MAX_CHARS)
-        text = text[:cut] + "\n\n… cut at the size GitHub allows; the `offline-preview` artifact holds both plans.\n"
+        text = text[:cut] + f"\n\n… cut at the size GitHub allows; {PLANS_ARTIFACT}.\n"
     return text.rstrip("\n") + "\n"
 
 

@@ -333,7 +333,18 @@ def test_a_comment_over_githubs_limit_is_cut_at_a_line(monkeypatch: pytest.Monke
     records = [_record(ACCOUNT + f"a{i}", {"accountId": f"a{i}"}) for i in range(20)]
     text = plandiff.render({}, {"s": _plan(*records)})
     assert len(text) < 300 + 120
-    assert text.endswith("\n\n… cut at the size GitHub allows; the `offline-preview` artifact holds both plans.\n")
+    assert text.endswith(
+        "\n\n… cut at the size GitHub allows; the run's `plan-diff-plans` artifact holds both plans.\n"
+    )
+
+
+def test_a_long_list_ends_with_how_many_more() -> None:
+    records = [_record(ACCOUNT + f"a{i:02}", {"accountId": f"a{i:02}"}) for i in range(45)]
+    lines = plandiff.render_stack(plandiff.diff_stack("s", None, _plan(*records))).splitlines()
+    start = lines.index("**Added** (45)")
+    assert lines[start + 2] == "- `gcp:serviceaccount/account:Account` `a00`"
+    assert lines[start + 41] == "- `gcp:serviceaccount/account:Account` `a39`"
+    assert lines[start + 42] == "- … and 5 more (the run's `plan-diff-plans` artifact holds both plans)"
 
 
 def test_the_base_plans_config_changes_nothing_for_a_change_free_pull_request(dev: dict[str, Plans]) -> None:
