@@ -378,7 +378,9 @@ def _key(violation: Mapping[str, Any], records: Mapping[str, Record]) -> tuple[s
 def _policy_lines(diff: StackDiff) -> list[str]:
     """The head's findings: every mandatory one and what this change adds; what it resolves; advisory ones it
     leaves as they were are counted only."""
-    old_records, new_records = diff.records("base"), diff.records("head")
+    # Base violations name base URNs, before any alias renamed them.
+    old_records = {str(r["urn"]): r for r in (diff.base or {}).get("resources", [])}
+    new_records = diff.records("head")
     old = {_key(v, old_records): v for v in (diff.base or {}).get("violations", [])}
     new = {_key(v, new_records): v for v in (diff.head or {}).get("violations", [])}
     mandatory = sum(1 for v in new.values() if v["level"] == "mandatory")
