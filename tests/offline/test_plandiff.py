@@ -17,6 +17,7 @@ import yaml
 
 from offline import __main__ as cli
 from offline import plandiff
+from offline.policy_check import TEAM_CONFIG
 from offline.vendor import REPO
 
 Change = Callable[[dict[str, Any]], None]
@@ -34,7 +35,7 @@ def _build(root: Path, stack: str, change: Change | None = None) -> Plans:
     out = root / "build" / stack
     args = ["preview", "--stack", stack, "--config", str(stack_file), "--out", str(out), "--quiet"]
     with contextlib.redirect_stdout(io.StringIO()):
-        assert cli.main([*args, "--policy-config", "policies/config.json"]) == 0
+        assert cli.main([*args, "--policy-config", str(TEAM_CONFIG)]) == 0
     return plandiff.load_plans(root / "build")
 
 

@@ -15,6 +15,7 @@ from components import tpu_catalog
 from offline import __main__ as cli
 from offline import summary
 from offline.engine import Plan
+from offline.policy_check import TEAM_CONFIG
 from tests.conftest import StackRunner
 
 Preview = tuple[list[str], dict[str, Any]]
@@ -24,7 +25,7 @@ def _preview(out: Path, *args: str) -> Preview:
     """Printed lines and plan.json of one preview run through the CLI."""
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        assert cli.main(["preview", "--out", str(out), "--policy-config", "policies/config.json", *args]) == 0
+        assert cli.main(["preview", "--out", str(out), "--policy-config", str(TEAM_CONFIG), *args]) == 0
     return printed.getvalue().splitlines(), json.loads((out / "plan.json").read_text())
 
 
