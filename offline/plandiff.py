@@ -215,8 +215,9 @@ def _capped(lines: list[str]) -> list[str]:
 
 def _resource_lines(diff: StackDiff, steps: list[Step], side: str, *, detail: bool) -> list[str]:
     """One bullet per resource; a chart's rendered objects as one bullet per chart with counts by kind."""
-    records = diff.records(side)
     old, new = diff.records("base"), diff.records("head")
+    # A refused delete has only its base record: every step's record is looked up on `side` first.
+    records = {**new, **old} if side == "base" else {**old, **new}
     lines: list[str] = []
     rendered: dict[str, list[Step]] = defaultdict(list)
     for step in steps:

@@ -275,6 +275,18 @@ def test_a_type_the_catalogue_does_not_know_is_named_not_fatal() -> None:
     )
 
 
+def test_a_protected_resource_the_head_drops_is_a_refused_delete() -> None:
+    kept = _record(ACCOUNT + "kept", {"accountId": "kept"}, protect=True)
+    section = plandiff.render_stack(plandiff.diff_stack("s", _plan(kept), _plan()))
+    assert (
+        section.splitlines()[0] == "### Stack `s`: 0 to create, 0 to update, 0 to replace, 0 to delete, **1 refused**"
+    )
+    assert (
+        "- `gcp:serviceaccount/account:Account` `kept`: delete of a protected resource: `pulumi state unprotect` first"
+        in section.splitlines()
+    )
+
+
 def test_new_and_missing_stacks() -> None:
     urn = ACCOUNT + "a"
     new_stack = plandiff.render_stack(plandiff.diff_stack("s", None, _plan(_record(urn, {"accountId": "a"}))))
