@@ -1,6 +1,7 @@
 """Command line: `python -m offline preview --stack dev`; exit 0 clean, 1 policy violation, 2 bad config.
 
 `python -m offline workloads --stack dev` writes example workloads bound to the stack's queues.
+`python -m offline diff --base DIR --head DIR` writes the pull request comment comparing two builds' plans.
 This module only parses the command line: a preview forks its new-stack view here, before the heavy imports
 of offline/commands.py, so the fork is cheap and the two processes import and run side by side.
 """
@@ -26,12 +27,19 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
     preview.add_argument("--config", type=Path, help="stack config file to use instead of Pulumi.<stack>.yaml")
     preview.add_argument("--out", type=Path, help="output folder (default build/<stack>)")
-    preview.add_argument("--quiet", action="store_true", help="print only totals and the policy report")
+    preview.add_argument("--quiet", action="store_true", help="print only the policy report")
+    preview.add_argument("--verbose", action="store_true", help="list every object a chart renders, not counts")
     preview.add_argument(
         "--policy-config",
         type=Path,
         help="policy pack config JSON (the format of `pulumi preview --policy-pack-config`)",
     )
+    diff = commands.add_parser("diff", help="compare two builds' plans as one Markdown pull request comment")
+    diff.add_argument("--base", type=Path, required=True, help="build folder of the base (<stack>/plan.json each)")
+    diff.add_argument("--head", type=Path, required=True, help="build folder of the pull request")
+    diff.add_argument("--out", type=Path, help="Markdown file to write (default: standard output)")
+    diff.add_argument("--base-label", help="how the comment names the base (its commit)")
+    diff.add_argument("--head-label", help="how the comment names the head (its commit)")
     jobs = commands.add_parser("workloads", help="write example Jobs and JobSets bound to the stack's queues")
     jobs.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
     jobs.add_argument("--config", type=Path, help="stack config file to use instead of Pulumi.<stack>.yaml")
@@ -47,6 +55,10 @@ def _new_stack_view(args: argparse.Namespace) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "diff":
+        from offline import plandiff  # reads two plan.json files: no program run, no SDK
+
+        return plandiff.main(args)
     if args.config is None and not (REPO / f"Pulumi.{args.stack}.yaml").exists():
         print(f"error: no Pulumi.{args.stack}.yaml; pass --config FILE or create the stack file", file=sys.stderr)
         return EXIT_CONFIG

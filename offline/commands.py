@@ -18,7 +18,7 @@ import yaml
 
 from components import workloads
 from components.config import ConfigError, StackConfig, load
-from offline import charts, engine, helm, parallel, policy_check, report
+from offline import charts, engine, helm, parallel, policy_check, report, summary
 from offline.engine import REPO, Plan, run_stack
 
 EXIT_OK, EXIT_VIOLATION, EXIT_CONFIG = 0, 1, 2
@@ -33,10 +33,12 @@ def preview(
     quiet: bool,
     policy_config: Path | None = None,
     new_stack: parallel.Background[NewStackFindings] | None = None,
+    verbose: bool = False,
 ) -> int:
+    """Capacity and queues first, then the resources by component, the outputs, and the policy report last."""
     plan = evaluate(stack, config_file, policy_config, new_stack)
     if not quiet:
-        print(report.render_plan(plan))
+        print(report.render_plan(plan, verbose=verbose))
         print()
         print(report.render_outputs(plan))
         print()
@@ -124,6 +126,7 @@ def evaluate(
         raise
     new_found, plan.unrendered_in_new_stack = new_stack.result()
     plan.violations = policy_check.merge({policy_check.NEW_STACK.name: new_found, view.name: deployed})
+    plan.summary = summary.from_outputs(plan.outputs)
     return plan
 
 
@@ -132,7 +135,7 @@ def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFinding
     try:
         if args.command == "workloads":
             return write_workloads(args.stack, args.config, args.out)
-        return preview(args.stack, args.config, args.out, args.quiet, args.policy_config, new_stack)
+        return preview(args.stack, args.config, args.out, args.quiet, args.policy_config, new_stack, args.verbose)
     except policy_check.PolicyConfigError as error:
         print(f"error: policy config: {error}", file=sys.stderr)
         return EXIT_CONFIG

@@ -49,11 +49,14 @@ class Plan:
     violations: list[dict[str, Any]] = field(default_factory=list)
     unrendered_in_new_stack: list[str] = field(default_factory=list)
     """Charts a new stack's preview cannot render (their cluster does not exist yet); shown in the report."""
+    summary: dict[str, Any] = field(default_factory=dict)
+    """Capacity and queues, from the config the program ran with (offline/summary.py); set by the preview."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "project": self.project,
             "stack": self.stack,
+            "summary": self.summary,
             "resources": self.resources,
             "outputs": self.outputs,
             "violations": self.violations,

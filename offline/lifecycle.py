@@ -7,7 +7,7 @@ rules)` models the engine's step generation (pulumi/pulumi pkg/resource/deploy/s
 records: what counts as a replacement, what `protect`, `retainOnDelete`, `ignoreChanges`, `replaceOnChanges`,
 `deleteBeforeReplace` and `importId` do, and how a replaced provider takes every resource it manages along.
 What the platform itself imposes (which fields a provider replaces on, which an API server or webhook refuses
-to change) is not known here: it comes in as `rules`, the catalogue in tests/lifecycle/catalogue.py, each
+to change) is not known here: it comes in as `rules`, the catalogue in offline/catalogue.py, each
 entry with its upstream source.
 """
 

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
+import textwrap
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from offline import summary
 from offline.charts import CHART_TYPE
 from offline.engine import Plan
 from offline.vendor import REPO
 
 COMPONENT_PREFIX = "tpu-stack:index:"
+PROTECTED = "`pulumi destroy` and replacements stop until `pulumi state unprotect`"
 
 
 def _get(data: dict[str, Any], path: str) -> Any:
@@ -38,10 +41,10 @@ def _node_pool(inputs: dict[str, Any]) -> str:
         nodes = str(inputs.get("nodeCount"))
     node_config = inputs.get("nodeConfig") or {}
     mode = (
-        "flex-start"
-        if node_config.get("flexStart")
-        else "queued"
+        "queued"  # queued provisioning runs on flex-start capacity: both flags are set
         if _get(inputs, "queuedProvisioning.enabled")
+        else "flex-start"
+        if node_config.get("flexStart")
         else "spot"
         if node_config.get("spot")
         else _get(node_config, "reservationAffinity.consumeReservationType") or "on-demand"
@@ -52,9 +55,10 @@ def _node_pool(inputs: dict[str, Any]) -> str:
 
 
 def _k8s(inputs: dict[str, Any]) -> str:
+    """The object's own name (its kind is in the type token)."""
     metadata = inputs.get("metadata") or {}
     namespace = metadata.get("namespace")
-    return f"{inputs.get('kind')} {namespace + '/' if namespace else ''}{metadata.get('name')}"
+    return f"{namespace + '/' if namespace else ''}{metadata.get('name')}"
 
 
 SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -80,30 +84,55 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def summary(resource: dict[str, Any]) -> str:
+def describe(resource: dict[str, Any]) -> str:
+    """One line of what a resource is: a pool's shape, a role and its member, a Kubernetes object's name."""
     inputs = resource["inputs"]
     if resource["type"] in SUMMARIES:
         return SUMMARIES[resource["type"]](inputs)
-    if resource["type"].startswith("kubernetes:") and "kind" in inputs:
-        return _k8s(inputs)
+    if resource["type"].startswith("kubernetes:") and "kind" in inputs and not resource.get("rendered"):
+        return _k8s(inputs)  # a rendered object's name already says it (`<chart>:<namespace>/<name>`)
     return ""
+
+
+ARCHITECTURE = (
+    "GkeCluster",
+    "TpuSlicePools",
+    "JobSetInstall",
+    "KueueInstall",
+    "KueueQueues",
+    "NamespacePolicies",
+    "ControllerMetrics",
+    "Bucket",
+    "WorkloadIdentity",
+    "Saxml",
+    "Monitoring",
+)
+"""Components in the order the architecture builds them (README, Architecture): cluster and capacity first,
+then scheduling, data, serving and monitoring. A component not listed follows them, by type."""
 
 
 def component_names(plan: Plan) -> dict[str, str]:
     """URN -> name of its nearest ComponentResource ancestor ("stack" for top-level resources), for every
     resource at once: asking per resource would rebuild the URN index each time (quadratic in resources)."""
+    return {urn: name for urn, (_kind, name) in _components(plan).items()}
+
+
+def _components(plan: Plan) -> dict[str, tuple[str, str]]:
+    """URN -> (type, name) of the nearest ComponentResource ancestor; ("Stack", "stack") at the top."""
     by_urn = {r["urn"]: r for r in plan.resources}
-    names = {}
+    found = {}
     for resource in plan.resources:
         parent = resource["parent"]
         while parent in by_urn and not by_urn[parent]["type"].startswith(COMPONENT_PREFIX):
             parent = by_urn[parent]["parent"]
-        names[resource["urn"]] = by_urn[parent]["name"] if parent in by_urn else "stack"
-    return names
+        owner = by_urn.get(parent)
+        kind = owner["type"].removeprefix(COMPONENT_PREFIX) if owner else "Stack"
+        found[resource["urn"]] = (kind, owner["name"] if owner else "stack")
+    return found
 
 
 def group_names(plan: Plan) -> dict[str, str]:
-    """URN -> the group a resource is shown and written with: its component, or for objects rendered from a
+    """URN -> the group a resource's manifests are written with: its component, or for objects rendered from a
     chart, the Chart resource (`kueue-chart`)."""
     names = component_names(plan)
     by_urn = {r["urn"]: r for r in plan.resources}
@@ -113,31 +142,83 @@ def group_names(plan: Plan) -> dict[str, str]:
     return names
 
 
-def render_plan(plan: Plan) -> str:
+def _group_order(group: tuple[str, str], pools: list[str]) -> tuple[int, str, int, str]:
+    """Architecture order of components; pool groups in the order of the capacity table, the rest by name."""
+    kind, name = group
+    rank = ARCHITECTURE.index(kind) + 1 if kind in ARCHITECTURE else len(ARCHITECTURE) + 1
+    return (rank, kind, pools.index(name) if kind == "TpuSlicePools" and name in pools else len(pools), name)
+
+
+def _kind(resource: dict[str, Any]) -> str:
+    return str(resource["inputs"].get("kind") or resource["type"].rsplit(":", 1)[-1])
+
+
+def rendered_counts(children: list[dict[str, Any]]) -> str:
+    """A chart's rendered objects as counts by kind, most first: `44 ClusterRole, 9 CustomResourceDefinition`."""
+    counts = Counter(_kind(child) for child in children)
+    return ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def render_plan(plan: Plan, verbose: bool = False) -> str:
+    """The stack's capacity and queues first, then the resources by component in architecture order, a chart's
+    rendered objects as counts by kind (`verbose`: every one)."""
     lines = [f"Previewing stack '{plan.stack}' of project '{plan.project}' (offline, mock engine)", ""]
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    components = {r["name"]: r["type"] for r in plan.resources if r["type"].startswith(COMPONENT_PREFIX)}
-    charts = {r["name"] for r in plan.resources if r["type"] == CHART_TYPE}
-    group = group_names(plan)
+    if plan.summary:
+        lines += [summary.render(plan.summary), ""]
+    owners = _components(plan)
+    children: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for resource in plan.resources:
-        if resource["custom"]:
-            groups[group[resource["urn"]]].append(resource)
-    for name, resources in groups.items():
-        kind = components.get(name, "").removeprefix(COMPONENT_PREFIX) or "Stack"
-        if name in charts:
-            kind = f"Chart (rendered offline from vendor/charts, {len(resources)} objects)"
-        lines.append(f"{kind} {name}")
+        if resource.get("rendered"):
+            children[resource["parent"]].append(resource)
+        elif resource["custom"] or resource.get("remote"):
+            groups[owners[resource["urn"]]].append(resource)
+    shown = [r for resources in groups.values() for r in resources]
+    every_protected = bool(shown) and all(r["protect"] for r in shown)
+    if every_protected:
+        lines += [f"Every resource is protected: {PROTECTED}.", ""]
+    pools = list((plan.summary or {}).get("capacity") or {})
+    rows: list[list[str]] = []
+    marks: list[str] = []  # per row: group header, resource, note, or rendered child
+    for (kind, name), resources in sorted(groups.items(), key=lambda item: _group_order(item[0], pools)):
+        rows.append([f"{kind} {name}"])
+        marks.append("group")
         for resource in resources:
-            flags = " [protect]" if resource["protect"] else ""
-            lines.append(f"  + {resource['type']:<52} {resource['name']:<40} {summary(resource)}{flags}")
-        lines.append("")
+            flag = "[protect]" if resource["protect"] and not every_protected else ""
+            rows.append(["+", resource["type"], resource["name"], " ".join(filter(None, [describe(resource), flag]))])
+            marks.append("resource")
+            rendered = children.get(resource["urn"], [])
+            if rendered:
+                more = "" if verbose else " (--verbose lists them)"
+                rows.append([f"renders {len(rendered)} objects: {rendered_counts(rendered)}{more}"])
+                marks.append("note")
+            for child in rendered if verbose else []:
+                rows.append(["+", child["type"], child["name"], ""])
+                marks.append("child")
+    lines += _aligned(rows, marks)
     custom = sum(1 for r in plan.resources if r["custom"])
-    rendered = sum(1 for r in plan.resources if r.get("rendered"))
+    rendered_total = sum(1 for r in plan.resources if r.get("rendered"))
     lines.append(
-        f"Resources: + {len(plan.resources)} to create ({custom} cloud/cluster resources of which {rendered} "
+        f"Resources: + {len(plan.resources)} to create ({custom} cloud/cluster resources of which {rendered_total} "
         f"rendered from charts, {len(plan.resources) - custom} components)"
     )
     return "\n".join(lines)
+
+
+def _aligned(rows: list[list[str]], marks: list[str]) -> list[str]:
+    """Resource rows in aligned columns under their group headers."""
+    table = [row for row, mark in zip(rows, marks, strict=True) if mark in ("resource", "child")]
+    type_width = max((len(row[1]) for row in table), default=0)
+    name_width = max((len(row[2]) for row in table), default=0)
+    lines: list[str] = []
+    for row, mark in zip(rows, marks, strict=True):
+        if mark == "group":
+            lines += ["", row[0]] if lines else [row[0]]
+        elif mark == "note":
+            lines += textwrap.wrap(row[0], width=120, initial_indent="      ", subsequent_indent="        ")
+        else:
+            lines.append(f"  + {row[1]:<{type_width}}  {row[2]:<{name_width}}  {row[3]}".rstrip())
+    return [*lines, ""]
 
 
 VIEW_NAMES = {"new": "new stack", "deployed": "deployed stack at rest"}
@@ -214,6 +295,7 @@ def plan_json(plan: Plan) -> str:
     return (
         "{\n"
         + "".join(f"  {json.dumps(k)}: {json.dumps(v)},\n" for k, v in head.items())
+        + f'  "summary": {json.dumps(data["summary"], indent=2)},\n'
         + f'  "resources": {lines(data["resources"])},\n'
         + f'  "outputs": {json.dumps(data["outputs"], indent=2)},\n'
         + f'  "violations": {lines(data["violations"])}\n'

@@ -83,11 +83,18 @@ def test_checkouts_do_not_keep_the_token_and_jobs_get_only_the_permissions_they_
         workflow = yaml.safe_load(path.read_text())
         assert workflow["permissions"] == {}, path.name
         for name, job in workflow["jobs"].items():
-            assert job["permissions"]["contents"] == "read", (path.name, name)
+            permissions = job["permissions"]
+            # Jobs that read the repository read it, no more; the commenting job reads none of it.
+            assert permissions.get("contents", "read") == "read", (path.name, name)
+            assert "contents" in permissions or not steps_using(job, "actions/checkout"), (path.name, name)
             for step in steps_using(job, "actions/checkout"):
                 assert step["with"]["persist-credentials"] is False, (path.name, name)
-            if "id-token" in job["permissions"]:  # only jobs that authenticate to Google Cloud
+            if "id-token" in permissions:  # only jobs that authenticate to Google Cloud
                 assert steps_using(job, "google-github-actions/auth"), (path.name, name)
+            # Writing to pull requests: the real preview's comment (same-repository branches only) and the plan diff.
+            if permissions.get("pull-requests") == "write":
+                assert (path.name, name) in {("pull-request.yml", "preview"), ("plan-diff-comment.yml", "comment")}
+            assert {v for k, v in permissions.items() if k not in ("id-token", "pull-requests")} <= {"read"}
 
 
 def test_pull_requests_run_the_security_scan() -> None:
@@ -141,3 +148,71 @@ def test_readme_documents_every_secret_and_variable_the_workflows_read() -> None
         read |= set(re.findall(r"\$\{\{ (?:secrets|vars)\.([A-Z_]+) \}\}", path.read_text()))
     assert read >= {"PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_BACKEND_URL"}
     assert [name for name in sorted(read) if f"`{name}`" not in readme] == []
+
+
+# --- the plan diff comment: built without privileges, posted by a workflow that runs no pull request code -------
+
+
+def test_pull_requests_build_the_plan_diff_with_a_read_only_token_and_no_secrets() -> None:
+    workflow = load("pull-request.yml")
+    job = workflow["jobs"]["plan-diff"]
+    assert job["permissions"] == {"contents": "read"}
+    assert "secrets." not in yaml.safe_dump(job) and "needs" not in job  # runs beside the tests, needs nothing
+    (checkout,) = steps_using(job, "actions/checkout")
+    assert checkout["with"] == {"persist-credentials": False, "fetch-depth": 2}
+    script = runs(job)
+    # The base is the merge commit's first parent: exactly what GitHub merged the pull request into.
+    assert "git worktree add --detach base HEAD^1" in script
+    assert 'make -C "$dir" preview STACK="$stack"' in script and "for dir in . base" in script
+    assert ".venv/bin/python -m offline diff --base base/build --head build --out build/plan-diff/comment.md" in script
+    # The number goes through the environment, never into the script's text.
+    (write,) = [step for step in job["steps"] if "pr-number" in str(step.get("run", ""))]
+    assert write["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
+    assert "${{" not in write["run"]
+    upload = next(s for s in steps_using(job, "actions/upload-artifact") if s["with"]["name"] == "plan-diff")
+    assert upload["with"]["path"] == "build/plan-diff/"
+
+
+def test_no_workflow_runs_on_pull_request_target() -> None:
+    """pull_request_target runs with the base's secrets and a write token: the plan diff needs neither."""
+    for path in WORKFLOWS.glob("*.yml"):
+        assert "pull_request_target" not in load(path.name)[True], path.name
+
+
+def test_the_plan_diff_comment_is_posted_after_the_pull_request_run_with_least_privilege() -> None:
+    workflow = load("plan-diff-comment.yml")
+    assert workflow[True] == {"workflow_run": {"workflows": [load("pull-request.yml")["name"]], "types": ["completed"]}}
+    assert workflow["permissions"] == {}
+    (job,) = workflow["jobs"].values()
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    assert "github.event.workflow_run.event == 'pull_request'" in job["if"]
+    # Nothing but the artifact download and one script; no checkout, no cache, no other action.
+    assert [step.get("uses", "run").split("@")[0] for step in job["steps"]] == ["actions/download-artifact", "run"]
+    (download,) = steps_using(job, "actions/download-artifact")
+    assert download["with"] == {
+        "name": "plan-diff",
+        "path": "${{ runner.temp }}/plan-diff",  # outside the workspace: nothing there is ever run
+        "github-token": "${{ github.token }}",
+        "run-id": "${{ github.event.workflow_run.id }}",
+    }
+
+
+def test_the_privileged_job_reads_the_artifact_as_data_only() -> None:
+    (job,) = load("plan-diff-comment.yml")["jobs"].values()
+    (post,) = [step for step in job["steps"] if "run" in step]
+    script = post["run"]
+    # No expression is expanded into the script: what the run reports arrives through the environment.
+    assert "${{" not in script
+    assert post["env"]["RUN_HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
+    # The artifact is read with head (bounded), never executed, sourced or passed to an interpreter.
+    assert script.count("$ARTIFACT") == 2
+    assert 'head -c 20 "$ARTIFACT/pr-number"' in script and 'head -c 65000 "$ARTIFACT/comment.md"' in script
+    for runner in ("source ", ". $", "bash ", "sh ", "python", "eval", "make", "xargs", "GITHUB_ENV", "GITHUB_PATH"):
+        assert runner not in script, runner
+    # The number is a number, and names the pull request whose head the reported run built.
+    assert '[[ "$number" =~ ^[1-9][0-9]{0,9}$ ]]' in script
+    assert '"repos/$REPOSITORY/pulls/$number" --jq .head.sha' in script and '[ "$head" != "$RUN_HEAD_SHA" ]' in script
+    # One comment per pull request: found by the marker, among the workflow token's own comments only.
+    assert "marker='<!-- tpu-stack:plan-diff -->'" in script
+    assert '.user.login == \\"github-actions[bot]\\"' in script
+    assert "--method PATCH" in script and "--method POST" in script

@@ -10,7 +10,7 @@ import pytest
 from offline import __main__ as cli
 from offline.engine import run_stack
 
-PLAN_KEYS = {"project", "stack", "resources", "outputs", "violations"}
+PLAN_KEYS = {"project", "stack", "summary", "resources", "outputs", "violations"}
 RESOURCE_KEYS = {"urn", "type", "name", "parent", "dependencies", "custom", "remote", "protect", "ignoreChanges",
                  "customTimeouts", "replaceOnChanges", "deleteBeforeReplace", "retainOnDelete", "deletedWith",
                  "aliases", "importId", "inputs"}  # fmt: skip

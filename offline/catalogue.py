@@ -1,0 +1,624 @@
+"""The real platform's rules for a stack's lifecycle (first `up`, updates, upgrades, `destroy`), one entry each
+with its upstream source.
+
+Three kinds of entries:
+- `Replaces`: input paths for which a type's provider answers "replace" (provider schemas: ForceNew in the
+  Terraform provider that pulumi-gcp bridges, pulumi-kubernetes' per-kind lists). The engine model
+  (offline/lifecycle.py) turns a change of one of them into a replacement.
+- `Refuses`: fields an API server or admission webhook refuses to change in place. The CRDs' own transition
+  rules (`self == oldSelf`) are not listed: offline/validate.py evaluates them from the vendored CRDs.
+- `Requires`: what must hold in every plan for a first `up`, an update or a destroy to succeed: who reaches which
+  endpoint and port, which certificate a client must trust, what must exist before a create, what finalizers
+  wait for. Each is a check over the plan's records and outputs; it returns one line per breach.
+
+Every type a stack declares must have a `Replaces` entry (even one with no paths, saying why): a type the
+catalogue has no word on is a question to research, not a pass (tests/lifecycle/test_catalogue.py holds it to
+that). The lifecycle scenarios (tests/lifecycle/) and the pull request plan diff (offline/plandiff.py) read it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from offline.lifecycle import depends_on, matches
+from offline.validate import validate_update
+
+Record = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Replaces:
+    type: str
+    paths: tuple[str, ...]
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Refuses:
+    type: str
+    paths: tuple[str, ...]
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Requires:
+    id: str
+    says: str
+    source: str
+    check: Callable[[Sequence[Record], Mapping[str, Any]], list[str]]
+
+
+# --- engine rules the model in offline/lifecycle.py implements (listed here with their sources) ---------------
+
+ENGINE = {
+    "replace-protected": (
+        "A resource protected in the state and in the program is never replaced: the step is refused, in preview too",
+        "pulumi/pulumi pkg/resource/deploy/step_generator.go (protect check before a replacement, L1953-1972 at "
+        "1b59498)",
+    ),
+    "delete-protected": (
+        "A protected resource refuses its own delete step; destroy goes on past it, deleting its dependents first "
+        "and keeping what it depends on",
+        "pulumi/pulumi pkg/resource/deploy/step.go DeleteStep.Apply (L614-648); deployment_executor.go L486-545",
+    ),
+    "create-before-delete": (
+        "A replacement creates first unless the program sets deleteBeforeReplace or the provider asks for it; "
+        "providers ask only when their own diff replaces a named object, not for replaceOnChanges or a replaced "
+        "provider",
+        "pulumi/pulumi step_generator.go L2041-2046, L2918-2925; pulumi/pulumi-kubernetes "
+        "provider/pkg/provider/provider.go Diff (L1657-1668); pulumi/pulumi-terraform-bridge "
+        "pkg/tfbridge/provider.go L1275-1301",
+    ),
+    "provider-replaced": (
+        "A kubernetes provider whose cluster (server, CA) changes is replaced unless clusterIdentifier is set and "
+        "unchanged; every object it manages is then replaced, creating first (AlreadyExists)",
+        "pulumi/pulumi-kubernetes provider/pkg/provider/provider.go DiffConfig (L454-569)",
+    ),
+    "retain-on-delete": (
+        "retainOnDelete removes a resource from the state without deleting it in the cloud",
+        "pulumi/pulumi pkg/resource/deploy/step.go L644-663",
+    ),
+    "import": (
+        "The import option adopts an existing resource only when the state has no resource with that ID",
+        "pulumi/pulumi pkg/resource/deploy/step_generator.go (isImport, L1113)",
+    ),
+    "destroy-order": (
+        "Destroy deletes dependents first: dependsOn, parents after children, a provider after its resources",
+        "pulumi/pulumi pkg/resource/graph/dependency_graph.go DependenciesOf (L202-207)",
+    ),
+}
+
+
+MUTABLE_DATA = {
+    "kubernetes:core/v1:ConfigMap": "enableConfigMapMutable",
+    "kubernetes:core/v1:Secret": "enableSecretMutable",
+}
+"""The kubernetes provider settings under which a changed ConfigMap or Secret is updated, not replaced
+(pulumi-kubernetes provider/pkg/provider/provider.go L696-726, diff.go L27-32)."""
+
+
+class Catalogue:
+    """The rules as the engine model asks for them (offline.lifecycle.Rules)."""
+
+    def __init__(self, replaces: Sequence[Replaces], refuses: Sequence[Refuses], requires: Sequence[Requires]):
+        self.replaces = {entry.type: entry for entry in replaces}
+        self.refusals = {entry.type: entry for entry in refuses}
+        self.requires = list(requires)
+
+    def replaces_on(self, resource: Record, changed: Sequence[str], provider: Record | None) -> list[str]:
+        entry = self.replaces.get(str(resource["type"]))
+        if entry is None:
+            raise KeyError(f"the catalogue has no replacement rule for {resource['type']}: research it")
+        if entry.type == "pulumi:providers:kubernetes" and resource["inputs"].get("clusterIdentifier"):
+            # DiffConfig: an unchanged clusterIdentifier clears every replacement.
+            return [path for path in changed if path == "clusterIdentifier"]
+        paths = entry.paths
+        for kind, setting in MUTABLE_DATA.items():
+            if entry.type == kind and str((provider or {}).get("inputs", {}).get(setting)).lower() == "true":
+                paths = tuple(p for p in paths if p not in ("data", "binaryData", "stringData"))
+        return [path for path in changed if any(matches(path, p) for p in paths)]
+
+    def refuses(self, old: Record, new: Record, changed: Sequence[str]) -> list[str]:
+        reasons = validate_update(old["inputs"], new["inputs"]) if str(new["type"]).startswith("kubernetes:") else []
+        entry = self.refusals.get(str(new["type"]))
+        if entry is not None:
+            reasons += [f"{p}: immutable ({entry.source})" for p in changed if any(matches(p, w) for w in entry.paths)]
+        return reasons
+
+    def breaches(self, records: Sequence[Record], outputs: Mapping[str, Any]) -> list[str]:
+        """One line per `Requires` entry a plan breaks."""
+        return [f"{rule.id}: {line}" for rule in self.requires for line in rule.check(records, outputs)]
+
+
+# --- helpers for the checks ------------------------------------------------------------------------------------
+
+
+def of_type(records: Sequence[Record], suffix: str) -> list[Record]:
+    return [r for r in records if str(r["type"]).endswith(suffix)]
+
+
+def by_urn(records: Sequence[Record]) -> dict[str, Record]:
+    return {str(r["urn"]): r for r in records}
+
+
+def chart(records: Sequence[Record], name: str) -> Record | None:
+    return next((r for r in of_type(records, ":Chart") if r["name"] == f"{name}-chart"), None)
+
+
+def waits_for(records: Sequence[Record], record: Record, other: Record | None) -> bool:
+    return other is not None and depends_on(by_urn(records), str(record["urn"]), str(other["urn"]))
+
+
+# --- Replaces: what each type's provider replaces on --------------------------------------------------------------
+
+_TF = "hashicorp/terraform-provider-google-beta v8.0.0 (bridged by pulumi-gcp 10.x), google-beta/services/"
+_K8S_DIFF = "pulumi/pulumi-kubernetes provider/pkg/provider/diff.go forceNew table (L23-251 at 9497796)"
+# Every Kubernetes kind is replaced when its name or namespace changes (diff.go L205-210).
+_NAMED = ("metadata.name", "metadata.namespace")
+_COMPONENT = "a ComponentResource of this program: no provider, nothing to replace or refuse"
+
+
+def _k8s(kind: str, *paths: str) -> Replaces:
+    return Replaces(f"kubernetes:{kind}", (*_NAMED, *paths), _K8S_DIFF)
+
+
+REPLACES = [
+    Replaces(
+        "gcp:container/cluster:Cluster",
+        (
+            "name", "location", "project", "network", "subnetwork", "enableAutopilot", "initialNodeCount",
+            "datapathProvider", "networkingMode", "defaultMaxPodsPerNode", "enableTpu", "description",
+            "clusterIpv4Cidr", "enableKubernetesAlpha", "ipAllocationPolicy",
+            "privateClusterConfig.masterIpv4CidrBlock", "privateClusterConfig.privateEndpointSubnetwork",
+            "nodeConfig.serviceAccount", "nodeConfig.oauthScopes", "nodePools",
+        ),
+        _TF + "container/resource_container_cluster.go (ForceNew fields; nodeConfig nested as in node_config.go)",
+        "privateClusterConfig.enablePrivateNodes, masterAuthorizedNetworksConfig, controlPlaneEndpointsConfig, "
+        "releaseChannel and workloadIdentityConfig update in place",
+    ),
+    Replaces(
+        "gcp:container/nodePool:NodePool",
+        (
+            "name", "location", "cluster", "project", "initialNodeCount", "maxPodsPerNode", "queuedProvisioning",
+            "placementPolicy.policyName", "networkConfig.podRange", "networkConfig.createPodRange",
+            "nodeConfig.spot", "nodeConfig.preemptible", "nodeConfig.flexStart", "nodeConfig.maxRunDuration",
+            "nodeConfig.reservationAffinity", "nodeConfig.serviceAccount", "nodeConfig.oauthScopes",
+            "nodeConfig.metadata", "nodeConfig.guestAccelerators", "nodeConfig.localSsdCount",
+            "nodeConfig.minCpuPlatform", "nodeConfig.shieldedInstanceConfig",
+        ),
+        _TF + "container/resource_container_node_pool.go and node_config.go (ForceNew fields)",
+        "machineType, disk, labels, taints, resourceLabels, autoscaling, management, nodeLocations update in place; "
+        "placementPolicy.tpuTopology is neither ForceNew nor updated: see Refuses",
+    ),
+    Replaces(
+        "gcp:serviceaccount/account:Account",
+        ("accountId", "project"),
+        _TF + "resourcemanager/resource_google_service_account.go L90",
+    ),
+    Replaces(
+        "gcp:projects/iAMMember:IAMMember",
+        ("project", "role", "member", "condition"),
+        _TF + "tpgiamresource/resource_iam_member.go L64-112 (every field ForceNew)",
+    ),
+    Replaces(
+        "gcp:serviceaccount/iAMMember:IAMMember",
+        ("serviceAccountId", "role", "member", "condition"),
+        _TF + "resourcemanager/iam_service_account.go L37-41 with resource_iam_member.go",
+    ),
+    Replaces(
+        "gcp:storage/bucketIAMMember:BucketIAMMember",
+        ("bucket", "role", "member", "condition"),
+        _TF + "storage/iam_storage_bucket.go L33-36 with resource_iam_member.go",
+    ),
+    Replaces(
+        "gcp:storage/bucket:Bucket",
+        ("name", "location", "project", "enableObjectRetention", "customPlacementConfig", "hierarchicalNamespace"),
+        _TF + "storage/resource_storage_bucket.go L80, L132, L193, L624",
+    ),
+    Replaces(
+        "gcp:compute/firewall:Firewall",
+        ("name", "direction", "project", "params"),
+        _TF + "compute/resource_compute_firewall.go L246, L259-264, L302",
+    ),
+    Replaces(
+        "gcp:compute/router:Router",
+        ("name", "network", "region", "project", "encryptedInterconnectRouter", "nccGateway", "params"),
+        _TF + "compute/resource_compute_router.go L275, L292, L319",
+    ),
+    Replaces(
+        "gcp:compute/routerNat:RouterNat",
+        ("name", "router", "region", "project", "type", "endpointTypes", "initialNatIps"),
+        _TF + "compute/resource_compute_router_nat.go L304, L312, L471",
+    ),
+    Replaces(
+        "gcp:compute/futureReservation:FutureReservation",
+        ("name", "zone", "project", "aggregateReservation", "params", "shareSettings.shareType"),
+        _TF + "compute/resource_compute_future_reservation.go L144, L156, L196-260",
+        "the provider plans a timeWindow change as an update, which Compute refuses for a submitted calendar-mode "
+        "request: the stack replaces it on any change (replaceOnChanges '*')",
+    ),
+    Replaces("gcp:monitoring/alertPolicy:AlertPolicy", ("project",),
+             _TF + "monitoring/resource_monitoring_alert_policy.go L133"),
+    Replaces("gcp:monitoring/dashboard:Dashboard", ("project",),
+             _TF + "monitoring/resource_monitoring_dashboard.go L99"),
+    # The kubernetes provider resource: replaced per its DiffConfig (offline/lifecycle.py, ENGINE["provider-replaced"]).
+    Replaces(
+        "pulumi:providers:kubernetes",
+        ("kubeconfig", "context", "cluster"),
+        "pulumi/pulumi-kubernetes provider/pkg/provider/provider.go DiffConfig (L454-569)",
+        "no replacement while clusterIdentifier is set and unchanged",
+    ),
+    _k8s("core/v1:Secret", "type", "data", "stringData"),
+    _k8s("core/v1:ConfigMap", "data", "binaryData"),
+    _k8s("core/v1:Service", "spec.clusterIP"),
+    _k8s("core/v1:Namespace"),
+    _k8s("core/v1:ServiceAccount"),
+    _k8s("apps/v1:Deployment", "spec.selector"),
+    _k8s("batch/v1:Job", "spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+    _k8s("rbac.authorization.k8s.io/v1:ClusterRole"),
+    _k8s("rbac.authorization.k8s.io/v1:Role"),
+    _k8s("rbac.authorization.k8s.io/v1:ClusterRoleBinding", "roleRef"),
+    _k8s("rbac.authorization.k8s.io/v1:RoleBinding", "roleRef"),
+    _k8s("networking.k8s.io/v1:NetworkPolicy"),
+    _k8s("scheduling.k8s.io/v1:PriorityClass"),
+    _k8s("apiextensions.k8s.io/v1:CustomResourceDefinition"),
+    _k8s("admissionregistration.k8s.io/v1:MutatingWebhookConfiguration"),
+    _k8s("admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration"),
+    _k8s("apiregistration.k8s.io/v1:APIService"),
+    _k8s("monitoring.googleapis.com/v1:PodMonitoring"),
+    _k8s("jobset.x-k8s.io/v1alpha2:JobSet"),
+    Replaces(
+        "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
+        _NAMED,
+        _K8S_DIFF,
+        "a custom kind: the provider replaces only on a new name or namespace. Size, replicas, templates and the "
+        "rollout strategy update in place: the LWS controller rolls a changed leaderWorkerTemplate out group by "
+        "group (its revision hashes spec.leaderWorkerTemplate and spec.networkConfig; kubernetes-sigs/lws v0.10.0 "
+        "pkg/utils/revision/revision_utils.go getPatch) and scales replicas; the v0.10.0 CRD has no transition "
+        "rule; no finalizer (pkg/controllers), so a destroy never waits on the controller",
+    ),
+    *(
+        _k8s(f"kueue.x-k8s.io/v1beta2:{kind}")
+        for kind in (
+            "ClusterQueue", "LocalQueue", "Cohort", "ResourceFlavor", "AdmissionCheck", "ProvisioningRequestConfig",
+            "WorkloadPriorityClass", "Topology",
+        )
+    ),
+    Replaces("kubernetes:helm.sh/v4:Chart", (), "pulumi/pulumi-kubernetes provider/pkg/provider/helm/v4/chart.go",
+             "a remote component: its rendered objects are diffed one by one as its children"),
+    *(
+        Replaces(f"tpu-stack:index:{component}", (), _COMPONENT)
+        for component in (
+            "GkeCluster", "TpuSlicePools", "JobSetInstall", "KueueInstall", "KueueQueues", "NamespacePolicies",
+            "ControllerMetrics", "Bucket", "WorkloadIdentity", "Saxml", "Monitoring", "LwsInstall", "LlmServing",
+        )
+    ),
+]  # fmt: skip
+
+# --- Refuses: changes an API or a provider does not apply in place ----------------------------------------------
+
+REFUSES = [
+    Refuses(
+        "gcp:container/nodePool:NodePool",
+        ("placementPolicy.tpuTopology", "placementPolicy.type"),
+        _TF + "container/resource_container_node_pool.go: placement_policy.tpu_topology is not ForceNew and "
+        "nodePoolUpdate has no placement_policy case",
+        "planned as an update the provider never sends: the pool keeps its old slice shape (permanent diff)",
+    ),
+    Refuses(
+        "gcp:compute/futureReservation:FutureReservation",
+        (
+            "timeWindow",
+            "planningStatus",
+            "reservationName",
+            "autoDeleteAutoCreatedReservations",
+            "specificReservationRequired",
+            "reservationMode",
+        ),
+        "Compute Engine calendar-mode future reservations: a submitted request cannot be modified, cancelled or "
+        "deleted (cloud.google.com/compute/docs/instances/future-reservations-calendar-mode-overview)",
+    ),
+    Refuses(
+        "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+        ("spec.replicatedJobs",),
+        "kubernetes-sigs/jobset v0.12.0 pkg/webhooks/jobset_webhook.go ValidateUpdate (replicatedJobs may change "
+        "only while suspended)",
+    ),
+    Refuses(
+        "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
+        ("spec.leaderWorkerTemplate.subGroupPolicy",),
+        "kubernetes-sigs/lws v0.10.0 pkg/webhooks/leaderworkerset_webhook.go ValidateUpdate (subGroupSize is "
+        "immutable and cannot be added or removed; failurePolicy Fail); the stack sets no subGroupPolicy",
+    ),
+]
+
+# --- Requires: what every plan must hold for `up` and `destroy` to work ------------------------------------------
+
+
+def _in_group(record: Record, group: str) -> bool:
+    return str(record["type"]).startswith(f"kubernetes:{group}/") and not record.get("rendered")
+
+
+def _kueue_objects_wait_for_kueue(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    kueue = chart(records, "kueue")
+    return [
+        f"{r['name']} is created before the Kueue chart serves its webhooks"
+        for r in records
+        if _in_group(r, "kueue.x-k8s.io") and not waits_for(records, r, kueue)
+    ]
+
+
+def _jobsets_wait_for_both_charts(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{r['name']} is created before the {name} chart serves its JobSet webhook"
+        for r in records
+        if _in_group(r, "jobset.x-k8s.io")
+        for name in ("jobset", "kueue")
+        if not waits_for(records, r, chart(records, name))
+    ]
+
+
+def _token_secrets_wait_for_their_account(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for secret in records:
+        inputs = secret.get("inputs") or {}
+        if inputs.get("type") != "kubernetes.io/service-account-token" or secret.get("rendered"):
+            continue
+        metadata = inputs.get("metadata") or {}
+        account = (metadata.get("annotations") or {}).get("kubernetes.io/service-account.name")
+        owners = [
+            r
+            for r in of_type(records, "core/v1:ServiceAccount")
+            if (r["inputs"].get("metadata") or {}).get("name") == account
+            and (r["inputs"].get("metadata") or {}).get("namespace") == metadata.get("namespace")
+        ]
+        if len(owners) != 1 or not waits_for(records, secret, owners[0]):
+            problems.append(f"{secret['name']} may be created before its ServiceAccount {account!r}")
+    return problems
+
+
+def _queue_namespaces_go_before_kueue(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    kueue = chart(records, "kueue")
+    queued = {(r["inputs"].get("metadata") or {}).get("namespace") for r in of_type(records, ":LocalQueue")}
+    return [
+        f"{r['name']}: namespace {r['inputs']['metadata']['name']} (Kueue workloads) may outlive the Kueue "
+        "controller on destroy"
+        for r in of_type(records, "core/v1:Namespace")
+        if not r.get("rendered") and r["inputs"]["metadata"]["name"] in queued and not waits_for(records, r, kueue)
+    ]
+
+
+def _protected_stacks_protect_everything(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    if not records or not any(r.get("protect") for r in records if str(r["type"]).endswith(":Cluster")):
+        return []  # not a protected stack
+    return [
+        f"{r['name']} is not protected: destroy deletes it before the protected cluster stops"
+        for r in records
+        if not r.get("protect")
+    ]
+
+
+def _slice_shapes_replace_pools(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{r['name']}: a new topology would be planned as an update the provider never applies"
+        for r in of_type(records, ":NodePool")
+        if (r["inputs"].get("placementPolicy") or {}).get("tpuTopology")
+        and not any(matches("placementPolicy.tpuTopology", p) for p in r.get("replaceOnChanges") or ())
+    ]
+
+
+def _clients_reach_the_control_plane(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """CI on a hosted runner (any public address) and operators reach the DNS endpoint with Google credentials;
+    the kubeconfig names it and trusts the public roots (tests/components/test_cluster_access.py reads it)."""
+    problems = []
+    for cluster in of_type(records, "container/cluster:Cluster"):
+        endpoints = cluster["inputs"].get("controlPlaneEndpointsConfig") or {}
+        if not (endpoints.get("dnsEndpointConfig") or {}).get("allowExternalTraffic"):
+            problems.append(f"{cluster['name']}: the DNS endpoint refuses traffic from outside Google Cloud (CI)")
+        authorized = cluster["inputs"].get("masterAuthorizedNetworksConfig")
+        if authorized is not None and not authorized.get("cidrBlocks"):
+            problems.append(f"{cluster['name']}: authorized networks on with no CIDR admit only the nodes")
+    for provider in of_type(records, "pulumi:providers:kubernetes"):
+        if not provider["inputs"].get("clusterIdentifier"):
+            problems.append(f"{provider['name']}: no clusterIdentifier, a new kubeconfig replaces every object")
+    return problems
+
+
+def _backend_ports(records: Sequence[Record]) -> dict[tuple[str, int], str]:
+    """(namespace, pod port) -> what the API server calls there: the rendered charts' webhooks and APIServices,
+    through their Services' target ports (a named one resolved on the Deployment the Service selects)."""
+    services = {
+        (r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"]): r["inputs"]["spec"]
+        for r in of_type(records, "core/v1:Service")
+    }
+    deployments = [r["inputs"] for r in of_type(records, "apps/v1:Deployment") if r.get("rendered")]
+    calls: list[tuple[str, Mapping[str, Any]]] = []
+    for record in of_type(records, "WebhookConfiguration"):
+        calls += [
+            (f"{record['name']} {w['name']}", w["clientConfig"].get("service") or {})
+            for w in record["inputs"]["webhooks"]
+        ]
+    calls += [(r["name"], r["inputs"]["spec"].get("service") or {}) for r in of_type(records, ":APIService")]
+    found: dict[tuple[str, int], str] = {}
+    for who, service in calls:
+        spec = services.get((service.get("namespace"), service.get("name")))
+        if spec is None:
+            continue
+        port = next((p for p in spec["ports"] if p["port"] == service.get("port", 443)), None)
+        target = port and port.get("targetPort", port["port"])
+        if isinstance(target, str):
+            target = next(
+                (
+                    c_port["containerPort"]
+                    for d in deployments
+                    if spec.get("selector", {}).items() <= d["spec"]["template"]["metadata"]["labels"].items()
+                    for c in d["spec"]["template"]["spec"]["containers"]
+                    for c_port in c.get("ports") or ()
+                    if c_port.get("name") == target
+                ),
+                None,
+            )
+        if isinstance(target, int):
+            found.setdefault((str(service["namespace"]), target), who)
+    return found
+
+
+def _control_plane_reaches_webhooks(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Every port the API server calls is open to it: by a firewall rule on private nodes (GKE's own admits 443 and
+    10250 only), and by the namespace's NetworkPolicies (default deny everywhere)."""
+    private = any(
+        (r["inputs"].get("privateClusterConfig") or {}).get("enablePrivateNodes")
+        for r in of_type(records, "container/cluster:Cluster")
+    )
+    opened = {
+        int(port)
+        for r in of_type(records, "compute/firewall:Firewall")
+        if r["inputs"].get("direction") == "INGRESS" and r["inputs"].get("sourceRanges")
+        for allow in r["inputs"].get("allows") or ()
+        if allow.get("protocol") == "tcp"
+        for port in allow.get("ports") or ()
+    }
+    admitted = {
+        (r["inputs"]["metadata"].get("namespace"), p.get("port"))
+        for r in of_type(records, "networking.k8s.io/v1:NetworkPolicy")
+        for rule in r["inputs"]["spec"].get("ingress") or ()
+        if not rule.get("from")
+        for p in rule.get("ports") or ()
+    }
+    problems = []
+    for (namespace, port), who in sorted(_backend_ports(records).items()):
+        if private and port not in (443, 10250) and port not in opened:
+            problems.append(f"{who}: no firewall rule lets the control plane reach port {port} on private nodes")
+        if (namespace, port) not in admitted:
+            problems.append(f"{who}: no NetworkPolicy in {namespace} admits port {port}")
+    return problems
+
+
+def _controller_owned_secret_data(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """A chart's webhook cert Secret is filled by its controller's cert rotator; applying it again with the chart's
+    own (empty) data conflicts under server-side apply, so the stack neither sends nor diffs its data."""
+    return [
+        f"{r['name']}: applies data its cert rotator owns"
+        for r in of_type(records, "core/v1:Secret")
+        if r.get("rendered") and "data" in r["inputs"]
+    ]
+
+
+def _alerts_accept_series_not_yet_scraped(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{r['name']}: its query reads series Managed Prometheus has not scraped yet on a new project"
+        for r in of_type(records, "monitoring/alertPolicy:AlertPolicy")
+        for condition in r["inputs"].get("conditions") or ()
+        if "kueue_" in str((condition.get("conditionPrometheusQueryLanguage") or {}).get("query", ""))
+        and not condition["conditionPrometheusQueryLanguage"].get("disableMetricValidation")
+    ]
+
+
+def _zero_values(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _zero_values(item, f"{path}.{key}" if path else key)]
+    if isinstance(value, list):
+        return [path] if not value else [p for i, item in enumerate(value) for p in _zero_values(item, f"{path}[{i}]")]
+    return [path] if (value in (0, "", False) and not isinstance(value, float)) or value == {} else []
+
+
+def _dashboards_in_api_form(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{r['name']}: {path} is a zero value the API drops, so every update diffs"
+        for r in of_type(records, "monitoring/dashboard:Dashboard")
+        for path in _zero_values(json.loads(r["inputs"]["dashboardJson"]))
+    ]
+
+
+REQUIRES = [
+    Requires(
+        "kueue-objects-after-kueue",
+        "Kueue objects are created after the Kueue chart: its webhooks (failurePolicy Fail) refuse them until the "
+        "controller serves",
+        "Kueue v0.19.2 chart templates/webhook (vendored vendor/charts/kueue-0.19.2.tgz: failurePolicy Fail); "
+        "facts.md §6",
+        _kueue_objects_wait_for_kueue,
+    ),
+    Requires(
+        "jobsets-after-both-charts",
+        "JobSets are created after the JobSet chart (CRD, webhook) and the Kueue chart (its JobSet mutating webhook "
+        "fails closed)",
+        "jobset v0.12.0 and Kueue v0.19.2 charts (webhook configurations); facts.md §9",
+        _jobsets_wait_for_both_charts,
+    ),
+    Requires(
+        "token-secret-after-account",
+        "A service-account-token Secret is created after its ServiceAccount, or the token controller deletes it",
+        "kubernetes/kubernetes pkg/controller/serviceaccount/tokens_controller.go (a token Secret whose account is "
+        "missing is deleted); kubernetes.io/docs/concepts/configuration/secret/#serviceaccount-token-secrets",
+        _token_secrets_wait_for_their_account,
+    ),
+    Requires(
+        "queue-namespaces-before-kueue",
+        "Namespaces that hold Kueue workloads are deleted before the Kueue chart: Workloads carry the finalizer "
+        "kueue.x-k8s.io/resource-in-use, which only Kueue's controller removes",
+        "kubernetes-sigs/kueue v0.19.2 pkg/constants (ResourceInUseFinalizerName) and pkg/controller/core "
+        "(the controllers that remove it); pulumi-kubernetes waits for a Namespace to disappear (await.go L933-1022)",
+        _queue_namespaces_go_before_kueue,
+    ),
+    Requires(
+        "clients-reach-control-plane",
+        "CI runners, operators and the program's provider reach the control plane through the DNS endpoint (open to "
+        "external traffic, IAM decides); authorized networks are never on without a CIDR; the provider has a stable "
+        "clusterIdentifier",
+        "cloud.google.com/kubernetes-engine/docs/concepts/network-isolation; terraform-provider-google "
+        "resource_container_cluster.go expandMasterAuthorizedNetworksConfig; pulumi-kubernetes provider.go DiffConfig",
+        _clients_reach_the_control_plane,
+    ),
+    Requires(
+        "control-plane-reaches-webhooks",
+        "The API server reaches every webhook and APIService backend port of the charts: a firewall rule from the "
+        "control plane on private nodes, and the namespace's NetworkPolicy",
+        "cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation#add_firewall_rules; "
+        "kubernetes/kubernetes#79739 (webhooks are called on the pod's target port)",
+        _control_plane_reaches_webhooks,
+    ),
+    Requires(
+        "rotator-owned-cert-data",
+        "Chart cert Secrets whose data the controller's rotator writes are applied without data",
+        "kubernetes-sigs/jobset#1205 (fixed by #1248 after v0.12.0); kubernetes.io/docs/reference/using-api/"
+        "server-side-apply/#conflicts",
+        _controller_owned_secret_data,
+    ),
+    Requires(
+        "alerts-on-unscraped-series",
+        "PromQL alert conditions over series that appear only after the first scrape turn metric validation off, "
+        "or Cloud Monitoring refuses the policy on a new project",
+        "cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.alertPolicies#PrometheusQueryLanguageCondition",
+        _alerts_accept_series_not_yet_scraped,
+    ),
+    Requires(
+        "dashboard-in-api-form",
+        "A dashboard is sent as the API returns it (proto3 JSON: no zero values, empty lists or objects); the "
+        "provider compares the API's answer with what the program sends",
+        "hashicorp/terraform-provider-google google/services/monitoring/resource_monitoring_dashboard.go "
+        "(removeComputedKeys); terraform-provider-google#16173; protobuf.dev/programming-guides/json/",
+        _dashboards_in_api_form,
+    ),
+    Requires(
+        "protected-means-all",
+        "In a protected stack every resource is protected: the engine deletes a protected resource's dependents "
+        "before refusing it, and replaces an unprotected one (a calendar request: a new irrevocable request) before "
+        "refusing the protected resources that use it",
+        ENGINE["delete-protected"][1],
+        _protected_stacks_protect_everything,
+    ),
+    Requires(
+        "slice-shape-replaces-pool",
+        "A TPU node pool is replaced when its slice topology changes: the provider applies no topology in place",
+        _TF + "container/resource_container_node_pool.go (placement_policy.tpu_topology: not ForceNew, no update)",
+        _slice_shapes_replace_pools,
+    ),
+]
+
+CATALOGUE = Catalogue(REPLACES, REFUSES, REQUIRES)

@@ -1,0 +1,515 @@
+"""What merging a pull request changes, as one Markdown comment: the base branch's plans against the head's.
+
+Both sides are offline plans (`build/<stack>/plan.json` of `python -m offline preview`), so the comment works for
+pull requests from forks, which get no cloud identity. Per stack: the capacity and quota changes per pool group
+and team (plan.json's `summary`), the replacements and the steps the platform would refuse, called out first; the
+resources added, changed (which inputs, old -> new) and removed, a chart's rendered objects collapsed by chart;
+the policy findings of the head, with what is new and what is resolved. Which change replaces a resource is the
+engine's step model (offline/lifecycle.py) over the providers' rules (offline/catalogue.py).
+
+`python -m offline diff --base DIR --head DIR [--out FILE]`: DIR is a build folder (`build/`, one `<stack>/plan.json`
+per stack) or one stack's folder. The text is data for a comment, never instructions: the workflow that posts it
+adds its own marker and posts nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from offline import summary
+from offline.catalogue import CATALOGUE, Catalogue
+from offline.lifecycle import Step, matches, transition
+from offline.report import describe
+
+Record = Mapping[str, Any]
+MAX_CHARS = 60_000
+"""GitHub refuses comments over 65,536 characters; the rest of the budget is the poster's marker and a note."""
+MAX_ITEMS = 40
+"""Entries per list before `… and N more`: the plans in the artifact hold everything."""
+MAX_PATHS = 8
+"""Changed inputs shown per resource."""
+PLANS_ARTIFACT = "the run's `plan-diff-plans` artifact holds both plans"
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+class _Rules:
+    """The catalogue, except that a type it has no rule for is reported instead of stopping the comment: the
+    catalogue's own test fails on such a type, and the reviewer should still see the rest of the diff."""
+
+    def __init__(self, catalogue: Catalogue) -> None:
+        self.catalogue = catalogue
+        self.unknown: set[str] = set()
+
+    def replaces_on(self, resource: Record, changed: Sequence[str], provider: Record | None) -> list[str]:
+        try:
+            return self.catalogue.replaces_on(resource, changed, provider)
+        except KeyError:
+            self.unknown.add(str(resource["type"]))
+            return []
+
+    def refuses(self, old: Record, new: Record, changed: Sequence[str]) -> list[str]:
+        return self.catalogue.refuses(old, new, changed)
+
+
+@dataclass
+class StackDiff:
+    """One stack's plans and the steps between them."""
+
+    stack: str
+    base: Mapping[str, Any] | None
+    head: Mapping[str, Any] | None
+    steps: list[Step] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Base URN -> head URN of resources the head declares under an alias."""
+    unknown_types: set[str] = field(default_factory=set)
+
+    def records(self, side: str) -> dict[str, Record]:
+        plan = self.base if side == "base" else self.head
+        found = {str(r["urn"]): r for r in (plan or {}).get("resources", [])}
+        if side == "base":
+            found = {self.renamed.get(urn, urn): record for urn, record in found.items()}
+        return found
+
+    def of(self, *ops: str) -> list[Step]:
+        return [step for step in self.steps if step.op in ops]
+
+
+def load_plans(directory: Path) -> dict[str, dict[str, Any]]:
+    """Stack -> plan of a build folder (`<stack>/plan.json` each) or of one stack's folder."""
+    files = [directory / "plan.json"] if (directory / "plan.json").is_file() else sorted(directory.glob("*/plan.json"))
+    plans = {}
+    for path in files:
+        plan = json.loads(path.read_text())
+        plans[str(plan["stack"])] = plan
+    return plans
+
+
+def _alias_urn(record: Record, alias: Mapping[str, Any], stack: str, project: str) -> str:
+    """The URN an alias spec names, built as plan.json builds URNs (the parent's own type, `$`, the type)."""
+    if alias.get("urn"):
+        return str(alias["urn"])
+    kind = str(alias.get("type") or record["type"])
+    parent = None if alias.get("noParent") else alias.get("parentUrn") or record.get("parent")
+    if parent:
+        kind = f"{str(parent).split('::')[2].split('$')[-1]}${kind}"
+    stack, project = str(alias.get("stack") or stack), str(alias.get("project") or project)
+    return f"urn:pulumi:{stack}::{project}::{kind}::{alias.get('name') or record['name']}"
+
+
+def _renamed(base: Sequence[Record], head: Sequence[Record], stack: str, project: str) -> dict[str, str]:
+    """Base URN -> head URN where a head resource names a base one among its aliases (the engine keeps it)."""
+    base_urns = {str(r["urn"]) for r in base}
+    head_urns = {str(r["urn"]) for r in head}
+    found: dict[str, str] = {}
+    for record in head:
+        if record["urn"] in base_urns:
+            continue
+        for alias in record.get("aliases") or ():
+            urn = _alias_urn(record, alias, stack, project)
+            if urn in base_urns and urn not in head_urns and urn not in found:
+                found[urn] = str(record["urn"])
+                break
+    return found
+
+
+def diff_stack(stack: str, base: Mapping[str, Any] | None, head: Mapping[str, Any] | None) -> StackDiff:
+    """The steps from the base plan to the head plan, as the engine would take them on a stack at the base."""
+    result = StackDiff(stack, base, head)
+    old = list((base or {}).get("resources", []))
+    new = list((head or {}).get("resources", []))
+    project = str((head or base or {}).get("project", ""))
+    result.renamed = _renamed(old, new, stack, project)
+    old = [{**r, "urn": result.renamed[r["urn"]]} if r["urn"] in result.renamed else r for r in old]
+    rules = _Rules(CATALOGUE)
+    result.steps = sorted((s for s in transition(old, new, rules).steps if s.op != "same"), key=lambda s: s.urn)
+    result.unknown_types = rules.unknown
+    return result
+
+
+# --- text ------------------------------------------------------------------------------------------------------
+
+
+def _code(text: object) -> str:
+    """Inline code that stays inline code whatever the text holds (backticks, pipes in tables)."""
+    value = str(text).replace("\n", " ").replace("|", "\\|")
+    fence = "``" if "`" in value else "`"
+    return f"{fence}{value}{fence}" if fence == "`" else f"{fence} {value} {fence}"
+
+
+def _value(value: Any) -> str | None:
+    """A short scalar as shown in `old → new` (`unset` where a side has none); None for structures and long text:
+    the input's path says enough."""
+    if value is None:
+        return "unset"
+    if isinstance(value, dict | list):
+        return None
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 80 else None
+
+
+def _leaves(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """(path, old, new) of every leaf that differs: the paths of `lifecycle.changed_paths`, with their values
+    (a key with dots in it, like a label, stays one part)."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        found: list[tuple[str, Any, Any]] = []
+        for key in sorted(set(old) | set(new), key=str):
+            found += _leaves(old.get(key), new.get(key), f"{path}.{key}" if path else str(key))
+        return found
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [leaf for i, (a, b) in enumerate(zip(old, new, strict=True)) for leaf in _leaves(a, b, f"{path}[{i}]")]
+    return [] if json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True) else [(path, old, new)]
+
+
+def _changes(old: Record, new: Record) -> list[str]:
+    """The inputs that differ, `old → new` where short (those under ignoreChanges left out, as the engine does),
+    and a protect flip."""
+    ignored = list(new.get("ignoreChanges") or ())
+    leaves = [
+        leaf
+        for leaf in _leaves(old.get("inputs"), new.get("inputs"))
+        if not any(matches(leaf[0], pattern) for pattern in ignored)
+    ]
+    shown = []
+    for path, before, after in leaves[:MAX_PATHS]:
+        values = (_value(before), _value(after))
+        shown.append(_code(path) + (f" {_code(values[0])} → {_code(values[1])}" if None not in values else ""))
+    if len(leaves) > MAX_PATHS:
+        shown.append(f"and {len(leaves) - MAX_PATHS} more")
+    if bool(old.get("protect")) != bool(new.get("protect")):
+        shown.append(f"`protect` {str(bool(old.get('protect'))).lower()} → {str(bool(new.get('protect'))).lower()}")
+    return shown
+
+
+def _why(step: Step) -> str:
+    """The engine model's reason, with the provider's replacement named as such."""
+    if step.op == "replace" and step.why.startswith("changes "):
+        paths = step.why.removeprefix("changes ").split(", ")
+        return "its provider replaces it when " + ", ".join(_code(p) for p in paths) + " change"
+    return step.why
+
+
+def _kind(record: Record) -> str:
+    return str((record.get("inputs") or {}).get("kind") or str(record["type"]).rsplit(":", 1)[-1])
+
+
+def _chart_name(records: Mapping[str, Record], record: Record) -> str:
+    parent = records.get(str(record.get("parent")))
+    return str(parent["name"]) if parent else str(record["name"]).split(":", 1)[0]
+
+
+def _capped(lines: list[str]) -> list[str]:
+    if len(lines) <= MAX_ITEMS:
+        return lines
+    return [
+        *lines[:MAX_ITEMS],
+        f"- … and {len(lines) - MAX_ITEMS} more ({PLANS_ARTIFACT})",
+    ]
+
+
+def _resource_lines(diff: StackDiff, steps: list[Step], side: str, *, detail: bool) -> list[str]:
+    """One bullet per resource; a chart's rendered objects as one bullet per chart with counts by kind."""
+    old, new = diff.records("base"), diff.records("head")
+    # A refused delete has only its base record: every step's record is looked up on `side` first.
+    records = {**new, **old} if side == "base" else {**old, **new}
+    lines: list[str] = []
+    rendered: dict[str, list[Step]] = defaultdict(list)
+    for step in steps:
+        record = records[step.urn]
+        if record.get("rendered"):
+            rendered[_chart_name(records, record)].append(step)
+            continue
+        line = f"- {_code(step.type)} {_code(step.name)}"
+        described = describe(dict(record)) if step.op in ("create", "delete", "forget") else ""
+        notes = [described] if described else []
+        if step.why and (step.op in ("replace", "refuse", "forget") or step.why.startswith("imports")):
+            notes.append(_why(step))
+        changes = _changes(old[step.urn], new[step.urn]) if detail and step.urn in old and step.urn in new else []
+        if changes:
+            notes.append("inputs: " + ", ".join(changes))
+        lines.append(line + (": " + "; ".join(notes) if notes else ""))
+    for chart, chart_steps in sorted(rendered.items()):
+        kinds = Counter(_kind(records[s.urn]) for s in chart_steps)
+        counted = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+        line = f"- {_code(chart)} renders {len(chart_steps)} of these: {counted}"
+        if detail:
+            paths = Counter(
+                leaf[0]
+                for s in chart_steps
+                if s.urn in old and s.urn in new
+                for leaf in _leaves(old[s.urn].get("inputs"), new[s.urn].get("inputs"))
+            )
+            if paths:
+                line += "; inputs: " + ", ".join(_code(p) for p, _n in paths.most_common(MAX_PATHS))
+        lines.append(line)
+    return _capped(lines)
+
+
+def _totals(diff: StackDiff) -> str:
+    counts = Counter(step.op for step in diff.steps)
+    parts = [
+        f"{counts['create']} to create",
+        f"{counts['update']} to update",
+        f"{counts['replace']} to replace",
+        f"{counts['delete'] + counts['forget']} to delete",
+    ]
+    if counts["refuse"]:
+        parts.append(f"**{counts['refuse']} refused**")
+    return ", ".join(parts)
+
+
+_CAPACITY_FIELDS = (
+    ("machineType", "machine type"),
+    ("topology", "topology"),
+    ("provisioning", "provisioning"),
+    ("reservation", "reservation"),
+    ("slices", "slices"),
+    ("vms", "VMs"),
+    ("chips", "chips"),
+    ("zone", "zone"),
+    ("usedBy", "used by"),
+)
+
+
+def _shape(pool: Mapping[str, Any]) -> str:
+    zone = pool.get("zone") or "cluster zones"
+    return (
+        f"{pool['machineType']} {pool['topology']}, {summary.provisioning_text(pool)}, {pool['slices']} slice(s), "
+        f"{pool['vms']} VM(s), {pool['chips']} chips, {zone}, for {pool.get('usedBy') or '-'}"
+    )
+
+
+def _capacity_lines(base: summary.Summary, head: summary.Summary) -> list[str]:
+    old, new = base.get("capacity") or {}, head.get("capacity") or {}
+    rows = []
+    for name in [*old, *(n for n in new if n not in old)]:
+        if name not in new:
+            rows.append(f"| {_code(name)} | removed (was {_shape(old[name])}) |")
+        elif name not in old:
+            rows.append(f"| {_code(name)} | added: {_shape(new[name])} |")
+        else:
+            changed = [
+                f"{label} {old[name].get(key) or '-'} → {new[name].get(key) or '-'}"
+                for key, label in _CAPACITY_FIELDS
+                if old[name].get(key) != new[name].get(key)
+            ]
+            if changed:
+                rows.append(f"| {_code(name)} | {', '.join(changed)} |")
+    if not rows:
+        return []
+    totals = []
+    for key, label in (("chips", "TPU chips"), ("slices", "slices"), ("vms", "VMs")):
+        before, after = (sum(p[key] for p in side.values()) for side in (old, new))
+        totals.append(f"{label} {before} → {after}" if before != after else f"{label} {after}")
+    return ["**Capacity**", "", "| pool group | change |", "|---|---|", *rows, "", f"In all: {', '.join(totals)}.", ""]
+
+
+def _quota_cells(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> tuple[str, str]:
+    """Quota and borrowing limit of one team and flavor: `8`, or `8 → 16`; `—` on a side without it."""
+
+    def cell(key: str) -> str:
+        text = summary.chips_text if key == "borrowingLimit" else str
+        old = text(before[key]) if before is not None else "—"
+        new = text(after[key]) if after is not None else "—"
+        return old if old == new else f"{old} → {new}"
+
+    return cell("nominalQuota"), cell("borrowingLimit")
+
+
+def _queue_lines(base: summary.Summary, head: summary.Summary) -> list[str]:
+    old = base.get("queues") or {"teams": {}, "cohortQuota": {}, "cohort": None}
+    new = head.get("queues") or {"teams": {}, "cohortQuota": {}, "cohort": None}
+    rows = []
+    for team in [*old["teams"], *(t for t in new["teams"] if t not in old["teams"])]:
+        before, after = old["teams"].get(team), new["teams"].get(team)
+        if before and after:
+            where = [
+                f"{key} {before[key]} → {after[key]}"
+                for key in ("namespace", "localQueue", "clusterQueue")
+                if before[key] != after[key]
+            ]
+            if where:
+                rows.append(f"| {_code(team)} | (queues) | {', '.join(where)} | |")
+        note = " (team added)" if before is None else " (team removed)" if after is None else ""
+        flavors_before = (before or {}).get("flavors", {})
+        flavors_after = (after or {}).get("flavors", {})
+        for flavor in [*flavors_before, *(f for f in flavors_after if f not in flavors_before)]:
+            quota, limit = _quota_cells(flavors_before.get(flavor), flavors_after.get(flavor))
+            if flavors_before.get(flavor) != flavors_after.get(flavor):
+                rows.append(f"| {_code(team)}{note} | {_code(flavor)} | {quota} | {limit} |")
+    cohort = new.get("cohort") or old.get("cohort")
+    pools = [*old["cohortQuota"], *(p for p in new["cohortQuota"] if p not in old["cohortQuota"])]
+    for pool in pools:
+        before_chips, after_chips = old["cohortQuota"].get(pool, 0), new["cohortQuota"].get(pool, 0)
+        if before_chips != after_chips:
+            rows.append(
+                f"| cohort {_code(cohort)} (no team's share) | {_code(pool)} | {before_chips} → {after_chips} | |"
+            )
+    if old.get("cohort") != new.get("cohort"):
+        rows.append(f"| (cohort) | | {old.get('cohort') or '—'} → {new.get('cohort') or '—'} | |")
+    if not rows:
+        return []
+    return [
+        "**Quotas per team** (chips of `google.com/tpu`; borrowing limit `unlimited` when none is set)",
+        "",
+        "| team | flavor | quota | borrowing limit |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+def _finding(violation: Mapping[str, Any], records: Mapping[str, Record]) -> str:
+    record = records.get(str(violation.get("urn") or ""))
+    where = f"{_code(record['type'])} {_code(record['name'])}" if record else "stack"
+    return f"[{violation['level']}] {_code(violation['policy'])}: {where}: {violation['message']}"
+
+
+def _key(violation: Mapping[str, Any], records: Mapping[str, Record]) -> tuple[str, str, str]:
+    record = records.get(str(violation.get("urn") or ""))
+    return (str(violation["policy"]), str(record["name"]) if record else "stack", str(violation["message"]))
+
+
+def _policy_lines(diff: StackDiff) -> list[str]:
+    """The head's findings: every mandatory one and what this change adds; what it resolves; advisory ones it
+    leaves as they were are counted only."""
+    # Base violations name base URNs, before any alias renamed them.
+    old_records = {str(r["urn"]): r for r in (diff.base or {}).get("resources", [])}
+    new_records = diff.records("head")
+    old = {_key(v, old_records): v for v in (diff.base or {}).get("violations", [])}
+    new = {_key(v, new_records): v for v in (diff.head or {}).get("violations", [])}
+    mandatory = sum(1 for v in new.values() if v["level"] == "mandatory")
+    added = [k for k in new if k not in old]
+    resolved = [k for k in old if k not in new]
+    head = (
+        f"**Policy findings** of this pull request: {mandatory} mandatory, {len(new) - mandatory} advisory "
+        f"({len(added)} new, {len(resolved)} resolved)"
+    )
+    lines = _capped(
+        [f"- new: {_finding(new[k], new_records)}" for k in added]
+        + [f"- {_finding(v, new_records)}" for k, v in new.items() if v["level"] == "mandatory" and k not in added]
+        + [f"- resolved: {_finding(old[k], old_records)}" for k in resolved]
+    )
+    return [head, *lines, ""]
+
+
+def _summaries(diff: StackDiff) -> tuple[summary.Summary, summary.Summary] | str:
+    """Base and head summaries ({} for a side without the stack), or why they cannot be compared."""
+    found: list[summary.Summary] = []
+    for side, plan in (("base", diff.base), ("head", diff.head)):
+        if plan is None:
+            found.append({})
+            continue
+        try:
+            found.append(summary.of_plan(plan))
+        except summary.SummaryUnavailable as error:
+            return f"Capacity and quotas not compared: the {side} plan has no summary ({error})."
+    return found[0], found[1]
+
+
+def render_stack(diff: StackDiff) -> str:
+    """One stack's section: what needs attention first (capacity, quotas, replacements, refusals), then the
+    resources, then the policy findings."""
+    if diff.head is None:
+        return "\n".join(
+            [
+                f"### Stack {_code(diff.stack)}: no plan on this pull request",
+                "",
+                "Its stack file was removed, or its preview failed (see the job log): nothing here says what "
+                "`pulumi up` would do to it.",
+                "",
+            ]
+        )
+    title = "new stack, " if diff.base is None else ""
+    lines = [f"### Stack {_code(diff.stack)}: {title}{_totals(diff) if diff.steps else 'no changes'}", ""]
+    summaries = _summaries(diff)
+    if isinstance(summaries, str):
+        lines += [summaries, ""]
+    else:
+        lines += _capacity_lines(*summaries) + _queue_lines(*summaries)
+    replaced = diff.of("replace")
+    if replaced:
+        lines += [
+            f"**Replaced** ({len(replaced)}): deleted and created again; what runs on them stops",
+            "",
+            *_resource_lines(diff, replaced, "head", detail=True),
+            "",
+        ]
+    refused = diff.of("refuse")
+    if refused:
+        lines += [
+            f"**Refused** ({len(refused)}): `pulumi up` would stop at these",
+            "",
+            *_resource_lines(diff, refused, "head", detail=False),
+            "",
+        ]
+    for title, ops, side, detail in (
+        ("Added", ("create",), "head", False),
+        ("Changed in place", ("update",), "head", True),
+        ("Removed", ("delete", "forget"), "base", False),
+    ):
+        steps = diff.of(*ops)
+        if steps:
+            lines += [f"**{title}** ({len(steps)})", "", *_resource_lines(diff, steps, side, detail=detail), ""]
+    if diff.renamed:
+        lines += [f"Renamed under an alias (kept, not replaced): {len(diff.renamed)}.", ""]
+    if diff.unknown_types:
+        unknown = ", ".join(_code(t) for t in sorted(diff.unknown_types))
+        lines += [f"No replacement rule in `offline/catalogue.py` for {unknown}: their updates may replace.", ""]
+    lines += _policy_lines(diff)
+    return "\n".join(lines)
+
+
+def render(
+    base: Mapping[str, Mapping[str, Any]],
+    head: Mapping[str, Mapping[str, Any]],
+    *,
+    base_label: str = "base",
+    head_label: str = "head",
+) -> str:
+    """The whole comment: one section per stack of either side."""
+    stacks = sorted(set(base) | set(head))
+    sections = [render_stack(diff_stack(stack, base.get(stack), head.get(stack))) for stack in stacks]
+    text = "\n".join(
+        [
+            "## Plan diff",
+            "",
+            f"What merging this pull request changes in each stack: offline plans of the base {_code(base_label)} "
+            f"and of the merge with {_code(head_label)}, compared resource by resource as the engine would update a "
+            "stack deployed at the base (no cloud access; replacements by the providers' rules in "
+            "`offline/catalogue.py`).",
+            "",
+            *sections,
+        ]
+    )
+    if len(text) > MAX_CHARS:
+        cut = text.rfind("\n", 0, MAX_CHARS)
+        text = text[:cut] + f"\n\n… cut at the size GitHub allows; {PLANS_ARTIFACT}.\n"
+    return text.rstrip("\n") + "\n"
+
+
+def main(args: argparse.Namespace) -> int:
+    """`python -m offline diff` (arguments parsed in offline/__main__.py): exit 0 with the comment written, 2 when
+    neither side has a plan."""
+    base, head = load_plans(args.base), load_plans(args.head)
+    if not base and not head:
+        print(
+            f"error: no plan.json under {args.base} or {args.head}; run `python -m offline preview` first",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    text = render(
+        base, head, base_label=args.base_label or str(args.base), head_label=args.head_label or str(args.head)
+    )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

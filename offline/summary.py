@@ -1,0 +1,200 @@
+"""The numbers a stack exists to derive, as a preview leads with them and plan.json's `summary` holds them: the
+TPU capacity of each pool group and each team's Kueue quotas.
+
+Every number comes from the config model the program ran with (the `stackConfig` output, validated again into a
+`StackConfig`) through the same derivations the components use (`team_chips`, `team_borrowing`, `cohort_chips`,
+`queue_refs`), so the summary cannot disagree with the ClusterQueues and node pools the plan declares.
+No Pulumi SDK import here: the pull request plan diff (offline/plandiff.py) reads it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from components.config.pools import TpuPoolConfig
+from components.config.queues import cohort_chips, queue_refs, team_borrowing, team_chips
+from components.config.stack import StackConfig
+
+Summary = dict[str, Any]
+QUOTA_UNIT = "google.com/tpu"
+"""Quotas and borrowing limits are in chips: the ClusterQueues' nominalQuota of this resource."""
+
+
+class SummaryUnavailable(Exception):
+    """The plan has no config model this version reads (a plan from an older program)."""
+
+
+def _reservation(pool: TpuPoolConfig) -> str | None:
+    """The reservation a pool consumes: an existing one by name, or the calendar-mode request's."""
+    return pool.reservation_name if pool.provisioning == "reservation" else None
+
+
+def _capacity(config: StackConfig) -> dict[str, dict[str, Any]]:
+    """Pool group -> its shape, provisioning and size; Autopilot's capacity has no zone (Autopilot places it)."""
+    autopilot = config.cluster.mode == "autopilot"
+    pools = config.queue_pools if autopilot else config.tpu_pools
+    queued = {pool.name for pool in config.queue_pools}
+    serving = config.saxml.pool if config.saxml else None
+    return {
+        pool.name: {
+            "machineType": pool.machine.name,
+            "topology": pool.slice_topology,
+            "provisioning": pool.provisioning,
+            "reservation": _reservation(pool),
+            "calendar": pool.future_reservation is not None,
+            "slices": pool.slices,
+            "vmsPerSlice": pool.vms_per_slice,
+            "vms": pool.total_vms,
+            "chips": pool.total_chips,
+            "zone": pool.zone,
+            "usedBy": "kueue" if pool.name in queued else "saxml" if pool.name == serving else None,
+        }
+        for pool in pools
+    }
+
+
+def _queues(config: StackConfig) -> dict[str, Any]:
+    """Team -> where it submits and its quota and borrowing limit per flavor (pool group), in chips; the cohort's
+    own quota is the chips no team holds. Without teams, one queue (`default`) holds every chip, in no cohort.
+    Without capacity to share the program declares no ClusterQueue, and there are no teams here either."""
+    queues = config.queues
+    pools = config.queue_pools
+    if not pools:
+        return {"cohort": None, "teams": {}, "cohortQuota": {}}
+    refs = queue_refs(queues)
+    if not queues.teams:
+        ref = refs["default"]
+        flavors = {pool.name: {"nominalQuota": pool.total_chips, "borrowingLimit": None} for pool in pools}
+        return {
+            "cohort": None,
+            "teams": {
+                "default": {
+                    "namespace": ref.namespace,
+                    "localQueue": ref.local_queue,
+                    "clusterQueue": ref.cluster_queue,
+                    "flavors": flavors,
+                }
+            },
+            "cohortQuota": {},
+        }
+    shares, borrowing = team_chips(queues, pools), team_borrowing(queues, pools)
+    teams = {
+        team: {
+            "namespace": ref.namespace,
+            "localQueue": ref.local_queue,
+            "clusterQueue": ref.cluster_queue,
+            "flavors": {
+                pool.name: {"nominalQuota": shares[team][pool.name], "borrowingLimit": borrowing[team][pool.name]}
+                for pool in pools
+            },
+        }
+        for team, ref in refs.items()
+    }
+    remainder = {pool: chips for pool, chips in cohort_chips(queues, pools).items() if chips > 0}
+    return {"cohort": queues.cohort, "teams": teams, "cohortQuota": remainder}
+
+
+def from_config(config: StackConfig) -> Summary:
+    return {"capacity": _capacity(config), "queues": _queues(config)}
+
+
+def from_outputs(outputs: Mapping[str, Any]) -> Summary:
+    """The summary of a run, from its `stackConfig` output (the validated config as deployed)."""
+    exported = outputs.get("stackConfig")
+    if not isinstance(exported, dict):
+        raise SummaryUnavailable("the plan has no stackConfig output")
+    try:
+        config = StackConfig.model_validate(exported)
+    except ValidationError as error:
+        problems = error.error_count()
+        raise SummaryUnavailable(f"its stackConfig is not this version's config ({problems} errors)") from None
+    return from_config(config)
+
+
+def of_plan(plan: Mapping[str, Any]) -> Summary:
+    """A plan.json's summary: its own, or for a plan written before plan.json had one, derived from its
+    stackConfig output."""
+    found = plan.get("summary")
+    if isinstance(found, dict):
+        return found
+    return from_outputs(plan.get("outputs") or {})
+
+
+# --- text ----------------------------------------------------------------------------------------------------
+
+
+def table(rows: list[list[str]], right: frozenset[int] = frozenset(), indent: str = "  ") -> list[str]:
+    """Rows as aligned columns (`right`: column indexes aligned right, for numbers)."""
+    widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(len(row) for row in rows))]
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines
+
+
+def chips_text(value: int | None) -> str:
+    """A borrowing limit: chips, or no limit."""
+    return "unlimited" if value is None else str(value)
+
+
+def provisioning_text(pool: Mapping[str, Any]) -> str:
+    mode = str(pool["provisioning"])
+    if pool.get("reservation"):
+        kind = "calendar " if pool.get("calendar") else ""
+        return f"{mode} ({kind}{pool['reservation']})"
+    return mode
+
+
+def render_capacity(summary: Summary) -> list[str]:
+    capacity: dict[str, dict[str, Any]] = summary["capacity"]
+    if not capacity:
+        return ["Capacity: no TPU pool groups"]
+    slices = sum(p["slices"] for p in capacity.values())
+    vms = sum(p["vms"] for p in capacity.values())
+    chips = sum(p["chips"] for p in capacity.values())
+    head = f"Capacity: {len(capacity)} TPU pool group(s), {slices} slice(s), {vms} VM(s), {chips} chips"
+    rows = [["pool group", "machine type", "topology", "provisioning", "slices", "VMs", "chips", "zone", "used by"]]
+    for name, pool in capacity.items():
+        rows.append(
+            [
+                name,
+                str(pool["machineType"]),
+                str(pool["topology"]),
+                provisioning_text(pool),
+                str(pool["slices"]),
+                str(pool["vms"]),
+                str(pool["chips"]),
+                str(pool["zone"] or "-"),
+                str(pool["usedBy"] or "-"),
+            ]
+        )
+    return [head, *table(rows, right=frozenset({4, 5, 6}))]
+
+
+def render_queues(summary: Summary) -> list[str]:
+    queues = summary["queues"]
+    teams: dict[str, dict[str, Any]] = queues["teams"]
+    if not teams:
+        return ["Queues: none (no TPU capacity for Kueue)"]
+    cohort = queues["cohort"]
+    where = f"ClusterQueues in cohort {cohort}" if cohort else "one ClusterQueue, no cohort"
+    head = f"Queues: {len(teams)} team(s), {where}; quota and borrowing limit in chips ({QUOTA_UNIT})"
+    rows = [["team", "local queue", "cluster queue", "flavor", "quota", "borrowing limit"]]
+    for team, queue in teams.items():
+        first = [team, f"{queue['namespace']}/{queue['localQueue']}", str(queue["clusterQueue"])]
+        for flavor, quota in queue["flavors"].items():
+            rows.append([*first, flavor, str(quota["nominalQuota"]), chips_text(quota["borrowingLimit"])])
+            first = ["", "", ""]
+    lines = [head, *table(rows, right=frozenset({4}))]
+    if queues["cohortQuota"]:
+        held = ", ".join(f"{flavor} {chips}" for flavor, chips in queues["cohortQuota"].items())
+        lines.append(f"  chips no team holds, which cohort {cohort} lends to any team: {held}")
+    return lines
+
+
+def render(summary: Summary) -> str:
+    return "\n".join([*render_capacity(summary), "", *render_queues(summary)])

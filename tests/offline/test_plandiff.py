@@ -1,0 +1,365 @@
+"""The pull request comment: real plan pairs from the engine (dev as it is, and dev with a slice added, a team's
+share changed, a pool replaced), each comment section written out by hand; prod's protection, chart objects,
+aliases and missing plans on small cases."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from offline import __main__ as cli
+from offline import plandiff
+from offline.policy_check import TEAM_CONFIG
+from offline.vendor import REPO
+
+Change = Callable[[dict[str, Any]], None]
+Plans = dict[str, dict[str, Any]]
+
+
+def _build(root: Path, stack: str, change: Change | None = None) -> Plans:
+    """The plans `python -m offline preview` writes for Pulumi.<stack>.yaml, after `change` to its config."""
+    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())
+    if change:
+        change(data["config"])
+    root.mkdir(parents=True)
+    stack_file = root / f"Pulumi.{stack}.yaml"
+    stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = root / "build" / stack
+    args = ["preview", "--stack", stack, "--config", str(stack_file), "--out", str(out), "--quiet"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli.main([*args, "--policy-config", str(TEAM_CONFIG)]) == 0
+    return plandiff.load_plans(root / "build")
+
+
+def _slice_added(config: dict[str, Any]) -> None:
+    config["tpu-stack:tpuPools"][1]["slices"] = 4  # multislice: 3 -> 4 slices of 2x4
+
+
+def _share_changed(config: dict[str, Any]) -> None:
+    config["tpu-stack:queues"]["teams"][0]["shares"]["multislice"] = 12  # research: 8 -> 12 chips
+
+
+def _pool_replaced(config: dict[str, Any]) -> None:
+    config["tpu-stack:tpuPools"][0]["provisioning"] = "spot"  # flex-v6e: flex-start -> spot
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plans]:
+    root = tmp_path_factory.mktemp("plans")
+    return {
+        name: _build(root / name, "dev", change)
+        for name, change in (
+            ("base", None),
+            ("slice", _slice_added),
+            ("share", _share_changed),
+            ("pool", _pool_replaced),
+        )
+    }
+
+
+def _section(base: Plans, head: Plans, stack: str = "dev") -> str:
+    return plandiff.render_stack(plandiff.diff_stack(stack, base.get(stack), head.get(stack)))
+
+
+SLICE_ADDED = """\
+### Stack `dev`: 1 to create, 2 to update, 0 to replace, 0 to delete
+
+**Capacity**
+
+| pool group | change |
+|---|---|
+| `multislice` | slices 3 → 4, VMs 6 → 8, chips 24 → 32 |
+
+In all: TPU chips 28 → 36, slices 4 → 5, VMs 7 → 9.
+
+**Quotas per team** (chips of `google.com/tpu`; borrowing limit `unlimited` when none is set)
+
+| team | flavor | quota | borrowing limit |
+|---|---|---|---|
+| cohort `tpu-stack` (no team's share) | `multislice` | 8 → 16 | |
+
+**Added** (1)
+
+- `gcp:container/nodePool:NodePool` `multislice-3`: ct5lp-hightpu-4t 2x4 nodes=0..2 flex-start us-east5-a
+
+**Changed in place** (2)
+
+- `kubernetes:kueue.x-k8s.io/v1beta2:Cohort` `queues-cohort-tpu-stack`: inputs: \
+`spec.resourceGroups[0].flavors[0].resources[0].nominalQuota` `8` → `16`
+- `gcp:monitoring/dashboard:Dashboard` `monitoring-dashboard`: inputs: `dashboardJson`
+
+**Policy findings** of this pull request: 0 mandatory, 5 advisory (1 new, 0 resolved)
+- new: [advisory] `tpu-node-auto-upgrade`: `gcp:container/nodePool:NodePool` `multislice-3`: TPU pool may be \
+upgraded, restarting its slices, at any time: give cluster 'tpu-dev' a maintenancePolicy (a window, and exclusions \
+of scope NO_MINOR_OR_NODE_UPGRADES over training runs)
+"""
+
+SHARE_CHANGED = """\
+### Stack `dev`: 0 to create, 2 to update, 0 to replace, 0 to delete
+
+**Quotas per team** (chips of `google.com/tpu`; borrowing limit `unlimited` when none is set)
+
+| team | flavor | quota | borrowing limit |
+|---|---|---|---|
+| `research` | `multislice` | 8 → 12 | unlimited |
+| cohort `tpu-stack` (no team's share) | `multislice` | 8 → 4 | |
+
+**Changed in place** (2)
+
+- `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-research-cluster-queue`: inputs: \
+`spec.resourceGroups[0].flavors[1].resources[0].nominalQuota` `8` → `12`
+- `kubernetes:kueue.x-k8s.io/v1beta2:Cohort` `queues-cohort-tpu-stack`: inputs: \
+`spec.resourceGroups[0].flavors[0].resources[0].nominalQuota` `8` → `4`
+
+**Policy findings** of this pull request: 0 mandatory, 4 advisory (0 new, 0 resolved)
+"""
+
+POOL_REPLACED = """\
+### Stack `dev`: 0 to create, 1 to update, 1 to replace, 0 to delete
+
+**Capacity**
+
+| pool group | change |
+|---|---|
+| `flex-v6e` | provisioning flex-start → spot |
+
+In all: TPU chips 28, slices 4, VMs 7.
+
+**Replaced** (1): deleted and created again; what runs on them stops
+
+- `gcp:container/nodePool:NodePool` `flex-v6e`: its provider replaces it when `initialNodeCount`, \
+`nodeConfig.flexStart`, `nodeConfig.reservationAffinity`, `nodeConfig.spot` change; inputs: `autoscaling`, \
+`initialNodeCount` `0` → `unset`, `nodeConfig.flexStart` `true` → `unset`, `nodeConfig.reservationAffinity`, \
+`nodeConfig.spot` `unset` → `true`, `nodeCount` `unset` → `1`
+
+**Changed in place** (1)
+
+- `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-flex-v6e`: inputs: \
+`spec.nodeLabels.cloud.google.com/gke-flex-start` `true` → `unset`, `spec.nodeLabels.cloud.google.com/gke-spot` \
+`unset` → `true`
+
+**Policy findings** of this pull request: 0 mandatory, 4 advisory (0 new, 0 resolved)
+"""
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [("slice", SLICE_ADDED), ("share", SHARE_CHANGED), ("pool", POOL_REPLACED)],
+    ids=["slice-added", "share-changed", "pool-replaced"],
+)
+def test_the_comment_on_each_kind_of_change(dev: dict[str, Plans], head: str, expected: str) -> None:
+    assert _section(dev["base"], dev[head]) == expected
+
+
+def test_the_cli_writes_one_comment_for_every_stack(dev: dict[str, Plans], tmp_path: Path) -> None:
+    out = tmp_path / "comment.md"
+    base_dir = _folder(dev, "base", tmp_path)
+    head_dir = _folder(dev, "slice", tmp_path)
+    args = ["diff", "--base", str(base_dir), "--head", str(head_dir), "--out", str(out)]
+    assert cli.main([*args, "--base-label", "abc1234", "--head-label", "def5678"]) == 0
+    text = out.read_text()
+    assert text.startswith(
+        "## Plan diff\n\nWhat merging this pull request changes in each stack: offline plans of the base `abc1234` "
+        "and of the merge with `def5678`,"
+    )
+    assert text.endswith(SLICE_ADDED)
+    assert text.count("### Stack ") == 1
+
+
+def _folder(plans: dict[str, Plans], name: str, root: Path) -> Path:
+    """A build folder holding `plans[name]` as plan.json files."""
+    folder = root / name
+    for stack, plan in plans[name].items():
+        (folder / stack).mkdir(parents=True)
+        (folder / stack / "plan.json").write_text(json.dumps(plan))
+    return folder
+
+
+def test_the_diff_cli_without_plans_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["diff", "--base", str(tmp_path / "a"), "--head", str(tmp_path / "b")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: no plan.json under {tmp_path / 'a'} or {tmp_path / 'b'}; run `python -m offline preview` first"
+    ]
+
+
+def test_a_protected_stack_refuses_a_pool_replacement(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """prod protects everything: replacing the serving pools stops `pulumi up`, and the comment says so first."""
+    root = tmp_path_factory.mktemp("prod")
+
+    def spot(config: dict[str, Any]) -> None:
+        config["tpu-stack:tpuPools"][2]["provisioning"] = "spot"  # serve: on-demand -> spot
+
+    base, head = _build(root / "base", "prod"), _build(root / "head", "prod", spot)
+    section = _section(base, head, "prod")
+    assert (
+        section.splitlines()[0]
+        == "### Stack `prod`: 0 to create, 0 to update, 0 to replace, 0 to delete, **3 refused**"
+    )
+    refused = section[section.index("**Refused** (3)") :].split("\n\n")[1].splitlines()
+    # Saxml's model servers select the pools' spot label: their JobSet is replaced too (replaceOnChanges).
+    selector = "spec.replicatedJobs[0].template.spec.template.spec.nodeSelector.cloud.google.com/gke-spot"
+    assert refused == [
+        f"- `kubernetes:jobset.x-k8s.io/v1alpha2:JobSet` `saxml-model-servers`: replace (replaceOnChanges: {selector}) "
+        "of a protected resource: `pulumi state unprotect` first",
+        *(
+            f"- `gcp:container/nodePool:NodePool` `serve-{i}`: replace (changes nodeConfig.spot) of a protected "
+            "resource: `pulumi state unprotect` first"
+            for i in (0, 1)
+        ),
+    ]
+
+
+def test_a_chart_change_is_one_line_per_chart(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Pinning the Kueue image by digest changes the chart's values and one rendered object: counted by kind under
+    the chart, with the input that changed."""
+    digest = "sha256:" + "a" * 64
+
+    def pin(config: dict[str, Any]) -> None:
+        config["tpu-stack:charts"] = {"kueueImageDigest": digest}
+
+    root = tmp_path_factory.mktemp("chart")
+    section = _section(_build(root / "base", "dev"), _build(root / "head", "dev", pin))
+    changed = section[section.index("**Changed in place**") :].split("\n\n")[1].splitlines()
+    assert changed == [
+        "- `kubernetes:helm.sh/v4:Chart` `kueue-chart`: inputs: `values.controllerManager.manager.image.tag` "
+        "`unset` → `v0.19.2@" + digest + "`",
+        "- `kueue-chart` renders 1 of these: 1 Deployment; inputs: `spec.template.spec.containers[0].image`",
+    ]
+
+
+# --- small cases, records written by hand -------------------------------------------------------------------
+
+
+def _record(urn: str, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    kind = urn.split("::")[2].split("$")[-1]
+    name = urn.rsplit("::", 1)[-1]
+    return {"urn": urn, "type": kind, "name": name, "parent": None, "dependencies": [], "custom": True,
+            "protect": False, "ignoreChanges": [], "replaceOnChanges": [], "deleteBeforeReplace": None,
+            "retainOnDelete": False, "aliases": [], "provider": None, "inputs": inputs, **options}  # fmt: skip
+
+
+def _plan(*records: dict[str, Any], violations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"project": "p", "stack": "s", "summary": {"capacity": {}, "queues": {"cohort": None, "teams": {},
+            "cohortQuota": {}}}, "resources": list(records), "outputs": {}, "violations": violations or []}  # fmt: skip
+
+
+ACCOUNT = "urn:pulumi:s::p::gcp:serviceaccount/account:Account::"
+
+
+def test_a_resource_renamed_under_an_alias_is_kept_not_replaced() -> None:
+    old = _record(ACCOUNT + "old", {"accountId": "a"})
+    by_urn = _record(ACCOUNT + "new", {"accountId": "a"}, aliases=[{"urn": ACCOUNT + "old"}])
+    by_name = _record(ACCOUNT + "new", {"accountId": "a"}, aliases=[{"name": "old", "noParent": True}])
+    for new in (by_urn, by_name):
+        diff = plandiff.diff_stack("s", _plan(old), _plan(new))
+        assert diff.steps == [] and diff.renamed == {ACCOUNT + "old": ACCOUNT + "new"}
+        assert "Renamed under an alias (kept, not replaced): 1." in plandiff.render_stack(diff)
+
+
+def test_a_type_the_catalogue_does_not_know_is_named_not_fatal() -> None:
+    urn = "urn:pulumi:s::p::gcp:new/thing:Thing::t"
+    section = plandiff.render_stack(
+        plandiff.diff_stack("s", _plan(_record(urn, {"a": 1})), _plan(_record(urn, {"a": 2})))
+    )
+    assert "- `gcp:new/thing:Thing` `t`: inputs: `a` `1` → `2`" in section
+    assert (
+        "No replacement rule in `offline/catalogue.py` for `gcp:new/thing:Thing`: their updates may replace." in section
+    )
+
+
+def test_a_protected_resource_the_head_drops_is_a_refused_delete() -> None:
+    kept = _record(ACCOUNT + "kept", {"accountId": "kept"}, protect=True)
+    section = plandiff.render_stack(plandiff.diff_stack("s", _plan(kept), _plan()))
+    assert (
+        section.splitlines()[0] == "### Stack `s`: 0 to create, 0 to update, 0 to replace, 0 to delete, **1 refused**"
+    )
+    assert (
+        "- `gcp:serviceaccount/account:Account` `kept`: delete of a protected resource: `pulumi state unprotect` first"
+        in section.splitlines()
+    )
+
+
+def test_new_and_missing_stacks() -> None:
+    urn = ACCOUNT + "a"
+    new_stack = plandiff.render_stack(plandiff.diff_stack("s", None, _plan(_record(urn, {"accountId": "a"}))))
+    assert new_stack.startswith("### Stack `s`: new stack, 1 to create, 0 to update, 0 to replace, 0 to delete\n")
+    gone = plandiff.render_stack(plandiff.diff_stack("s", _plan(_record(urn, {})), None))
+    assert gone.splitlines()[0] == "### Stack `s`: no plan on this pull request"
+
+
+def test_policy_findings_new_resolved_and_mandatory() -> None:
+    urn = ACCOUNT + "a"
+    kept = {"policy": "kept", "level": "mandatory", "urn": urn, "message": "still wrong"}
+    fixed = {"policy": "fixed", "level": "advisory", "urn": urn, "message": "was wrong"}
+    added = {"policy": "added", "level": "advisory", "urn": None, "message": "new"}
+    quiet = {"policy": "quiet", "level": "advisory", "urn": urn, "message": "as before"}
+    base = _plan(_record(urn, {}), violations=[kept, fixed, quiet])
+    head = _plan(_record(urn, {}), violations=[kept, added, quiet])
+    lines = plandiff.render_stack(plandiff.diff_stack("s", base, head)).splitlines()
+    start = lines.index("**Policy findings** of this pull request: 1 mandatory, 2 advisory (1 new, 1 resolved)")
+    assert lines[start + 1 :] == [
+        "- new: [advisory] `added`: stack: new",
+        "- [mandatory] `kept`: `gcp:serviceaccount/account:Account` `a`: still wrong",
+        "- resolved: [advisory] `fixed`: `gcp:serviceaccount/account:Account` `a`: was wrong",
+    ]
+
+
+def test_quota_rows_for_a_team_added_and_removed_and_a_pool_group_removed() -> None:
+    pool = {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "flex-start", "reservation": None,
+            "calendar": False, "slices": 1, "vmsPerSlice": 2, "vms": 2, "chips": 8, "zone": "z",
+            "usedBy": "kueue"}  # fmt: skip
+
+    def team(quota: int, limit: int | None) -> dict[str, Any]:
+        return {"namespace": "n", "localQueue": "l", "clusterQueue": "c",
+                "flavors": {"v5e": {"nominalQuota": quota, "borrowingLimit": limit}}}  # fmt: skip
+
+    base = {"capacity": {"v5e": pool, "old": pool}, "queues": {"cohort": "c", "teams": {"a": team(8, None)},
+            "cohortQuota": {}}}  # fmt: skip
+    head = {"capacity": {"v5e": pool}, "queues": {"cohort": "c", "teams": {"b": team(4, 2)}, "cohortQuota": {"v5e": 4}}}
+    assert plandiff._capacity_lines(base, head)[4:7] == [
+        "| `old` | removed (was ct5lp-hightpu-4t 2x4, flex-start, 1 slice(s), 2 VM(s), 8 chips, z, for kueue) |",
+        "",
+        "In all: TPU chips 16 → 8, slices 2 → 1, VMs 4 → 2.",
+    ]
+    assert plandiff._queue_lines(base, head)[4:-1] == [
+        "| `a` (team removed) | `v5e` | 8 → — | unlimited → — |",
+        "| `b` (team added) | `v5e` | — → 4 | — → 2 |",
+        "| cohort `c` (no team's share) | `v5e` | 0 → 4 | |",
+    ]
+
+
+def test_text_from_the_plans_cannot_break_out_of_inline_code() -> None:
+    assert plandiff._code("a|b") == "`a\\|b`"
+    assert plandiff._code("x`y") == "`` x`y ``"
+
+
+def test_a_comment_over_githubs_limit_is_cut_at_a_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plandiff, "MAX_CHARS", 300)
+    records = [_record(ACCOUNT + f"a{i}", {"accountId": f"a{i}"}) for i in range(20)]
+    text = plandiff.render({}, {"s": _plan(*records)})
+    assert len(text) < 300 + 120
+    assert text.endswith(
+        "\n\n… cut at the size GitHub allows; the run's `plan-diff-plans` artifact holds both plans.\n"
+    )
+
+
+def test_a_long_list_ends_with_how_many_more() -> None:
+    records = [_record(ACCOUNT + f"a{i:02}", {"accountId": f"a{i:02}"}) for i in range(45)]
+    lines = plandiff.render_stack(plandiff.diff_stack("s", None, _plan(*records))).splitlines()
+    start = lines.index("**Added** (45)")
+    assert lines[start + 2] == "- `gcp:serviceaccount/account:Account` `a00`"
+    assert lines[start + 41] == "- `gcp:serviceaccount/account:Account` `a39`"
+    assert lines[start + 42] == "- … and 5 more (the run's `plan-diff-plans` artifact holds both plans)"
+
+
+def test_the_base_plans_config_changes_nothing_for_a_change_free_pull_request(dev: dict[str, Plans]) -> None:
+    section = _section(dev["base"], copy.deepcopy(dev["base"]))
+    assert section.splitlines()[0] == "### Stack `dev`: no changes"

@@ -1,0 +1,322 @@
+"""The preview leads with the answer: capacity and queues first (and in plan.json's `summary`), then resources by
+component in architecture order with charts collapsed to counts, policy findings last."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components import tpu_catalog
+from offline import __main__ as cli
+from offline import summary
+from offline.engine import Plan
+from offline.policy_check import TEAM_CONFIG
+from tests.conftest import StackRunner
+
+Preview = tuple[list[str], dict[str, Any]]
+
+
+def _preview(out: Path, *args: str) -> Preview:
+    """Printed lines and plan.json of one preview run through the CLI."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert cli.main(["preview", "--out", str(out), "--policy-config", str(TEAM_CONFIG), *args]) == 0
+    return printed.getvalue().splitlines(), json.loads((out / "plan.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Preview:
+    return _preview(tmp_path_factory.mktemp("dev"), "--stack", "dev")
+
+
+@pytest.fixture(scope="module")
+def prod(tmp_path_factory: pytest.TempPathFactory) -> Preview:
+    return _preview(tmp_path_factory.mktemp("prod"), "--stack", "prod")
+
+
+DEV_FIRST_SCREEN = """\
+Previewing stack 'dev' of project 'tpu-stack' (offline, mock engine)
+
+Capacity: 2 TPU pool group(s), 4 slice(s), 7 VM(s), 28 chips
+  pool group  machine type      topology  provisioning  slices  VMs  chips  zone        used by
+  flex-v6e    ct6e-standard-4t  2x2       flex-start         1    1      4  us-east5-b  kueue
+  multislice  ct5lp-hightpu-4t  2x4       flex-start         3    6     24  us-east5-a  kueue
+
+Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)
+  team      local queue              cluster queue           flavor      quota  borrowing limit
+  research  research/research-queue  research-cluster-queue  flex-v6e        4  unlimited
+                                                             multislice      8  unlimited
+  training  training/training-queue  training-cluster-queue  flex-v6e        0  0
+                                                             multislice      8  8
+  chips no team holds, which cohort tpu-stack lends to any team: multislice 8
+"""
+
+PROD_FIRST_SCREEN = """\
+Previewing stack 'prod' of project 'tpu-stack' (offline, mock engine)
+
+Capacity: 3 TPU pool group(s), 5 slice(s), 26 VM(s), 104 chips
+  pool group  machine type      topology  provisioning                      slices  VMs  chips  zone        used by
+  train       ct5lp-hightpu-4t  4x4       reservation (tpu-prod-v5e-train)       2    8     32  us-east5-a  kueue
+  burst       ct5lp-hightpu-4t  2x4       queued                                 1    2      8  us-east5-a  kueue
+  serve       ct5lp-hightpu-4t  4x8       on-demand                              2   16     64  us-east5-a  saxml
+
+Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)
+  team      local queue              cluster queue           flavor  quota  borrowing limit
+  training  training/training-queue  training-cluster-queue  train      32  unlimited
+                                                             burst       0  unlimited
+  research  research/research-queue  research-cluster-queue  train       0  16
+                                                             burst       8  unlimited
+
+Every resource is protected: `pulumi destroy` and replacements stop until `pulumi state unprotect`.
+"""
+
+
+def test_the_dev_preview_first_screen_shows_capacity_and_quotas(dev: Preview) -> None:
+    lines, _plan = dev
+    screen = lines[:40]
+    expected = DEV_FIRST_SCREEN.splitlines()
+    assert screen[: len(expected)] == expected
+    assert screen[len(expected) :][:2] == ["", "GkeCluster tpu-dev"]  # then the resources, cluster first
+
+
+def test_the_prod_preview_first_screen_shows_reservations_saxml_capacity_and_borrowing(prod: Preview) -> None:
+    lines, _plan = prod
+    expected = PROD_FIRST_SCREEN.splitlines()
+    assert lines[: len(expected)] == expected
+
+
+DEV_SUMMARY = {
+    "capacity": {
+        "flex-v6e": {"machineType": "ct6e-standard-4t", "topology": "2x2", "provisioning": "flex-start",
+                     "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 1, "vms": 1, "chips": 4,
+                     "zone": "us-east5-b", "usedBy": "kueue"},
+        "multislice": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "flex-start",
+                       "reservation": None, "calendar": False, "slices": 3, "vmsPerSlice": 2, "vms": 6, "chips": 24,
+                       "zone": "us-east5-a", "usedBy": "kueue"},
+    },
+    "queues": {
+        "cohort": "tpu-stack",
+        "teams": {
+            "research": {"namespace": "research", "localQueue": "research-queue",
+                         "clusterQueue": "research-cluster-queue",
+                         "flavors": {"flex-v6e": {"nominalQuota": 4, "borrowingLimit": None},
+                                     "multislice": {"nominalQuota": 8, "borrowingLimit": None}}},
+            "training": {"namespace": "training", "localQueue": "training-queue",
+                         "clusterQueue": "training-cluster-queue",
+                         "flavors": {"flex-v6e": {"nominalQuota": 0, "borrowingLimit": 0},
+                                     "multislice": {"nominalQuota": 8, "borrowingLimit": 8}}},
+        },
+        "cohortQuota": {"multislice": 8},
+    },
+}  # fmt: skip
+
+PROD_SUMMARY = {
+    "capacity": {
+        "train": {"machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": "reservation",
+                  "reservation": "tpu-prod-v5e-train", "calendar": False, "slices": 2, "vmsPerSlice": 4, "vms": 8,
+                  "chips": 32, "zone": "us-east5-a", "usedBy": "kueue"},
+        "burst": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "queued",
+                  "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 2, "vms": 2, "chips": 8,
+                  "zone": "us-east5-a", "usedBy": "kueue"},
+        "serve": {"machineType": "ct5lp-hightpu-4t", "topology": "4x8", "provisioning": "on-demand",
+                  "reservation": None, "calendar": False, "slices": 2, "vmsPerSlice": 8, "vms": 16, "chips": 64,
+                  "zone": "us-east5-a", "usedBy": "saxml"},
+    },
+    "queues": {
+        "cohort": "tpu-stack",
+        "teams": {
+            "training": {"namespace": "training", "localQueue": "training-queue",
+                         "clusterQueue": "training-cluster-queue",
+                         "flavors": {"train": {"nominalQuota": 32, "borrowingLimit": None},
+                                     "burst": {"nominalQuota": 0, "borrowingLimit": None}}},
+            "research": {"namespace": "research", "localQueue": "research-queue",
+                         "clusterQueue": "research-cluster-queue",
+                         "flavors": {"train": {"nominalQuota": 0, "borrowingLimit": 16},
+                                     "burst": {"nominalQuota": 8, "borrowingLimit": None}}},
+        },
+        "cohortQuota": {},
+    },
+}  # fmt: skip
+
+
+def test_plan_json_summary_holds_capacity_and_queues(dev: Preview, prod: Preview) -> None:
+    assert dev[1]["summary"] == DEV_SUMMARY
+    assert prod[1]["summary"] == PROD_SUMMARY
+    # The summary leads plan.json, after project and stack; the rest of the contract follows.
+    assert list(dev[1]) == ["project", "stack", "summary", "resources", "outputs", "violations"]
+
+
+def _tpu(resources: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Flavor -> google.com/tpu quota entry of one ClusterQueue or Cohort spec."""
+    return {
+        flavor["name"]: next(r for r in flavor["resources"] if r["name"] == "google.com/tpu")
+        for group in resources
+        for flavor in group["flavors"]
+    }
+
+
+def _declared(plan: Plan | dict[str, Any]) -> dict[str, Any]:
+    """The summary's numbers as the plan's own objects declare them: node pools (count, nodes, topology) and the
+    ClusterQueues and Cohort (nominalQuota, borrowingLimit of google.com/tpu)."""
+    resources = plan.resources if isinstance(plan, Plan) else plan["resources"]
+    capacity: dict[str, dict[str, Any]] = {}
+    for pool in (r for r in resources if r["type"] == "gcp:container/nodePool:NodePool"):
+        machine = tpu_catalog.machine_type(pool["inputs"]["nodeConfig"]["machineType"])
+        if machine is None:
+            continue  # the CPU system pool
+        group = pool["parent"].rsplit("::", 1)[-1]
+        scaling = pool["inputs"].get("autoscaling") or {}
+        vms = scaling.get("maxNodeCount") or scaling.get("totalMaxNodeCount") or pool["inputs"]["nodeCount"]
+        entry = capacity.setdefault(group, {"slices": 0, "vms": 0, "chips": 0})
+        entry["slices"] += 1
+        entry["vms"] += vms
+        entry["chips"] += vms * machine.chips_per_vm
+    queues: dict[str, Any] = {}
+    cohort: dict[str, int] = {}
+    for record in resources:
+        inputs = record["inputs"]
+        if inputs.get("kind") == "ClusterQueue":
+            queues[inputs["metadata"]["name"]] = {
+                flavor: (entry["nominalQuota"], entry.get("borrowingLimit"))
+                for flavor, entry in _tpu(inputs["spec"]["resourceGroups"]).items()
+            }
+        elif inputs.get("kind") == "Cohort":
+            cohort = {f: e["nominalQuota"] for f, e in _tpu(inputs["spec"].get("resourceGroups", [])).items()}
+    return {"capacity": capacity, "queues": queues, "cohort": cohort}
+
+
+def _summarized(found: summary.Summary) -> dict[str, Any]:
+    """The same numbers read from a summary."""
+    return {
+        "capacity": {
+            name: {"slices": pool["slices"], "vms": pool["vms"], "chips": pool["chips"]}
+            for name, pool in found["capacity"].items()
+        },
+        "queues": {
+            team["clusterQueue"]: {f: (q["nominalQuota"], q["borrowingLimit"]) for f, q in team["flavors"].items()}
+            for team in found["queues"]["teams"].values()
+        },
+        "cohort": found["queues"]["cohortQuota"],
+    }
+
+
+def test_the_summary_is_what_the_node_pools_and_cluster_queues_declare(dev: Preview, prod: Preview) -> None:
+    for _lines, plan in (dev, prod):
+        assert _summarized(plan["summary"]) == _declared(plan)
+
+
+@pytest.mark.parametrize(
+    "queues",
+    [
+        {},  # no teams: one ClusterQueue holds every chip
+        {"teams": [{"name": "a", "shares": {"v5e": "50%"}, "borrowingLimit": {"v5e": "25%"}},
+                   {"name": "b", "namespace": "team-b", "shares": {"v5e": 3}}]},
+    ],
+    ids=["one-queue", "percent-shares"],
+)  # fmt: skip
+def test_the_summary_agrees_with_the_program_for_one_queue_and_percentage_shares(
+    run: StackRunner, queues: dict[str, Any]
+) -> None:
+    pool = {"name": "v5e", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "zone": "us-central1-a"}
+    pools = [pool]
+    plan = run({"tpu-stack:tpuPools": pools, "tpu-stack:queues": queues})
+    found = summary.from_outputs(plan.outputs)
+    assert _summarized(found) == _declared(plan)
+    if not queues:
+        assert found["queues"] == {
+            "cohort": None,
+            "teams": {
+                "default": {"namespace": "default", "localQueue": "multislice-queue", "clusterQueue": "cluster-queue",
+                            "flavors": {"v5e": {"nominalQuota": 16, "borrowingLimit": None}}}
+            },
+            "cohortQuota": {},
+        }  # fmt: skip
+    else:
+        # 50% of 16 chips is 8, borrowing 25% is 4; b holds 3; the cohort keeps 16 - 8 - 3 = 5.
+        assert {t: q["flavors"]["v5e"] for t, q in found["queues"]["teams"].items()} == {
+            "a": {"nominalQuota": 8, "borrowingLimit": 4},
+            "b": {"nominalQuota": 3, "borrowingLimit": None},
+        }
+        assert found["queues"]["cohortQuota"] == {"v5e": 5}
+        assert found["queues"]["teams"]["b"]["namespace"] == "team-b"
+
+
+def test_a_plan_without_a_summary_gets_it_from_its_stack_config(dev: Preview) -> None:
+    """Plans written before plan.json had a summary (a base branch's) still diff by capacity and quotas."""
+    plan = {k: v for k, v in dev[1].items() if k != "summary"}
+    assert summary.of_plan(plan) == DEV_SUMMARY
+    with pytest.raises(summary.SummaryUnavailable, match="no stackConfig output"):
+        summary.of_plan({"outputs": {}})
+
+
+def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Preview) -> None:
+    lines, plan = dev
+    groups = [line for line in lines if line and not line.startswith(" ") and " " in line]
+    start = groups.index("GkeCluster tpu-dev")
+    assert groups[start : start + 16] == [
+        "GkeCluster tpu-dev",
+        "TpuSlicePools flex-v6e",
+        "TpuSlicePools multislice",
+        "JobSetInstall jobset",
+        "KueueInstall kueue",
+        "KueueQueues queues",
+        "NamespacePolicies jobset-policies",
+        "NamespacePolicies kueue-policies",
+        "NamespacePolicies research-policies",
+        "NamespacePolicies training-policies",
+        "ControllerMetrics jobset-metrics",
+        "ControllerMetrics kueue-metrics",
+        "Bucket data",
+        "WorkloadIdentity training-trainer",
+        "Monitoring monitoring",
+        f"Resources: + {len(plan['resources'])} to create (158 cloud/cluster resources of which 99 rendered from "
+        "charts, 17 components)",
+    ]
+    text = "\n".join(lines)
+    assert "      renders 21 objects: 5 ClusterRole, 3 ClusterRoleBinding, 2 Role, 2 RoleBinding, 2 Service, 1" in text
+    assert "      renders 78 objects: 47 ClusterRole, 11 CustomResourceDefinition, 4 RoleBinding, 3 Role, 3" in text
+    assert not [line for line in lines if "kueue-chart:" in line]  # no rendered object listed one by one
+
+
+def test_verbose_lists_every_rendered_object(tmp_path: Path) -> None:
+    lines, plan = _preview(tmp_path, "--stack", "dev", "--verbose")
+    rendered = [r["name"] for r in plan["resources"] if r.get("rendered")]
+    listed = [line.split()[2] for line in lines if line.startswith("  + ") and ":" in line.split()[2]]
+    assert len(rendered) == 99 and sorted(listed) == sorted(rendered)
+
+
+def test_resource_columns_are_aligned(prod: Preview) -> None:
+    """Every resource row's name starts in the same column, whatever the length of its type token."""
+    lines, plan = prod
+    rows = [line for line in lines if line.startswith("  + ")]
+    starts = {line.index(line.split()[2], len("  + ") + len(line.split()[1])) for line in rows}
+    assert len(rows) > 50 and len(starts) == 1
+    assert {line.split()[2] for line in rows} <= {r["name"] for r in plan["resources"]}
+
+
+def test_the_kubernetes_objects_name_appears_once_beside_its_pulumi_name(dev: Preview) -> None:
+    lines, _plan = dev
+    (row,) = [line for line in lines if "queues-namespace-research" in line]
+    assert row.split()[1:] == ["kubernetes:core/v1:Namespace", "queues-namespace-research", "research"]
+
+
+def test_a_queued_pool_reads_as_queued_not_flex_start(prod: Preview) -> None:
+    """Queued provisioning sets flexStart too; the pool's line says which mode it is."""
+    lines, _plan = prod
+    (row,) = [line for line in lines if " burst " in line and "NodePool" in line]
+    assert row.endswith("ct5lp-hightpu-4t 2x4 nodes=0..2 total queued us-east5-a")
+
+
+def test_policy_findings_come_last(dev: Preview) -> None:
+    lines, _plan = dev
+    order = [
+        next(i for i, line in enumerate(lines) if line.startswith(prefix))
+        for prefix in ("Capacity:", "Queues:", "GkeCluster", "Resources:", "Outputs:", "Policy report", "Policies:")
+    ]
+    assert order == sorted(order)
+    assert lines[-1].startswith("Wrote ")
