@@ -35,6 +35,8 @@ from components.config.queues import (
     ChartsConfig,
     QueuesConfig,
     controller_resources,
+    flavor_order,
+    ladder_pools,
     queue_namespaces,
     queue_pools,
     queue_problems,
@@ -146,6 +148,21 @@ class StackConfig(ConfigModel):
             autopilot=self.cluster.mode == "autopilot",
             serving_pool=self.saxml.pool if self.saxml else None,
         )
+
+    @property
+    def queue_flavors(self) -> tuple[TpuPoolConfig, ...]:
+        """The queue pool groups in the order ClusterQueues list their flavors: each ladder's rungs together, in
+        ladder order (Kueue tries a workload's flavors in this order)."""
+        return flavor_order(self.queues, self.queue_pools)
+
+    @property
+    def ladders(self) -> dict[str, tuple[TpuPoolConfig, ...]]:
+        """Ladder -> its pool groups, first rung first (queues.ladders)."""
+        return ladder_pools(self.queues, self.queue_pools)
+
+    def ladder_of(self, pool: TpuPoolConfig) -> str | None:
+        """The ladder `pool` is a rung of, if any."""
+        return next((name for name, rungs in self.ladders.items() if pool.name in {r.name for r in rungs}), None)
 
     @property
     def controller_resources(self) -> dict[str, dict[str, str]]:
