@@ -365,3 +365,46 @@ def test_autopilot_tpu_pods_leave_cpu_and_memory_to_autopilot() -> None:
         (job,) = [o for o in workload.objects if o["kind"] in ("Job", "JobSet")]
         skips = {v.split("=")[0] for k, v in job["metadata"]["annotations"].items() if k.startswith("checkov")}
         assert {"CKV_K8S_10", "CKV_K8S_12", "CKV_K8S_13"} <= skips, workload.name
+
+
+def test_a_ladders_workload_asks_for_the_shape_and_fits_every_rung() -> None:
+    """tests/components/test_kueue_queues.py LADDER: v5e 2x4 rungs reserved (2 slices), dws (queued, 1 slice), spot
+    (2 slices); flex-single is a v6e pool group in no ladder. A workload of the ladder may take one slice (the
+    queued rung takes one per workload), so no JobSet; it goes to research, whose share of the first rung (8) holds
+    it and who can reach 8 chips on dws (its share) and spot (borrowing limit 8)."""
+    found = by_name(scenario_workloads("ladder"))
+    assert set(found) == {"v5e-2x4-job", "flex-single-job"}
+    workload = found["v5e-2x4-job"]
+    assert (workload.pool, workload.slices, workload.queue.namespace) == ("v5e-2x4", 1, "research")
+    service, job = workload.objects
+    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": "v5e-2x4-job"}}
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+    }
+    assert "tolerations" not in pod  # Kueue adds the admitting rung's (queued taint, spot taint)
+    assert (job["spec"]["parallelism"], pod["containers"][0]["resources"]["requests"][TPU]) == (2, 4)
+    # Admitted on the queued rung, the run limit reaches its ProvisioningRequest (dws: maxRunDuration 7d).
+    assert job["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "604800"
+    # Admitted on the spot rung, a preempted VM's pods start again instead of failing the Job.
+    assert job["spec"]["podFailurePolicy"] == {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+    }
+    (single,) = found["flex-single-job"].objects
+    assert "podFailurePolicy" not in single["spec"]
+
+
+def test_jobsets_of_a_ladder_stop_at_what_every_rung_holds() -> None:
+    """dev: both rungs of the multislice ladder have 3 slices, so the 1-, 2- and 3-slice JobSets; with the spot rung
+    at 2 slices, the 3-slice JobSet would fit only the flex-start rung and is not written."""
+    assert {w.name: w.slices for w in stack_workloads("dev") if w.pool == "multislice"} == {
+        "multislice-job": 1, "multislice-1slice": 1, "multislice-2slice": 2, "multislice-3slice": 3}  # fmt: skip
+    config = commands.stack_config("dev", None)
+    spot = config.pool("multislice-spot")
+    assert spot is not None
+    shorter = config.model_copy(
+        update={"tpu_pools": tuple(p.model_copy(update={"slices": 2}) if p is spot else p for p in config.tpu_pools)}
+    )
+    assert {w.name: w.slices for w in workloads(shorter) if w.pool == "multislice"} == {
+        "multislice-job": 1, "multislice-1slice": 1, "multislice-2slice": 2}  # fmt: skip
