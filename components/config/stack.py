@@ -272,11 +272,14 @@ def _pydantic_line(error: Mapping[str, Any]) -> str:
     key = names.get(str(top), f"{PROJECT}:{to_camel(str(top))}")
     # Drop pydantic's union/type tags so the path reads like the YAML.
     rest = tuple(p for p in rest if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
-    return f"{_key_path(key, rest)}: {_user_message(error, to_camel(str(loc[-1])))}"
+    # A ladder's key is its name: what it lists is the ladder's pool groups.
+    field = "ladders" if loc[:2] == ("queues", "ladders") and len(loc) == 3 else to_camel(str(loc[-1]))
+    return f"{_key_path(key, rest)}: {_user_message(error, field)}"
 
 
 LIST_OF = {
     "tpuPools": "pool groups",
+    "ladders": "pool groups",
     "teams": "teams",
     "priorityClasses": "priority classes",
     "taints": "taints",

@@ -610,6 +610,8 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:queues.ladders.a: a workload Kueue admits on rung 'reserved' also fits the nodes of rung 'spot' (they "
      "carry every label of its flavor and it tolerates their taints), so it could run on capacity counted to 'spot'; "
      "give 'reserved' a node label 'spot' lacks (labels: {pool: reserved})"),
+    ("a ladder that is not a list", ladder({"a": "reserved"}),  # type: ignore[dict-item]
+     "tpu-stack:queues.ladders.a: expected a list of pool groups ('-' items), got the text 'reserved'"),
     ("rungs with different host resources", ladder({"a": ["reserved", "dws", "spot"]}, hostResources={
         "reserved": {"cpu": 100, "memory": "180Gi"}, "dws": {"cpu": 100, "memory": "180Gi"},
         "spot": {"cpu": 90, "memory": "180Gi"}, "flex-single": {"cpu": 100, "memory": "600Gi"}}),
