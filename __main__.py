@@ -70,6 +70,8 @@ pulumi.export(
     },
 )
 pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in config.queue_pools})
+# Capacity ladders: ladder -> its pool groups (flavors) in the order Kueue tries them.
+pulumi.export("ladders", {name: [pool.name for pool in rungs] for name, rungs in config.ladders.items()})
 # Default deny in every namespace the stack creates; then what the controllers and training pods need.
 for prefix, install_namespace, namespace_name, ports in (
     ("jobset", jobset.namespace, JOBSET_NAMESPACE, JOBSET_API_SERVER_PORTS),

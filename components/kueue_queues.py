@@ -1,7 +1,9 @@
 """KueueQueues: the Kueue objects that turn the TPU pools into queues, all derived from the config model.
 
 One ResourceFlavor per pool group (its node labels, tolerations for the taints its nodes carry); ClusterQueues
-whose quotas are the pools' chips (config.quota), never typed by hand; LocalQueues where jobs are submitted;
+whose quotas are the pools' chips (config.quota), never typed by hand, listing the flavors in one order
+(config.queue_flavors): each capacity ladder's rungs together and in ladder order, which Kueue walks for a
+workload of the ladder's shape (FLAVOR_FUNGIBILITY); LocalQueues where jobs are submitted;
 for each queued-provisioning group a ProvisioningRequestConfig and an AdmissionCheck attached to that flavor
 only; PriorityClasses for `priorityClassName`. With teams, every team has a namespace, a LocalQueue and a
 ClusterQueue in one Cohort, which holds the chips no team was given so any team may borrow them.
@@ -25,6 +27,7 @@ from components.config.queues import (
     flavor_labels,
     queue_namespaces,
     quota,
+    rung_places,
     team_borrowing,
     team_chips,
 )
@@ -36,6 +39,16 @@ QUEUED_CLASS = "queued-provisioning.gke.io"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+FLAVOR_FUNGIBILITY = {
+    "whenCanBorrow": "TryNextFlavor",
+    "whenCanPreempt": "TryNextFlavor",
+    "preference": "BorrowingOverPreemption",
+}
+"""How Kueue walks a ladder (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, findFlavorForPodSets and
+shouldTryNextFlavor): it stops at the first flavor the workload fits without borrowing or preempting; a flavor it
+fits only by borrowing or preempting, or not at all, sends it to the next one. When no flavor fits outright it takes
+the best of those it saw: fitting by borrowing before preempting (the preference), less borrowing first, and the
+earlier rung on a tie."""
 IMMUTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     # CEL `self == oldSelf` on spec.clusterQueue (kueue v0.19.2 apis/kueue/v1beta2/localqueue_types.go).
     "LocalQueue": ("spec.clusterQueue",),
@@ -54,18 +67,21 @@ def _object(kind: str, name: str, spec: dict[str, Any], namespace: str | None = 
 
 def pool_tolerations(pool: TpuPoolConfig) -> list[dict[str, str]]:
     """Taints of the group's nodes a workload admitted to it must tolerate: GKE's TPU taint, the queued taint
-    of queued-provisioning nodes, and the pool's own taints."""
+    of queued-provisioning nodes, and the pool's own taints (a spot pool's, for one)."""
     tolerations = [{"key": tpu_catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
-    if pool.provisioning == "queued":
-        tolerations.append({"key": tpu_catalog.QUEUED_TAINT, "operator": "Exists", "effect": "NoSchedule"})
-    return tolerations + [taint.toleration for taint in pool.taints]
+    return tolerations + [taint.toleration for taint in pool.node_taints]
 
 
-def resource_flavor(pool: TpuPoolConfig) -> dict[str, Any]:
-    """Kueue adds the tolerations to the pods it admits on this flavor."""
-    return _object(
+def resource_flavor(pool: TpuPoolConfig, rung: tuple[str, int] | None = None) -> dict[str, Any]:
+    """Kueue adds the node labels and tolerations to the pods it admits on this flavor. A ladder's rung carries
+    its ladder and place as labels (tpu_catalog.LADDER_LABEL, RUNG_LABEL), for people and the policy that checks
+    the order."""
+    flavor = _object(
         "ResourceFlavor", pool.name, {"nodeLabels": flavor_labels(pool), "tolerations": pool_tolerations(pool)}
     )
+    if rung is not None:
+        flavor["metadata"]["labels"] = {tpu_catalog.LADDER_LABEL: rung[0], tpu_catalog.RUNG_LABEL: str(rung[1])}
+    return flavor
 
 
 def admission_check_name(pool: TpuPoolConfig) -> str:
@@ -101,7 +117,7 @@ def _resource_groups(
 ) -> list[dict[str, Any]]:
     """One group over every covered resource; each flavor lists all of them (a CRD rule)."""
     flavors = []
-    for pool in config.queue_pools:
+    for pool in config.queue_flavors:
         if pool.name not in chips:
             continue
         nominal = quota(config.queues, pool, chips[pool.name])
@@ -136,9 +152,11 @@ def cluster_queue(
     }
     if queues.teams:
         spec["cohortName"] = queues.cohort
+    if queues.ladders:
+        spec["flavorFungibility"] = dict(FLAVOR_FUNGIBILITY)
     checks = [
         {"name": admission_check_name(pool), "onFlavors": [pool.name]}
-        for pool in config.queue_pools
+        for pool in config.queue_flavors
         if pool.provisioning == "queued"
     ]
     if checks:
@@ -180,8 +198,9 @@ def queue_objects(config: StackConfig) -> list[dict[str, Any]]:
     pools = config.queue_pools
     objects = [namespace_object(name) for name in queue_namespaces(config.queues)]
     objects += [priority_class(priority) for priority in queues.priority_classes]
-    objects += [resource_flavor(pool) for pool in pools]
-    for pool in pools:
+    places = rung_places(queues)
+    objects += [resource_flavor(pool, places.get(pool.name)) for pool in config.queue_flavors]
+    for pool in config.queue_flavors:
         if pool.provisioning == "queued":
             objects += [provisioning_request_config(pool), admission_check(pool)]
     if not pools:
@@ -205,6 +224,25 @@ def queue_objects(config: StackConfig) -> list[dict[str, Any]]:
         )
         objects.append(local_queue(team.local_queue, team.namespace_name, team.cluster_queue))
     return objects
+
+
+def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """(kind, name) of the Kueue objects `obj` names: a ClusterQueue's or Cohort's flavors and a ClusterQueue's
+    admission checks, an AdmissionCheck's ProvisioningRequestConfig. A ClusterQueue whose flavor or check does
+    not exist yet is inactive and admits nothing (kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go, reasons
+    FlavorNotFound, AdmissionCheckNotFound), and a flavor or check in use keeps its finalizer until no
+    ClusterQueue names it (pkg/controller/core/resourceflavor_controller.go, admissioncheck_controller.go): so
+    the named objects come first on `up` and go last on `destroy`."""
+    spec = obj.get("spec") or {}
+    names = [
+        ("ResourceFlavor", flavor["name"]) for group in spec.get("resourceGroups", []) for flavor in group["flavors"]
+    ]
+    if obj["kind"] == "ClusterQueue":
+        checks = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks", [])
+        names += [("AdmissionCheck", check["name"]) for check in checks]
+    if obj["kind"] == "AdmissionCheck":
+        names.append((spec["parameters"]["kind"], spec["parameters"]["name"]))
+    return names
 
 
 def resource_name(component: str, obj: dict[str, Any]) -> str:
@@ -250,6 +288,7 @@ class KueueQueues(pulumi.ComponentResource):
         self.namespaces: dict[str, KubernetesObject] = {}
         self.priority_classes: list[KubernetesObject] = []
         self.kueue_objects: list[KubernetesObject] = []
+        declared_by_name: dict[tuple[str, str], KubernetesObject] = {}
         for obj in queue_objects(config):
             kind, metadata = obj["kind"], obj["metadata"]
             resource_id = resource_name(name, obj)
@@ -264,13 +303,14 @@ class KueueQueues(pulumi.ComponentResource):
                 depends_on: list[pulumi.Resource] = [kueue_chart]
                 if namespace_resource is not None:
                     depends_on.append(namespace_resource)
-                self.kueue_objects.append(
-                    KubernetesObject(
-                        resource_id,
-                        obj,
-                        opts=pulumi.ResourceOptions.merge(declared, pulumi.ResourceOptions(depends_on=depends_on)),
-                    )
+                depends_on += [declared_by_name[ref] for ref in references(obj) if ref in declared_by_name]
+                resource = KubernetesObject(
+                    resource_id,
+                    obj,
+                    opts=pulumi.ResourceOptions.merge(declared, pulumi.ResourceOptions(depends_on=depends_on)),
                 )
+                declared_by_name[(kind, metadata["name"])] = resource
+                self.kueue_objects.append(resource)
         self.register_outputs({})
 
     def namespace_name(self, name: str) -> pulumi.Input[str]:

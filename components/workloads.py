@@ -1,10 +1,12 @@
 """Example workloads that fit a stack: the seeds' Jobs and JobSets, bound to its queues, flavors and chips.
 
-Pure functions from the config model: each workload selects the node labels of one pool group's flavor,
-asks `google.com/tpu` = chips per VM and the node's CPU and memory for each VM of a slice, and is submitted to
-a LocalQueue whose team can reach that many chips (its share, or what it may borrow). Only what the stack can
-run is generated: a multislice JobSet needs as many slices in its group, a queued-provisioning group gets the
-queued Job.
+Pure functions from the config model: each workload asks `google.com/tpu` = chips per VM and the node's CPU
+and memory for each VM of a slice, and is submitted to a LocalQueue whose team can reach that many chips (its
+share, or what it may borrow). A workload of a pool group on its own selects the node labels of that group's
+flavor; a workload of a capacity ladder selects only the shape (accelerator and topology), so Kueue may admit it
+on any rung, in ladder order, and adds that rung's labels and tolerations itself. Only what the stack can run is
+generated: a multislice JobSet needs as many slices in its group (on every rung of a ladder), a
+queued-provisioning group gets the queued Job.
 `python -m offline workloads --stack <name>` writes them to build/<stack>/workloads/.
 """
 
@@ -15,7 +17,16 @@ from typing import Any
 
 from components import gcs_fuse, pod_security, tpu_catalog
 from components.config.pools import TpuPoolConfig
-from components.config.queues import QueueRef, flavor_labels, queue_refs, quota, team_borrowing, team_chips
+from components.config.queues import (
+    QueueRef,
+    flavor_labels,
+    ladder_slices,
+    queue_refs,
+    quota,
+    shape_selector,
+    team_borrowing,
+    team_chips,
+)
 from components.config.serving import bucket_mounts, bucket_service_account, file_cache_gib
 from components.config.stack import StackConfig
 from components.kueue_queues import QUEUE_LABEL, pool_tolerations
@@ -31,11 +42,41 @@ TTL_SECONDS = 3600
 """Finished Jobs and JobSets (and their pods) are deleted an hour later: logs stay readable, nodes are freed."""
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 """Set by the Job controller on every pod of a Job."""
+DISRUPTION_TARGET = "DisruptionTarget"
+"""Pod condition the kubelet sets (reason TerminationByKubelet) on pods it stops for a graceful node shutdown, which
+is how GKE stops the pods of a Spot VM that Compute Engine preempts."""
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """A capacity ladder as its workloads see it: pool groups of one shape, the first tried first."""
+
+    name: str
+    rungs: tuple[TpuPoolConfig, ...]
+
+
+Target = TpuPoolConfig | Ladder
+"""What a workload runs on: one pool group, or any rung of a ladder."""
+
+
+def rungs_of(target: Target) -> tuple[TpuPoolConfig, ...]:
+    return target.rungs if isinstance(target, Ladder) else (target,)
+
+
+def shape_of(target: Target) -> TpuPoolConfig:
+    """The pool group whose slice math holds for the target: every rung of a ladder has the same machine type and
+    topology (its chips per VM, VMs per slice, CPU and memory), so the first rung stands for all."""
+    return rungs_of(target)[0]
+
+
+def ladders(config: StackConfig) -> dict[str, Ladder]:
+    return {name: Ladder(name, rungs) for name, rungs in config.ladders.items()}
 
 
 @dataclass(frozen=True)
 class Workload:
-    """One manifest file: `objects` applied together, running on `pool` over `slices` slices."""
+    """One manifest file: `objects` applied together, running on `pool` (a pool group or a ladder) over `slices`
+    slices."""
 
     name: str
     pool: str
@@ -44,22 +85,25 @@ class Workload:
     objects: tuple[dict[str, Any], ...]
 
 
-def _queue_for(config: StackConfig, pool: TpuPoolConfig, chips: int) -> QueueRef | None:
-    """The team that holds `chips` chips of the pool, else the first that may borrow them; None if no team can."""
+def team_reach(config: StackConfig, team: str, pool: TpuPoolConfig) -> tuple[int, int, int | None]:
+    """(most chips of `pool` the team's queue can ever hold, its share, its borrowing limit or None)."""
+    share = team_chips(config.queues, config.queue_pools)[team][pool.name]
+    limit = team_borrowing(config.queues, config.queue_pools)[team][pool.name]
+    return (pool.total_chips if limit is None else min(pool.total_chips, share + limit)), share, limit
+
+
+def _queue_for(config: StackConfig, target: Target, chips: int) -> QueueRef | None:
+    """A team that can hold `chips` chips on every rung: the first whose share of the first rung holds them, else
+    the first that may borrow them; None if no team can."""
     refs = queue_refs(config.queues)
+    rungs = rungs_of(target)
     if not config.queues.teams:
-        return refs["default"] if chips <= pool.total_chips else None
-    shares, borrowing = team_chips(config.queues, config.queue_pools), team_borrowing(config.queues, config.queue_pools)
-    teams = config.queues.teams
-    for team in teams:
-        if shares[team.name][pool.name] >= chips:
-            return refs[team.name]
-    for team in teams:
-        limit = borrowing[team.name][pool.name]
-        reach = pool.total_chips if limit is None else min(pool.total_chips, shares[team.name][pool.name] + limit)
-        if reach >= chips:
-            return refs[team.name]
-    return None
+        return refs["default"] if all(chips <= pool.total_chips for pool in rungs) else None
+    teams = [team.name for team in config.queues.teams]
+    reaching = [team for team in teams if all(team_reach(config, team, pool)[0] >= chips for pool in rungs)]
+    holding = [team for team in reaching if team_reach(config, team, rungs[0])[1] >= chips]
+    found = holding or reaching
+    return refs[found[0]] if found else None
 
 
 def _lowest_priority(config: StackConfig) -> str | None:
@@ -77,21 +121,21 @@ def _script(multislice: bool) -> list[str]:
 
 
 def _template(
-    config: StackConfig, pool: TpuPoolConfig, ports: list[int], namespace: str, *, multislice: bool
+    config: StackConfig, target: Target, ports: list[int], namespace: str, *, multislice: bool
 ) -> dict[str, Any]:
     """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE."""
-    pod = _pod(config, pool, ports, namespace, multislice=multislice)
-    cache = file_cache_gib(config.bucket, pool, autopilot=_autopilot(config))
+    pod = _pod(config, target, ports, namespace, multislice=multislice)
+    cache = file_cache_gib(config.bucket, shape_of(target), autopilot=_autopilot(config))
     annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace), cache_gib=cache)
     return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
 
 
-def _pod(
-    config: StackConfig, pool: TpuPoolConfig, ports: list[int], namespace: str, *, multislice: bool
-) -> dict[str, Any]:
-    """A pod on one VM of the pool: all its chips and the CPU/memory of the node, the flavor's labels, tolerations of
-    the pool's own taints, the namespace's bucket KSA. Not privileged and not on the host network: GKE gives TPU
-    access without either, and Workload Identity only works off the host network."""
+def _pod(config: StackConfig, target: Target, ports: list[int], namespace: str, *, multislice: bool) -> dict[str, Any]:
+    """A pod on one VM of the target: all its chips and the CPU/memory of the node, the namespace's bucket KSA; on a
+    pool group its flavor's labels and the tolerations of its taints, on a ladder the shape only (Kueue adds the
+    labels and tolerations of the rung it admits the pod on). Not privileged and not on the host network: GKE gives
+    TPU access without either, and Workload Identity only works off the host network."""
+    pool = shape_of(target)
     amounts = {**quota(config.queues, pool, pool.machine.chips_per_vm)}
     limits = {k: v for k, v in amounts.items() if k != "cpu"}
     if "cpu" not in amounts and not _autopilot(config):
@@ -109,7 +153,7 @@ def _pod(
         container["ports"] = [{"containerPort": port} for port in ports]
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
-        "nodeSelector": flavor_labels(pool),
+        "nodeSelector": shape_selector(pool) if isinstance(target, Ladder) else flavor_labels(pool),
         **pod_security.tpu_pod_fields(),
         "containers": [container],
     }
@@ -119,7 +163,7 @@ def _pod(
     priority = _lowest_priority(config)
     if priority:
         pod["priorityClassName"] = priority
-    tolerations = _tolerations(pool)
+    tolerations = [] if isinstance(target, Ladder) else _tolerations(pool)
     if tolerations:
         pod["tolerations"] = tolerations
     return pod
@@ -149,31 +193,65 @@ def _tolerations(pool: TpuPoolConfig) -> list[dict[str, str]]:
 
 
 def _metadata(
-    config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueRef, annotations: dict[str, str]
+    config: StackConfig, target: Target, name: str, queue: QueueRef, annotations: dict[str, str]
 ) -> dict[str, Any]:
     return {
         "name": name,
         "namespace": queue.namespace,
         "labels": {QUEUE_LABEL: queue.local_queue},
-        "annotations": {**annotations, **pod_security.skip_annotations(exceptions(config, pool))},
+        "annotations": {**annotations, **pod_security.skip_annotations(exceptions(config, shape_of(target)))},
     }
 
 
-def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueRef) -> tuple[dict[str, Any], ...]:
+def _queued_run_seconds(target: Target) -> int | None:
+    """The run limit a queued-provisioning rung passes to its ProvisioningRequest (Kueue reads the annotation only
+    when it creates one, i.e. when it admits the workload on that rung)."""
+    return next(
+        (
+            pool.max_run_duration_seconds
+            for pool in rungs_of(target)
+            if pool.provisioning == "queued" and pool.max_run_duration_seconds
+        ),
+        None,
+    )
+
+
+def _survives_spot_preemption(target: Target) -> bool:
+    return any(pool.provisioning == "spot" for pool in rungs_of(target))
+
+
+def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -> tuple[dict[str, Any], ...]:
     """A Job over one slice, created suspended for Kueue: one pod on a single-host slice; an Indexed Job with a
-    headless Service (the pods find each other by hostname), pinned to one node pool, on a multi-host slice; for a
-    queued-provisioning
-    group, the pool's run limit travels to the ProvisioningRequest as an annotation."""
+    headless Service (the pods find each other by hostname), pinned to one node pool, on a multi-host slice. For a
+    queued-provisioning group or rung, the run limit travels to the ProvisioningRequest as an annotation. Where a
+    spot group or rung may run it, a pod stopped because Compute Engine preempted its VM is started again rather
+    than failing the Job (podFailurePolicy Ignore on DisruptionTarget)."""
     annotations = {}
-    seconds = pool.max_run_duration_seconds
-    if pool.provisioning == "queued" and seconds:
+    seconds = _queued_run_seconds(target)
+    if seconds:
         annotations[MAX_RUN_ANNOTATION] = str(seconds)
+    pool = shape_of(target)
     ports = [tpu_catalog.ICI_PORT, METRICS_PORT] if pool.multi_host else []
-    template = _template(config, pool, ports, queue.namespace, multislice=False)
+    template = _template(config, target, ports, queue.namespace, multislice=False)
     pod = template["spec"]
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(config, pool, name, queue, annotations)}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(config, target, name, queue, annotations)}
+    failure_policy = (
+        {
+            "podFailurePolicy": {
+                "rules": [{"action": "Ignore", "onPodConditions": [{"type": DISRUPTION_TARGET, "status": "True"}]}]
+            }
+        }
+        if _survives_spot_preemption(target)
+        else {}
+    )
     if not pool.multi_host:
-        spec = {"suspend": True, "backoffLimit": 0, "ttlSecondsAfterFinished": TTL_SECONDS, "template": template}
+        spec = {
+            "suspend": True,
+            "backoffLimit": 0,
+            **failure_policy,
+            "ttlSecondsAfterFinished": TTL_SECONDS,
+            "template": template,
+        }
         return ({**job, "spec": spec},)
     service = f"{name}-svc"
     pod["subdomain"] = service
@@ -185,6 +263,7 @@ def slice_job(config: StackConfig, pool: TpuPoolConfig, name: str, queue: QueueR
         "parallelism": vms,
         "completions": vms,
         "backoffLimit": 0,
+        **failure_policy,
         "ttlSecondsAfterFinished": TTL_SECONDS,
         "template": template,
     }
@@ -206,16 +285,17 @@ def _same_node_pool_as(job: str) -> dict[str, Any]:
     return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
-def multislice_jobset(
-    config: StackConfig, pool: TpuPoolConfig, slices: int, name: str, queue: QueueRef
-) -> dict[str, Any]:
-    """The multislice seed's JobSet: one child Job per slice (exclusive node pool), one pod per VM."""
-    vms = pool.vms_per_slice
-    template = _template(config, pool, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
+def multislice_jobset(config: StackConfig, target: Target, slices: int, name: str, queue: QueueRef) -> dict[str, Any]:
+    """The multislice seed's JobSet: one child Job per slice (exclusive node pool), one pod per VM. A pod stopped
+    by a spot preemption fails its child Job, and JobSet restarts every slice (failurePolicy.maxRestarts)."""
+    vms = shape_of(target).vms_per_slice
+    template = _template(config, target, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
-        "metadata": _metadata(config, pool, name, queue, {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}),
+        "metadata": _metadata(
+            config, target, name, queue, {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}
+        ),
         "spec": {
             "failurePolicy": {"maxRestarts": MAX_RESTARTS},
             "ttlSecondsAfterFinished": TTL_SECONDS,
@@ -237,25 +317,48 @@ def multislice_jobset(
     }
 
 
+def targets(config: StackConfig) -> list[Target]:
+    """What workloads run on, in the order ClusterQueues list flavors: each ladder (its rungs serve only the
+    ladder's workloads: Kueue would admit a workload of one rung on any other rung of the shape), and every pool
+    group in no ladder."""
+    found: list[Target] = []
+    ladder_by_name = ladders(config)
+    for pool in config.queue_flavors:
+        ladder = config.ladder_of(pool)
+        if ladder is None:
+            found.append(pool)
+        elif all(not isinstance(t, Ladder) or t.name != ladder for t in found):
+            found.append(ladder_by_name[ladder])
+    return found
+
+
+def max_slices(target: Target) -> int:
+    """The most slices one workload may take: the group's slices; on a ladder, what every rung can take."""
+    return ladder_slices(rungs_of(target))
+
+
 def workloads(config: StackConfig) -> list[Workload]:
-    """Per pool group: a Job over one slice (the queued Job on queued groups), and for groups of two or more
-    slices the 1-, 2- and 3-slice JobSets that fit; each only if some queue can reach its chips."""
+    """Per pool group in no ladder, and per ladder: a Job over one slice (the queued Job on a queued group), and
+    where every rung has two or more slices the 1-, 2- and 3-slice JobSets that fit; each only if some queue can
+    reach its chips on every rung."""
     found: list[Workload] = []
-    for pool in config.queue_pools:
-        queued = pool.provisioning == "queued"
-        name = f"{pool.name}-queued" if queued else f"{pool.name}-job"
-        queue = _queue_for(config, pool, pool.chips_per_slice)
+    for target in targets(config):
+        pool = shape_of(target)
+        queued = not isinstance(target, Ladder) and pool.provisioning == "queued"
+        name = f"{target.name}-queued" if queued else f"{target.name}-job"
+        queue = _queue_for(config, target, pool.chips_per_slice)
         if queue is not None:
-            found.append(Workload(name, pool.name, 1, queue, slice_job(config, pool, name, queue)))
-        if queued or pool.slices < 2:
+            found.append(Workload(name, target.name, 1, queue, slice_job(config, target, name, queue)))
+        most = max_slices(target)
+        if most < 2:
             continue
-        for slices in range(1, min(MAX_MULTISLICE, pool.slices) + 1):
-            queue = _queue_for(config, pool, slices * pool.chips_per_slice)
+        for slices in range(1, min(MAX_MULTISLICE, most) + 1):
+            queue = _queue_for(config, target, slices * pool.chips_per_slice)
             if queue is None:
                 continue
-            name = f"{pool.name}-{slices}slice"
-            jobset = multislice_jobset(config, pool, slices, name, queue)
-            found.append(Workload(name, pool.name, slices, queue, (jobset,)))
+            name = f"{target.name}-{slices}slice"
+            jobset = multislice_jobset(config, target, slices, name, queue)
+            found.append(Workload(name, target.name, slices, queue, (jobset,)))
     return found
 
 

@@ -160,6 +160,7 @@ _TF = "hashicorp/terraform-provider-google-beta v8.0.0 (bridged by pulumi-gcp 10
 _K8S_DIFF = "pulumi/pulumi-kubernetes provider/pkg/provider/diff.go forceNew table (L23-251 at 9497796)"
 # Every Kubernetes kind is replaced when its name or namespace changes (diff.go L205-210).
 _NAMED = ("metadata.name", "metadata.namespace")
+_KUEUE = "kubernetes-sigs/kueue v0.19.2 (8eab68778fc1b52affe165fdf5af29d1e9b4f3cb) "
 _COMPONENT = "a ComponentResource of this program: no provider, nothing to replace or refuse"
 
 
@@ -322,6 +323,14 @@ REFUSES = [
         ),
         "Compute Engine calendar-mode future reservations: a submitted request cannot be modified, cancelled or "
         "deleted (cloud.google.com/compute/docs/instances/future-reservations-calendar-mode-overview)",
+    ),
+    Refuses(
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue",
+        ("spec.concurrentAdmissionPolicy",),
+        _KUEUE + "pkg/webhooks/clusterqueue_webhook.go ValidateClusterQueueUpdate: of a ClusterQueue's spec only "
+        "concurrentAdmissionPolicy is immutable (the CRD has no transition rule on it)",
+        "the stack sets no concurrentAdmissionPolicy: quotas, cohorts and the flavor list (a rung added to or removed "
+        "from a ladder) change in place",
     ),
     Refuses(
         "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
@@ -535,6 +544,81 @@ def _dashboards_in_api_form(records: Sequence[Record], _outputs: Mapping[str, An
     ]
 
 
+def _kueue_inputs(records: Sequence[Record], kind: str) -> list[tuple[Record, Mapping[str, Any]]]:
+    return [(r, r["inputs"]) for r in of_type(records, f"kueue.x-k8s.io/v1beta2:{kind}") if not r.get("rendered")]
+
+
+def _flavor_names(spec: Mapping[str, Any]) -> list[list[str]]:
+    """Flavor names of each resource group, in order."""
+    return [[str(f["name"]) for f in group.get("flavors") or ()] for group in spec.get("resourceGroups") or ()]
+
+
+def _ladder_order(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Every ClusterQueue that names a rung of a ladder names all of them, in one resource group, in rung order,
+    and moves on to the next flavor rather than borrow or preempt (whenCanBorrow, whenCanPreempt TryNextFlavor)."""
+    ladders: dict[str, dict[int, str]] = {}
+    for _record, flavor in _kueue_inputs(records, "ResourceFlavor"):
+        labels = flavor["metadata"].get("labels") or {}
+        if "tpu-stack/ladder" in labels:  # components/tpu_catalog.py LADDER_LABEL, RUNG_LABEL
+            places = ladders.setdefault(labels["tpu-stack/ladder"], {})
+            places[int(labels["tpu-stack/rung"])] = flavor["metadata"]["name"]
+    problems = []
+    for record, queue in _kueue_inputs(records, "ClusterQueue"):
+        groups = _flavor_names(queue["spec"])
+        for ladder, places in sorted(ladders.items()):
+            rungs = [places[place] for place in sorted(places)]
+            holding = [group for group in groups if set(rungs) & set(group)]
+            if not holding:
+                continue
+            listed = [name for name in holding[0] if name in rungs]
+            if len(holding) > 1 or listed != rungs:
+                problems.append(f"{record['name']}: lists ladder {ladder} as {listed}, not {rungs}")
+            fungibility = queue["spec"].get("flavorFungibility") or {}
+            if (fungibility.get("whenCanBorrow"), fungibility.get("whenCanPreempt")) != ("TryNextFlavor",) * 2:
+                problems.append(f"{record['name']}: stops at a rung it fits only by borrowing or preempting")
+    return problems
+
+
+def _one_group_per_resource(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for kind in ("ClusterQueue", "Cohort"):
+        for record, obj in _kueue_inputs(records, kind):
+            covered = [r for group in obj["spec"].get("resourceGroups") or () for r in group["coveredResources"]]
+            flavors = [name for group in _flavor_names(obj["spec"]) for name in group]
+            twice = sorted({r for r in covered if covered.count(r) > 1} | {f for f in flavors if flavors.count(f) > 1})
+            if twice:
+                problems.append(f"{record['name']}: {', '.join(twice)} in more than one place of its resource groups")
+    return problems
+
+
+def _checks_on_listed_flavors(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for record, queue in _kueue_inputs(records, "ClusterQueue"):
+        listed = {name for group in _flavor_names(queue["spec"]) for name in group}
+        for check in (queue["spec"].get("admissionChecksStrategy") or {}).get("admissionChecks") or ():
+            unknown = sorted(set(check.get("onFlavors") or ()) - listed)
+            if unknown:
+                problems.append(f"{record['name']}: admission check {check['name']} on flavors it lacks: {unknown}")
+    return problems
+
+
+def _queues_after_their_flavors(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    named = {(obj["kind"], obj["metadata"]["name"]): r for kind in ("ResourceFlavor", "AdmissionCheck")
+             for r, obj in _kueue_inputs(records, kind)}  # fmt: skip
+    problems = []
+    for record, queue in _kueue_inputs(records, "ClusterQueue"):
+        spec = queue["spec"]
+        refs = [("ResourceFlavor", name) for group in _flavor_names(spec) for name in group]
+        refs += [("AdmissionCheck", c["name"]) for c in (spec.get("admissionChecksStrategy") or {}).get(
+            "admissionChecks") or ()]  # fmt: skip
+        problems += [
+            f"{record['name']} may be created before its {kind} {name} (and deleted after it)"
+            for kind, name in refs
+            if (kind, name) in named and not waits_for(records, record, named[(kind, name)])
+        ]
+    return problems
+
+
 REQUIRES = [
     Requires(
         "kueue-objects-after-kueue",
@@ -612,6 +696,41 @@ REQUIRES = [
         "refusing the protected resources that use it",
         ENGINE["delete-protected"][1],
         _protected_stacks_protect_everything,
+    ),
+    Requires(
+        "ladder-flavors-in-order",
+        "A ladder's flavors are in one resource group of each ClusterQueue that names any of them, in ladder order, "
+        "with flavorFungibility whenCanBorrow and whenCanPreempt TryNextFlavor: Kueue tries a group's flavors in "
+        "their listed order and stops at the first the workload fits, or fits by borrowing (default MayStopSearch)",
+        _KUEUE + "pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets (loop over "
+        "resourceGroup.Flavors), shouldTryNextFlavor, isPreferred; apis/kueue/v1beta2/clusterqueue_types.go "
+        "FlavorFungibility defaults",
+        _ladder_order,
+    ),
+    Requires(
+        "one-resource-group-per-resource",
+        "A resource and a flavor appear in one resource group of a ClusterQueue or Cohort only: the webhook refuses "
+        "the object otherwise (not a CRD rule, so the offline CRD validation does not see it)",
+        _KUEUE + "pkg/webhooks/clusterqueue_webhook.go validateResourceGroups (field.Duplicate on coveredResources "
+        "and flavor names across groups); cohort_webhook.go uses the same check",
+        _one_group_per_resource,
+    ),
+    Requires(
+        "admission-checks-on-listed-flavors",
+        "An admission check's onFlavors names only flavors of its ClusterQueue's resource groups: the webhook refuses "
+        "the object otherwise",
+        _KUEUE + "pkg/webhooks/clusterqueue_webhook.go validateAdmissionCheckOnFlavors (field.NotSupported)",
+        _checks_on_listed_flavors,
+    ),
+    Requires(
+        "clusterqueues-after-their-flavors",
+        "A ClusterQueue is created after the flavors and admission checks it names (until they exist it is "
+        "inactive and admits nothing) and deleted before them (a flavor or check keeps its finalizer while a "
+        "ClusterQueue names it)",
+        _KUEUE + "pkg/cache/scheduler/clusterqueue.go (inactive reasons FlavorNotFound, AdmissionCheckNotFound); "
+        "pkg/controller/core/resourceflavor_controller.go and admissioncheck_controller.go (finalizer kept while in "
+        "use)",
+        _queues_after_their_flavors,
     ),
     Requires(
         "slice-shape-replaces-pool",

@@ -37,7 +37,17 @@ def _capacity(config: StackConfig) -> dict[str, dict[str, Any]]:
     autopilot = config.cluster.mode == "autopilot"
     pools = config.queue_pools if autopilot else config.tpu_pools
     queued = {pool.name for pool in config.queue_pools}
-    serving = config.saxml.pool if config.saxml else None
+    saxml = config.saxml.pool if config.saxml else None
+    rungs = {pool.name: (ladder, index + 1, len(pools)) for ladder, pools in config.ladders.items()
+             for index, pool in enumerate(pools)}  # fmt: skip
+
+    def used_by(pool: TpuPoolConfig) -> str | None:
+        if pool.name in queued:
+            return "kueue"
+        if pool.name == saxml:
+            return "saxml"
+        return "vllm" if pool.name in config.serving_pools else None
+
     return {
         pool.name: {
             "machineType": pool.machine.name,
@@ -50,7 +60,12 @@ def _capacity(config: StackConfig) -> dict[str, dict[str, Any]]:
             "vms": pool.total_vms,
             "chips": pool.total_chips,
             "zone": pool.zone,
-            "usedBy": "kueue" if pool.name in queued else "saxml" if pool.name == serving else None,
+            "usedBy": used_by(pool),
+            "ladder": (
+                {"name": rungs[pool.name][0], "rung": rungs[pool.name][1], "of": rungs[pool.name][2]}
+                if pool.name in rungs
+                else None
+            ),
         }
         for pool in pools
     }
@@ -157,14 +172,29 @@ def render_capacity(summary: Summary) -> list[str]:
     vms = sum(p["vms"] for p in capacity.values())
     chips = sum(p["chips"] for p in capacity.values())
     head = f"Capacity: {len(capacity)} TPU pool group(s), {slices} slice(s), {vms} VM(s), {chips} chips"
-    rows = [["pool group", "machine type", "topology", "provisioning", "slices", "VMs", "chips", "zone", "used by"]]
+    rows = [
+        [
+            "pool group",
+            "machine type",
+            "topology",
+            "provisioning",
+            "ladder",
+            "slices",
+            "VMs",
+            "chips",
+            "zone",
+            "used by",
+        ]
+    ]
     for name, pool in capacity.items():
+        ladder = pool.get("ladder")
         rows.append(
             [
                 name,
                 str(pool["machineType"]),
                 str(pool["topology"]),
                 provisioning_text(pool),
+                f"{ladder['name']} {ladder['rung']}/{ladder['of']}" if ladder else "-",
                 str(pool["slices"]),
                 str(pool["vms"]),
                 str(pool["chips"]),
@@ -172,7 +202,7 @@ def render_capacity(summary: Summary) -> list[str]:
                 str(pool["usedBy"] or "-"),
             ]
         )
-    return [head, *table(rows, right=frozenset({4, 5, 6}))]
+    return [head, *table(rows, right=frozenset({5, 6, 7}))]
 
 
 def render_queues(summary: Summary) -> list[str]:

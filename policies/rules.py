@@ -31,7 +31,7 @@ from guardrails.kubernetes import (
     validate_pinned,
     validate_privileged,
 )
-from guardrails.kueue import validate_quota
+from guardrails.kueue import validate_ladders, validate_quota
 from guardrails.props import PROTECTED_STACKS_SCHEMA
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
@@ -125,6 +125,13 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         name="kueue-quota-within-chips",
         description="For every ResourceFlavor, Kueue's nominal TPU quota is at most the chips its node pools provide.",
         validate=validate_quota,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="kueue-ladder-order",
+        description="Every ClusterQueue that lists a capacity ladder's flavors lists all of them, in ladder order, and "
+        "tries the next rung before borrowing or preempting.",
+        validate=validate_ladders,
         enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(

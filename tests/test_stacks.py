@@ -38,17 +38,26 @@ def tpu_node_counts(plan: Plan) -> dict[str, int]:
 
 
 def test_dev_is_the_flex_start_and_multislice_seeds(plans: dict[str, Plan]) -> None:
-    """A ct6e-standard-4t slice is 2x2 = 4 chips on one VM; a v5e 2x4 slice is 8 chips on 2 VMs of 4 chips."""
+    """A ct6e-standard-4t slice is 2x2 = 4 chips on one VM; a v5e 2x4 slice is 8 chips on 2 VMs of 4 chips. The
+    multislice ladder's spot rung has the flex-start rung's shape: three v5e 2x4 slices."""
     plan = plans["dev"]
-    assert shapes(plan) == {"flex-v6e": ("2x2", 1, 1, 4), "multislice": ("2x4", 3, 2, 24)}
-    assert tpu_node_counts(plan) == {"flex-v6e": 1, "multislice-0": 2, "multislice-1": 2, "multislice-2": 2}
+    assert shapes(plan) == {
+        "flex-v6e": ("2x2", 1, 1, 4),
+        "multislice": ("2x4", 3, 2, 24),
+        "multislice-spot": ("2x4", 3, 2, 24),
+    }
+    assert tpu_node_counts(plan) == {
+        "flex-v6e": 1, "multislice-0": 2, "multislice-1": 2, "multislice-2": 2,
+        "multislice-spot-0": 2, "multislice-spot-1": 2, "multislice-spot-2": 2,
+    }  # fmt: skip
 
 
 def test_prod_trains_bursts_and_serves_on_v5e_slices(plans: dict[str, Plan]) -> None:
-    """v5e (4 chips a VM): 4x4 = 16 chips on 4 VMs, 2x4 = 8 chips on 2 VMs, 4x8 = 32 chips on 8 VMs."""
+    """v5e (4 chips a VM): 4x4 = 16 chips on 4 VMs, 4x8 = 32 chips on 8 VMs. burst has train's shape: the train
+    ladder falls back to it."""
     plan = plans["prod"]
-    assert shapes(plan) == {"train": ("4x4", 2, 4, 32), "burst": ("2x4", 1, 2, 8), "serve": ("4x8", 2, 8, 64)}
-    assert tpu_node_counts(plan) == {"train-0": 4, "train-1": 4, "burst": 2, "serve-0": 8, "serve-1": 8}
+    assert shapes(plan) == {"train": ("4x4", 2, 4, 32), "burst": ("4x4", 1, 4, 16), "serve": ("4x8", 2, 8, 64)}
+    assert tpu_node_counts(plan) == {"train-0": 4, "train-1": 4, "burst": 4, "serve-0": 8, "serve-1": 8}
 
 
 def test_llm_serves_one_model_on_single_host_and_one_on_multi_host_slices(plans: dict[str, Plan]) -> None:

@@ -237,7 +237,7 @@ def cmd_submit(session: Session) -> int:
             cluster.create(kube.path("", "v1", "services", namespace=namespace), service)
     queue = f"{namespace}/{built.queue.local_queue}"
     print(
-        f"submitted {main['kind']} {namespace}/{built.name}: {built.slices} slice(s) of {built.pool.name} "
+        f"submitted {main['kind']} {namespace}/{built.name}: {built.slices} slice(s) of {built.where} "
         f"({built.chips} TPU chips) via {queue}",
         file=session.out,
     )
@@ -409,7 +409,11 @@ def parser() -> argparse.ArgumentParser:
     run.usage = "tpu-stack submit NAME --image IMAGE [options] [-- COMMAND [ARG ...]]"
     run.add_argument("name", help="name of the Job or JobSet (lowercase letters, digits, '-')")
     run.add_argument("--team", help="team whose queue admits it (default: the only team)")
-    run.add_argument("--pool", help="pool group (Kueue flavor) to run on (default: the only pool group)")
+    run.add_argument(
+        "--pool",
+        help="pool group (Kueue flavor) to run on, or a capacity ladder: Kueue tries its rungs in order (default: the "
+        "only one)",
+    )
     run.add_argument(
         "--slices", type=int, default=1, metavar="N", help="slices of the pool group (default 1; more: a JobSet)"
     )

@@ -1,9 +1,11 @@
-"""`submit`: a Job (one slice) or JobSet (several) of a pool group, into a team's LocalQueue.
+"""`submit`: a Job (one slice) or JobSet (several) of a pool group or a capacity ladder, into a team's LocalQueue.
 
 The objects are built by components/workloads.py, the code of `make workloads` (flavor labels and
-tolerations, chips per VM, one node pool per slice, the namespace's bucket KSA and Cloud Storage FUSE mounts,
-the lowest priority class); only the container's image, command and environment, and the priority class when
-asked, are the user's. What the stack cannot run is refused before anything reaches the cluster.
+tolerations, or only the shape on a ladder; chips per VM, one node pool per slice, the namespace's bucket KSA and
+Cloud Storage FUSE mounts, the lowest priority class); only the container's image, command and environment, and
+the priority class when asked, are the user's. What the stack cannot run is refused before anything reaches the
+cluster. `--pool` takes a pool group in no ladder, or a ladder's name: Kueue may admit a workload of a ladder's
+shape on any of its rungs, so a rung is not a target of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from components import workloads
 from components.config.pools import TpuPoolConfig
-from components.config.queues import QueueRef, queue_refs, team_borrowing, team_chips
+from components.config.queues import QueueRef, queue_refs
 from components.config.serving import bucket_mounts, pinned_image
 from components.config.stack import StackConfig
 from tpu_stack.kueue import Obj
@@ -47,17 +49,31 @@ class Request:
 
 @dataclass(frozen=True)
 class Submission:
-    """What `submit` creates: `objects` (as `make workloads` writes them) in `queue`, on `pool`."""
+    """What `submit` creates: `objects` (as `make workloads` writes them) in `queue`, on `target` (a pool group or
+    a ladder)."""
 
     name: str
     queue: QueueRef
-    pool: TpuPoolConfig
+    target: workloads.Target
     slices: int
     objects: tuple[Obj, ...]
 
     @property
+    def pool(self) -> TpuPoolConfig:
+        """The slice shape: the pool group, or a ladder's first rung (every rung has its shape)."""
+        return workloads.shape_of(self.target)
+
+    @property
     def chips(self) -> int:
         return self.slices * self.pool.chips_per_slice
+
+    @property
+    def where(self) -> str:
+        """The target in words: `multislice`, or `ladder multislice (multislice, then multislice-spot)`."""
+        if isinstance(self.target, workloads.Ladder):
+            rungs = ", then ".join(pool.name for pool in self.target.rungs)
+            return f"ladder {self.target.name} ({rungs})"
+        return self.target.name
 
 
 def _team(config: StackConfig, team: str | None) -> tuple[str, QueueRef]:
@@ -71,34 +87,61 @@ def _team(config: StackConfig, team: str | None) -> tuple[str, QueueRef]:
     return team, refs[team]
 
 
-def _pool(config: StackConfig, pool: str | None) -> TpuPoolConfig:
-    pools = {p.name: p for p in config.queue_pools}
+def _targets(config: StackConfig) -> str:
+    names = [
+        f"{t.name} (ladder: {', '.join(p.name for p in t.rungs)})" if isinstance(t, workloads.Ladder) else t.name
+        for t in workloads.targets(config)
+    ]
+    return ", ".join(names) or "none"
+
+
+def _target(config: StackConfig, pool: str | None) -> workloads.Target:
+    """The pool group or ladder `--pool` names (a ladder first: it may share its name with its first rung)."""
+    targets = workloads.targets(config)
     if pool is None:
-        if len(pools) == 1:
-            return next(iter(pools.values()))
-        raise SubmitError(f"--pool is required: this stack's pool groups are {', '.join(pools) or 'none'}")
-    if pool not in pools:
-        if config.saxml and pool == config.saxml.pool:
-            raise SubmitError(f"--pool {pool}: Saxml's model servers hold this pool group; it is not Kueue capacity")
-        raise SubmitError(f"--pool {pool}: no such pool group; this stack's pool groups are {', '.join(pools)}")
-    return pools[pool]
+        if len(targets) == 1:
+            return targets[0]
+        raise SubmitError(f"--pool is required: this stack's pool groups are {_targets(config)}")
+    ladders = workloads.ladders(config)
+    if pool in ladders:
+        return ladders[pool]
+    pools = {p.name: p for p in config.queue_pools}
+    if pool in pools:
+        ladder = config.ladder_of(pools[pool])
+        if ladder is not None:
+            raise SubmitError(
+                f"--pool {pool}: pool group {pool} is a rung of ladder {ladder}, and Kueue may admit a workload of its "
+                f"shape on any rung; submit to --pool {ladder}"
+            )
+        return pools[pool]
+    if config.saxml and pool == config.saxml.pool:
+        raise SubmitError(f"--pool {pool}: Saxml's model servers hold this pool group; it is not Kueue capacity")
+    raise SubmitError(f"--pool {pool}: no such pool group; this stack's pool groups are {_targets(config)}")
 
 
 def _reach(config: StackConfig, team: str, pool: TpuPoolConfig) -> tuple[int, str]:
     """The most chips of `pool` the team's queue can ever hold, and why (its share and borrowing limit)."""
     if not config.queues.teams:
         return pool.total_chips, f"the pool group has {pool.total_chips}"
-    share = team_chips(config.queues, config.queue_pools)[team][pool.name]
-    limit = team_borrowing(config.queues, config.queue_pools)[team][pool.name]
+    reach, share, limit = workloads.team_reach(config, team, pool)
     if limit is None:
         return pool.total_chips, f"the pool group has {pool.total_chips}"
-    reach = min(pool.total_chips, share + limit)
     return reach, f"team {team} may hold {reach} (share {share} + borrowing limit {limit})"
 
 
-def _check_slices(config: StackConfig, team: str, pool: TpuPoolConfig, slices: int) -> None:
+def _check_slices(config: StackConfig, team: str, target: workloads.Target, slices: int) -> None:
+    """On a ladder, enough slices must fit one rung for Kueue to ever admit the workload; on a pool group, that
+    group. (`make workloads` asks more: its examples fit every rung.)"""
     if slices < 1:
         raise SubmitError(f"--slices {slices}: give 1 or more")
+    rungs = workloads.rungs_of(target)
+    if isinstance(target, workloads.Ladder):
+        fits = [pool for pool in rungs if _fits(config, team, pool, slices)]
+        if fits:
+            return
+        where = "; ".join(f"{pool.name}: {_why_not(config, team, pool, slices)}" for pool in rungs)
+        raise SubmitError(f"--slices {slices}: no rung of ladder {target.name} can take it ({where})")
+    pool = rungs[0]
     if slices > pool.slices:
         raise SubmitError(f"--slices {slices}: pool group {pool.name} has {pool.slices} slice(s)")
     if pool.provisioning == "queued" and slices > 1:
@@ -120,6 +163,19 @@ def _check_slices(config: StackConfig, team: str, pool: TpuPoolConfig, slices: i
         f"--slices {slices}: {slices} slice(s) of {pool.name} are {chips} TPU chips, but {why}; use --slices {most} or "
         "fewer"
     )
+
+
+def _fits(config: StackConfig, team: str, pool: TpuPoolConfig, slices: int) -> bool:
+    most = 1 if pool.provisioning == "queued" else pool.slices
+    return slices <= most and slices * pool.chips_per_slice <= _reach(config, team, pool)[0]
+
+
+def _why_not(config: StackConfig, team: str, pool: TpuPoolConfig, slices: int) -> str:
+    if pool.provisioning == "queued" and slices > 1:
+        return "queued provisioning, one slice per workload"
+    if slices > pool.slices:
+        return f"{pool.slices} slice(s)"
+    return f"{slices * pool.chips_per_slice} TPU chips, but {_reach(config, team, pool)[1]}"
 
 
 def _check_name(name: str, pool: TpuPoolConfig, slices: int, *, jobset: bool) -> None:
@@ -180,24 +236,25 @@ def _customize(obj: Obj, request: Request) -> Obj:
 def build(config: StackConfig, request: Request) -> Submission:
     """The objects of `request`, checked against the stack; raises SubmitError with the flag to change."""
     team, queue = _team(config, request.team)
-    pool = _pool(config, request.pool)
-    _check_slices(config, team, pool, request.slices)
+    target = _target(config, request.pool)
+    pool = workloads.shape_of(target)
+    _check_slices(config, team, target, request.slices)
     _check_name(request.name, pool, request.slices, jobset=request.slices > 1 or request.jobset)
     _check_image(request.image)
     _env(request.env)
     classes = [p.name for p in config.queues.priority_classes]
     if request.priority is not None and request.priority not in classes:
         raise SubmitError(f"--priority {request.priority}: no such priority class; this stack has {', '.join(classes)}")
-    if request.jobset and pool.provisioning == "queued":
+    if request.jobset and not isinstance(target, workloads.Ladder) and pool.provisioning == "queued":
         raise SubmitError(
             f"--jobset: pool group {pool.name} is queued provisioning; it runs Jobs, as `make workloads` writes"
         )
     if request.slices == 1 and not request.jobset:
-        generated = workloads.slice_job(config, pool, request.name, queue)
+        generated = workloads.slice_job(config, target, request.name, queue)
     else:
-        generated = (workloads.multislice_jobset(config, pool, request.slices, request.name, queue),)
+        generated = (workloads.multislice_jobset(config, target, request.slices, request.name, queue),)
     objects = tuple(_customize(obj, request) for obj in generated)
-    return Submission(request.name, queue, pool, request.slices, objects)
+    return Submission(request.name, queue, target, request.slices, objects)
 
 
 def mounts(config: StackConfig, submission: Submission) -> list[str]:

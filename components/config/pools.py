@@ -524,6 +524,19 @@ class TpuPoolConfig(ConfigModel):
         return max(0, (self.allocatable_ephemeral_mib - POD_EPHEMERAL_HEADROOM_MIB) // 1024)
 
     @property
+    def shape(self) -> tuple[str, str]:
+        """(machine type, slice topology): what a workload asks for. Pool groups of one shape serve the same pods,
+        so only a ladder may hold two of them (queues.ladders)."""
+        return (self.machine.name, self.slice_topology)
+
+    @property
+    def node_taints(self) -> tuple[Taint, ...]:
+        """Taints on the group's nodes beyond GKE's own TPU taint (which every pod that asks for TPU chips
+        tolerates): the queued-provisioning taint GKE puts on queued nodes, and the group's own taints."""
+        queued = (Taint(key=tpu_catalog.QUEUED_TAINT),) if self.provisioning == "queued" else ()
+        return queued + self.taints
+
+    @property
     def node_selector(self) -> dict[str, str]:
         """Labels a workload selects to land on this group's nodes (GKE sets them on every TPU node)."""
         selector = {

@@ -260,6 +260,9 @@ class QueuesConfig(ConfigModel):
     Default: TPU chips only"""
     autopilot_capacity: tuple[AutopilotCapacityConfig, ...] = ()
     """Autopilot only: TPU capacity the queues may hand out (there are no pools to derive it from)."""
+    ladders: dict[str, tuple[str, ...]] = {}
+    """Ladder name -> pool groups of one shape (machine type and topology) in the order Kueue tries them for a
+    workload that asks for the shape, cheapest first: e.g. a reservation, then queued or flex-start, then spot."""
 
     _names = field_validator("cluster_queue", "local_queue", "namespace", "cohort")(kubernetes_name)
 
@@ -286,6 +289,45 @@ def queue_pools(
 def flavor_labels(pool: TpuPoolConfig) -> dict[str, str]:
     """Node labels of the pool's ResourceFlavor and what its workloads select: GKE's TPU labels + the pool's own."""
     return {**pool.labels, **pool.node_selector}
+
+
+def shape_selector(pool: TpuPoolConfig) -> dict[str, str]:
+    """What a workload of a ladder selects: the accelerator and topology every rung's nodes carry. Kueue adds the
+    node labels and tolerations of the rung it admits the workload on (ResourceFlavor nodeLabels, tolerations)."""
+    return {key: pool.node_selector[key] for key in (tpu_catalog.ACCELERATOR_LABEL, tpu_catalog.TOPOLOGY_LABEL)}
+
+
+def ladder_pools(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> dict[str, tuple[TpuPoolConfig, ...]]:
+    """Ladder -> its pool groups, first rung first (ladder problems checked that each names one of `pools`)."""
+    by_name = {pool.name: pool for pool in pools}
+    return {name: tuple(by_name[rung] for rung in rungs if rung in by_name) for name, rungs in queues.ladders.items()}
+
+
+def rung_places(queues: QueuesConfig) -> dict[str, tuple[str, int]]:
+    """Pool group -> (its ladder, its place there: 0 is tried first); pool groups in no ladder are absent."""
+    places: dict[str, tuple[str, int]] = {}
+    for name, rungs in queues.ladders.items():
+        for index, rung in enumerate(rungs):
+            places.setdefault(rung, (name, index))
+    return places
+
+
+def flavor_order(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> tuple[TpuPoolConfig, ...]:
+    """The pool groups in the order every ClusterQueue lists their flavors: Kueue tries a workload's flavors in
+    this order. A ladder's rungs come together and in ladder order, where its first-listed pool group stands."""
+    ladders, places = ladder_pools(queues, pools), rung_places(queues)
+    ordered: list[TpuPoolConfig] = []
+    for pool in pools:
+        if any(placed.name == pool.name for placed in ordered):
+            continue
+        ordered += ladders[places[pool.name][0]] if pool.name in places else (pool,)
+    return tuple(ordered)
+
+
+def ladder_slices(rungs: tuple[TpuPoolConfig, ...]) -> int:
+    """The most slices one workload of a ladder may take so that it fits every rung: a rung's slices, one on a
+    queued-provisioning rung (its ProvisioningRequest asks for one slice per workload)."""
+    return min(1 if pool.provisioning == "queued" else pool.slices for pool in rungs)
 
 
 def covered_resources(queues: QueuesConfig) -> list[str]:
@@ -404,10 +446,71 @@ def queue_problems(
         return problems  # pool problems are reported on their own keys; derived values need valid, distinct pools
     if not queues.teams and queues.namespace in RESERVED_NAMESPACES:
         problems.append(f"{key}.namespace: {queues.namespace!r} belongs to the system; use default or your own")
+    ladders = _ladder_problems(queues, pools, serving_pools)
+    problems += ladders or _shape_problems(queues, pools) + _rung_problems(queues, pools)
     problems += _flavor_problems(queues, pools, serving_pools)
     problems += _priority_problems(queues)
     reserved = set(RESERVED_NAMESPACES) | set(serving_namespaces)
     problems += _team_problems(queues, pools, serving_pools, reserved)
+    return problems
+
+
+def _shape(pool: TpuPoolConfig) -> str:
+    return f"{pool.machine.name} {pool.slice_topology}"
+
+
+def _told_apart(a: TpuPoolConfig, b: TpuPoolConfig) -> bool:
+    """Kueue matches a workload to a flavor on the node labels that flavor has, ignoring the workload's other
+    selectors (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, flavorSelector): only a label both
+    flavors carry, with different values, keeps a workload of one off the other."""
+    labels_a, labels_b = flavor_labels(a), flavor_labels(b)
+    return any(key in labels_b and labels_b[key] != value for key, value in labels_a.items())
+
+
+def _taints(pool: TpuPoolConfig) -> set[tuple[str, str, str]]:
+    return {(taint.key, taint.value, taint.effect) for taint in pool.node_taints}
+
+
+def _reaches(a: TpuPoolConfig, b: TpuPoolConfig) -> bool:
+    """A pod Kueue admits on `a` (its flavor's labels and tolerations added) also fits the nodes of `b`."""
+    return flavor_labels(a).items() <= flavor_labels(b).items() and _taints(b) <= _taints(a)
+
+
+def _shape_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+    """Pool groups of one shape: all rungs of one ladder, or (in no ladder) told apart by a node label. A ladder's
+    workloads ask only for the shape, so Kueue could admit them on any flavor of that shape (valid ladders only)."""
+    key = f"{PROJECT}:queues"
+    problems: list[str] = []
+    places = rung_places(queues)
+    shapes: dict[tuple[str, str], list[TpuPoolConfig]] = {}
+    for pool in pools:
+        shapes.setdefault(pool.shape, []).append(pool)
+    for group in shapes.values():
+        ladders = list(dict.fromkeys(places[pool.name][0] for pool in group if pool.name in places))
+        outside = [pool for pool in group if pool.name not in places]
+        if len(ladders) > 1:
+            problems.append(
+                f"{key}.ladders.{ladders[1]}: has the shape of ladder {ladders[0]!r} ({_shape(group[0])}), and "
+                "ladders' workloads ask only for the shape, so Kueue could admit a workload of one on the other's "
+                "rungs; make them one ladder"
+            )
+        elif ladders:
+            problems += [
+                f"{key}.ladders.{ladders[0]}: pool group {pool.name!r} has the ladder's shape ({_shape(pool)}) but is "
+                "not one of its rungs, and the ladder's workloads ask only for the shape, so Kueue could admit them "
+                "on it out of ladder order; add it to the ladder or give it another shape"
+                for pool in outside
+            ]
+        else:
+            problems += [
+                f"{PROJECT}:tpuPools: pools {a.name!r} and {b.name!r} are both {_shape(a)} and no node label tells "
+                "them apart, so Kueue could admit a workload of one on the other; make them rungs of one ladder "
+                f"(queues.ladders) or give each a label the other has with another value (labels: {{pool: {a.name}}} "
+                f"and {{pool: {b.name}}})"
+                for index, a in enumerate(outside)
+                for b in outside[index + 1 :]
+                if not _told_apart(a, b)
+            ]
     return problems
 
 
@@ -416,15 +519,6 @@ def _flavor_problems(
 ) -> list[str]:
     key = f"{PROJECT}:queues"
     problems: list[str] = []
-    seen: dict[str, str] = {}
-    for pool in pools:
-        labels = str(sorted(flavor_labels(pool).items()))
-        if labels in seen:
-            problems.append(
-                f"{PROJECT}:tpuPools: pools {seen[labels]!r} and {pool.name!r} carry the same node labels, so Kueue "
-                f"could place a workload of one on the other; give one distinct labels (labels: {{pool: {pool.name}}})"
-            )
-        seen.setdefault(labels, pool.name)
     names = {pool.name for pool in pools}
     hosts = queues.host_resources
     for name in hosts:
@@ -438,6 +532,79 @@ def _flavor_problems(
         )
     if not pools and queues.teams:
         problems.append(f"{key}.teams: there is no TPU capacity to share; add tpuPools (Autopilot: autopilotCapacity)")
+    return problems
+
+
+def _ladder_problems(
+    queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], serving_pools: Mapping[str, str]
+) -> list[str]:
+    """Each ladder names pool groups of the queues, one shape, each pool group in one ladder once."""
+    key = f"{PROJECT}:queues.ladders"
+    by_name = {pool.name: pool for pool in pools}
+    problems: list[str] = []
+    placed: dict[str, tuple[str, int]] = {}
+    for name, rungs in queues.ladders.items():
+        where = f"{key}.{name}"
+        try:
+            kubernetes_name(name)
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+            continue
+        if not rungs:
+            problems.append(f"{where}: is empty; list its pool groups in the order Kueue should try them")
+            continue
+        if name in by_name and name not in rungs:
+            problems.append(
+                f"{where}: is the name of pool group {name!r}, which is not one of its rungs; a ladder may share a "
+                "name only with one of its own pool groups (workloads and `tpu-stack submit --pool` take either)"
+            )
+        first: TpuPoolConfig | None = None
+        for index, rung in enumerate(rungs):
+            at = f"{where}[{index}]"
+            pool = by_name.get(rung)
+            if pool is None:
+                problems.append(f"{at}: {_not_a_queue_pool(rung, pools, serving_pools)}")
+                continue
+            if rung in placed:
+                ladder, place = placed[rung]
+                problems.append(
+                    f"{at}: pool group {rung!r} is already rung {place} of ladder {ladder!r}; a pool group has one "
+                    "place in the order Kueue tries flavors"
+                )
+                continue
+            placed[rung] = (name, index)
+            if first is None:
+                first = pool
+            elif pool.shape != first.shape:
+                problems.append(
+                    f"{at}: pool group {rung!r} is {_shape(pool)} but the ladder's first rung {first.name!r} is "
+                    f"{_shape(first)}; every rung needs the same machine type and topology"
+                )
+    return problems
+
+
+def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+    """Rungs of one ladder (valid ladders only): a pod admitted on one rung stays on that rung's nodes, and every
+    rung gives it the same CPU and memory per VM."""
+    problems: list[str] = []
+    for name, rungs in ladder_pools(queues, pools).items():
+        for a in rungs:
+            for b in rungs:
+                if a is not b and _reaches(a, b):
+                    problems.append(
+                        f"{PROJECT}:queues.ladders.{name}: a workload Kueue admits on rung {a.name!r} also fits the "
+                        f"nodes of rung {b.name!r} (they carry every label of its flavor and it tolerates their "
+                        f"taints), so it could run on capacity counted to {b.name!r}; give {a.name!r} a node label "
+                        f"{b.name!r} lacks (labels: {{pool: {a.name}}})"
+                    )
+        hosts = queues.host_resources
+        first = rungs[0]
+        for pool in rungs[1:]:
+            if first.name in hosts and pool.name in hosts and hosts[pool.name] != hosts[first.name]:
+                problems.append(
+                    f"{PROJECT}:queues.hostResources.{pool.name}: differs from {first.name!r}, the first rung of "
+                    f"ladder {name!r}; a ladder's workloads request one amount of CPU and memory per VM on every rung"
+                )
     return problems
 
 

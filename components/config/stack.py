@@ -42,6 +42,8 @@ from components.config.queues import (
     ChartsConfig,
     QueuesConfig,
     controller_resources,
+    flavor_order,
+    ladder_pools,
     queue_namespaces,
     queue_pools,
     queue_problems,
@@ -193,6 +195,21 @@ class StackConfig(ConfigModel):
         return any(shape.multi_host for shape in self.server_shapes)
 
     @property
+    def queue_flavors(self) -> tuple[TpuPoolConfig, ...]:
+        """The queue pool groups in the order ClusterQueues list their flavors: each ladder's rungs together, in
+        ladder order (Kueue tries a workload's flavors in this order)."""
+        return flavor_order(self.queues, self.queue_pools)
+
+    @property
+    def ladders(self) -> dict[str, tuple[TpuPoolConfig, ...]]:
+        """Ladder -> its pool groups, first rung first (queues.ladders)."""
+        return ladder_pools(self.queues, self.queue_pools)
+
+    def ladder_of(self, pool: TpuPoolConfig) -> str | None:
+        """The ladder `pool` is a rung of, if any."""
+        return next((name for name, rungs in self.ladders.items() if pool.name in {r.name for r in rungs}), None)
+
+    @property
     def controller_resources(self) -> dict[str, dict[str, str]]:
         """Kueue and JobSet controller requests/limits for the most nodes the cluster can have."""
         system = 0 if self.cluster.mode == "autopilot" else self.cluster.system_pool.max_nodes
@@ -302,11 +319,14 @@ def _pydantic_line(error: Mapping[str, Any]) -> str:
     key = names.get(str(top), f"{PROJECT}:{to_camel(str(top))}")
     # Drop pydantic's union/type tags so the path reads like the YAML.
     rest = tuple(p for p in rest if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
-    return f"{_key_path(key, rest)}: {_user_message(error, to_camel(str(loc[-1])))}"
+    # A ladder's key is its name: what it lists is the ladder's pool groups.
+    field = "ladders" if loc[:2] == ("queues", "ladders") and len(loc) == 3 else to_camel(str(loc[-1]))
+    return f"{_key_path(key, rest)}: {_user_message(error, field)}"
 
 
 LIST_OF = {
     "tpuPools": "pool groups",
+    "ladders": "pool groups",
     "teams": "teams",
     "priorityClasses": "priority classes",
     "taints": "taints",

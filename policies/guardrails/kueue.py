@@ -1,4 +1,4 @@
-"""Kueue: each flavor's TPU quota within the chips its node pools provide."""
+"""Kueue: each flavor's TPU quota within the chips its node pools provide; each capacity ladder walked in order."""
 
 from __future__ import annotations
 
@@ -34,8 +34,46 @@ def _pool_labels(resource: PolicyResource, machine: tpu_catalog.MachineType, top
     return labels
 
 
-def _pool_chips(resources: list[PolicyResource]) -> list[tuple[dict[str, str], int]]:
-    """(node labels, chips at full scale) of every TPU node pool."""
+_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
+Taint = tuple[str, str, str]
+
+
+def _pool_taints(props: Any) -> list[Taint]:
+    """(key, value, effect) of the taints that keep pods off the pool's nodes: its nodeConfig.taints (GKE API form)
+    and the taint GKE puts on queued-provisioning nodes. GKE's own TPU taint is left out: every pod that asks for
+    TPU chips tolerates it."""
+    taints = [
+        (
+            str(prop(t, "key")),
+            str(prop(t, "value", "") or ""),
+            _EFFECTS.get(str(prop(t, "effect")), str(prop(t, "effect"))),
+        )
+        for t in as_list(prop(props, "nodeConfig.taints"))
+    ]
+    if prop(props, "queuedProvisioning.enabled") is True:
+        taints.append((tpu_catalog.QUEUED_TAINT, "", "NoSchedule"))
+    return [t for t in taints if t[0] != tpu_catalog.TPU_RESOURCE and t[2] != "PreferNoSchedule"]
+
+
+def _tolerated(taint: Taint, tolerations: list[Any]) -> bool:
+    """Kubernetes' rule: a toleration matches a taint of its effect (or any, when it names none) and of its key
+    (or any, for an empty key with Exists), on its value unless the operator is Exists."""
+    key, value, effect = taint
+    for toleration in tolerations:
+        if prop(toleration, "effect") and prop(toleration, "effect") != effect:
+            continue
+        exists = prop(toleration, "operator", "Equal") == "Exists"
+        if not prop(toleration, "key"):
+            if exists:
+                return True
+            continue
+        if prop(toleration, "key") == key and (exists or (prop(toleration, "value", "") or "") == value):
+            return True
+    return False
+
+
+def _pool_chips(resources: list[PolicyResource]) -> list[tuple[dict[str, str], list[Taint], int]]:
+    """(node labels, taints, chips at full scale) of every TPU node pool."""
     pools = []
     for resource in resources:
         if resource.resource_type != NODE_POOL:
@@ -45,7 +83,8 @@ def _pool_chips(resources: list[PolicyResource]) -> list[tuple[dict[str, str], i
         if machine is None or topology is None:
             continue
         nodes = pool_max_nodes(resource.props) or 0
-        pools.append((_pool_labels(resource, machine, topology), nodes * machine.chips_per_vm))
+        labels = _pool_labels(resource, machine, topology)
+        pools.append((labels, _pool_taints(resource.props), nodes * machine.chips_per_vm))
     return pools
 
 
@@ -109,10 +148,11 @@ def _provisions_itself(resources: list[PolicyResource]) -> bool:
 def validate_quota(args: StackValidationArgs, report: ReportViolation) -> None:
     """Kueue must not admit more TPU chips than the node pools can ever provide, or admitted jobs never start.
 
-    A flavor matches a pool when its nodeLabels are a subset of the pool's node labels; its quota is the sum
-    of nominalQuota over ClusterQueues and Cohorts (borrowing limits move quota around, they add none). A
-    flavor no pool matches is skipped when the cluster provisions nodes itself (Autopilot, auto-provisioning);
-    otherwise its quota must be 0.
+    A flavor matches a pool when the pods Kueue admits on it can run there: its nodeLabels are a subset of the
+    pool's node labels and its tolerations tolerate the pool's taints (so the rungs of a capacity ladder, which
+    share the shape labels, are each held to their own pools). Its quota is the sum of nominalQuota over
+    ClusterQueues and Cohorts (borrowing limits move quota around, they add none). A flavor no pool matches is
+    skipped when the cluster provisions nodes itself (Autopilot, auto-provisioning); otherwise its quota must be 0.
     """
     resources = list(args.resources)
     pools = _pool_chips(resources)
@@ -128,7 +168,12 @@ def validate_quota(args: StackValidationArgs, report: ReportViolation) -> None:
     for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
         name = str(prop(flavor.props, "metadata.name") or flavor.name)
         wanted = {str(k): str(v) for k, v in prop(flavor.props, "spec.nodeLabels", {}).items()}
-        matching = [chips for labels, chips in pools if wanted.items() <= labels.items()]
+        tolerations = as_list(prop(flavor.props, "spec.tolerations"))
+        matching = [
+            chips
+            for labels, taints, chips in pools
+            if wanted.items() <= labels.items() and all(_tolerated(taint, tolerations) for taint in taints)
+        ]
         if not matching and self_provisioning:
             continue
         chips = sum(matching)
@@ -140,3 +185,48 @@ def validate_quota(args: StackValidationArgs, report: ReportViolation) -> None:
                 "nominalQuota or add slices",
                 flavor.urn,
             )
+
+
+def _flavor_groups(resource: PolicyResource) -> list[list[str]]:
+    return [
+        [str(prop(flavor, "name")) for flavor in as_list(prop(group, "flavors"))]
+        for group in as_list(prop(resource.props, "spec.resourceGroups"))
+    ]
+
+
+def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A capacity ladder is walked rung by rung: every ClusterQueue that lists any of its flavors (ResourceFlavors
+    labelled tpu-stack/ladder and tpu-stack/rung) lists all of them, in one resource group, in rung order, and
+    moves on to the next flavor rather than borrow or preempt on a rung (flavorFungibility whenCanBorrow and
+    whenCanPreempt TryNextFlavor). Kueue tries a group's flavors in their listed order and, by default, stops at
+    the first the workload fits by borrowing (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go)."""
+    resources = list(args.resources)
+    ladders: dict[str, dict[int, str]] = {}
+    for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
+        labels = prop(flavor.props, "metadata.labels") or {}
+        ladder, rung = labels.get(tpu_catalog.LADDER_LABEL), labels.get(tpu_catalog.RUNG_LABEL)
+        if ladder is not None and str(rung).isdigit():
+            name = str(prop(flavor.props, "metadata.name") or flavor.name)
+            ladders.setdefault(str(ladder), {})[int(str(rung))] = name
+    for queue in (r for r in resources if _kueue(r, "ClusterQueue")):
+        name = str(prop(queue.props, "metadata.name") or queue.name)
+        groups = _flavor_groups(queue)
+        for ladder, places in sorted(ladders.items()):
+            rungs = [places[place] for place in sorted(places)]
+            holding = [group for group in groups if set(group) & set(rungs)]
+            if not holding:
+                continue
+            listed = [flavor for group in holding for flavor in group if flavor in rungs]
+            if len(holding) > 1 or listed != rungs:
+                report(
+                    f"ClusterQueue {name!r} lists the flavors of ladder {ladder!r} as {', '.join(listed)}; list "
+                    f"{', '.join(rungs)} in that order, in one resource group",
+                    queue.urn,
+                )
+            fungibility = prop(queue.props, "spec.flavorFungibility") or {}
+            if (prop(fungibility, "whenCanBorrow"), prop(fungibility, "whenCanPreempt")) != ("TryNextFlavor",) * 2:
+                report(
+                    f"ClusterQueue {name!r} lists ladder {ladder!r} but would stop at a rung it fits only by borrowing "
+                    "or preempting; set flavorFungibility whenCanBorrow and whenCanPreempt to TryNextFlavor",
+                    queue.urn,
+                )

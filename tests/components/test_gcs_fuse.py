@@ -10,6 +10,7 @@ import pytest
 
 from components import workloads
 from components.config.base import ConfigError
+from components.config.queues import queue_refs
 from components.config.stack import load
 from offline.engine import REPO, Plan, _engine_config, read_stack_file, run_stack
 
@@ -68,13 +69,12 @@ def test_prod_training_jobs_mount_data_read_only_and_checkpoints_read_write_as_t
 
 def test_prod_research_reads_only_and_has_no_checkpoint_volume() -> None:
     config = load(_engine_config(read_stack_file(REPO / "Pulumi.prod.yaml")), stack="prod")
-    research = [w for w in workloads.workloads(config) if w.queue.namespace == "research"]
-    assert research
-    for workload in research:
-        for obj in workload.objects:
-            for template in templates(obj):
-                assert template["spec"]["serviceAccountName"] == "analyst"  # roles/storage.objectViewer (prod)
-                assert [v["name"] for v in template["spec"]["volumes"]] == ["datasets", "gke-gcsfuse-cache"]
+    # prod's examples all go to training (it holds the train ladder's first rung): research's Job on that ladder.
+    research = queue_refs(config.queues)["research"]
+    for obj in workloads.slice_job(config, workloads.ladders(config)["train"], "analysis", research):
+        for template in templates(obj):
+            assert template["spec"]["serviceAccountName"] == "analyst"  # roles/storage.objectViewer (prod)
+            assert [v["name"] for v in template["spec"]["volumes"]] == ["datasets", "gke-gcsfuse-cache"]
 
 
 def test_jobs_in_a_namespace_without_a_bucket_ksa_mount_nothing(run: Any) -> None:

@@ -36,8 +36,27 @@ FLEX_MULTI = {"name": "flex-multi", "machineType": "ct6e-standard-4t", "topology
               "provisioning": "flex-start", "zone": ZONE, "maxRunDuration": "24h"}  # fmt: skip
 QUEUED = {"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "queued",
           "zone": ZONE, "maxRunDuration": "7d"}  # fmt: skip
-# Same machine and topology as MULTISLICE: a label of its own keeps the two flavors apart.
+# Same machine and topology as MULTISLICE: a label both carry, with different values, keeps the two flavors apart
+# (Kueue matches a workload on the labels a flavor has, so a label on one of them only would not).
 QUEUED_LABELED = {**QUEUED, "labels": {"pool": "dws"}}
+MULTISLICE_LABELED = {**MULTISLICE, "labels": {"pool": "multislice"}}
+# A capacity ladder of v5e 2x4 slices: a reservation, then queued provisioning, then spot. Listed out of ladder order
+# among the pools (spot first) and beside a v6e pool group of another shape.
+RESERVED = {"name": "reserved", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "zone": ZONE,
+            "provisioning": "reservation", "reservation": "v5e-2x4"}  # fmt: skip
+SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true"}
+SPOT = {"name": "spot", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "zone": ZONE,
+        "provisioning": "spot", "taints": [SPOT_TAINT]}  # fmt: skip
+LADDER = {
+    "tpu-stack:tpuPools": [SPOT, FLEX_SINGLE, RESERVED, QUEUED],
+    "tpu-stack:queues": {
+        "ladders": {"v5e-2x4": ["reserved", "dws", "spot"]},
+        "teams": [
+            {"name": "research", "shares": {"reserved": 8, "dws": 8}, "borrowingLimit": {"spot": 8}},
+            {"name": "training", "shares": {"reserved": "50%", "flex-single": 4}, "borrowingLimit": {"dws": 0}},
+        ],
+    },
+}
 TEAMS = [
     {"name": "research", "shares": {"multislice": 16}, "borrowingLimit": {"multislice": 8}},
     {"name": "prod-training", "namespace": "training", "shares": {"multislice": "25%", "dws": 8}},
@@ -49,12 +68,13 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "flex-start-seed": {"tpu-stack:tpuPools": [FLEX_SINGLE, FLEX_MULTI]},
     "dws-seed": {"tpu-stack:tpuPools": [QUEUED]},
     "teams": {
-        "tpu-stack:tpuPools": [MULTISLICE, QUEUED_LABELED],
+        "tpu-stack:tpuPools": [MULTISLICE_LABELED, QUEUED_LABELED],
         "tpu-stack:queues": {
             "teams": TEAMS,
             "hostResources": {"multislice": {"cpu": 100, "memory": "180Gi"}, "dws": {"cpu": 100, "memory": "180Gi"}},
         },
     },
+    "ladder": LADDER,
     "autopilot": {
         "tpu-stack:cluster": {"mode": "autopilot"},
         "tpu-stack:queues": {
@@ -238,22 +258,28 @@ def test_host_resources_are_covered_beside_chips_in_proportion(plans: dict[str, 
 
 
 def test_dev_stack_teams_and_cohort_hold_exactly_its_pools_chips(plans: dict[str, Plan]) -> None:
-    """Pulumi.dev.yaml: flex-v6e is one ct6e-standard-4t 2x2 slice (4 chips), multislice three v5e 2x4 slices
-    (3 x 8 = 24 chips). research holds 4 + 8, training 0 + 8 and may borrow no flex-v6e chip (limit 0) and 8
-    multislice chips; the Cohort keeps the 24 - 16 = 8 multislice chips nobody holds."""
+    """Pulumi.dev.yaml: flex-v6e is one ct6e-standard-4t 2x2 slice (4 chips), multislice and multislice-spot three
+    v5e 2x4 slices each (3 x 8 = 24 chips). research holds 4 + 8 + 0, training 0 + 8 + 0 and may borrow no flex-v6e
+    chip (limit 0) and 8 multislice chips; the Cohort keeps the 24 - 16 = 8 multislice chips and the 24 spot chips
+    nobody holds."""
     plan = plans["dev"]
     research = named(plan, "ClusterQueue", "research-cluster-queue")
     training = named(plan, "ClusterQueue", "training-cluster-queue")
     assert tpu_quota(research) == {
         "flex-v6e": {"name": TPU, "nominalQuota": 4},
         "multislice": {"name": TPU, "nominalQuota": 8},
+        "multislice-spot": {"name": TPU, "nominalQuota": 0},
     }
     assert tpu_quota(training) == {
         "flex-v6e": {"name": TPU, "nominalQuota": 0, "borrowingLimit": 0},
         "multislice": {"name": TPU, "nominalQuota": 8, "borrowingLimit": 8},
+        "multislice-spot": {"name": TPU, "nominalQuota": 0},
     }
     (cohort,) = kueue(plan, "Cohort")
-    assert tpu_quota(cohort) == {"multislice": {"name": TPU, "nominalQuota": 8}}
+    assert tpu_quota(cohort) == {
+        "multislice": {"name": TPU, "nominalQuota": 8},
+        "multislice-spot": {"name": TPU, "nominalQuota": 24},
+    }
 
 
 def test_a_percentage_share_is_rounded_down(run: StackRunner) -> None:
@@ -281,6 +307,169 @@ def test_a_borrowing_limit_of_zero_is_sent_not_dropped(run: StackRunner) -> None
     assert tpu_quota(named(plan, "ClusterQueue", "b-cluster-queue")) == {"multislice": {"name": TPU, "nominalQuota": 8}}
 
 
+# ---- capacity ladders: Kueue walks the rungs -------------------------------------------------------------------
+# Kueue v0.19.2 (8eab687) pkg/scheduler/flavorassigner/flavorassigner.go: findFlavorForPodSets tries a resource
+# group's flavors in their listed order; shouldTryNextFlavor moves on from a flavor the workload does not fit, or
+# fits only by preempting (whenCanPreempt TryNextFlavor) or borrowing (whenCanBorrow TryNextFlavor); with neither
+# outright, isPreferred keeps the best seen (BorrowingOverPreemption), the earlier flavor on a tie. A covered resource
+# may be in one resource group only (pkg/webhooks/clusterqueue_webhook.go validateResourceGroups), so every TPU flavor
+# is in the one group and a ladder's rungs must be listed together, in ladder order.
+TRY_NEXT = {
+    "whenCanBorrow": "TryNextFlavor",
+    "whenCanPreempt": "TryNextFlavor",
+    "preference": "BorrowingOverPreemption",
+}
+
+
+def flavors(cluster_queue: dict[str, Any]) -> list[dict[str, Any]]:
+    (group,) = cluster_queue["spec"]["resourceGroups"]
+    assert group["coveredResources"] == [TPU]
+    return list(group["flavors"])
+
+
+def test_a_ladder_is_listed_in_ladder_order_with_try_next_flavor_in_every_team_queue(plans: dict[str, Plan]) -> None:
+    """Pools listed spot, flex-single, reserved, dws; ladder v5e-2x4 = reserved, dws, spot. The ladder stands where
+    its first-listed pool group (spot) stands, in ladder order; flex-single (another shape) after it. Quotas are
+    each rung's own: research 8 reserved + 8 dws and may borrow 8 spot chips; training 50% of the 16 reserved chips,
+    the 4 flex-single chips and may borrow no dws chip."""
+    plan = plans["ladder"]
+    research = named(plan, "ClusterQueue", "research-cluster-queue")
+    training = named(plan, "ClusterQueue", "training-cluster-queue")
+    assert flavors(research) == [
+        {"name": "reserved", "resources": [{"name": TPU, "nominalQuota": 8}]},
+        {"name": "dws", "resources": [{"name": TPU, "nominalQuota": 8}]},
+        {"name": "spot", "resources": [{"name": TPU, "nominalQuota": 0, "borrowingLimit": 8}]},
+        {"name": "flex-single", "resources": [{"name": TPU, "nominalQuota": 0}]},
+    ]
+    assert flavors(training) == [
+        {"name": "reserved", "resources": [{"name": TPU, "nominalQuota": 8}]},
+        {"name": "dws", "resources": [{"name": TPU, "nominalQuota": 0, "borrowingLimit": 0}]},
+        {"name": "spot", "resources": [{"name": TPU, "nominalQuota": 0}]},
+        {"name": "flex-single", "resources": [{"name": TPU, "nominalQuota": 4}]},
+    ]
+    for queue in (research, training):
+        assert queue["spec"]["flavorFungibility"] == TRY_NEXT
+        # The queued rung keeps its ProvisioningRequest check, for that flavor only: a workload admitted on the
+        # reservation or on spot gets none (pkg/workload/workload.go AdmissionChecksForWorkload).
+        assert queue["spec"]["admissionChecksStrategy"] == {
+            "admissionChecks": [{"name": "dws-provisioning", "onFlavors": ["dws"]}]
+        }
+    # Chips nobody holds: all 16 spot chips (reserved and dws are fully shared out).
+    (cohort,) = kueue(plan, "Cohort")
+    assert flavors(cohort) == [{"name": "spot", "resources": [{"name": TPU, "nominalQuota": 16}]}]
+
+
+def test_rungs_carry_their_node_labels_tolerations_and_place(plans: dict[str, Plan]) -> None:
+    """What Kueue adds to a pod it admits on each rung: the reservation no extra label, queued nodes the flex-start
+    label and the queued taint's toleration, spot nodes the spot label and the toleration of the pool's spot taint."""
+    plan = plans["ladder"]
+    shape = {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice", "cloud.google.com/gke-tpu-topology": "2x4"}
+    tpu = {"key": TPU, "operator": "Exists", "effect": "NoSchedule"}
+    assert named(plan, "ResourceFlavor", "reserved") == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "reserved", "labels": {"tpu-stack/ladder": "v5e-2x4", "tpu-stack/rung": "0"}},
+        "spec": {"nodeLabels": shape, "tolerations": [tpu]},
+    }
+    dws = named(plan, "ResourceFlavor", "dws")
+    assert dws["metadata"]["labels"] == {"tpu-stack/ladder": "v5e-2x4", "tpu-stack/rung": "1"}
+    assert dws["spec"] == {
+        "nodeLabels": {**shape, "cloud.google.com/gke-flex-start": "true"},
+        "tolerations": [tpu, {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}],
+    }
+    spot = named(plan, "ResourceFlavor", "spot")
+    assert spot["metadata"]["labels"] == {"tpu-stack/ladder": "v5e-2x4", "tpu-stack/rung": "2"}
+    assert spot["spec"] == {
+        "nodeLabels": {**shape, "cloud.google.com/gke-spot": "true"},
+        "tolerations": [
+            tpu,
+            {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+        ],
+    }
+    assert "labels" not in named(plan, "ResourceFlavor", "flex-single")["metadata"]
+
+
+def test_without_ladders_the_queues_keep_kueues_default_fungibility(plans: dict[str, Plan]) -> None:
+    for queue in kueue(plans["teams"], "ClusterQueue"):
+        assert "flavorFungibility" not in queue["spec"]
+
+
+def test_prod_train_falls_back_to_queued_burst_and_dev_multislice_to_spot(plans: dict[str, Plan]) -> None:
+    """Pulumi.prod.yaml: ladder train = train (reservation, 2 v5e 4x4 slices) then burst (queued, one 4x4 slice).
+    Pulumi.dev.yaml: ladder multislice = multislice (flex-start, 3 v5e 2x4 slices) then multislice-spot (spot,
+    3 slices, tainted); flex-v6e is another shape, in no ladder."""
+    prod, dev = plans["prod"], plans["dev"]
+    assert prod.outputs["ladders"] == {"train": ["train", "burst"]}
+    assert dev.outputs["ladders"] == {"multislice": ["multislice", "multislice-spot"]}
+    assert plans["teams"].outputs["ladders"] == {}
+    for team in ("training", "research"):
+        queue = named(prod, "ClusterQueue", f"{team}-cluster-queue")
+        assert [f["name"] for f in flavors(queue)] == ["train", "burst"]
+        assert queue["spec"]["flavorFungibility"] == TRY_NEXT
+        assert queue["spec"]["admissionChecksStrategy"] == {
+            "admissionChecks": [{"name": "burst-provisioning", "onFlavors": ["burst"]}]
+        }
+    assert named(prod, "ResourceFlavor", "burst")["spec"]["nodeLabels"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+        "cloud.google.com/gke-flex-start": "true",
+    }
+    assert tpu_quota(named(prod, "ClusterQueue", "research-cluster-queue")) == {
+        "train": {"name": TPU, "nominalQuota": 0, "borrowingLimit": 16},
+        "burst": {"name": TPU, "nominalQuota": 16},
+    }
+    for team in ("research", "training"):
+        queue = named(dev, "ClusterQueue", f"{team}-cluster-queue")
+        assert [f["name"] for f in flavors(queue)] == ["flex-v6e", "multislice", "multislice-spot"]
+        assert queue["spec"]["flavorFungibility"] == TRY_NEXT
+        assert "admissionChecksStrategy" not in queue["spec"]
+    spot = named(dev, "ResourceFlavor", "multislice-spot")
+    assert spot["metadata"]["labels"] == {"tpu-stack/ladder": "multislice", "tpu-stack/rung": "1"}
+    assert {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in spot[
+        "spec"
+    ]["tolerations"]
+
+
+def test_an_autopilot_ladder_walks_the_declared_capacity(run: StackRunner) -> None:
+    """On Autopilot the rungs are autopilotCapacity entries; Kueue walks them the same way, and the flavor's node
+    labels (gke-flex-start, gke-spot) are what Autopilot provisions by."""
+    plan = run({
+        "tpu-stack:cluster": {"mode": "autopilot"},
+        "tpu-stack:queues": {
+            "autopilotCapacity": [
+                {"name": "v5e-spot", "tpuVersion": "v5e", "topology": "2x4", "provisioning": "spot"},
+                {"tpuVersion": "v5e", "topology": "2x4", "slices": 2, "provisioning": "flex-start"},
+            ],
+            "ladders": {"v5e": ["v5e-2x4", "v5e-spot"]},
+        },
+    })  # fmt: skip
+    (queue,) = kueue(plan, "ClusterQueue")
+    assert flavors(queue) == [
+        {"name": "v5e-2x4", "resources": [{"name": TPU, "nominalQuota": 16}]},
+        {"name": "v5e-spot", "resources": [{"name": TPU, "nominalQuota": 8}]},
+    ]
+    assert queue["spec"]["flavorFungibility"] == TRY_NEXT
+    assert validate.validate_all(k8s_objects(plan), kubernetes_version="1.33") == []
+
+
+@pytest.mark.parametrize("name", ["ladder", "dev", "prod"])
+def test_cluster_queues_wait_for_the_flavors_and_checks_they_name(plans: dict[str, Plan], name: str) -> None:
+    """A ClusterQueue naming a flavor or check that does not exist yet is inactive (kueue v0.19.2
+    pkg/cache/scheduler/clusterqueue.go: FlavorNotFound, AdmissionCheckNotFound), and a flavor keeps its finalizer
+    while a ClusterQueue names it (pkg/controller/core/resourceflavor_controller.go): the ClusterQueue is created
+    after them and deleted before them, so a rung added to a ladder exists before the queues list it."""
+    plan = plans[name]
+    urns = {(r["inputs"]["kind"], r["inputs"]["metadata"]["name"]): r["urn"] for r in plan.resources
+            if r["type"].startswith(KUEUE)}  # fmt: skip
+    for record in plan.by_type(KUEUE + "ClusterQueue"):
+        spec = record["inputs"]["spec"]
+        named_flavors = [("ResourceFlavor", f["name"]) for f in spec["resourceGroups"][0]["flavors"]]
+        checks = [
+            ("AdmissionCheck", c["name"]) for c in spec.get("admissionChecksStrategy", {}).get("admissionChecks", [])
+        ]
+        assert {urns[ref] for ref in named_flavors + checks} <= set(record["dependencies"]), record["name"]
+
+
 def write_stack(tmp_path: Path, config: dict[str, Any]) -> Path:
     path = tmp_path / "Pulumi.case.yaml"
     path.write_text(yaml.safe_dump({"config": {**BASE, **config}}))
@@ -303,7 +492,7 @@ def test_shares_above_capacity_are_one_exact_error_and_exit_2(
     assert not out.exists()
 
 
-P = {"tpu-stack:tpuPools": [MULTISLICE, QUEUED_LABELED]}
+P = {"tpu-stack:tpuPools": [MULTISLICE_LABELED, QUEUED_LABELED]}
 SAXML = {"tpu-stack:saxml": {"pool": "multislice", "service": {"sourceRanges": ["10.20.0.0/24"]}}}
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("percentage above what remains", {**P, "tpu-stack:queues": {"teams": [
@@ -348,8 +537,15 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("memory without a unit", {**P, "tpu-stack:queues": {"hostResources": {"dws": {"cpu": 1, "memory": "180"}}}},
      "tpu-stack:queues.hostResources.dws.memory: '180' is not a memory size like 180Gi (units Mi, Gi, Ti)"),
     ("indistinguishable flavors", {"tpu-stack:tpuPools": [MULTISLICE, {**MULTISLICE, "name": "more", "slices": 1}]},
-     "tpu-stack:tpuPools: pools 'multislice' and 'more' carry the same node labels, so Kueue could place a workload "
-     "of one on the other; give one distinct labels (labels: {pool: more})"),
+     "tpu-stack:tpuPools: pools 'multislice' and 'more' are both ct5lp-hightpu-4t 2x4 and no node label tells them "
+     "apart, so Kueue could admit a workload of one on the other; make them rungs of one ladder (queues.ladders) or "
+     "give each a label the other has with another value (labels: {pool: multislice} and {pool: more})"),
+    # Kueue ignores a workload's selectors on keys the flavor lacks (flavorassigner.go flavorSelector): a label on
+    # one of two pool groups of one shape does not keep the other's workloads off it.
+    ("a label on one of two same-shape pools", {"tpu-stack:tpuPools": [MULTISLICE, QUEUED_LABELED]},
+     "tpu-stack:tpuPools: pools 'multislice' and 'dws' are both ct5lp-hightpu-4t 2x4 and no node label tells them "
+     "apart, so Kueue could admit a workload of one on the other; make them rungs of one ladder (queues.ladders) or "
+     "give each a label the other has with another value (labels: {pool: multislice} and {pool: dws})"),
     ("chart version with a v", {**P, "tpu-stack:charts": {"kueueVersion": "v0.19.2"}},
      "tpu-stack:charts.kueueVersion: 'v0.19.2' is not a chart version like 0.19.2 (OCI chart versions have no 'v')"),
     ("autopilot capacity on standard", {**P, "tpu-stack:queues": {"autopilotCapacity": [{"tpuVersion": "v5e"}]}},
@@ -362,6 +558,73 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("teams without capacity", {"tpu-stack:queues": {"teams": [{"name": "a"}]}},
      "tpu-stack:queues.teams: there is no TPU capacity to share; add tpuPools (Autopilot: autopilotCapacity)"),
 ]  # fmt: skip
+
+
+def ladder(ladders: dict[str, list[str]], *pools: dict[str, Any], **queues: Any) -> dict[str, Any]:
+    """The ladder scenario's pools (or `pools`) with these ladders."""
+    return {"tpu-stack:tpuPools": list(pools or LADDER["tpu-stack:tpuPools"]),
+            "tpu-stack:queues": {"ladders": ladders, **queues}}  # fmt: skip
+
+
+LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("rungs of two shapes", ladder({"v5e": ["reserved", "flex-single"]}, RESERVED, FLEX_SINGLE),
+     "tpu-stack:queues.ladders.v5e[1]: pool group 'flex-single' is ct6e-standard-4t 2x2 but the ladder's first rung "
+     "'reserved' is ct5lp-hightpu-4t 2x4; every rung needs the same machine type and topology"),
+    ("rungs of one topology on two machine types", ladder({"v5e": ["reserved", "eight"]}, RESERVED,
+     {"name": "eight", "machineType": "ct5lp-hightpu-8t", "topology": "2x4", "provisioning": "spot"}),
+     "tpu-stack:queues.ladders.v5e[1]: pool group 'eight' is ct5lp-hightpu-8t 2x4 but the ladder's first rung "
+     "'reserved' is ct5lp-hightpu-4t 2x4; every rung needs the same machine type and topology"),
+    ("a pool group in two ladders", ladder({"a": ["reserved", "dws", "spot"], "b": ["spot"]}),
+     "tpu-stack:queues.ladders.b[0]: pool group 'spot' is already rung 2 of ladder 'a'; a pool group has one place in "
+     "the order Kueue tries flavors"),
+    ("a pool group twice in one ladder", ladder({"a": ["reserved", "dws", "spot", "dws"]}),
+     "tpu-stack:queues.ladders.a[3]: pool group 'dws' is already rung 1 of ladder 'a'; a pool group has one place in "
+     "the order Kueue tries flavors"),
+    ("an empty ladder", ladder({"a": ["reserved", "dws", "spot"], "b": []}),
+     "tpu-stack:queues.ladders.b: is empty; list its pool groups in the order Kueue should try them"),
+    ("an unknown pool group", ladder({"a": ["reserved", "dws", "spto"]}),
+     "tpu-stack:queues.ladders.a[2]: 'spto' names no TPU pool the queues share; pools: spot, flex-single, reserved, "
+     "dws"),
+    ("a rung of Saxml's pool group", {**ladder({"a": ["reserved", "spot"]}, RESERVED, SPOT),
+                                      "tpu-stack:saxml": {**SAXML["tpu-stack:saxml"], "pool": "spot"}},
+     "tpu-stack:queues.ladders.a[1]: pool 'spot' serves Saxml, whose model servers hold all its slices; it is not "
+     "Kueue capacity"),
+    ("a ladder name that is not a label", ladder({"V5E": ["reserved", "dws", "spot"]}),
+     "tpu-stack:queues.ladders.V5E: 'V5E' must be a DNS label of at most 63 characters: lowercase letters, digits and "
+     "'-', starting with a letter"),
+    ("a ladder named after another pool group", ladder({"flex-single": ["reserved", "dws", "spot"]}),
+     "tpu-stack:queues.ladders.flex-single: is the name of pool group 'flex-single', which is not one of its rungs; a "
+     "ladder may share a name only with one of its own pool groups (workloads and `tpu-stack submit --pool` take "
+     "either)"),
+    ("a same-shape pool group outside the ladder", ladder({"a": ["reserved", "spot"]}),
+     "tpu-stack:queues.ladders.a: pool group 'dws' has the ladder's shape (ct5lp-hightpu-4t 2x4) but is not one of "
+     "its rungs, and the ladder's workloads ask only for the shape, so Kueue could admit them on it out of ladder "
+     "order; add it to the ladder or give it another shape"),
+    ("two ladders of one shape", ladder({"a": ["reserved", "dws"], "b": ["spot"]}),
+     "tpu-stack:queues.ladders.a: has the shape of ladder 'b' (ct5lp-hightpu-4t 2x4), and ladders' workloads ask only "
+     "for the shape, so Kueue could admit a workload of one on the other's rungs; make them one ladder"),
+    # An untainted spot rung carries the reservation's labels and more: pods admitted on the reservation (nodeSelector
+    # accelerator + topology) could run on the spot nodes, whose chips Kueue counts to the spot rung.
+    ("a rung whose pods fit another rung's nodes",
+     ladder({"a": ["reserved", "spot"]}, RESERVED, {**SPOT, "taints": []}),
+     "tpu-stack:queues.ladders.a: a workload Kueue admits on rung 'reserved' also fits the nodes of rung 'spot' (they "
+     "carry every label of its flavor and it tolerates their taints), so it could run on capacity counted to 'spot'; "
+     "give 'reserved' a node label 'spot' lacks (labels: {pool: reserved})"),
+    ("a ladder that is not a list", ladder({"a": "reserved"}),  # type: ignore[dict-item]
+     "tpu-stack:queues.ladders.a: expected a list of pool groups ('-' items), got the text 'reserved'"),
+    ("rungs with different host resources", ladder({"a": ["reserved", "dws", "spot"]}, hostResources={
+        "reserved": {"cpu": 100, "memory": "180Gi"}, "dws": {"cpu": 100, "memory": "180Gi"},
+        "spot": {"cpu": 90, "memory": "180Gi"}, "flex-single": {"cpu": 100, "memory": "600Gi"}}),
+     "tpu-stack:queues.hostResources.spot: differs from 'reserved', the first rung of ladder 'a'; a ladder's workloads "
+     "request one amount of CPU and memory per VM on every rung"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "config", "message"), LADDER_CASES, ids=[c[0] for c in LADDER_CASES])
+def test_ladder_config_errors_name_the_key(case: str, config: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load({**BASE, **config}, stack="dev")
+    assert error.value.lines == [message]
 
 
 @pytest.mark.parametrize(("case", "config", "message"), CASES, ids=[c[0] for c in CASES])

@@ -191,9 +191,9 @@ def test_dashboard_uses_the_real_metric_names_and_passes_its_schema(plans: dict[
 
 def test_prod_pool_rows_filter_on_the_pools_accelerator_and_topology(plans: dict[str, Plan]) -> None:
     text = json.dumps(dashboard_of(plans["prod"]))
-    # serve: v5e 4x8, burst: v5e 2x4 (Pulumi.prod.yaml)
+    # serve: v5e 4x8, burst: v5e 4x4 (Pulumi.prod.yaml)
     assert 'metric.label.\\"model\\"=\\"tpu-v5-lite-podslice\\" metric.label.\\"tpu_topology\\"=\\"4x8\\"' in text
-    assert 'metric.label.\\"tpu_topology\\"=\\"2x4\\"' in text
+    assert 'metric.label.\\"tpu_topology\\"=\\"4x4\\"' in text
     assert 'resource.label.\\"cluster_name\\"=\\"tpu-prod\\"' in text
 
 

@@ -94,36 +94,53 @@ def kueue_objects(plan: Plan, kind: str) -> list[dict[str, Any]]:
     return [r["inputs"] for r in plan.by_type(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}")]
 
 
+def admissible(flavors: dict[str, dict[str, str]], selector: dict[str, str]) -> list[str]:
+    """Flavors Kueue may admit a pod with `selector` on: it keeps only the selector's keys the flavor has and
+    matches those (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, flavorSelector)."""
+    return [name for name, labels in flavors.items() if all(labels[k] == v for k, v in selector.items() if k in labels)]
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_workload_runs_on_a_pool_of_its_stack(plans: dict[str, Plan], stack: str) -> None:
+    """A workload of a pool group selects that group's nodes only; a workload of a ladder selects only the shape
+    (accelerator and topology), carries none of a rung's tolerations (Kueue adds them) and fits every rung."""
     plan = plans[stack]
     groups = node_groups(plan)
+    ladders = commands.stack_config(stack, None).queues.ladders
     found = stack_workloads(stack)
     assert found
     for workload in found:
         for obj in (o for o in workload.objects if o["kind"] in ("Job", "JobSet")):
             for slices, pods, pod in pod_sets(obj):
                 selector = pod["nodeSelector"]
-                (group,) = [g for g in groups.values() if selector.items() <= g["labels"].items()]
+                matching = [g for g in groups.values() if selector.items() <= g["labels"].items()]
+                if workload.pool in ladders:
+                    assert set(selector) == {tpu_catalog.ACCELERATOR_LABEL, tpu_catalog.TOPOLOGY_LABEL}, workload.name
+                    assert len(matching) == len(ladders[workload.pool]), workload.name
+                    assert "tolerations" not in pod, workload.name
+                else:
+                    assert len(matching) == 1, workload.name
+                    tolerated = {t["key"] for t in pod.get("tolerations", [])}
+                    assert (tpu_catalog.QUEUED_TAINT in tolerated) == matching[0]["queued"], workload.name
                 resources = pod["containers"][0]["resources"]
-                chips = group["chips_per_vm"]
-                assert resources["limits"][TPU] == resources["requests"][TPU] == chips, workload.name
                 # Never BestEffort: the node's CPU and memory are requested; the memory limit leaves the sidecar
                 # its 256Mi and lends the pod the DaemonSets' 2048Mi of room.
                 assert set(resources["requests"]) == {TPU, "cpu", "memory"}, workload.name
                 request, limit = (int(resources[k]["memory"].removesuffix("Mi")) for k in ("requests", "limits"))
                 assert limit - request == 2048, workload.name
-                assert pods == group["vms"], f"{workload.name}: one pod per VM of a slice"
-                assert slices <= group["slices"], f"{workload.name}: more slices than the group has"
-                tolerated = {t["key"] for t in pod.get("tolerations", [])}
-                assert (tpu_catalog.QUEUED_TAINT in tolerated) == group["queued"], workload.name
-                if group["queued"] and group["max_run"]:
-                    annotation = obj["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"]
-                    assert f"{annotation}s" == group["max_run"]
+                for group in matching:
+                    chips = group["chips_per_vm"]
+                    assert resources["limits"][TPU] == resources["requests"][TPU] == chips, workload.name
+                    assert pods == group["vms"], f"{workload.name}: one pod per VM of a slice"
+                    assert slices <= group["slices"], f"{workload.name}: more slices than the group has"
+                    if group["queued"] and group["max_run"]:
+                        annotation = obj["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"]
+                        assert f"{annotation}s" == group["max_run"]
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_workload_goes_to_a_queue_that_reaches_its_chips(plans: dict[str, Plan], stack: str) -> None:
+    """On every flavor Kueue may admit it on (every rung of a ladder), the workload's queue can hold its chips."""
     plan = plans[stack]
     local_queues = {(q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"]["clusterQueue"]
                     for q in kueue_objects(plan, "LocalQueue")}  # fmt: skip
@@ -133,23 +150,25 @@ def test_every_workload_goes_to_a_queue_that_reaches_its_chips(plans: dict[str, 
         r["inputs"]["metadata"]["name"] for r in plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
     }
     total = {name: pool["chips"] for name, pool in plan.outputs["tpuPools"].items()}
+    ladders = commands.stack_config(stack, None).queues.ladders
     for workload in stack_workloads(stack):
         for obj in (o for o in workload.objects if o["kind"] in ("Job", "JobSet")):
             metadata = obj["metadata"]
             spec = cluster_queues[local_queues[(metadata["namespace"], metadata["labels"][QUEUE_LABEL])]]
             sets = pod_sets(obj)
             chips = sum(s * p * pod["containers"][0]["resources"]["requests"]["google.com/tpu"] for s, p, pod in sets)
-            selector = sets[0][2]["nodeSelector"]
-            (flavor,) = [name for name, labels in flavors.items() if labels.items() <= selector.items()]
-            (resource,) = [
-                r
-                for f in spec["resourceGroups"][0]["flavors"]
-                if f["name"] == flavor
-                for r in f["resources"]
-                if r["name"] == "google.com/tpu"
-            ]
-            reach = resource["nominalQuota"] + resource.get("borrowingLimit", total[flavor])
-            assert chips <= min(reach, total[flavor]), workload.name
+            reachable = admissible(flavors, sets[0][2]["nodeSelector"])
+            assert sorted(reachable) == sorted(ladders.get(workload.pool, [workload.pool])), workload.name
+            for flavor in reachable:
+                (resource,) = [
+                    r
+                    for f in spec["resourceGroups"][0]["flavors"]
+                    if f["name"] == flavor
+                    for r in f["resources"]
+                    if r["name"] == "google.com/tpu"
+                ]
+                reach = resource["nominalQuota"] + resource.get("borrowingLimit", total[flavor])
+                assert chips <= min(reach, total[flavor]), f"{workload.name} on {flavor}"
             assert all(pod["priorityClassName"] in priorities for _, _, pod in sets)
 
 
@@ -349,3 +368,46 @@ def test_autopilot_tpu_pods_leave_cpu_and_memory_to_autopilot() -> None:
         (job,) = [o for o in workload.objects if o["kind"] in ("Job", "JobSet")]
         skips = {v.split("=")[0] for k, v in job["metadata"]["annotations"].items() if k.startswith("checkov")}
         assert {"CKV_K8S_10", "CKV_K8S_12", "CKV_K8S_13"} <= skips, workload.name
+
+
+def test_a_ladders_workload_asks_for_the_shape_and_fits_every_rung() -> None:
+    """tests/components/test_kueue_queues.py LADDER: v5e 2x4 rungs reserved (2 slices), dws (queued, 1 slice), spot
+    (2 slices); flex-single is a v6e pool group in no ladder. A workload of the ladder may take one slice (the
+    queued rung takes one per workload), so no JobSet; it goes to research, whose share of the first rung (8) holds
+    it and who can reach 8 chips on dws (its share) and spot (borrowing limit 8)."""
+    found = by_name(scenario_workloads("ladder"))
+    assert set(found) == {"v5e-2x4-job", "flex-single-job"}
+    workload = found["v5e-2x4-job"]
+    assert (workload.pool, workload.slices, workload.queue.namespace) == ("v5e-2x4", 1, "research")
+    service, job = workload.objects
+    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": "v5e-2x4-job"}}
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+    }
+    assert "tolerations" not in pod  # Kueue adds the admitting rung's (queued taint, spot taint)
+    assert (job["spec"]["parallelism"], pod["containers"][0]["resources"]["requests"][TPU]) == (2, 4)
+    # Admitted on the queued rung, the run limit reaches its ProvisioningRequest (dws: maxRunDuration 7d).
+    assert job["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "604800"
+    # Admitted on the spot rung, a preempted VM's pods start again instead of failing the Job.
+    assert job["spec"]["podFailurePolicy"] == {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+    }
+    (single,) = found["flex-single-job"].objects
+    assert "podFailurePolicy" not in single["spec"]
+
+
+def test_jobsets_of_a_ladder_stop_at_what_every_rung_holds() -> None:
+    """dev: both rungs of the multislice ladder have 3 slices, so the 1-, 2- and 3-slice JobSets; with the spot rung
+    at 2 slices, the 3-slice JobSet would fit only the flex-start rung and is not written."""
+    assert {w.name: w.slices for w in stack_workloads("dev") if w.pool == "multislice"} == {
+        "multislice-job": 1, "multislice-1slice": 1, "multislice-2slice": 2, "multislice-3slice": 3}  # fmt: skip
+    config = commands.stack_config("dev", None)
+    spot = config.pool("multislice-spot")
+    assert spot is not None
+    shorter = config.model_copy(
+        update={"tpu_pools": tuple(p.model_copy(update={"slices": 2}) if p is spot else p for p in config.tpu_pools)}
+    )
+    assert {w.name: w.slices for w in workloads(shorter) if w.pool == "multislice"} == {
+        "multislice-job": 1, "multislice-1slice": 1, "multislice-2slice": 2}  # fmt: skip

@@ -48,7 +48,7 @@ def _without_dependency(records: Records, name: str, on: str) -> Records:
 @pytest.mark.parametrize(
     ("stack", "name", "on", "rule"),
     [
-        ("dev", "queues-clusterqueue-research-cluster-queue", "kueue-chart", "kueue-objects-after-kueue"),
+        ("dev", "queues-resourceflavor-multislice", "kueue-chart", "kueue-objects-after-kueue"),
         ("prod", "saxml-model-servers", "kueue-chart", "jobsets-after-both-charts"),
         ("dev", "kueue-metrics-secret", "kueue-metrics-serviceaccount", "token-secret-after-account"),
         ("dev", "queues-namespace-research", "kueue-chart", "queue-namespaces-before-kueue"),
@@ -125,3 +125,56 @@ def test_monitoring_rules_catch_validated_alerts_and_zero_positions(deployed: di
         "dashboard-in-api-form: monitoring-dashboard: mosaicLayout.tiles[0].xPos is a zero value the API drops, so "
         "every update diffs",
     ]
+
+
+def test_ladder_rules_catch_a_rung_out_of_order_or_a_queue_that_stops_early(deployed: dict[str, Records]) -> None:
+    prod = copy.deepcopy(deployed["prod"])
+    research = _named(prod, "queues-clusterqueue-research-cluster-queue")["inputs"]["spec"]
+    research["resourceGroups"][0]["flavors"].reverse()
+    training = _named(prod, "queues-clusterqueue-training-cluster-queue")["inputs"]["spec"]
+    del training["flavorFungibility"]  # Kueue's defaults: whenCanBorrow MayStopSearch
+    assert CATALOGUE.breaches(prod, {}) == [
+        "ladder-flavors-in-order: queues-clusterqueue-research-cluster-queue: lists ladder train as ['burst', "
+        "'train'], not ['train', 'burst']",
+        "ladder-flavors-in-order: queues-clusterqueue-training-cluster-queue: stops at a rung it fits only by "
+        "borrowing or preempting",
+    ]
+
+
+def test_queue_webhook_rules_catch_what_the_crds_let_through(deployed: dict[str, Records]) -> None:
+    """Kueue's ClusterQueue webhook refuses a resource covered by two groups and a check on a flavor the queue does
+    not list; neither is a CRD rule, so offline/validate.py passes both."""
+    dev = copy.deepcopy(deployed["dev"])
+    spec = _named(dev, "queues-clusterqueue-training-cluster-queue")["inputs"]["spec"]
+    (group,) = spec["resourceGroups"]
+    spec["resourceGroups"] = [{**group, "flavors": group["flavors"][:1]}, {**group, "flavors": group["flavors"][1:]}]
+    prod = copy.deepcopy(deployed["prod"])
+    checks = _named(prod, "queues-clusterqueue-training-cluster-queue")["inputs"]["spec"]["admissionChecksStrategy"]
+    checks["admissionChecks"][0]["onFlavors"] = ["burst-2"]
+    assert CATALOGUE.breaches(dev, {}) == [
+        "one-resource-group-per-resource: queues-clusterqueue-training-cluster-queue: google.com/tpu in more than one "
+        "place of its resource groups"
+    ]
+    assert CATALOGUE.breaches(prod, {}) == [
+        "admission-checks-on-listed-flavors: queues-clusterqueue-training-cluster-queue: admission check "
+        "burst-provisioning on flavors it lacks: ['burst-2']"
+    ]
+
+
+def test_a_queue_that_does_not_wait_for_its_flavor_is_caught(deployed: dict[str, Records]) -> None:
+    broken = _without_dependency(
+        deployed["prod"], "queues-clusterqueue-research-cluster-queue", "queues-resourceflavor-burst"
+    )
+    assert CATALOGUE.breaches(broken, {}) == [
+        "clusterqueues-after-their-flavors: queues-clusterqueue-research-cluster-queue may be created before its "
+        "ResourceFlavor burst (and deleted after it)"
+    ]
+
+
+def test_a_clusterqueue_update_is_refused_only_on_its_concurrent_admission_policy(deployed: dict[str, Records]) -> None:
+    old = _named(deployed["prod"], "queues-clusterqueue-research-cluster-queue")
+    new = copy.deepcopy(old)
+    new["inputs"]["spec"]["resourceGroups"][0]["flavors"].reverse()
+    assert CATALOGUE.refuses(old, new, ["spec.resourceGroups[0].flavors[0].name"]) == []
+    (refused,) = CATALOGUE.refuses(old, new, ["spec.concurrentAdmissionPolicy.migration.mode"])
+    assert refused.startswith("spec.concurrentAdmissionPolicy.migration.mode: immutable (kubernetes-sigs/kueue v0.19.2")

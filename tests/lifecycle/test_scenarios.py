@@ -81,14 +81,28 @@ def _pool(name: str, **fields: Any) -> Any:
     return change
 
 
+def _pools(names: tuple[str, ...], **fields: Any) -> Any:
+    def change(config: dict[str, Any]) -> None:
+        for name in names:
+            _pool(name, **fields)(config)
+
+    return change
+
+
 def test_dev_new_slice_shape_replaces_the_pools_in_place_of_updating_them(deployed: dict[str, Records]) -> None:
     """GKE's provider applies no topology change to an existing pool (the update sends none): a 4x4 slice is a new
-    pool, deleted first (its name is fixed). Kueue's flavor and the cohort follow in place."""
-    steps = step(deployed["dev"], changed("dev", _pool("multislice", topology="4x4")))
+    pool, deleted first (its name is fixed). The multislice ladder's rungs share one shape, so both groups change;
+    their flavors and the cohort (which holds the chips no team was given: 48 - 16 flex-start, 48 spot) follow in
+    place. The teams' shares are whole chips (8), so the ClusterQueues do not change."""
+    steps = step(deployed["dev"], changed("dev", _pools(("multislice", "multislice-spot"), topology="4x4")))
     assert steps.refused == []
-    assert only(steps, "replace") == ["multislice-0", "multislice-1", "multislice-2"]
+    assert only(steps, "replace") == [
+        "multislice-0", "multislice-1", "multislice-2",
+        "multislice-spot-0", "multislice-spot-1", "multislice-spot-2",
+    ]  # fmt: skip
     assert only(steps, "update") == [
-        "monitoring-dashboard", "queues-cohort-tpu-stack", "queues-resourceflavor-multislice"]  # fmt: skip
+        "monitoring-dashboard", "queues-cohort-tpu-stack", "queues-resourceflavor-multislice",
+        "queues-resourceflavor-multislice-spot"]  # fmt: skip
     assert only(steps, "create") == [] and only(steps, "delete") == []
 
 
@@ -102,9 +116,50 @@ def test_dev_flex_start_to_spot_replaces_the_pool(deployed: dict[str, Records]) 
 
 
 def test_prod_refuses_to_replace_its_reserved_pools(deployed: dict[str, Records]) -> None:
-    steps = step(deployed["prod"], changed("prod", _pool("train", topology="2x4")))
-    assert only(steps, "refuse") == ["train-0", "train-1"]
+    """The train ladder's rungs (train, burst) change shape together; every pool of a protected stack is protected."""
+    steps = step(deployed["prod"], changed("prod", _pools(("train", "burst"), topology="2x4")))
+    assert only(steps, "refuse") == ["burst", "train-0", "train-1"]
     assert only(steps, "replace") == []
+
+
+def _on_demand_rung(config: dict[str, Any]) -> None:
+    """A third rung for the multislice ladder: one on-demand v5e 2x4 slice, tried after flex-start and spot. Its
+    label keeps the pods Kueue admits on it off the flex-start and spot nodes (which carry the shape labels too)."""
+    config["tpu-stack:tpuPools"].append({
+        "name": "multislice-on-demand", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-east5-a",
+        "labels": {"pool": "multislice-on-demand"}})  # fmt: skip
+    config["tpu-stack:queues"]["ladders"]["multislice"].append("multislice-on-demand")
+
+
+def test_dev_a_rung_added_to_a_ladder_then_removed(deployed: dict[str, Records]) -> None:
+    """The new slice's node pool (and its component) and ResourceFlavor are created; both teams' ClusterQueues list
+    the new flavor last, in place: Kueue's webhook refuses only a changed concurrentAdmissionPolicy and the CRD has
+    no transition rule on a ClusterQueue (catalogue Refuses), so nothing is replaced and no running workload is
+    evicted. The queues wait for the new flavor (it exists before they name it); the cohort takes its 8 chips (no
+    team has a share of them) and the dashboard shows the slice. Removing the rung reverses it: the queues drop the
+    flavor in place before the flavor and the node pool are deleted."""
+    with_rung = changed("dev", _on_demand_rung)
+    added = step(deployed["dev"], with_rung)
+    assert added.refused == []
+    assert only(added, "create") == [
+        "multislice-on-demand", "multislice-on-demand", "queues-resourceflavor-multislice-on-demand"]  # fmt: skip
+    assert only(added, "update") == [
+        "monitoring-dashboard", "queues-clusterqueue-research-cluster-queue",
+        "queues-clusterqueue-training-cluster-queue", "queues-cohort-tpu-stack",
+    ]  # fmt: skip
+    assert only(added, "replace") == [] and only(added, "delete") == []
+    research = next(r for r in with_rung if r["name"] == "queues-clusterqueue-research-cluster-queue")
+    listed = [f["name"] for f in research["inputs"]["spec"]["resourceGroups"][0]["flavors"]]
+    assert listed == ["flex-v6e", "multislice", "multislice-spot", "multislice-on-demand"]
+    assert CATALOGUE.breaches(with_rung, {}) == []
+    removed = step(with_rung, deployed["dev"])
+    assert removed.refused == []
+    assert only(removed, "delete") == only(added, "create")
+    assert only(removed, "update") == only(added, "update")
+    order = [s.name for s in removed.steps if s.op in ("update", "delete")]
+    assert order.index("queues-clusterqueue-research-cluster-queue") < order.index(
+        "queues-resourceflavor-multislice-on-demand"
+    )
 
 
 def _add_team(config: dict[str, Any]) -> None:
@@ -131,7 +186,7 @@ def test_dev_team_added_then_removed(deployed: dict[str, Records]) -> None:
 def _add_prod_team(config: dict[str, Any]) -> None:
     teams = config["tpu-stack:queues"]["teams"]
     teams.append({"name": "eval", "shares": {"burst": 8}})
-    teams[1]["shares"] = {}  # research hands its burst slice to eval
+    teams[1]["shares"] = {}  # research hands half of burst's 16 chips to eval; the cohort keeps the other 8
 
 
 def test_prod_team_added_then_removal_refused(deployed: dict[str, Records]) -> None:
@@ -140,21 +195,22 @@ def test_prod_team_added_then_removal_refused(deployed: dict[str, Records]) -> N
     added = step(deployed["prod"], with_eval)
     assert added.refused == []
     assert len(added.of("create")) == 8 and "queues-namespace-eval" in only(added, "create")
-    assert only(added, "update") == ["monitoring-dashboard", "queues-clusterqueue-research-cluster-queue"]
+    assert only(added, "update") == [
+        "monitoring-dashboard", "queues-clusterqueue-research-cluster-queue", "queues-cohort-tpu-stack"]  # fmt: skip
     removed = step(with_eval, deployed["prod"])
     assert only(removed, "delete") == []
     assert "queues-namespace-eval" in only(removed, "refuse")
 
 
 def _no_teams(config: dict[str, Any]) -> None:
-    """dev as the multislice seed has it: one ClusterQueue, one LocalQueue in `default`."""
-    config["tpu-stack:queues"] = {}
+    """dev as the multislice seed has it: one ClusterQueue, one LocalQueue in `default` (its ladder kept)."""
+    config["tpu-stack:queues"] = {"ladders": config["tpu-stack:queues"]["ladders"]}
     config["tpu-stack:bucket"] = {}
 
 
 def _renamed_queue(config: dict[str, Any]) -> None:
     _no_teams(config)
-    config["tpu-stack:queues"] = {"clusterQueue": "tpu-queue"}
+    config["tpu-stack:queues"]["clusterQueue"] = "tpu-queue"
 
 
 def test_a_renamed_cluster_queue_replaces_its_local_queue() -> None:
@@ -268,8 +324,9 @@ def test_a_rotated_kubeconfig_updates_the_provider_and_nothing_else(deployed: di
         "queues-priorityclass-medium", "queues-priorityclass-very-high", "queues-priorityclass-very-low",
         "tpu-dev-k8s",
     ]  # fmt: skip
+    # 135 named objects before the multislice ladder, and its spot rung's ResourceFlavor.
     collisions = [line for line in replaced.refused if "(409/AlreadyExists)" in line]
-    assert len(collisions) == len(replaced.refused) == 135
+    assert len(collisions) == len(replaced.refused) == 136
 
 
 def _host_resources(config: dict[str, Any]) -> None:
@@ -305,7 +362,8 @@ def test_prod_refuses_a_new_calendar_window_before_submitting_it() -> None:
     week, fortnight = copy.deepcopy(prod), copy.deepcopy(prod)
     for config, days in ((week, 7), (fortnight, 14)):
         _calendar(days)(config)
-        config["tpu-stack:tpuPools"][-1]["labels"] = {"pool": "cal"}  # train has the same 4x4 v5e shape
+        # Not the 4x4 shape of prod's train ladder: 2 slices of 2x4, 16 chips, a count calendar mode takes.
+        config["tpu-stack:tpuPools"][-1]["topology"] = "2x4"
     steps = step(plan("prod", week), plan("prod", fortnight))
     assert only(steps, "create") == [] and only(steps, "replace") == []
     assert only(steps, "refuse") == ["cal-0", "cal-1", "cal-calendar"]

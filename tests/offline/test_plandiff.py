@@ -78,7 +78,7 @@ SLICE_ADDED = """\
 |---|---|
 | `multislice` | slices 3 → 4, VMs 6 → 8, chips 24 → 32 |
 
-In all: TPU chips 28 → 36, slices 4 → 5, VMs 7 → 9.
+In all: TPU chips 52 → 60, slices 7 → 8, VMs 13 → 15.
 
 **Quotas per team** (chips of `google.com/tpu`; borrowing limit `unlimited` when none is set)
 
@@ -96,7 +96,7 @@ In all: TPU chips 28 → 36, slices 4 → 5, VMs 7 → 9.
 `spec.resourceGroups[0].flavors[0].resources[0].nominalQuota` `8` → `16`
 - `gcp:monitoring/dashboard:Dashboard` `monitoring-dashboard`: inputs: `dashboardJson`
 
-**Policy findings** of this pull request: 0 mandatory, 5 advisory (1 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 8 advisory (1 new, 0 resolved)
 - new: [advisory] `tpu-node-auto-upgrade`: `gcp:container/nodePool:NodePool` `multislice-3`: TPU pool may be \
 upgraded, restarting its slices, at any time: give cluster 'tpu-dev' a maintenancePolicy (a window, and exclusions \
 of scope NO_MINOR_OR_NODE_UPGRADES over training runs)
@@ -119,7 +119,7 @@ SHARE_CHANGED = """\
 - `kubernetes:kueue.x-k8s.io/v1beta2:Cohort` `queues-cohort-tpu-stack`: inputs: \
 `spec.resourceGroups[0].flavors[0].resources[0].nominalQuota` `8` → `4`
 
-**Policy findings** of this pull request: 0 mandatory, 4 advisory (0 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 7 advisory (0 new, 0 resolved)
 """
 
 POOL_REPLACED = """\
@@ -131,7 +131,7 @@ POOL_REPLACED = """\
 |---|---|
 | `flex-v6e` | provisioning flex-start → spot |
 
-In all: TPU chips 28, slices 4, VMs 7.
+In all: TPU chips 52, slices 7, VMs 13.
 
 **Replaced** (1): deleted and created again; what runs on them stops
 
@@ -146,7 +146,7 @@ In all: TPU chips 28, slices 4, VMs 7.
 `spec.nodeLabels.cloud.google.com/gke-flex-start` `true` → `unset`, `spec.nodeLabels.cloud.google.com/gke-spot` \
 `unset` → `true`
 
-**Policy findings** of this pull request: 0 mandatory, 4 advisory (0 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 7 advisory (0 new, 0 resolved)
 """
 
 

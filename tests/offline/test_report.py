@@ -42,38 +42,47 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Preview:
 DEV_FIRST_SCREEN = """\
 Previewing stack 'dev' of project 'tpu-stack' (offline, mock engine)
 
-Capacity: 2 TPU pool group(s), 4 slice(s), 7 VM(s), 28 chips
-  pool group  machine type      topology  provisioning  slices  VMs  chips  zone        used by
-  flex-v6e    ct6e-standard-4t  2x2       flex-start         1    1      4  us-east5-b  kueue
-  multislice  ct5lp-hightpu-4t  2x4       flex-start         3    6     24  us-east5-a  kueue
+Capacity: 3 TPU pool group(s), 7 slice(s), 13 VM(s), 52 chips
+  pool group       machine type      topology  provisioning  ladder          slices  VMs  chips  zone        used by
+  flex-v6e         ct6e-standard-4t  2x2       flex-start    -                    1    1      4  us-east5-b  kueue
+  multislice       ct5lp-hightpu-4t  2x4       flex-start    multislice 1/2       3    6     24  us-east5-a  kueue
+  multislice-spot  ct5lp-hightpu-4t  2x4       spot          multislice 2/2       3    6     24  us-east5-a  kueue
 
 Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)
-  team      local queue              cluster queue           flavor      quota  borrowing limit
-  research  research/research-queue  research-cluster-queue  flex-v6e        4  unlimited
-                                                             multislice      8  unlimited
-  training  training/training-queue  training-cluster-queue  flex-v6e        0  0
-                                                             multislice      8  8
-  chips no team holds, which cohort tpu-stack lends to any team: multislice 8
+  team      local queue              cluster queue           flavor           quota  borrowing limit
+  research  research/research-queue  research-cluster-queue  flex-v6e             4  unlimited
+                                                             multislice           8  unlimited
+                                                             multislice-spot      0  unlimited
+  training  training/training-queue  training-cluster-queue  flex-v6e             0  0
+                                                             multislice           8  8
+                                                             multislice-spot      0  unlimited
+  chips no team holds, which cohort tpu-stack lends to any team: multislice 8, multislice-spot 24
 """
 
-PROD_FIRST_SCREEN = """\
-Previewing stack 'prod' of project 'tpu-stack' (offline, mock engine)
-
-Capacity: 3 TPU pool group(s), 5 slice(s), 26 VM(s), 104 chips
-  pool group  machine type      topology  provisioning                      slices  VMs  chips  zone        used by
-  train       ct5lp-hightpu-4t  4x4       reservation (tpu-prod-v5e-train)       2    8     32  us-east5-a  kueue
-  burst       ct5lp-hightpu-4t  2x4       queued                                 1    2      8  us-east5-a  kueue
-  serve       ct5lp-hightpu-4t  4x8       on-demand                              2   16     64  us-east5-a  saxml
-
-Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)
-  team      local queue              cluster queue           flavor  quota  borrowing limit
-  training  training/training-queue  training-cluster-queue  train      32  unlimited
-                                                             burst       0  unlimited
-  research  research/research-queue  research-cluster-queue  train       0  16
-                                                             burst       8  unlimited
-
-Every resource is protected: `pulumi destroy` and replacements stop until `pulumi state unprotect`.
-"""
+PROD_FIRST_SCREEN = "\n".join(
+    [
+        "Previewing stack 'prod' of project 'tpu-stack' (offline, mock engine)",
+        "",
+        "Capacity: 3 TPU pool group(s), 5 slice(s), 28 VM(s), 112 chips",
+        "  pool group  machine type      topology  provisioning                      ladder     slices  VMs  "
+        "chips  zone        used by",
+        "  train       ct5lp-hightpu-4t  4x4       reservation (tpu-prod-v5e-train)  train 1/2       2    8  "
+        "   32  us-east5-a  kueue",
+        "  burst       ct5lp-hightpu-4t  4x4       queued                            train 2/2       1    4  "
+        "   16  us-east5-a  kueue",
+        "  serve       ct5lp-hightpu-4t  4x8       on-demand                         -               2   16  "
+        "   64  us-east5-a  saxml",
+        "",
+        "Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)",
+        "  team      local queue              cluster queue           flavor  quota  borrowing limit",
+        "  training  training/training-queue  training-cluster-queue  train      32  unlimited",
+        "                                                             burst       0  unlimited",
+        "  research  research/research-queue  research-cluster-queue  train       0  16",
+        "                                                             burst      16  unlimited",
+        "",
+        "Every resource is protected: `pulumi destroy` and replacements stop until `pulumi state unprotect`.",
+    ]
+)
 
 
 def test_the_dev_preview_first_screen_shows_capacity_and_quotas(dev: Preview) -> None:
@@ -94,10 +103,15 @@ DEV_SUMMARY = {
     "capacity": {
         "flex-v6e": {"machineType": "ct6e-standard-4t", "topology": "2x2", "provisioning": "flex-start",
                      "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 1, "vms": 1, "chips": 4,
-                     "zone": "us-east5-b", "usedBy": "kueue"},
+                     "zone": "us-east5-b", "usedBy": "kueue", "ladder": None},
         "multislice": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "flex-start",
                        "reservation": None, "calendar": False, "slices": 3, "vmsPerSlice": 2, "vms": 6, "chips": 24,
-                       "zone": "us-east5-a", "usedBy": "kueue"},
+                       "zone": "us-east5-a", "usedBy": "kueue",
+                       "ladder": {"name": "multislice", "rung": 1, "of": 2}},
+        "multislice-spot": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "spot",
+                            "reservation": None, "calendar": False, "slices": 3, "vmsPerSlice": 2, "vms": 6,
+                            "chips": 24, "zone": "us-east5-a", "usedBy": "kueue",
+                            "ladder": {"name": "multislice", "rung": 2, "of": 2}},
     },
     "queues": {
         "cohort": "tpu-stack",
@@ -105,13 +119,15 @@ DEV_SUMMARY = {
             "research": {"namespace": "research", "localQueue": "research-queue",
                          "clusterQueue": "research-cluster-queue",
                          "flavors": {"flex-v6e": {"nominalQuota": 4, "borrowingLimit": None},
-                                     "multislice": {"nominalQuota": 8, "borrowingLimit": None}}},
+                                     "multislice": {"nominalQuota": 8, "borrowingLimit": None},
+                                     "multislice-spot": {"nominalQuota": 0, "borrowingLimit": None}}},
             "training": {"namespace": "training", "localQueue": "training-queue",
                          "clusterQueue": "training-cluster-queue",
                          "flavors": {"flex-v6e": {"nominalQuota": 0, "borrowingLimit": 0},
-                                     "multislice": {"nominalQuota": 8, "borrowingLimit": 8}}},
+                                     "multislice": {"nominalQuota": 8, "borrowingLimit": 8},
+                                     "multislice-spot": {"nominalQuota": 0, "borrowingLimit": None}}},
         },
-        "cohortQuota": {"multislice": 8},
+        "cohortQuota": {"multislice": 8, "multislice-spot": 24},
     },
 }  # fmt: skip
 
@@ -119,13 +135,14 @@ PROD_SUMMARY = {
     "capacity": {
         "train": {"machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": "reservation",
                   "reservation": "tpu-prod-v5e-train", "calendar": False, "slices": 2, "vmsPerSlice": 4, "vms": 8,
-                  "chips": 32, "zone": "us-east5-a", "usedBy": "kueue"},
-        "burst": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "queued",
-                  "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 2, "vms": 2, "chips": 8,
-                  "zone": "us-east5-a", "usedBy": "kueue"},
+                  "chips": 32, "zone": "us-east5-a", "usedBy": "kueue",
+                  "ladder": {"name": "train", "rung": 1, "of": 2}},
+        "burst": {"machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": "queued",
+                  "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 4, "vms": 4, "chips": 16,
+                  "zone": "us-east5-a", "usedBy": "kueue", "ladder": {"name": "train", "rung": 2, "of": 2}},
         "serve": {"machineType": "ct5lp-hightpu-4t", "topology": "4x8", "provisioning": "on-demand",
                   "reservation": None, "calendar": False, "slices": 2, "vmsPerSlice": 8, "vms": 16, "chips": 64,
-                  "zone": "us-east5-a", "usedBy": "saxml"},
+                  "zone": "us-east5-a", "usedBy": "saxml", "ladder": None},
     },
     "queues": {
         "cohort": "tpu-stack",
@@ -137,7 +154,7 @@ PROD_SUMMARY = {
             "research": {"namespace": "research", "localQueue": "research-queue",
                          "clusterQueue": "research-cluster-queue",
                          "flavors": {"train": {"nominalQuota": 0, "borrowingLimit": 16},
-                                     "burst": {"nominalQuota": 8, "borrowingLimit": None}}},
+                                     "burst": {"nominalQuota": 16, "borrowingLimit": None}}},
         },
         "cohortQuota": {},
     },
@@ -258,10 +275,11 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
     lines, plan = dev
     groups = [line for line in lines if line and not line.startswith(" ") and " " in line]
     start = groups.index("GkeCluster tpu-dev")
-    assert groups[start : start + 16] == [
+    assert groups[start : start + 17] == [
         "GkeCluster tpu-dev",
         "TpuSlicePools flex-v6e",
         "TpuSlicePools multislice",
+        "TpuSlicePools multislice-spot",
         "JobSetInstall jobset",
         "KueueInstall kueue",
         "KueueQueues queues",
@@ -274,8 +292,9 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
         "Bucket data",
         "WorkloadIdentity training-trainer",
         "Monitoring monitoring",
-        f"Resources: + {len(plan['resources'])} to create (158 cloud/cluster resources of which 99 rendered from "
-        "charts, 17 components)",
+        # 3 spot slice pools and their flavor beyond the flex-start ones, and their TpuSlicePools component.
+        f"Resources: + {len(plan['resources'])} to create (162 cloud/cluster resources of which 99 rendered from "
+        "charts, 18 components)",
     ]
     text = "\n".join(lines)
     assert "      renders 21 objects: 5 ClusterRole, 3 ClusterRoleBinding, 2 Role, 2 RoleBinding, 2 Service, 1" in text
@@ -309,7 +328,7 @@ def test_a_queued_pool_reads_as_queued_not_flex_start(prod: Preview) -> None:
     """Queued provisioning sets flexStart too; the pool's line says which mode it is."""
     lines, _plan = prod
     (row,) = [line for line in lines if " burst " in line and "NodePool" in line]
-    assert row.endswith("ct5lp-hightpu-4t 2x4 nodes=0..2 total queued us-east5-a")
+    assert row.endswith("ct5lp-hightpu-4t 4x4 nodes=0..4 total queued us-east5-a")
 
 
 def test_policy_findings_come_last(dev: Preview) -> None:

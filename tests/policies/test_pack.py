@@ -32,6 +32,7 @@ EXPECTED = {
     "cluster-network": "mandatory",
     "default-deny-network-policy": "mandatory",
     "kueue-quota-within-chips": "mandatory",
+    "kueue-ladder-order": "mandatory",
     "pinned-charts-and-images": "mandatory",
     "images-by-digest": "mandatory",
     "protected-stack-resources": "mandatory",

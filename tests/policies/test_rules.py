@@ -686,9 +686,17 @@ def test_pool_labels_come_from_the_catalog_provisioning_mode_and_the_pool(rules:
     assert check(rules, resources) == []
 
 
+QUEUED_TOLERATION = {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def tolerating(resource: dict[str, Any], *tolerations: dict[str, str]) -> dict[str, Any]:
+    resource["inputs"]["spec"]["tolerations"] = list(tolerations)
+    return resource
+
+
 def test_queued_pools_count_total_max_nodes_and_autopilot_flavors_are_skipped(rules: ModuleType) -> None:
     resources = baseline()
-    resources.append(flavor("burst", {"cloud.google.com/gke-nodepool": "burst"}))
+    resources.append(tolerating(flavor("burst", {"cloud.google.com/gke-nodepool": "burst"}), QUEUED_TOLERATION))
     resources.append(cluster_queue("burst", {"burst": 9}))
     assert "provide 8 chips" in only(check(rules, resources), "kueue-quota-within-chips")[0]["message"]
     autopilot = [
@@ -697,6 +705,104 @@ def test_queued_pools_count_total_max_nodes_and_autopilot_flavors_are_skipped(ru
         cluster_queue("ap", {"v5e-2x4": 16}),
     ]
     assert [v for v in check(rules, autopilot) if v["policy"] == "kueue-quota-within-chips"] == []
+
+
+def test_a_flavor_is_backed_only_by_pools_whose_taints_it_tolerates(rules: ModuleType) -> None:
+    """GKE taints queued-provisioning nodes (cloud.google.com/gke-queued): pods of a flavor without that toleration
+    never run on the queued pool, so its chips back no quota of that flavor."""
+    resources = baseline()
+    resources.append(flavor("burst", {"cloud.google.com/gke-nodepool": "burst"}))
+    resources.append(cluster_queue("burst", {"burst": 8}))
+    assert [v["message"] for v in only(check(rules, resources), "kueue-quota-within-chips")] == [
+        "ResourceFlavor 'burst': queues hold 8 google.com/tpu nominal quota but the 0 matching node pool(s) provide "
+        "0 chips; lower the ClusterQueue nominalQuota or add slices"
+    ]
+
+
+V5E_4X4 = {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice", "cloud.google.com/gke-tpu-topology": "4x4"}
+SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true", "effect": "NO_SCHEDULE"}
+SPOT_TOLERATION = {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+
+
+def ladder_rungs() -> list[dict[str, Any]]:
+    """A ladder of v5e 4x4 slices (4 VMs, 16 chips each) as prod and dev declare one: two reserved slices, a queued
+    slice (tainted by GKE), two spot slices tainted by the pool; the rungs' flavors share the shape labels."""
+    reserved = [pool(f"train-{i}", nodeCount=4, placementPolicy={"tpuTopology": "4x4", "type": ""}) for i in (0, 1)]
+    queued = pool(
+        "burst-4x4",
+        initialNodeCount=0,
+        queuedProvisioning={"enabled": True},
+        nodeConfig={"flexStart": True, "reservationAffinity": {"consumeReservationType": "NO_RESERVATION"}},
+        autoscaling={"totalMaxNodeCount": 4, "locationPolicy": "ANY"},
+        management={"autoRepair": False},
+        placementPolicy={"tpuTopology": "4x4", "type": ""},
+    )
+    spot = [
+        pool(f"spot-{i}", nodeCount=4, nodeConfig={"spot": True, "taints": [SPOT_TAINT]},
+             placementPolicy={"tpuTopology": "4x4", "type": ""})
+        for i in (0, 1)
+    ]  # fmt: skip
+    return [*reserved, queued, *spot]
+
+
+def test_each_rung_of_a_ladder_is_held_to_its_own_pools(rules: ModuleType) -> None:
+    """The reservation rung's flavor (shape labels only) matches the labels of every 4x4 pool, but its pods tolerate
+    neither the queued nor the spot taint: only the 2 reserved slices (32 chips) back it, not all 80."""
+    resources = [*baseline(), *ladder_rungs()]
+    resources.append(flavor("train", V5E_4X4))
+    resources.append(tolerating(flavor("burst-4x4", {**V5E_4X4, "cloud.google.com/gke-flex-start": "true"}),
+                                QUEUED_TOLERATION))  # fmt: skip
+    resources.append(tolerating(flavor("spot", {**V5E_4X4, "cloud.google.com/gke-spot": "true"}), SPOT_TOLERATION))
+    resources.append(cluster_queue("rungs", {"train": 32, "burst-4x4": 16, "spot": 32}))
+    assert [v for v in check(rules, resources) if v["policy"] == "kueue-quota-within-chips"] == []
+    resources.append(cluster_queue("more", {"train": 8}))
+    assert [v["message"] for v in only(check(rules, resources), "kueue-quota-within-chips")] == [
+        "ResourceFlavor 'train': queues hold 40 google.com/tpu nominal quota but the 2 matching node pool(s) provide "
+        "32 chips; lower the ClusterQueue nominalQuota or add slices"
+    ]
+
+
+# --- kueue-ladder-order ----------------------------------------------------------------------------------
+
+
+def rung(name: str, ladder: str, place: int) -> dict[str, Any]:
+    resource = flavor(name, {**V5E_4X4, "pool": name})
+    resource["inputs"]["metadata"]["labels"] = {"tpu-stack/ladder": ladder, "tpu-stack/rung": str(place)}
+    return resource
+
+
+TRY_NEXT = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+
+
+def laddered_queue(name: str, flavors: list[str], fungibility: dict[str, str] | None = None) -> dict[str, Any]:
+    queue = cluster_queue(name, dict.fromkeys(flavors, 0))
+    if fungibility is not None:
+        queue["inputs"]["spec"]["flavorFungibility"] = fungibility
+    return queue
+
+
+def test_a_ladder_is_listed_whole_in_ladder_order_and_tries_the_next_rung(rules: ModuleType) -> None:
+    rungs = [rung("reserved", "v5e", 0), rung("queued", "v5e", 1), rung("spot", "v5e", 2)]
+    good = laddered_queue("good", ["flex", "reserved", "queued", "spot"], TRY_NEXT)
+    assert check(rules, [*baseline(), *rungs, good]) == []
+    queues = [
+        laddered_queue("swapped", ["queued", "reserved", "spot"], TRY_NEXT),
+        laddered_queue("short", ["reserved", "spot"], TRY_NEXT),
+        laddered_queue("defaults", ["reserved", "queued", "spot"]),
+    ]
+    split = laddered_queue("split", ["reserved"], TRY_NEXT)
+    split["inputs"]["spec"]["resourceGroups"].append({"flavors": [{"name": "queued"}, {"name": "spot"}]})
+    found = only(check(rules, [*baseline(), *rungs, *queues, split]), "kueue-ladder-order")
+    assert [(v["urn"].rsplit("::", 1)[1], v["message"]) for v in found] == [
+        ("clusterqueue-swapped", "ClusterQueue 'swapped' lists the flavors of ladder 'v5e' as queued, reserved, spot; "
+         "list reserved, queued, spot in that order, in one resource group"),
+        ("clusterqueue-short", "ClusterQueue 'short' lists the flavors of ladder 'v5e' as reserved, spot; list "
+         "reserved, queued, spot in that order, in one resource group"),
+        ("clusterqueue-defaults", "ClusterQueue 'defaults' lists ladder 'v5e' but would stop at a rung it fits only "
+         "by borrowing or preempting; set flavorFungibility whenCanBorrow and whenCanPreempt to TryNextFlavor"),
+        ("clusterqueue-split", "ClusterQueue 'split' lists the flavors of ladder 'v5e' as reserved, queued, spot; list "
+         "reserved, queued, spot in that order, in one resource group"),
+    ]  # fmt: skip
 
 
 def deployed_and_idle(resources: list[dict[str, Any]], view: policy_check.View) -> list[dict[str, Any]]:

@@ -133,7 +133,12 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     pod = slices["template"]["spec"]["template"]
     assert pod["spec"]["priorityClassName"] == "high"
     assert pod["spec"]["serviceAccountName"] == "trainer"
-    assert pod["spec"]["nodeSelector"] == k.MULTISLICE_LABELS
+    # dev's multislice is a ladder (flex-start, then spot): the pods ask only for the shape, Kueue adds the rest.
+    assert pod["spec"]["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+    }
+    assert "tolerations" not in pod["spec"]
     (container,) = pod["spec"]["containers"]
     assert container["image"] == IMAGE
     assert container["command"] == ["python", "-m", "train", "--steps", "1000"]
@@ -167,16 +172,18 @@ def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -
         ),
         (
             ["--pool", "v7"],
-            "error: --pool v7: no such pool group; this stack's pool groups are flex-v6e, multislice",
+            "error: --pool v7: no such pool group; this stack's pool groups are flex-v6e, multislice (ladder: "
+            "multislice, multislice-spot)",
+        ),
+        (
+            ["--pool", "multislice-spot"],
+            "error: --pool multislice-spot: pool group multislice-spot is a rung of ladder multislice, and Kueue may "
+            "admit a workload of its shape on any rung; submit to --pool multislice",
         ),
         (
             ["--slices", "4"],
-            "error: --slices 4: pool group multislice has 3 slice(s)",
-        ),
-        (
-            ["--team", "training", "--slices", "3"],
-            "error: --slices 3: 3 slice(s) of multislice are 24 TPU chips, but team training may hold 16 (share 8 + "
-            "borrowing limit 8); use --slices 2 or fewer",
+            "error: --slices 4: no rung of ladder multislice can take it (multislice: 3 slice(s); multislice-spot: 3 "
+            "slice(s))",
         ),
         (
             ["--team", "training", "--pool", "flex-v6e", "--slices", "1"],
@@ -220,14 +227,28 @@ def test_a_request_the_stack_cannot_run_is_one_line_and_exit_2(
     assert (code, out, err) == (2, "", line + "\n")
 
 
+def test_a_ladder_takes_what_one_of_its_rungs_can_hold(outputs: dict[str, Path]) -> None:
+    """dev: training may hold 16 chips of multislice (share 8 + borrowing limit 8) but all 24 spot chips (no
+    limit there), so 3 slices can run on the spot rung; Kueue skips the rung they do not fit."""
+    code, out, err = run(
+        "--outputs", outputs["dev"], "submit", "big", "--team", "training", "--pool", "multislice", "--slices", "3",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    (jobset,) = yaml.safe_load_all(out)
+    assert jobset["spec"]["replicatedJobs"][0]["replicas"] == 3
+
+
 def test_queued_groups_take_one_slice_per_workload(outputs: dict[str, Path]) -> None:
+    """prod's train ladder: research may hold 16 train chips (borrowing limit), one slice; burst is queued."""
     code, _, err = run(
-        "--outputs", outputs["prod"], "submit", "big", "--team", "research", "--pool", "burst", "--slices", "2",
+        "--outputs", outputs["prod"], "submit", "big", "--team", "research", "--pool", "train", "--slices", "2",
         "--image", IMAGE,
     )  # fmt: skip
     assert (code, err) == (
         2,
-        "error: --slices 2: pool group burst has 1 slice(s)\n",
+        "error: --slices 2: no rung of ladder train can take it (train: 32 TPU chips, but team research may hold 16 "
+        "(share 0 + borrowing limit 16); burst: queued provisioning, one slice per workload)\n",
     )
     code, _, err = run(
         "--outputs", outputs["prod"], "submit", "x", "--team", "training", "--pool", "serve", "--image", IMAGE
@@ -248,7 +269,8 @@ def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
     code, out, err = run(*argv)
     assert (code, err) == (0, "")
     assert out.splitlines() == [
-        "submitted JobSet training/train-2: 2 slice(s) of multislice (16 TPU chips) via training/training-queue",
+        "submitted JobSet training/train-2: 2 slice(s) of ladder multislice (multislice, then multislice-spot) (16 TPU "
+        "chips) via training/training-queue",
         "  mounts /data <- gs://tpu-stack-dev-dev-tpu-stack/datasets (read-only)",
         "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack/checkpoints/training (read-write)",
         "Follow it with `tpu-stack why train-2` and `tpu-stack logs train-2`.",
