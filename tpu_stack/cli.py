@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import yaml
 
@@ -28,10 +28,13 @@ EXIT_CODES = f"""exit codes:
      failed or was deactivated
   {EXIT_USAGE}  bad arguments or stack outputs: no such team, pool group or priority class, too many slices,
      no kubeconfig, unreadable outputs
-  {EXIT_NOT_FOUND}  no such workload
+  {EXIT_NOT_FOUND}  no such workload (logs: or no pod of it yet)
   {EXIT_FORBIDDEN}  the cluster refused the credentials, or the account may not do this (401/403)
   {EXIT_TIMEOUT}  submit --wait: not running before --timeout
 """
+
+
+T = TypeVar("T")
 
 
 def clock() -> datetime:
@@ -73,7 +76,7 @@ class Session:
                     raise kube.KubeconfigError(f"--kubeconfig {path}: not a kubeconfig")
             else:
                 config = self.stack.kubeconfig()
-            self._cluster = kube.Cluster(config)
+            self._cluster = kube.Cluster(config, path=path, context=self.args.context)
         return self._cluster
 
     def namespaces(self, team: str | None) -> list[str]:
@@ -122,18 +125,55 @@ def _job_kind(session: Session, namespace: str, name: str) -> str | None:
     return None
 
 
-def find(session: Session, name: str, team: str | None) -> Found:
-    """The workload `name` (its Job's or JobSet's name) in the team's namespace, or in any team's."""
-    hits = []
+def _per_namespace(
+    session: Session, team: str | None, read: Callable[[str], T]
+) -> tuple[list[tuple[str, T]], list[str]]:
+    """`read` in the team's namespace, or in every team's. Without --team, a namespace the account may not read (403)
+    is skipped and named in the second list, as team members are usually allowed only their own; the command fails
+    only when no namespace could be read. A 401 (credentials refused) fails at once."""
+    results: list[tuple[str, T]] = []
+    skipped: list[str] = []
+    first: kube.Forbidden | None = None
     for namespace in session.namespaces(team):
+        try:
+            results.append((namespace, read(namespace)))
+        except kube.Unauthorized:
+            raise
+        except kube.Forbidden as error:
+            if team is not None:
+                raise
+            skipped.append(namespace)
+            first = first or error
+    if first is not None and not results:
+        raise kube.Forbidden(f"{first} (no team's namespace could be read: {', '.join(skipped)})")
+    return results, skipped
+
+
+def _unread(skipped: list[str]) -> str:
+    return f"namespace{'s' if len(skipped) > 1 else ''} {', '.join(skipped)} could not be read (403)"
+
+
+def find(session: Session, name: str, team: str | None) -> Found:
+    """The workload `name` (its Job's or JobSet's name) in the team's namespace, or in any team's it may read."""
+
+    def look(namespace: str) -> Found | None:
         workload = kueue.find_workload(_workloads(session, namespace), name)
         owner = kueue.owner(workload) if workload else None
         kind = owner[0] if owner else _job_kind(session, namespace, name)
-        if workload is not None or kind is not None:
-            hits.append(Found(namespace, kueue.job_name(workload) if workload else name, kind, workload))
+        if workload is None and kind is None:
+            return None
+        return Found(namespace, kueue.job_name(workload) if workload else name, kind, workload)
+
+    looked, skipped = _per_namespace(session, team, look)
+    hits = [found for _, found in looked if found is not None]
     if not hits:
-        where = f"team {team}'s namespace" if team else "the teams' namespaces"
-        raise kube.NotFound(f"no workload {name!r} in {where}")
+        if team:
+            raise kube.NotFound(f"no workload {name!r} in team {team}'s namespace")
+        if skipped:
+            searched = [namespace for namespace, _ in looked]
+            where = f"namespace{'s' if len(searched) > 1 else ''} {', '.join(searched)}"
+            raise kube.NotFound(f"no workload {name!r} in {where}; {_unread(skipped)}")
+        raise kube.NotFound(f"no workload {name!r} in the teams' namespaces")
     if len(hits) > 1:
         teams = ", ".join(session.team_of(hit.namespace) for hit in hits)
         raise UsageError(f"{name!r} is in several teams' namespaces ({teams}); pick one with --team")
@@ -148,7 +188,7 @@ def _pods(session: Session, found: Found) -> list[Obj]:
 
 
 def _optional(read: Callable[[], Any], default: Any) -> Any:
-    """What the account may read: a ClusterQueue or the cohort may be out of a team member's reach."""
+    """What the account may read: a Service may be out of a team member's reach."""
     try:
         return read()
     except (kube.Forbidden, kube.NotFound):
@@ -157,10 +197,24 @@ def _optional(read: Callable[[], Any], default: Any) -> Any:
 
 def evidence(session: Session, found: Found) -> why.Evidence:
     """Everything `why` reads about a workload: its ClusterQueue and cohort, its ProvisioningRequests, its pods
-    and the events of both."""
+    and the events of both. What the account may not read (403) is named in `unreadable`; what does not exist
+    (404: no Cohort object, no ProvisioningRequest API) is simply absent."""
     workload = found.workload
     assert workload is not None
     cluster = session.cluster
+    unreadable: set[str] = set()
+
+    def read(kind: str, call: Callable[[], Any], default: Any) -> Any:
+        try:
+            return call()
+        except kube.Unauthorized:
+            raise
+        except kube.Forbidden:
+            unreadable.add(kind)
+            return default
+        except kube.NotFound:
+            return default
+
     admission = workload.get("status", {}).get("admission") or {}
     queue_name = admission.get("clusterQueue") or next(
         (
@@ -170,27 +224,30 @@ def evidence(session: Session, found: Found) -> why.Evidence:
         ),
         None,
     )
-    queues: list[Obj] = _optional(lambda: cluster.list(kube.kueue_path("clusterqueues")), [])
+    queues: list[Obj] = read("clusterqueues", lambda: cluster.list(kube.kueue_path("clusterqueues")), [])
     queue = next((q for q in queues if q["metadata"]["name"] == queue_name), None)
     if queue is None and queue_name:
-        queue = _optional(lambda: cluster.get(kube.kueue_path("clusterqueues", name=queue_name)), None)
+        queue = read("clusterqueues", lambda: cluster.get(kube.kueue_path("clusterqueues", name=queue_name)), None)
     cohort_name = (queue or {}).get("spec", {}).get("cohortName")
-    cohort = _optional(lambda: cluster.get(kube.kueue_path("cohorts", name=cohort_name)), None) if cohort_name else None
+    cohort = (
+        read("cohorts", lambda: cluster.get(kube.kueue_path("cohorts", name=cohort_name)), None)
+        if cohort_name
+        else None
+    )
     group, version, plural = kube.PROVISIONING
     uid = workload["metadata"].get("uid")
-    requests = [
-        r
-        for r in _optional(lambda: cluster.list(kube.path(group, version, plural, namespace=found.namespace)), [])
-        if any(ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences", []) or [])
-    ]
-    pods = _pods(session, found)
+    owned = read(
+        "provisioningrequests", lambda: cluster.list(kube.path(group, version, plural, namespace=found.namespace)), []
+    )
+    requests = [r for r in owned if any(ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences") or [])]
+    pods: list[Obj] = read("pods", lambda: _pods(session, found), [])
     names = {workload["metadata"]["name"], *(p["metadata"]["name"] for p in pods)}
     events = [
         e
-        for e in _optional(lambda: cluster.list(kube.path("", "v1", "events", namespace=found.namespace)), [])
-        if (e.get("involvedObject") or {}).get("name") in names
+        for e in read("events", lambda: cluster.list(kube.path("", "v1", "events", namespace=found.namespace)), [])
+        if (e.get("involvedObject") or e.get("regarding") or {}).get("name") in names
     ]
-    return why.Evidence(workload, queue, queues, cohort, requests, events, pods)
+    return why.Evidence(workload, queue, queues, cohort, requests, events, pods, frozenset(unreadable))
 
 
 def _age(obj: Obj, now: datetime) -> str:
@@ -198,6 +255,14 @@ def _age(obj: Obj, now: datetime) -> str:
 
 
 # ---- commands -------------------------------------------------------------------------------------------------
+
+
+def _create(cluster: kube.Cluster, resource: str, body: Obj) -> Obj:
+    """Create, and tell a 404 (the API or the namespace is missing) from "no such workload"."""
+    try:
+        return cluster.create(resource, body)
+    except kube.NotFound as error:
+        raise kube.ClusterError(f"the cluster refused POST {resource} (404): {error}") from None
 
 
 def cmd_submit(session: Session) -> int:
@@ -223,7 +288,7 @@ def cmd_submit(session: Session) -> int:
     main = next(obj for obj in built.objects if obj["kind"] in kueue.JOB_KINDS)
     resource = kube.jobset_path(namespace=namespace) if main["kind"] == "JobSet" else kube.job_path(namespace=namespace)
     try:
-        created = cluster.create(resource, main)
+        created = _create(cluster, resource, main)
     except kube.Conflict:
         raise kube.Conflict(
             f"{main['kind']} {namespace}/{built.name} already exists: pick another name, or `tpu-stack delete "
@@ -234,7 +299,7 @@ def cmd_submit(session: Session) -> int:
             # Owned by the Job, so deleting the Job (by any means) deletes its Service too.
             owner = {"apiVersion": "batch/v1", "kind": "Job", "name": built.name, "uid": created["metadata"]["uid"]}
             service = {**obj, "metadata": {**obj["metadata"], "ownerReferences": [owner]}}
-            cluster.create(kube.path("", "v1", "services", namespace=namespace), service)
+            _create(cluster, kube.path("", "v1", "services", namespace=namespace), service)
     queue = f"{namespace}/{built.queue.local_queue}"
     print(
         f"submitted {main['kind']} {namespace}/{built.name}: {built.slices} slice(s) of {built.where} "
@@ -283,9 +348,13 @@ def cmd_list(session: Session) -> int:
     now = clock()
     flavors = session.stack.flavors
     rows = [("NAME", "KIND", "TEAM", "QUEUE", "FLAVOR", "ADMITTED", "AGE", "STATE")]
-    for namespace in session.namespaces(session.args.team):
-        pods = session.cluster.list(kube.path("", "v1", "pods", namespace=namespace))
-        for workload in sorted(_workloads(session, namespace), key=lambda w: str(w["metadata"]["creationTimestamp"])):
+
+    def read(namespace: str) -> tuple[list[Obj], list[Obj]]:
+        return _workloads(session, namespace), session.cluster.list(kube.path("", "v1", "pods", namespace=namespace))
+
+    found, skipped = _per_namespace(session, session.args.team, read)
+    for namespace, (workloads, pods) in found:
+        for workload in sorted(workloads, key=lambda w: str(w["metadata"]["creationTimestamp"])):
             owner = kueue.owner(workload)
             kind, name = owner if owner else ("Workload", workload["metadata"]["name"])
             label = kueue.JOBSET_NAME_LABEL if kind == "JobSet" else kueue.JOB_NAME_LABEL
@@ -303,6 +372,8 @@ def cmd_list(session: Session) -> int:
                     kueue.state(workload, own_pods),
                 )
             )
+    if skipped:
+        print(f"note: {_unread(skipped)}; its workloads are not listed", file=session.err)
     if len(rows) == 1:
         print("No workloads.", file=session.out)
         return EXIT_OK
@@ -348,7 +419,8 @@ def cmd_logs(session: Session) -> int:
         where = f"slice {args.slice} worker {args.worker}" if found.kind == "JobSet" else f"worker {args.worker}"
         raise kube.NotFound(f"no pod of {found.name} for {where} yet; `tpu-stack why {found.name}` tells why")
     pod = max(matching, key=_leader_first)
-    container = args.container or pod["spec"]["containers"][0]["name"]
+    names = [str(c["name"]) for c in pod["spec"]["containers"]]
+    container = args.container or (kueue.WORKLOAD_CONTAINER if kueue.WORKLOAD_CONTAINER in names else names[0])
     for line in session.cluster.log_lines(
         found.namespace, pod["metadata"]["name"], container=container, follow=args.follow
     ):
@@ -394,6 +466,7 @@ def parser() -> argparse.ArgumentParser:
         "--outputs", type=Path, metavar="FILE", help="read saved outputs (`pulumi stack output --json --show-secrets`)"
     )
     main.add_argument("--kubeconfig", type=Path, metavar="FILE", help="use this kubeconfig, not the stack's output")
+    main.add_argument("--context", help="the kubeconfig context to use (default: its current-context)")
     commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, summary: str) -> argparse.ArgumentParser:
@@ -452,7 +525,7 @@ def parser() -> argparse.ArgumentParser:
     logs.add_argument("--team", help="the team whose namespace holds it (default: search every team's)")
     logs.add_argument("--slice", type=int, default=0, metavar="N", help="slice (JobSet child Job index; default 0)")
     logs.add_argument("--worker", type=int, default=0, metavar="N", help="worker (VM) within the slice (default 0)")
-    logs.add_argument("--container", help="container (default: the workload's)")
+    logs.add_argument("--container", help=f"container (default: {kueue.WORKLOAD_CONTAINER}, else the pod's first)")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing as the pod logs")
     logs.set_defaults(run=cmd_logs)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import urllib3
@@ -40,6 +41,10 @@ class Forbidden(ClusterError):
     """401 or 403: the credentials were refused, or the account may not do this."""
 
 
+class Unauthorized(Forbidden):
+    """401: the cluster refused the credentials, whatever the call."""
+
+
 class Conflict(ClusterError):
     pass
 
@@ -63,18 +68,42 @@ def job_path(*, namespace: str, name: str | None = None) -> str:
     return path("batch", "v1", "jobs", namespace=namespace, name=name)
 
 
-def _exec_plugin_problem(kubeconfig: dict[str, Any]) -> str | None:
-    """The kubeconfig's exec credential plugin, when it is not installed (the client would only log it and then
-    call the cluster anonymously)."""
-    context_name = kubeconfig.get("current-context")
+def _exec_plugin(kubeconfig: dict[str, Any], context: str | None) -> Obj | None:
+    """The exec credential plugin of the context's user, if it signs in with one."""
+    context_name = context or kubeconfig.get("current-context")
     contexts = {c.get("name"): c.get("context", {}) for c in kubeconfig.get("contexts", []) or []}
-    user_name = contexts.get(context_name, {}).get("user")
+    if context is not None and context not in contexts:
+        names = ", ".join(str(name) for name in contexts) or "none"
+        raise KubeconfigError(f"--context {context}: no such context in the kubeconfig; its contexts: {names}")
+    user_name = (contexts.get(context_name) or {}).get("user")
     for user in kubeconfig.get("users", []) or []:
-        exec_config = (user.get("user") or {}).get("exec") if user.get("name") == user_name else None
-        if exec_config and shutil.which(str(exec_config.get("command", ""))) is None:
-            hint = exec_config.get("installHint") or "install it"
-            return f"the kubeconfig signs in with `{exec_config.get('command')}`, which is not on PATH: {hint}"
+        if user.get("name") == user_name:
+            found = (user.get("user") or {}).get("exec")
+            return dict(found) if isinstance(found, dict) else None
     return None
+
+
+def _exec_plugin_problem(plugin: Obj | None) -> str | None:
+    """The exec credential plugin, when it is not installed (the client would only log it and then call the
+    cluster anonymously)."""
+    if plugin and shutil.which(str(plugin.get("command", ""))) is None:
+        hint = plugin.get("installHint") or "install it"
+        return f"the kubeconfig signs in with `{plugin.get('command')}`, which is not on PATH: {hint}"
+    return None
+
+
+def _sign_in_hint(plugin: Obj | None) -> str:
+    """What to do about a 401 when an exec plugin signs in: the client logs the plugin's failure and goes on without
+    credentials (kube_config.py _load_from_exec_plugin), so the 401 is often the plugin's failure."""
+    if not plugin:
+        return ""
+    command = str(plugin.get("command", ""))
+    advice = (
+        "run `gcloud auth login` (the plugin uses gcloud's credentials), then try again"
+        if Path(command).name == "gke-gcloud-auth-plugin"
+        else f"check that `{command}` prints a credential when run by hand"
+    )
+    return f"; the kubeconfig signs in with `{command}`, which gave no credential the cluster accepts: {advice}"
 
 
 def _message(body: bytes, reason: str) -> str:
@@ -87,15 +116,33 @@ def _message(body: bytes, reason: str) -> str:
 
 
 class Cluster:
-    """One cluster, reached with `kubeconfig` (a parsed kubeconfig)."""
+    """One cluster, reached with `kubeconfig` (a parsed kubeconfig) and its `context` (default: current-context).
 
-    def __init__(self, kubeconfig: dict[str, Any], *, timeout: float = TIMEOUT_SECONDS) -> None:
-        problem = _exec_plugin_problem(kubeconfig)
+    With `path`, the kubeconfig is loaded from that file, so relative paths in it (certificate-authority,
+    client-certificate, client-key, tokenFile) are resolved against the file's directory, as kubectl does; the
+    client resolves them against the current directory when given the parsed dict (kube_config.py _get_base_path).
+    """
+
+    def __init__(
+        self,
+        kubeconfig: dict[str, Any],
+        *,
+        path: Path | None = None,
+        context: str | None = None,
+        timeout: float = TIMEOUT_SECONDS,
+    ) -> None:
+        self.plugin = _exec_plugin(kubeconfig, context)
+        problem = _exec_plugin_problem(self.plugin)
         if problem:
             raise KubeconfigError(problem)
         try:
-            self.api = kube_config.new_client_from_config_dict(kubeconfig, persist_config=False)
-        except (ConfigException, ValueError, KeyError) as error:
+            if path is not None:
+                self.api = kube_config.new_client_from_config(
+                    config_file=str(path), context=context, persist_config=False
+                )
+            else:
+                self.api = kube_config.new_client_from_config_dict(kubeconfig, context=context, persist_config=False)
+        except (ConfigException, ValueError, KeyError, OSError) as error:
             raise KubeconfigError(f"the kubeconfig cannot be used: {error}") from None
         self.server = str(self.api.configuration.host)
         self.timeout = timeout
@@ -133,8 +180,10 @@ class Cluster:
         if not 200 <= response.status <= 299:
             response.read()
             said = _message(response.data or b"", str(response.reason or ""))
-            if response.status in (401, 403):
-                raise Forbidden(f"forbidden ({response.status}): {said}")
+            if response.status == 401:
+                raise Unauthorized(f"forbidden (401): {said}{_sign_in_hint(self.plugin)}")
+            if response.status == 403:
+                raise Forbidden(f"forbidden (403): {said}")
             if response.status == 404:
                 raise NotFound(said)
             if response.status == 409:

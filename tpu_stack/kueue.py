@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes.utils.quantity import parse_quantity
 
 from components import tpu_catalog
+from components.workloads import MAX_RUN_ANNOTATION as MAX_RUN_ANNOTATION
 
 Obj = dict[str, Any]
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -26,9 +27,16 @@ JOBSET_JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 JOB_KINDS = ("JobSet", "Job")
+WORKLOAD_CONTAINER = "jax-tpu"
+"""The container `make workloads` and `submit` give the workload's code (components/workloads.py); `logs` reads it."""
+PROVISIONING_RETRIES = 3
+"""Retries of a failed queued-provisioning request: Kueue's default backoffLimitCount (apis/kueue/v1beta2/
+provisioningrequestconfig_types.go), as the stack's ProvisioningRequestConfigs set no retryStrategy."""
 
 # Workload condition types (workload_types.go).
 ADMITTED, QUOTA_RESERVED, EVICTED, PREEMPTED, FINISHED = "Admitted", "QuotaReserved", "Evicted", "Preempted", "Finished"
+# Evicted reasons (workload_types.go): by the scheduler's preemption, and by an admission check in Retry.
+EVICTED_BY_PREEMPTION, EVICTED_BY_ADMISSION_CHECK = "Preempted", "AdmissionCheck"
 
 
 def condition(obj: Obj, kind: str) -> Obj | None:
@@ -130,24 +138,42 @@ def selected_flavor(workload: Obj, flavors: dict[str, dict[str, str]]) -> str | 
     return None
 
 
+def evictions(workload: Obj, reason: str, cause: str = "") -> int:
+    """How often Kueue evicted the workload for `reason` (status.schedulingStats.evictions, counted per reason and
+    underlying cause by pkg/workload/evict/evict.go): for "AdmissionCheck", the failed provisioning attempts that
+    were retried."""
+    stats = workload.get("status", {}).get("schedulingStats") or {}
+    for entry in stats.get("evictions", []) or []:
+        if entry.get("reason") == reason and (entry.get("underlyingCause") or "") == cause:
+            return int(entry.get("count") or 0)
+    return 0
+
+
 def pod_running(pod: Obj) -> bool:
     return pod.get("status", {}).get("phase") == "Running"
 
 
 def state(workload: Obj, pods: list[Obj]) -> str:
-    """One word for a workload: Succeeded, Failed, Deactivated, Running, Starting, Provisioning, Preempted,
-    Evicted or Pending."""
+    """One word for a workload: Succeeded, Failed, Deactivated, Preempted, Retrying, Evicted, Running, Starting,
+    Provisioning or Pending.
+
+    Evicted comes before Admitted: Kueue sets Evicted=True first, and QuotaReserved and Admitted stay True until the
+    job is suspended and its pods have stopped (pkg/workload/evict/evict.go prepareForEviction,
+    jobframework/reconciler.go); it is reset when quota is reserved again (workload.go SetQuotaReservation)."""
     finished = condition(workload, FINISHED)
     if finished and finished.get("status") == "True":
         return "Failed" if finished.get("reason") == "Failed" else "Succeeded"
     if workload.get("spec", {}).get("active") is False:
         return "Deactivated"
+    evicted = condition(workload, EVICTED)
+    if evicted and evicted.get("status") == "True":
+        reason = evicted.get("reason")
+        if reason == EVICTED_BY_PREEMPTION:
+            return "Preempted"
+        return "Retrying" if reason == EVICTED_BY_ADMISSION_CHECK else "Evicted"
     if is_true(workload, ADMITTED):
         running = sum(1 for pod in pods if pod_running(pod))
         return "Running" if running >= pod_count(workload) else "Starting"
     if is_true(workload, QUOTA_RESERVED):
         return "Provisioning"
-    evicted = condition(workload, EVICTED)
-    if evicted and evicted.get("status") == "True":
-        return "Preempted" if evicted.get("reason") == "Preempted" else "Evicted"
     return "Pending"

@@ -10,8 +10,11 @@ What each object means follows the sources of the versions the stack installs:
   borrowing and lending limits as the scheduler adds them up (pkg/cache/scheduler/resource_node.go); the
   ClusterQueue's status.flavorsReservation (clusterqueue_types.go); the provisioning admission check's states
   and messages (pkg/controller/admissionchecks/provisioning/controller.go); the preemption message and its
-  reasons (pkg/scheduler/preemption/preemption.go); deactivation after a rejected check
-  (pkg/controller/core/workload_controller.go).
+  reasons, and the events of both sides (pkg/scheduler/preemption/preemption.go); the suffixes the scheduler adds
+  while it preempts for a workload (pkg/scheduler/scheduler.go markPreemptionOutcome, processEntry); eviction of
+  a workload whose check is in Retry, with a backoff in status.requeueState, and deactivation after a Rejected
+  check (pkg/controller/core/workload_controller.go reconcileCheckBasedEviction, pkg/workload/evict/evict.go);
+  status.accumulatedPastExecutionTimeSeconds and status.schedulingStats.evictions (pkg/workload).
 - cluster-autoscaler (kubernetes/autoscaler): ProvisioningRequest conditions Accepted, Provisioned, Failed,
   BookingExpired, CapacityRevoked (apis/provisioningrequest/autoscaling.x-k8s.io/v1/types.go); the pod events
   TriggeredScaleUp and NotTriggerScaleUp (processors/status/eventing_scale_up_processor.go); GKE's autoscaler
@@ -19,13 +22,13 @@ What each object means follows the sources of the versions the stack installs:
 
 Numbers are read from the ClusterQueues themselves (nominal quota, borrowing and lending limits, reserved
 quota), so they are the cluster's, not the config's. Cohorts are read one level deep: the stack's teams share
-one Cohort with no parent.
+one Cohort with no parent. What the account could not read is named, never counted as zero.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 
@@ -49,6 +52,31 @@ _PRIORITIES = re.compile(
     r"preemptor effective priority: (?P<preemptor>-?\d+).*preemptee effective priority: (?P<preemptee>-?\d+)"
 )
 _PREEMPTOR_PATH = re.compile(r"preemptor path: /(?:[^/;]+/)*(?P<queue>[^/;]+);")
+# What the scheduler adds to the QuotaReserved message while it preempts for the workload (scheduler.go).
+_PENDING_PREEMPTION = re.compile(r"\. Pending the preemption of (?P<count>\d+) workload\(s\)$")
+_PREEMPTION_FAILED = re.compile(r"\. Preempting (?P<count>\d+) workload\(s\) failed, will retry\.$")
+_DEFERRED = (
+    "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete"
+)
+_OVERLAPPING = "Workload has overlapping preemption targets with another workload"
+# The preemptor's event for each workload it preempts (preemption.go IssuePreemptions).
+_PREEMPTED_WORKLOAD = re.compile(
+    r"Preempted workload (?P<workload>\S+) \(UID: [^)]*\) in ClusterQueue (?P<queue>\S+); preemptor effective "
+    r"priority: (?P<preemptor>-?\d+)\b.*preemptee effective priority: (?P<preemptee>-?\d+)"
+)
+# A check in Retry or Rejected, as the Evicted message quotes it (workload_controller.go buildAdmissionChecksMessage).
+_CHECK_IN_MESSAGE = re.compile(
+    r'AdmissionChecks? in (?:Retry|Rejected) state: "(?P<check>[^"]+)"(?: \((?P<said>.*)\))?'
+)
+# The provisioning controller's event when a check changes state (controller.go syncCheckStates).
+_CHECK_UPDATED = re.compile(r"Admission check (?P<check>\S+) updated state from (?P<before>\w+) to (?P<after>\w+)")
+_RETRY_FAILED, _RETRY_BOOKING = "Retrying after failure: ", "Retrying after booking expired: "
+"""The check's message in Retry (controller.go syncCheckStates), before the ProvisioningRequest condition's."""
+_RESET = "Reset to Pending after eviction."
+"""The check's message once an eviction reset it (evict.go resetChecksOnEviction)."""
+BOOKING_EXPIRED_MESSAGE = "Capacity reservation time is expired"
+"""The autoscaler's BookingExpired message (provisioningrequest/conditions/conditions.go
+CapacityReservationTimeExpiredMsg)."""
 AUTOSCALER_REASONS = ("FailedScaleUp", "NotTriggerScaleUp", "TriggeredScaleUp")
 _BACKOFF = "in backoff after failed scale-up"
 """The autoscaler's skipped-node-group reason (core/scaleup/orchestrator/skippedreasons.go)."""
@@ -82,6 +110,9 @@ class Evidence:
     events: list[Obj] = field(default_factory=list)
     """Events of the workload and of its pods."""
     pods: list[Obj] = field(default_factory=list)
+    unreadable: frozenset[str] = frozenset()
+    """What the account may not read (403): "clusterqueues", "cohorts", "provisioningrequests", "pods", "events". A
+    Cohort that does not exist (404) is not in it: it has no quota of its own."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +192,12 @@ def age(since: datetime | None, now: datetime) -> str:
     """'45s', '20m', '2h', '2h5m', '3d4h'."""
     if since is None:
         return "an unknown time"
-    seconds = max(0, int((now - since).total_seconds()))
+    return duration(int((now - since).total_seconds()))
+
+
+def duration(seconds: int) -> str:
+    """Seconds as '45s', '20m', '2h', '2h5m', '3d4h'."""
+    seconds = max(0, seconds)
     days, rest = divmod(seconds, 86400)
     hours, rest = divmod(rest, 3600)
     minutes = rest // 60
@@ -197,7 +233,12 @@ def queue_quota(cluster_queue: Obj, flavor: str, resource: str) -> QueueQuota | 
     )
 
 
-def cohort_quota(evidence: Evidence, cohort: str, flavor: str, resource: str) -> CohortQuota:
+def cohort_quota(evidence: Evidence, cohort: str, flavor: str, resource: str) -> CohortQuota | None:
+    """The cohort's numbers; None when the ClusterQueues or the Cohort could not be read. A Cohort's own quota is
+    part of what it lends (resource_node.go: its SubtreeQuota starts from its own quotas), so an unreadable one is
+    not 0; a Cohort that does not exist has no quota of its own."""
+    if {"clusterqueues", "cohorts"} & evidence.unreadable:
+        return None
     members = tuple(
         quota
         for cq in sorted(evidence.cluster_queues, key=lambda q: str(q["metadata"]["name"]))
@@ -263,8 +304,96 @@ def _team_key(view: StackView, queue: str, fallback: str) -> str:
     return key or fallback
 
 
+def _policy(cluster_queue: Obj, key: str) -> str:
+    """A ClusterQueue's spec.preemption policy; Kueue's default is Never (clusterqueue_types.go)."""
+    return str((cluster_queue.get("spec", {}).get("preemption") or {}).get(key) or "Never")
+
+
+def _unknown_cohort(evidence: Evidence, queue: QueueQuota, cohort: str, message: str) -> Diagnosis:
+    """The queue is in a cohort the account cannot read: Kueue's own words and the queue's numbers, no arithmetic."""
+    limit = (
+        f" and may borrow at most {_number(queue.borrowing_limit)} from cohort {cohort} (it borrows "
+        f"{_number(queue.borrowed)} now)"
+        if queue.borrowing_limit is not None
+        else f" in cohort {cohort}"
+    )
+    hidden = " and ".join(
+        words
+        for kind, words in (("clusterqueues", "the ClusterQueues"), ("cohorts", f"Cohort {cohort}"))
+        if kind in evidence.unreadable
+    )
+    return Diagnosis(
+        "Pending",
+        f"Pending: Kueue says: {message}. {_holds(queue)}{limit}; {hidden} could not be read, so what the cohort "
+        "lends now is not known.",
+        "Read access to ClusterQueues and Cohorts (Kueue's kueue-clusterqueue-viewer-role and "
+        "kueue-cohort-viewer-role, bound cluster-wide) lets `tpu-stack why` give the cohort's numbers.",
+    )
+
+
+def _exceeds(
+    view: StackView, queue: QueueQuota, cohort: CohortQuota | None, resource: str, flavor: str, need: Decimal, key: str
+) -> Diagnosis:
+    """More than the queue can ever hold: the bound, and a borrowing limit to raise only when that would do."""
+    most = _maximum(queue, cohort)
+    needs = f"needs {amount(resource, need)} of flavor {flavor}"
+    reach = queue.local + cohort.total if cohort is not None else queue.nominal
+    limited = cohort is not None and queue.borrowing_limit is not None and most < reach
+    if cohort is None:
+        why = f"{queue.name} has only {_number(queue.nominal)}"
+    elif limited:
+        assert queue.borrowing_limit is not None
+        why = (
+            f"{queue.name} can hold at most {_number(most)} (its nominal {_number(queue.nominal)} plus its "
+            f"borrowing limit {_number(queue.borrowing_limit)})"
+        )
+    else:
+        why = f"cohort {cohort.name} has only {_number(cohort.total)} in all"
+    change = f"Submit at most {amount(resource, most)}{_slices(view, flavor, most)}"
+    if limited and cohort is not None:
+        if need <= reach:
+            change += f", or ask the platform team to raise {key} to {_number(need - queue.nominal)}"
+        else:
+            change += (
+                f"; a higher borrowing limit would not be enough, as cohort {cohort.name} has only {_number(reach)} "
+                f"for {queue.name} in all"
+            )
+    return Diagnosis(
+        "Pending", f"Pending, and it cannot be admitted as submitted: it {needs}, but {why}.", f"{change}."
+    )
+
+
+def _reclaim(cluster_queue: Obj, queue: QueueQuota, cohort: CohortQuota, needs: str) -> Diagnosis:
+    """The request fits in the queue's own nominal quota, which other queues of the cohort borrow now."""
+    policy = _policy(cluster_queue, "reclaimWithinCohort")
+    usage = f"{_number(cohort.used)} of the cohort's {_number(cohort.total)} are in use ({_members(cohort)})"
+    head = (
+        f"Pending: other queues of cohort {cohort.name} borrow {queue.name}'s nominal quota. It {needs}; "
+        f"{_holds(queue)}, and {usage}."
+    )
+    if policy == "Any":
+        return Diagnosis(
+            "Pending",
+            f"{head} Kueue takes nominal quota back by preempting the borrowers' workloads (reclaimWithinCohort: Any).",
+            "It starts once they have stopped; nothing needs changing.",
+        )
+    if policy == "LowerPriority":
+        return Diagnosis(
+            "Pending",
+            f"{head} Kueue takes nominal quota back only from the borrowers' workloads of lower priority than this one "
+            "(reclaimWithinCohort: LowerPriority).",
+            "It starts when those are preempted or the borrowers' workloads finish; a higher --priority lets it "
+            "reclaim from more of them.",
+        )
+    return Diagnosis(
+        "Pending",
+        f"{head} Kueue does not preempt to take nominal quota back (reclaimWithinCohort: {policy}).",
+        "It starts when the borrowers' workloads finish or are deleted.",
+    )
+
+
 def _quota_diagnosis(
-    evidence: Evidence, view: StackView, resource: str, flavor: str, *, exceeds: bool
+    evidence: Evidence, view: StackView, resource: str, flavor: str, *, exceeds: bool, message: str
 ) -> Diagnosis | None:
     """A pending workload's quota, borrowing limit and cohort, from its ClusterQueue and the cohort's members."""
     cq = evidence.cluster_queue
@@ -275,26 +404,15 @@ def _quota_diagnosis(
         return None
     need = kueue.requests(evidence.workload).get(resource, Decimal(0))
     cohort_name = cq.get("spec", {}).get("cohortName")
-    cohort = cohort_quota(evidence, cohort_name, flavor, resource) if cohort_name else None
+    cohort = None
+    if cohort_name:
+        cohort = cohort_quota(evidence, cohort_name, flavor, resource)
+        if cohort is None:
+            return _unknown_cohort(evidence, queue, cohort_name, message)
     needs = f"needs {amount(resource, need)} of flavor {flavor}"
     limit_key = f"{_team_key(view, queue.name, 'the team')}.borrowingLimit.{flavor}"
     if exceeds:
-        most = _maximum(queue, cohort)
-        if cohort is None:
-            why = f"{queue.name} has only {_number(queue.nominal)}"
-        elif queue.borrowing_limit is not None and queue.nominal + queue.borrowing_limit < queue.local + cohort.total:
-            why = (
-                f"{queue.name} can hold at most {_number(most)} (its nominal {_number(queue.nominal)} plus its "
-                f"borrowing limit {_number(queue.borrowing_limit)})"
-            )
-        else:
-            why = f"cohort {cohort.name} has only {_number(cohort.total)} in all"
-        change = f"Submit at most {amount(resource, most)}{_slices(view, flavor, most)}"
-        if cohort is not None and queue.borrowing_limit is not None and most < queue.local + cohort.total:
-            change += f", or ask the platform team to raise {limit_key} to {_number(need - queue.nominal)}"
-        return Diagnosis(
-            "Pending", f"Pending, and it cannot be admitted as submitted: it {needs}, but {why}.", f"{change}."
-        )
+        return _exceeds(view, queue, cohort, resource, flavor, need, limit_key)
     available = _available(queue, cohort)
     short = amount(resource, max(Decimal(0), need - available))
     if cohort is None:
@@ -304,18 +422,28 @@ def _quota_diagnosis(
             f"It starts when workloads in {queue.name} finish or are deleted; the queue is in no cohort and "
             "cannot borrow.",
         )
+    if queue.reserved + need <= queue.nominal:
+        return _reclaim(cq, queue, cohort, needs)
     own_free = max(Decimal(0), queue.nominal - queue.reserved)
     lends = max(Decimal(0), cohort.idle - own_free)
     headroom = None if queue.borrowing_limit is None else max(Decimal(0), queue.borrowing_limit - queue.borrowed)
     if headroom is not None and headroom < lends:
         assert queue.borrowing_limit is not None
+        raise_to = queue.reserved + need - queue.nominal
+        enough = _available(replace(queue, borrowing_limit=raise_to), cohort) >= need
+        change = (
+            f"It starts when {queue.name}'s own workloads free {short}, or when the platform team raises "
+            f"{limit_key} to {_number(raise_to)} or more."
+            if enough
+            else f"It starts when {queue.name}'s own workloads free {short}; a higher {limit_key} alone would not "
+            f"be enough now, as the cohort has only {_number(lends)} idle."
+        )
         return Diagnosis(
             "Pending",
             f"Pending: held by its borrowing limit. It {needs}; {_holds(queue)} and may borrow at most "
             f"{_number(queue.borrowing_limit)} from cohort {cohort.name} (it borrows {_number(queue.borrowed)} now), "
             f"so it can take only {_number(available)} more while the cohort has {_number(lends)} idle.",
-            f"It starts when {queue.name}'s own workloads free {short}, or when the platform team raises "
-            f"{limit_key} to {_number(queue.reserved + need - queue.nominal)} or more.",
+            change,
         )
     usage = f"{_number(cohort.used)} of the cohort's {_number(cohort.total)} are in use ({_members(cohort)})"
     if lends == 0:
@@ -333,6 +461,67 @@ def _quota_diagnosis(
     )
 
 
+@dataclass(frozen=True)
+class _Target:
+    """A workload Kueue preempts for this one, from the preemptor's PreemptedWorkload event."""
+
+    workload: str
+    queue: str
+    priority: int
+    preemptor: int
+
+
+def _targets(evidence: Evidence, count: int) -> list[_Target]:
+    """The latest `count` workloads Kueue preempted for this one (events expire, so there may be fewer)."""
+    found: dict[str, _Target] = {}
+    events = _events_of(evidence, evidence.workload["metadata"]["name"], ("PreemptedWorkload",))
+    for event in reversed(events):
+        match = _PREEMPTED_WORKLOAD.search(str(event.get("message") or event.get("note") or ""))
+        if match and match["workload"] not in found and len(found) < count:
+            found[match["workload"]] = _Target(
+                match["workload"], match["queue"], int(match["preemptee"]), int(match["preemptor"])
+            )
+    return list(reversed(found.values()))
+
+
+def _compared(target: _Target) -> str:
+    if target.priority < target.preemptor:
+        return f"priority {target.priority}, below this one's {target.preemptor}"
+    if target.priority > target.preemptor:
+        return f"priority {target.priority}, above this one's {target.preemptor}"
+    return f"priority {target.priority}, the same as this one"
+
+
+def _preempting(evidence: Evidence, assignment: str, count: int) -> Diagnosis:
+    """The scheduler found room by preemption and evicts the targets; the workload is admitted once they stop."""
+    targets = _targets(evidence, count)
+    head = f"Pending: Kueue is preempting {count} workload{'' if count == 1 else 's'} to make room for it"
+    if targets:
+        head += ": " + "; ".join(f"{t.workload} of {t.queue} ({_compared(t)})" for t in targets)
+    head += "."
+    found = _UNUSED.search(assignment)
+    cq = evidence.cluster_queue
+    queue = queue_quota(cq, found["flavor"], found["resource"]) if cq is not None and found else None
+    if cq is not None and found and queue is not None:
+        need = kueue.requests(evidence.workload).get(found["resource"], Decimal(0))
+        head += f" It needs {amount(found['resource'], need)} of flavor {found['flavor']}; {_holds(queue)}"
+        cohort = cq.get("spec", {}).get("cohortName")
+        if targets and all(t.queue == queue.name for t in targets):
+            head += (
+                f", and Kueue preempts workloads of lower priority in {queue.name} for it (withinClusterQueue: "
+                f"{_policy(cq, 'withinClusterQueue')})"
+            )
+        elif cohort and queue.reserved + need <= queue.nominal:
+            head += (
+                f": the chips it lacks are its own nominal quota, lent to other queues of cohort {cohort}, and Kueue "
+                f"takes them back (reclaimWithinCohort: {_policy(cq, 'reclaimWithinCohort')})"
+            )
+        head += "."
+    return Diagnosis(
+        "Pending", head, "It starts once they have stopped and released their quota; nothing needs changing."
+    )
+
+
 def _pending(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     workload = evidence.workload
     reserved = kueue.condition(workload, kueue.QUOTA_RESERVED)
@@ -344,10 +533,38 @@ def _pending(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
             "Ask again in a few seconds.",
         )
     message = str(reserved.get("message", ""))
+    if message == _DEFERRED:
+        return Diagnosis(
+            "Pending",
+            "Pending: it fits once the workloads Kueue is preempting for another workload have stopped, and Kueue "
+            "admits it then.",
+            "Nothing needs changing.",
+        )
+    if message == _OVERLAPPING:
+        return Diagnosis(
+            "Pending",
+            "Pending: the workloads Kueue would preempt for it are being preempted for another workload first; Kueue "
+            "tries again in its next cycle.",
+            "Nothing needs changing.",
+        )
+    preempting = _PENDING_PREEMPTION.search(message)
+    if preempting:
+        return _preempting(evidence, message[: preempting.start()], int(preempting["count"]))
+    failed = _PREEMPTION_FAILED.search(message)
+    if failed:
+        count = int(failed["count"])
+        return Diagnosis(
+            "Pending",
+            f"Pending: Kueue tried to preempt {count} workload{'' if count == 1 else 's'} to make room for it and "
+            f"could not; it tries again in its next cycle. Kueue says: {message[: failed.start()]}.",
+            "Nothing needs changing; if it lasts, the platform team can read the Kueue controller's log.",
+        )
     for pattern, exceeds in ((_MAXIMUM, True), (_UNUSED, False)):
         found = pattern.search(message)
         if found:
-            diagnosis = _quota_diagnosis(evidence, view, found["resource"], found["flavor"], exceeds=exceeds)
+            diagnosis = _quota_diagnosis(
+                evidence, view, found["resource"], found["flavor"], exceeds=exceeds, message=message
+            )
             if diagnosis is not None:
                 return diagnosis
     return Diagnosis("Pending", f"Pending: Kueue says: {message}", "")
@@ -394,6 +611,12 @@ def _chips(workload: Obj) -> str:
     return amount(kueue.TPU, kueue.requests(workload).get(kueue.TPU, Decimal(0)))
 
 
+def _check_state(workload: Obj, name: str | None) -> Obj:
+    """The workload's state of admission check `name` (status.admissionChecks)."""
+    checks = workload.get("status", {}).get("admissionChecks", []) or []
+    return next((dict(c) for c in checks if c.get("name") == name), {})
+
+
 def _checks(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     """Quota is reserved; an admission check (the queued-provisioning request) is not ready."""
     workload = evidence.workload
@@ -403,14 +626,24 @@ def _checks(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     for check in workload.get("status", {}).get("admissionChecks", []) or []:
         if check.get("state") == "Ready":
             continue
-        name = check["name"]
+        name, state = check["name"], check.get("state", "Pending")
+        said = str(check.get("message") or "")
+        said = "" if said.startswith(_RESET) else said
         request = _request_for(evidence, name)
-        if check.get("state") == "Retry":
-            parts.append(f"admission check {name} failed and Kueue retries it: {check.get('message', '')}")
+        if state == "Retry":
+            parts.append(f"admission check {name} failed and Kueue retries it" + (f": {said}" if said else ""))
         elif request is not None:
             parts.append(f"admission check {name} waits for {_request_state(request, now)}")
+        elif "provisioningrequests" in evidence.unreadable:
+            parts.append(f"admission check {name} is {state}, and its ProvisioningRequest could not be read")
+        elif said:
+            parts.append(f"admission check {name} is {state}: {said}")
         else:
-            parts.append(f"admission check {name} is {check.get('state', 'Pending')}: {check.get('message', '')}")
+            attempt = int(check.get("retryCount") or 0) + 1
+            parts.append(
+                f"admission check {name} is {state}: Kueue is creating its ProvisioningRequest (attempt {attempt} of "
+                f"{1 + kueue.PROVISIONING_RETRIES})"
+            )
     vms = view.vms_per_slice.get(flavor)
     nodes = f"the {vms} nodes of the slice" if vms and vms > 1 else "the node"
     return Diagnosis(
@@ -422,26 +655,177 @@ def _checks(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     )
 
 
+def _check_in_message(message: str) -> tuple[str | None, str]:
+    """(check, what it said) from an Evicted message that quotes a check in Retry or Rejected."""
+    found = _CHECK_IN_MESSAGE.search(message)
+    return (found["check"], found["said"] or "") if found else (None, message)
+
+
+def _ran(workload: Obj) -> int:
+    """Seconds the workload was admitted in earlier admissions (workload_types.go
+    accumulatedPastExecutionTimeSeconds, added when Admitted turns False, pkg/workload/admissionchecks.go)."""
+    return int(workload.get("status", {}).get("accumulatedPastExecutionTimeSeconds") or 0)
+
+
+def _rejection(evidence: Evidence, check: str | None, said: str) -> tuple[str | None, int]:
+    """Why the provisioning check was Rejected: "failed" (GKE never provided the capacity), "expired" (it did, and
+    the booking expired before the workload was admitted onto it) or "revoked" (GKE took it back from a workload
+    that was running); None when nothing left tells. With the attempt it happened at.
+
+    Kueue deletes the ProvisioningRequests of an evicted workload (CleanupProvisioningRequestsOnEviction, on by
+    default in 0.19), so the request is usually gone; the workload's own record then decides: the provisioning
+    controller's event for the change to Rejected (from Ready: the capacity had been provided), whether it was
+    admitted (a BookingExpired request rejects only a workload that is not; controller.go syncCheckStates), and
+    the autoscaler's BookingExpired message."""
+    workload = evidence.workload
+    attempt = kueue.evictions(workload, kueue.EVICTED_BY_ADMISSION_CHECK) + 1
+    request = _request_for(evidence, check)
+    if request is not None:
+        for kind, condition in (("failed", "Failed"), ("revoked", "CapacityRevoked"), ("expired", "BookingExpired")):
+            if kueue.is_true(request, condition):
+                return kind, _attempt(request) or attempt
+    ran = _ran(workload) > 0 or kueue.is_true(workload, kueue.ADMITTED)
+    changes = [
+        found
+        for event in _events_of(evidence, workload["metadata"]["name"], ("AdmissionCheckUpdated",))
+        for found in [_CHECK_UPDATED.search(str(event.get("message") or event.get("note") or ""))]
+        if found and found["after"] == "Rejected" and found["check"] == (check or found["check"])
+    ]
+    if changes:
+        if changes[-1]["before"] != "Ready":
+            return "failed", attempt
+        return ("revoked" if ran else "expired"), attempt
+    if ran:
+        return "revoked", attempt
+    if said == BOOKING_EXPIRED_MESSAGE:
+        return "expired", attempt
+    return None, attempt
+
+
 def _deactivated(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     workload = evidence.workload
     evicted = kueue.condition(workload, kueue.EVICTED) or {}
     reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
-    flavor = _admission_flavor(workload, view) or "?"
-    if reason.endswith("AdmissionCheck"):
-        request = _request_for(evidence, None)
-        cause = _request_state(request, now) if request is not None else message
+    if not reason.endswith(kueue.EVICTED_BY_ADMISSION_CHECK):
         return Diagnosis(
             "Deactivated",
-            f"Stopped: queued provisioning failed, and Kueue deactivated the workload. {cause}; GKE did not provide "
-            f"{_chips(workload)} of flavor {flavor}.",
-            f"Delete it (tpu-stack delete {kueue.job_name(workload)}) and submit it again to queue a new request, "
-            "or submit to a pool group with capacity now.",
+            f"Stopped: Kueue deactivated the workload: {message or reason}.",
+            "Delete it and submit it again.",
+        )
+    check, said = _check_in_message(message)
+    kind, attempt = _rejection(evidence, check, said)
+    chips = f"{_chips(workload)} of flavor {_admission_flavor(workload, view) or '?'}"
+    total = 1 + kueue.PROVISIONING_RETRIES
+    detail = f" ({said})" if said else ""
+    again = f"Delete it (tpu-stack delete {kueue.job_name(workload)}) and submit it again to queue a new request"
+    if kind == "failed":
+        return Diagnosis(
+            "Deactivated",
+            f"Stopped: queued provisioning attempt {attempt} of {total} failed, and Kueue deactivated the workload: "
+            f"GKE did not provide {chips}{detail}.",
+            f"{again}, or submit to a pool group with capacity now.",
+        )
+    if kind == "expired":
+        return Diagnosis(
+            "Deactivated",
+            f"Stopped: GKE provided {chips} for queued provisioning attempt {attempt} of {total}, but the booking "
+            f"expired before the workload was admitted onto them{detail}, and Kueue deactivated the workload.",
+            f"{again}.",
+        )
+    if kind == "revoked":
+        ran = _ran(workload)
+        limit = str((workload["metadata"].get("annotations") or {}).get(kueue.MAX_RUN_ANNOTATION, ""))
+        return Diagnosis(
+            "Deactivated",
+            f"Stopped: {f'it ran for {duration(ran)}, then ' if ran else ''}GKE took back the capacity of its queued "
+            f"provisioning request{detail}, and Kueue deactivated the workload."
+            + (
+                f" The request's run limit (maxRunDurationSeconds) is {duration(int(limit))}."
+                if limit.isdigit()
+                else ""
+            ),
+            f"{again}; checkpoint to /checkpoints so the next run resumes.",
         )
     return Diagnosis(
         "Deactivated",
-        f"Stopped: Kueue deactivated the workload: {message or reason}.",
-        "Delete it and submit it again.",
+        f"Stopped: Kueue deactivated the workload after its queued provisioning request was rejected (attempt "
+        f"{attempt} of {total}){f': {said}' if said else ''}.",
+        f"{again}.",
     )
+
+
+def _requeue_at(workload: Obj) -> datetime | None:
+    """When a backoff ends (workload_types.go status.requeueState.requeueAt)."""
+    return kueue.timestamp((workload.get("status", {}).get("requeueState") or {}).get("requeueAt"))
+
+
+def _then_pending(evidence: Evidence, view: StackView, now: datetime, evicted: Obj) -> Diagnosis | None:
+    """What holds an evicted workload once the scheduler has looked at it again: only then does the QuotaReserved
+    message differ from the eviction's, which the job reconciler copies into it (jobframework/reconciler.go)."""
+    reserved = kueue.condition(evidence.workload, kueue.QUOTA_RESERVED) or {}
+    if reserved.get("message") == evicted.get("message"):
+        return None
+    return _pending(evidence, view, now)
+
+
+def _retrying(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
+    """A queued-provisioning attempt failed (or its booking expired) with retries left: Kueue evicted the workload,
+    released its quota, reset the check to Pending with retryCount + 1, and requeues it after a backoff
+    (workload_controller.go reconcileCheckBasedEviction, evict.go resetChecksOnEviction)."""
+    workload = evidence.workload
+    evicted = kueue.condition(workload, kueue.EVICTED) or {}
+    check, said = _check_in_message(str(evicted.get("message", "")))
+    failed = int(_check_state(workload, check).get("retryCount") or 0)
+    failed = failed or kueue.evictions(workload, kueue.EVICTED_BY_ADMISSION_CHECK) or 1
+    total = 1 + kueue.PROVISIONING_RETRIES
+    if said.startswith(_RETRY_BOOKING):
+        what = (
+            f"GKE provided {_chips(workload)} for queued provisioning attempt {failed} of {total}, but the booking "
+            f"expired before the workload was admitted onto them ({said.removeprefix(_RETRY_BOOKING)})"
+        )
+    else:
+        what = f"queued provisioning attempt {failed} of {total} failed ({said.removeprefix(_RETRY_FAILED)})"
+    last = f"if attempt {total} fails too, Kueue deactivates the workload"
+    requeue_at = _requeue_at(workload)
+    if kueue.is_true(workload, kueue.QUOTA_RESERVED):
+        return Diagnosis(
+            "Retrying",
+            f"Retrying: {what}; its pods are stopping, then Kueue retries.",
+            f"Nothing needs changing ({last}).",
+        )
+    if requeue_at is not None and requeue_at > now:
+        wait = duration(int((requeue_at - now).total_seconds()))
+        return Diagnosis(
+            "Retrying",
+            f"Waiting to retry: {what}. Kueue released its quota and tries again in {wait} (at "
+            f"{requeue_at:%H:%M:%S} UTC) with attempt {failed + 1}, a new ProvisioningRequest.",
+            f"Nothing needs changing ({last}); delete the workload to give up its place.",
+        )
+    reason = f"Retrying: {what}. Its backoff is over and it is queued for attempt {failed + 1}."
+    pending = _then_pending(evidence, view, now, evicted)
+    if pending is not None and pending.reason.startswith("Pending"):
+        return Diagnosis("Retrying", f"{reason} Now {pending.reason[0].lower()}{pending.reason[1:]}", pending.change)
+    return Diagnosis("Retrying", reason, f"Nothing needs changing ({last}).")
+
+
+def _evicted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
+    """Evicted for another reason (a timeout, a stopped queue): Kueue queues it again."""
+    workload = evidence.workload
+    evicted = kueue.condition(workload, kueue.EVICTED) or {}
+    since = age(kueue.timestamp(evicted.get("lastTransitionTime")), now)
+    reason = f"Evicted {since} ago: {str(evicted.get('message') or evicted.get('reason', '')).rstrip('.')}."
+    if kueue.is_true(workload, kueue.QUOTA_RESERVED):
+        return Diagnosis("Evicted", f"{reason} Its pods are stopping; then Kueue queues it again.", "")
+    pending = _then_pending(evidence, view, now, evicted)
+    if pending is not None:
+        return Diagnosis("Evicted", f"{reason} Now {pending.reason[0].lower()}{pending.reason[1:]}", pending.change)
+    requeue_at = _requeue_at(workload)
+    when = (
+        f" in {duration(int((requeue_at - now).total_seconds()))} (at {requeue_at:%H:%M:%S} UTC)"
+        if requeue_at is not None and requeue_at > now
+        else ""
+    )
+    return Diagnosis("Evicted", f"{reason} Kueue queues it again{when}.", "")
 
 
 def _preempted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
@@ -449,7 +833,8 @@ def _preempted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     evicted = kueue.condition(workload, kueue.EVICTED) or {}
     preempted = kueue.condition(workload, kueue.PREEMPTED) or {}
     message = str(preempted.get("message") or evicted.get("message", ""))
-    cause = _PREEMPTION_REASONS.get(str(preempted.get("reason", "")), "by Kueue")
+    why_reason = str(preempted.get("reason", ""))
+    cause = _PREEMPTION_REASONS.get(why_reason, "by Kueue")
     by = _PREEMPTOR_PATH.search(message)
     preemptor = f", for a workload of {by['queue']}" if by else ""
     priorities = ""
@@ -458,20 +843,27 @@ def _preempted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
         if event.get("reason") == "Preempted" and found:
             priorities = f" (priority {found['preemptor']} against its {found['preemptee']})"
     since = age(kueue.timestamp(evicted.get("lastTransitionTime")), now)
-    reason = (
-        f"Preempted {since} ago {cause}{preemptor}{priorities}; it is queued again and will restart from the beginning."
-    )
+    stopping = kueue.is_true(workload, kueue.QUOTA_RESERVED)
+    then = "its pods are stopping, then it is queued again" if stopping else "it is queued again"
+    reason = f"Preempted {since} ago {cause}{preemptor}{priorities}; {then} and will restart from the beginning."
     cq = evidence.cluster_queue
     flavor = _admission_flavor(workload, view)
     queue = queue_quota(cq, flavor, kueue.TPU) if cq is not None and flavor else None
-    change = "Checkpoint to /checkpoints so a restart resumes."
-    if queue is not None:
+    checkpoint = "Checkpoint to /checkpoints so a restart resumes."
+    if why_reason == "InClusterQueue":
+        name = cq["metadata"]["name"] if cq is not None else "its ClusterQueue"
+        change = (
+            f"In {name} priority decides, whatever the quota: submit it again with a higher --priority, or wait for "
+            f"the higher-priority work to finish. {checkpoint}"
+        )
+    elif queue is not None and why_reason in ("InCohortReclamation", "InCohortReclaimWhileBorrowing"):
         change = (
             f"Work within {queue.name}'s nominal {amount(kueue.TPU, queue.nominal)} of {flavor} is not reclaimed by "
-            f"other queues; work beyond it borrows, and the lenders may take it back. {change}"
+            f"other queues; work beyond it borrows, and the lenders may take it back. {checkpoint}"
         )
-    reserved = kueue.condition(workload, kueue.QUOTA_RESERVED) or {}
-    pending = _pending(evidence, view, now) if reserved.get("message") != evicted.get("message") else None
+    else:
+        change = checkpoint
+    pending = None if stopping else _then_pending(evidence, view, now, evicted)
     if pending is not None and pending.reason.startswith("Pending:"):
         reason += " Now " + pending.reason[0].lower() + pending.reason[1:]
     return Diagnosis("Preempted", reason, change)
@@ -515,7 +907,7 @@ def _admitted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
         return Diagnosis(
             "Starting",
             f"Starting: {head}; {len(running)} of {expected} pods are running.",
-            "The rest are being created; `tpu-stack logs NAME` shows the leader's output.",
+            f"The rest are being created; `tpu-stack logs {kueue.job_name(workload)}` shows the leader's output.",
         )
     pod, scheduler = unschedulable[0]
     reason = (
@@ -551,7 +943,10 @@ def _admitted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
 
 
 def explain(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
-    """Why the workload is (not) running, and what would change it."""
+    """Why the workload is (not) running, and what would change it.
+
+    Eviction is read before admission: Kueue sets Evicted=True first, and QuotaReserved and Admitted stay True
+    until the job is suspended and its pods have stopped (evict.go prepareForEviction, jobframework/reconciler.go)."""
     workload = evidence.workload
     finished = kueue.condition(workload, kueue.FINISHED)
     if finished and finished.get("status") == "True":
@@ -560,14 +955,15 @@ def explain(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
         return Diagnosis(state, f"{state} {since} ago: {finished.get('message', '')}".rstrip(": "), "")
     if workload.get("spec", {}).get("active") is False:
         return _deactivated(evidence, view, now)
+    evicted = kueue.condition(workload, kueue.EVICTED)
+    if evicted and evicted.get("status") == "True":
+        if evicted.get("reason") == kueue.EVICTED_BY_PREEMPTION:
+            return _preempted(evidence, view, now)
+        if evicted.get("reason") == kueue.EVICTED_BY_ADMISSION_CHECK:
+            return _retrying(evidence, view, now)
+        return _evicted(evidence, view, now)
     if kueue.is_true(workload, kueue.ADMITTED):
         return _admitted(evidence, view, now)
     if kueue.is_true(workload, kueue.QUOTA_RESERVED):
         return _checks(evidence, view, now)
-    if kueue.is_true(workload, kueue.EVICTED):
-        evicted = kueue.condition(workload, kueue.EVICTED) or {}
-        if evicted.get("reason") == "Preempted":
-            return _preempted(evidence, view, now)
-        pending = _pending(evidence, view, now)
-        return Diagnosis("Evicted", f"Evicted: {evicted.get('message', '')} {pending.reason}", pending.change)
     return _pending(evidence, view, now)

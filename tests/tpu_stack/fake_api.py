@@ -4,7 +4,8 @@ Objects live at their API paths (`/apis/kueue.x-k8s.io/v1beta2/namespaces/resear
 the collection lists them (with `labelSelector` of `key=value` terms), POST creates one (409 when it exists,
 `uid` and `creationTimestamp` filled in), DELETE removes one, GET `.../pods/<name>/log` returns its text.
 Requests need the bearer token, answer 401 without it and 403 on the paths marked forbidden, with the
-`Status` objects the API server sends. The server stops when the test ends, and by itself after `lifetime`
+`Status` objects the API server sends, and 404 on the paths marked absent (an API the cluster does not serve). The
+server stops when the test ends, and by itself after `lifetime`
 seconds whatever happens.
 """
 
@@ -37,7 +38,9 @@ class FakeApi:
     logs: dict[str, str] = field(default_factory=dict)
     """Pod API path -> its log text."""
     forbidden: set[tuple[str, str]] = field(default_factory=set)
-    """(method, path prefix) the account may not call."""
+    """(method, path prefix) the account may not call; method "*" is every method."""
+    absent: set[str] = field(default_factory=set)
+    """Path prefixes the cluster does not serve (a CRD not installed): 404 for every method."""
     hooks: list[Callable[[FakeApi, Request], None]] = field(default_factory=list)
     """Called before each request: how a test makes the cluster change over time."""
     requests: list[Request] = field(default_factory=list)
@@ -69,8 +72,11 @@ class FakeApi:
             if token != f"Bearer {TOKEN}":
                 return _status(401, "Unauthorized", "Unauthorized")
             for method, prefix in self.forbidden:
-                if request.method == method and request.path.startswith(prefix):
-                    return _status(403, "Forbidden", f'{method} {request.path} is forbidden: User "dev" cannot do this')
+                if method in (request.method, "*") and request.path.startswith(prefix):
+                    said = f'{request.method} {request.path} is forbidden: User "dev" cannot do this'
+                    return _status(403, "Forbidden", said)
+            if any(request.path.startswith(prefix) for prefix in self.absent):
+                return _status(404, "NotFound", "the server could not find the requested resource")
             if request.method == "GET" and request.path.endswith("/log"):
                 text = self.logs.get(request.path.removesuffix("/log"))
                 return (200, text.encode(), "text/plain") if text is not None else _status(404, "NotFound", "no pod")

@@ -9,7 +9,10 @@ Shapes and names follow the writers' sources:
   (clusterqueue_types.go); quantities are strings, as resource.Quantity serializes.
 - ProvisioningRequest (autoscaling.x-k8s.io/v1) named `<workload>-<check>-<attempt>` and owned by the
   Workload (pkg/controller/admissionchecks/provisioning/provisioning.go, controller.go).
-- Events (core/v1) with involvedObject, reason, message, source.component.
+- Events (core/v1) with involvedObject, reason, message, source.component, as the autoscaler writes them; and
+  Kueue's, which 0.19 writes with the events.k8s.io/v1 recorder (mgr.GetEventRecorder, Eventf(obj, related, type,
+  reason, action, note)): read through core/v1 they have involvedObject (regarding), message (note), eventTime,
+  reportingComponent and action, and no source, firstTimestamp or lastTimestamp.
 """
 
 from __future__ import annotations
@@ -55,15 +58,24 @@ def cluster_queue(
     cohort: str | None,
     quotas: dict[str, tuple[str, str | None]],
     reserved: dict[str, tuple[str, str]] | None = None,
+    lending: dict[str, str] | None = None,
+    reclaim: str = "Any",
 ) -> Obj:
     """A team ClusterQueue as KueueQueues declares it, with Kueue's defaults and status. `quotas`: flavor ->
-    (nominalQuota, borrowingLimit); `reserved`: flavor -> (total, borrowed) of status.flavorsReservation."""
+    (nominalQuota, borrowingLimit); `reserved`: flavor -> (total, borrowed) of status.flavorsReservation;
+    `lending`: flavor -> lendingLimit; `reclaim`: spec.preemption.reclaimWithinCohort."""
     reserved = reserved or {}
+    lending = lending or {}
     flavors = [
         {
             "name": flavor,
             "resources": [
-                {"name": TPU, "nominalQuota": nominal, **({"borrowingLimit": limit} if limit is not None else {})}
+                {
+                    "name": TPU,
+                    "nominalQuota": nominal,
+                    **({"borrowingLimit": limit} if limit is not None else {}),
+                    **({"lendingLimit": lending[flavor]} if flavor in lending else {}),
+                }
             ],
         }
         for flavor, (nominal, limit) in quotas.items()
@@ -88,7 +100,7 @@ def cluster_queue(
         "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
         "preemption": {
             "borrowWithinCohort": {"policy": "Never"},
-            "reclaimWithinCohort": "Any",
+            "reclaimWithinCohort": reclaim,
             "withinClusterQueue": "LowerPriority",
         },
         "resourceGroups": [{"coveredResources": [TPU], "flavors": flavors}],
@@ -138,12 +150,17 @@ def workload(
     checks: list[Obj] | None = None,
     active: bool = True,
     recorded: bool = False,
+    priority: int = 100,
+    annotations: dict[str, str] | None = None,
+    status: Obj | None = None,
 ) -> Obj:
     """The Workload Kueue creates for a Job (pod set `main`) or JobSet (pod set per replicated Job, `slice`).
-    `recorded`: status.resourceRequests, which the scheduler writes while the workload is not admitted."""
+    `recorded`: status.resourceRequests, which the scheduler writes while the workload is not admitted; `status`:
+    more status fields (requeueState, schedulingStats, accumulatedPastExecutionTimeSeconds); `annotations`: the
+    job's provreq.kueue.x-k8s.io/ annotations, which Kueue copies to the Workload (jobframework/utils.go)."""
     podset = "slice" if kind == "JobSet" else "main"
     api = "jobset.x-k8s.io/v1alpha2" if kind == "JobSet" else "batch/v1"
-    status: Obj = {"conditions": conditions}
+    status = {"conditions": conditions, **(status or {})}
     if admission is not None:
         status["admission"] = admission
     if checks is not None:
@@ -160,6 +177,7 @@ def workload(
             "generation": 1,
             "creationTimestamp": created or ago(minutes=30),
             "labels": {"kueue.x-k8s.io/job-uid": f"job-uid-{job}"},
+            **({"annotations": annotations} if annotations else {}),
             "ownerReferences": [
                 {
                     "apiVersion": api,
@@ -174,7 +192,7 @@ def workload(
         "spec": {
             "active": active,
             "queueName": queue,
-            "priority": 100,
+            "priority": priority,
             "priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "very-low"},
             "podSets": [
                 {
@@ -259,6 +277,35 @@ def event(kind: str, name: str, namespace: str, reason: str, message: str, compo
         "count": 1,
         "firstTimestamp": since,
         "lastTimestamp": since,
+    }
+
+
+def kueue_event(workload: Obj, reason: str, message: str, at: str, component: str = "kueue-admission") -> Obj:
+    """An event Kueue recorded on a Workload, as `GET /api/v1/namespaces/<ns>/events` returns it; `component` is the
+    recorder's name (the scheduler's "kueue-admission", the provisioning controller's
+    "kueue-provisioning-request-controller", cmd/kueue/main.go)."""
+    name, namespace = workload["metadata"]["name"], workload["metadata"]["namespace"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name}.18a2b3c4d5e6f708", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "name": name,
+            "namespace": namespace,
+            "uid": workload["metadata"]["uid"],
+        },
+        "reason": reason,
+        "message": message,
+        "source": {},
+        "firstTimestamp": None,
+        "lastTimestamp": None,
+        "eventTime": at.replace("Z", ".412345Z"),
+        "action": reason,
+        "reportingComponent": component,
+        "reportingInstance": "kueue-controller-manager-6d4f9c7b8-x2k9p",
+        "type": "Normal",
     }
 
 

@@ -16,12 +16,13 @@ import pytest
 import yaml
 
 from components.config.stack import StackConfig
+from components.kueue_queues import queue_objects
 from components.workloads import workloads
 from offline import commands, validate
 from offline.engine import run_stack
 from tests.tpu_stack import kueue_objects as k
-from tests.tpu_stack.fake_api import FakeApi, Request, serving
-from tpu_stack import cli
+from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
+from tpu_stack import cli, kueue
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
@@ -85,6 +86,7 @@ def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureF
     for command in ("submit", "list", "why", "logs", "delete"):
         assert f"    {command} " in text
     assert "  5  submit --wait: not running before --timeout" in text
+    assert "  3  no such workload (logs: or no pod of it yet)" in text
 
 
 # ---- submit --------------------------------------------------------------------------------------------------
@@ -328,6 +330,62 @@ def test_forbidden_is_exit_4_with_the_api_servers_reason(
     assert (code, err) == (4, f'error: forbidden (403): POST {path} is forbidden: User "dev" cannot do this\n')
 
 
+def test_a_missing_api_on_create_is_exit_1_not_no_such_workload(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """The JobSet CRD is not installed: the API server answers 404 to the POST."""
+    api.absent.add("/apis/jobset.x-k8s.io")
+    code, _, err = run(
+        "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "train-2", "--team",
+        "training", "--pool", "multislice", "--slices", "2", "--image", IMAGE,
+    )  # fmt: skip
+    path = JOBSETS.format(ns="training")
+    assert (code, err) == (
+        1,
+        f"error: the cluster refused POST {path} (404): the server could not find the requested resource\n",
+    )
+
+
+def test_a_failing_sign_in_plugin_gets_a_hint_with_the_401(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """The plugin is installed but fails (no gcloud login): the client only logs that and calls without
+    credentials, so the 401 says what to do."""
+    plugin = tmp_path / "gke-gcloud-auth-plugin"
+    plugin.write_text("#!/bin/sh\necho 'no active account' >&2\nexit 1\n")
+    plugin.chmod(0o755)
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin)}}
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path, user=user), "list")
+    assert (code, err) == (
+        4,
+        f"error: forbidden (401): Unauthorized; the kubeconfig signs in with `{plugin}`, which gave no credential "
+        "the cluster accepts: run `gcloud auth login` (the plugin uses gcloud's credentials), then try again\n",
+    )
+
+
+def test_kubeconfig_paths_are_relative_to_the_file_and_a_context_can_be_chosen(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As kubectl: a relative tokenFile is read next to the kubeconfig, whatever the current directory; --context
+    picks a context other than current-context."""
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (folder / "token").write_text(TOKEN)
+    config = api.kubeconfig()
+    config["users"] = [{"name": "fake", "user": {"tokenFile": "token"}}, {"name": "old", "user": {"token": "expired"}}]
+    config["contexts"].append({"name": "stale", "context": {"cluster": "fake", "user": "old"}})
+    config["current-context"] = "stale"
+    (folder / "kubeconfig").write_text(yaml.safe_dump(config))
+    monkeypatch.chdir(tmp_path)
+    kube = Path("conf/kubeconfig")
+    code, out, err = run("--outputs", outputs["dev"], "--kubeconfig", kube, "--context", "fake", "list")
+    assert (code, out, err) == (0, "No workloads.\n", "")
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", kube, "list")
+    assert (code, err) == (4, "error: forbidden (401): Unauthorized\n")
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", kube, "--context", "prod", "list")
+    assert (code, err) == (2, "error: --context prod: no such context in the kubeconfig; its contexts: fake, stale\n")
+
+
 def test_refused_credentials_are_exit_4(outputs: dict[str, Path], api: FakeApi, tmp_path: Path) -> None:
     config = kubeconfig(api, tmp_path, user={"token": "expired"})
     code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "list")
@@ -375,12 +433,12 @@ def _train_workload(conditions: list[dict[str, Any]], *, admitted: bool) -> dict
     )
 
 
-def _queues(api: FakeApi, training_reserved: tuple[str, str]) -> None:
+def _queues(api: FakeApi, training_reserved: tuple[str, str], training_limit: str | None = "8") -> None:
     for queue in (
         k.cluster_queue("research-cluster-queue", "research", cohort="tpu-stack",
                         quotas={"flex-v6e": ("4", None), "multislice": ("8", None)}),
         k.cluster_queue("training-cluster-queue", "training", cohort="tpu-stack",
-                        quotas={"flex-v6e": ("0", "0"), "multislice": ("8", "8")},
+                        quotas={"flex-v6e": ("0", "0"), "multislice": ("8", training_limit)},
                         reserved={"multislice": training_reserved}),
     ):  # fmt: skip
         api.put(f"{KUEUE}/clusterqueues", queue)
@@ -492,6 +550,144 @@ def test_why_falls_back_to_kueues_words_when_queues_are_out_of_reach(
     assert (code, out) == (0, f"Pending: Kueue says: {message}\n")
 
 
+def test_why_with_the_cohort_out_of_reach_does_not_count_it_as_empty(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """ClusterQueues readable, the Cohort not (the chart's clusterqueue and cohort viewer roles are separate): the
+    cohort's own 8 chips are not taken for 0."""
+    _queues(api, ("8", "0"))
+    api.forbidden.add(("GET", f"{KUEUE}/cohorts"))
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 8 more needed"
+    )
+    api.put(
+        f"{KUEUE}/namespaces/training/workloads",
+        _train_workload(k.pending_conditions(message, k.ago()), admitted=False),
+    )
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
+    assert (code, out) == (
+        0,
+        f"Pending: Kueue says: {message}. training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 "
+        "from cohort tpu-stack (it borrows 0 now); Cohort tpu-stack could not be read, so what the cohort lends now "
+        "is not known. Read access to ClusterQueues and Cohorts (Kueue's kueue-clusterqueue-viewer-role and "
+        "kueue-cohort-viewer-role, bound cluster-wide) lets `tpu-stack why` give the cohort's numbers.\n",
+    )
+
+
+def test_why_names_the_workloads_kueue_preempts_from_its_events(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """Kueue 0.19 records events with the events.k8s.io recorder; `why` lists them through core/v1 and keeps the
+    workload's own (involvedObject), here the scheduler's PreemptedWorkload on the preemptor. training borrows
+    16 (no borrowing limit here), so the cohort's 24 are in use and research's nominal 8 is lent."""
+    _queues(api, ("24", "16"), training_limit=None)
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 8 more needed. Pending the preemption of 1 workload(s)"
+    )
+    explore = k.workload(
+        "JobSet", "explore-1", "research", "research-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=k.pending_conditions(message, k.ago(minutes=1)), recorded=True,
+    )  # fmt: skip
+    api.put(f"{KUEUE}/namespaces/research/workloads", explore)
+    target = "training/jobset-train-2-3f2a1"
+    said = (
+        f"Preempted workload {target} (UID: uid-train-2) in ClusterQueue training-cluster-queue; preemptor effective "
+        "priority: 100 (base: 100, boost: 0); preemptee effective priority: 100 (base: 100, boost: 0)"
+    )
+    other = k.workload(
+        "JobSet", "other", "research", "research-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=[], suffix="9e8d7",
+    )  # fmt: skip
+    events = "/api/v1/namespaces/research/events"
+    api.put(events, k.kueue_event(explore, "PreemptedWorkload", said, k.ago(minutes=1)))
+    unrelated = k.kueue_event(other, "PreemptedWorkload", said.replace(target, "training/jobset-x-1a2b3"), k.ago())
+    unrelated["metadata"]["name"] = "jobset-other-9e8d7.18a2b3c4d5e6f709"
+    api.put(events, unrelated)
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "explore-1")
+    assert (code, out) == (
+        0,
+        "Pending: Kueue is preempting 1 workload to make room for it: training/jobset-train-2-3f2a1 of "
+        "training-cluster-queue (priority 100, the same as this one). It needs 8 TPU chips of flavor multislice; "
+        "research-cluster-queue holds 0 of its nominal 8: the chips it lacks are its own nominal quota, lent to other "
+        "queues of cohort tpu-stack, and Kueue takes them back (reclaimWithinCohort: Any). It starts once they have "
+        "stopped and released their quota; nothing needs changing.\n",
+    )
+
+
+def _only_research_readable(api: FakeApi) -> None:
+    """A research team member: Kueue's batch-user and Kubernetes' roles in namespace research only, nothing
+    cluster-scoped."""
+    for prefix in (
+        f"{KUEUE}/namespaces/training",
+        "/api/v1/namespaces/training",
+        "/apis/batch/v1/namespaces/training",
+        "/apis/jobset.x-k8s.io/v1alpha2/namespaces/training",
+        f"{KUEUE}/clusterqueues",
+        f"{KUEUE}/cohorts",
+    ):
+        api.forbidden.add(("*", prefix))  # fmt: skip
+    api.put(JOBS.format(ns="research"), {"metadata": {"name": "flex-v6e-job"}})
+    api.put(
+        f"{KUEUE}/namespaces/research/workloads",
+        k.workload(
+            "Job", "flex-v6e-job", "research", "research-queue", pods=1, chips_per_pod=4, labels=k.FLEX_V6E_LABELS,
+            conditions=k.admitted_conditions("research-cluster-queue", k.ago(minutes=20)),
+            admission=k.admission("research-cluster-queue", "main", "flex-v6e", 1, 4), created="2026-05-04T10:00:00Z",
+        ),
+    )  # fmt: skip
+    api.put(
+        PODS.format(ns="research"),
+        k.pod("flex-v6e-job-x7k2p", "research", {"batch.kubernetes.io/job-name": "flex-v6e-job"}, running=True),
+    )
+
+
+def test_a_team_member_limited_to_one_namespace_uses_every_command_without_team(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """Without --team the commands search every team's namespace and skip those that answer 403."""
+    _only_research_readable(api)
+    config = kubeconfig(api, tmp_path)
+    code, out, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "why", "flex-v6e-job")
+    assert (code, err) == (0, "")
+    assert out == (
+        "Running: admitted 20m ago by research-cluster-queue on flavor flex-v6e (4 TPU chips); 1 of 1 pods are "
+        "running. Nothing holds it back.\n"
+    )
+    code, out, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "list")
+    assert (code, err) == (0, "note: namespace training could not be read (403); its workloads are not listed\n")
+    assert out.splitlines() == [
+        "NAME          KIND  TEAM      QUEUE           FLAVOR    ADMITTED  AGE  STATE",
+        "flex-v6e-job  Job   research  research-queue  flex-v6e  yes       2h   Running",
+    ]
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "why", "ghost")
+    assert (code, err) == (
+        3,
+        "error: no workload 'ghost' in namespace research; namespace training could not be read (403)\n",
+    )
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", config, "delete", "flex-v6e-job")
+    assert (code, out) == (0, "deleted Job research/flex-v6e-job\n")
+
+
+def test_forbidden_everywhere_or_in_the_team_named_is_exit_4(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    _only_research_readable(api)
+    config = kubeconfig(api, tmp_path)
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "why", "train-2", "--team", "training")
+    path = f"{KUEUE}/namespaces/training/workloads"
+    assert (code, err) == (4, f'error: forbidden (403): GET {path} is forbidden: User "dev" cannot do this\n')
+    api.forbidden.add(("*", f"{KUEUE}/namespaces/research"))
+    code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "list")
+    path = f"{KUEUE}/namespaces/research/workloads"
+    assert (code, err) == (
+        4,
+        f'error: forbidden (403): GET {path} is forbidden: User "dev" cannot do this (no team\'s namespace could be '
+        "read: research, training)\n",
+    )
+
+
 def test_why_of_nothing_is_exit_3(outputs: dict[str, Path], api: FakeApi, tmp_path: Path) -> None:
     code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "ghost")
     assert (code, err) == (3, "error: no workload 'ghost' in the teams' namespaces\n")
@@ -520,6 +716,45 @@ def test_logs_of_the_leader_and_of_a_chosen_worker(outputs: dict[str, Path], api
     assert last.query == {"follow": ["true"], "container": ["jax-tpu"]}
     code, _, err = run("--outputs", outputs["dev"], "--kubeconfig", config, "logs", "train-2", "--slice", "2")
     assert (code, err) == (3, "error: no pod of train-2 for slice 2 worker 0 yet; `tpu-stack why train-2` tells why\n")
+
+
+def test_logs_reads_the_workload_container_when_another_comes_first(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """A pod with another container listed before the workload's (an exporter added by a mutating webhook)."""
+    api.put(
+        f"{KUEUE}/namespaces/training/workloads",
+        _train_workload(k.admitted_conditions("training-cluster-queue", k.ago()), admitted=True),
+    )
+    labels = {"jobset.sigs.k8s.io/jobset-name": "train-2"}
+    pod = k.pod("train-2-slice-0-0-abcde", "training", labels, running=True)
+    pod["spec"]["containers"].insert(0, {"name": "metrics-exporter", "image": "exporter:1.2.0"})
+    api.put(PODS.format(ns="training"), pod)
+    api.logs[f"{PODS.format(ns='training')}/train-2-slice-0-0-abcde"] = "step 1\n"
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "logs", "train-2")
+    assert (code, out) == (0, "step 1\n")
+    (request,) = [r for r in api.requests if r.path.endswith("/log")]
+    assert request.query["container"] == ["jax-tpu"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_generated_workloads_run_the_container_logs_reads(stack: str) -> None:
+    for generated in workloads(commands.stack_config(stack, None)):
+        main = next(obj for obj in generated.objects if obj["kind"] in ("Job", "JobSet"))
+        template = main["spec"]["template"] if main["kind"] == "Job" else main["spec"]["replicatedJobs"][0]["template"]
+        pod = template["spec"] if main["kind"] == "Job" else template["spec"]["template"]["spec"]
+        assert [c["name"] for c in pod["containers"]] == [kueue.WORKLOAD_CONTAINER], generated.name
+
+
+def test_the_stacks_provisioning_configs_keep_kueues_retry_defaults() -> None:
+    """`why` counts queued-provisioning attempts out of 1 + 3: Kueue's default backoffLimitCount applies because the
+    stack's ProvisioningRequestConfigs set no retryStrategy (provisioningrequestconfig_types.go)."""
+    configs = [
+        o for o in queue_objects(commands.stack_config("prod", None)) if o["kind"] == "ProvisioningRequestConfig"
+    ]
+    assert configs
+    assert [sorted(o["spec"]) for o in configs] == [["managedResources", "provisioningClassName"]] * len(configs)
+    assert kueue.PROVISIONING_RETRIES == 3
 
 
 def test_delete_removes_the_jobset_and_lets_the_collector_take_the_rest(

@@ -33,7 +33,7 @@ Sources (kubernetes-sigs/kueue at v0.19.2, commit 8eab68778fc1b52affe165fdf5af29
 from __future__ import annotations
 
 from tests.tpu_stack import kueue_objects as k
-from tpu_stack import why
+from tpu_stack import kueue, why
 
 DEV = why.StackView(
     flavors={"flex-v6e": k.FLEX_V6E_LABELS, "multislice": k.MULTISLICE_LABELS},
@@ -64,12 +64,12 @@ def research(multislice: tuple[str, str] = ("0", "0")) -> k.Obj:
     )
 
 
-def training(multislice: tuple[str, str] = ("0", "0")) -> k.Obj:
+def training(multislice: tuple[str, str] = ("0", "0"), limit: str | None = "8") -> k.Obj:
     return k.cluster_queue(
         "training-cluster-queue",
         "training",
         cohort="tpu-stack",
-        quotas={"flex-v6e": ("0", "0"), "multislice": ("8", "8")},
+        quotas={"flex-v6e": ("0", "0"), "multislice": ("8", limit)},
         reserved={"multislice": multislice},
     )
 
@@ -164,7 +164,15 @@ def test_cohort_lends_nothing_when_every_chip_of_the_cohort_is_in_use() -> None:
     )
 
 
-def queued_job(conditions: list[k.Obj], checks: list[k.Obj], *, active: bool = True, admitted: bool = True) -> k.Obj:
+def queued_job(
+    conditions: list[k.Obj],
+    checks: list[k.Obj],
+    *,
+    active: bool = True,
+    admitted: bool = True,
+    status: k.Obj | None = None,
+    annotations: dict[str, str] | None = None,
+) -> k.Obj:
     """prod's queued Job on `burst`: one 2x4 slice, 2 pods of 4 chips, in research's queue."""
     return k.workload(
         "Job",
@@ -180,6 +188,8 @@ def queued_job(conditions: list[k.Obj], checks: list[k.Obj], *, active: bool = T
         admission=k.admission("research-cluster-queue", "main", "burst", 2, 8) if admitted else None,
         checks=checks,
         active=active,
+        status=status,
+        annotations=annotations,
     )
 
 
@@ -216,8 +226,9 @@ def test_queued_provisioning_request_accepted_but_not_granted() -> None:
     )
 
 
-def test_queued_provisioning_failed_and_the_workload_was_deactivated() -> None:
-    """The fourth request failed (Expired) past the check's 3 retries: Rejected, then deactivated."""
+def test_queued_provisioning_failed_and_the_workload_was_deactivated_with_its_request_still_readable() -> None:
+    """The fourth request failed (Expired) past the check's 3 retries: Rejected, then deactivated. The request is
+    still there only when the CleanupProvisioningRequestsOnEviction gate is off (the real path is below)."""
     message = (
         'The workload is deactivated due to AdmissionCheck in Rejected state: "burst-provisioning" '
         "(ProvisioningRequest is expired)"
@@ -262,10 +273,9 @@ def test_queued_provisioning_failed_and_the_workload_was_deactivated() -> None:
     found = explain(why.Evidence(wl, provisioning_requests=[request]), PROD)
     assert found.state == "Deactivated"
     assert found.text == (
-        "Stopped: queued provisioning failed, and Kueue deactivated the workload. ProvisioningRequest "
-        "job-burst-queued-7b9c2-burst-provisioning-4 failed: ProvisioningRequest is expired (Expired); GKE did not "
-        "provide 8 TPU chips of flavor burst. Delete it (tpu-stack delete burst-queued) and submit it again to queue "
-        "a new request, or submit to a pool group with capacity now."
+        "Stopped: queued provisioning attempt 4 of 4 failed, and Kueue deactivated the workload: GKE did not provide "
+        "8 TPU chips of flavor burst (ProvisioningRequest is expired). Delete it (tpu-stack delete burst-queued) and "
+        "submit it again to queue a new request, or submit to a pool group with capacity now."
     )
 
 
@@ -392,3 +402,538 @@ def test_a_message_it_does_not_know_is_quoted_as_kueue_wrote_it() -> None:
     """A LocalQueue that does not exist: Kueue's own words (workload_controller.go), not a guess."""
     wl = pending_jobset("lost", "research", 1, "LocalQueue research-queue is terminating or missing")
     assert explain(why.Evidence(wl)).text == "Pending: Kueue says: LocalQueue research-queue is terminating or missing"
+
+
+# ---- preemption for the workload (scheduler.go markPreemptionOutcome; preemption.go PreemptedWorkload event) ---
+
+
+def preempted_workload_event(preemptor: k.Obj, target: str, queue: str, mine: int, theirs: int) -> k.Obj:
+    """The scheduler's event on the preemptor for each workload it preempts, through core/v1."""
+    return k.kueue_event(
+        preemptor,
+        "PreemptedWorkload",
+        f"Preempted workload {target} (UID: 7c1e2d3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f) in ClusterQueue {queue}; preemptor "
+        f"effective priority: {mine} (base: {mine}, boost: 0); preemptee effective priority: {theirs} (base: {theirs}, "
+        "boost: 0)",
+        k.ago(minutes=1),
+    )
+
+
+def test_preempting_a_borrowers_workload_to_take_back_its_nominal_quota() -> None:
+    """research holds none of its nominal 8 and asks for 8; training holds 24, 16 of them borrowed (here without a
+    borrowing limit). The scheduler preempts training's workload and appends the outcome to its message."""
+    queues = [research(), training(("24", "16"), limit=None)]
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 8 more needed. Pending the preemption of 1 workload(s)"
+    )
+    wl = pending_jobset("explore-1", "research", 1, message)
+    event = preempted_workload_event(wl, "training/jobset-train-3-9d8e7", "training-cluster-queue", 100, 100)
+    found = explain(why.Evidence(wl, queues[0], queues, COHORT, events=[event]))
+    assert found.state == "Pending"
+    assert found.text == (
+        "Pending: Kueue is preempting 1 workload to make room for it: training/jobset-train-3-9d8e7 of "
+        "training-cluster-queue (priority 100, the same as this one). It needs 8 TPU chips of flavor multislice; "
+        "research-cluster-queue holds 0 of its nominal 8: the chips it lacks are its own nominal quota, lent to other "
+        "queues of cohort tpu-stack, and Kueue takes them back (reclaimWithinCohort: Any). It starts once they have "
+        "stopped and released their quota; nothing needs changing."
+    )
+
+
+def test_preempting_a_lower_priority_workload_of_the_same_queue() -> None:
+    """research holds its 8 with a workload of priority 100; one of priority 200 asks for 8."""
+    queues = [research(("8", "0")), training()]
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 8 more needed. Pending the preemption of 1 workload(s)"
+    )
+    wl = pending_jobset("urgent-1", "research", 1, message)
+    wl["spec"]["priority"] = 200
+    event = preempted_workload_event(wl, "research/jobset-small-1-a1b2c", "research-cluster-queue", 200, 100)
+    found = explain(why.Evidence(wl, queues[0], queues, COHORT, events=[event]))
+    assert found.text == (
+        "Pending: Kueue is preempting 1 workload to make room for it: research/jobset-small-1-a1b2c of "
+        "research-cluster-queue (priority 100, below this one's 200). It needs 8 TPU chips of flavor multislice; "
+        "research-cluster-queue holds 8 of its nominal 8, and Kueue preempts workloads of lower priority in "
+        "research-cluster-queue for it (withinClusterQueue: LowerPriority). It starts once they have stopped and "
+        "released their quota; nothing needs changing."
+    )
+
+
+def test_preemption_calls_that_failed_are_retried() -> None:
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 8 more needed. Preempting 1 workload(s) failed, will retry."
+    )
+    queues = [research(), training(("24", "16"), limit=None)]
+    found = explain(why.Evidence(pending_jobset("explore-1", "research", 1, message), queues[0], queues, COHORT))
+    assert found.text == (
+        "Pending: Kueue tried to preempt 1 workload to make room for it and could not; it tries again in its next "
+        "cycle. Kueue says: couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in "
+        "flavor multislice, 8 more needed. Nothing needs changing; if it lasts, the platform team can read the Kueue "
+        "controller's log."
+    )
+
+
+def test_other_queues_borrow_its_nominal_quota_past_its_lending_limit() -> None:
+    """research lends at most 4 of its 8 (lendingLimit 4, so 4 are its own) and reclaims only from lower
+    priorities; training may borrow 12 and holds 20. The cohort: its own 8, research's 4, training's 8 = 20, all in
+    use, so research can take only its local 4 of the 8 it asks for (available = 4 + min(20 - 20, ...)), and no
+    workload of lower priority is there to preempt."""
+    queues = [
+        k.cluster_queue(
+            "research-cluster-queue",
+            "research",
+            cohort="tpu-stack",
+            quotas={"flex-v6e": ("4", None), "multislice": ("8", None)},
+            lending={"multislice": "4"},
+            reclaim="LowerPriority",
+        ),
+        k.cluster_queue(
+            "training-cluster-queue",
+            "training",
+            cohort="tpu-stack",
+            quotas={"flex-v6e": ("0", "0"), "multislice": ("8", "12")},
+            reserved={"multislice": ("20", "12")},
+        ),
+    ]
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 4 more needed"
+    )
+    found = explain(why.Evidence(pending_jobset("explore-1", "research", 1, message), queues[0], queues, COHORT))
+    assert found.text == (
+        "Pending: other queues of cohort tpu-stack borrow research-cluster-queue's nominal quota. It needs 8 TPU chips "
+        "of flavor multislice; research-cluster-queue holds 0 of its nominal 8, and 20 of the cohort's 20 are in use "
+        "(training-cluster-queue 20 with 12 borrowed). Kueue takes nominal quota back only from the borrowers' "
+        "workloads of lower priority than this one (reclaimWithinCohort: LowerPriority). It starts when those are "
+        "preempted or the borrowers' workloads finish; a higher --priority lets it reclaim from more of them."
+    )
+
+
+# ---- what would change it, only when it is enough ---------------------------------------------------------------
+
+
+def test_a_higher_borrowing_limit_is_not_offered_when_the_cohort_is_too_small() -> None:
+    """training asks for 32 chips: its limit allows 16, and even without a limit the cohort has only 24."""
+    queues = [research(), training()]
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient quota for google.com/tpu in flavor multislice, "
+        "previously considered podsets requests (0) + current podset request (32) > maximum capacity (16)"
+    )
+    found = explain(why.Evidence(pending_jobset("train-4", "training", 4, message), queues[1], queues, COHORT))
+    assert found.text == (
+        "Pending, and it cannot be admitted as submitted: it needs 32 TPU chips of flavor multislice, but "
+        "training-cluster-queue can hold at most 16 (its nominal 8 plus its borrowing limit 8). Submit at most 16 TPU "
+        "chips (2 slices of multislice); a higher borrowing limit would not be enough, as cohort tpu-stack has only 24 "
+        "for training-cluster-queue in all."
+    )
+
+
+def test_a_request_larger_than_the_whole_cohort() -> None:
+    """research has no borrowing limit: the cohort's 24 bound it."""
+    queues = [research(), training()]
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient quota for google.com/tpu in flavor multislice, "
+        "previously considered podsets requests (0) + current podset request (32) > maximum capacity (24)"
+    )
+    found = explain(why.Evidence(pending_jobset("explore-4", "research", 4, message), queues[0], queues, COHORT))
+    assert found.text == (
+        "Pending, and it cannot be admitted as submitted: it needs 32 TPU chips of flavor multislice, but cohort "
+        "tpu-stack has only 24 in all. Submit at most 24 TPU chips (3 slices of multislice)."
+    )
+
+
+def test_a_higher_borrowing_limit_is_not_offered_when_the_cohort_has_too_little_idle() -> None:
+    """training holds 16 (8 borrowed, its limit) and asks for 16 more; the cohort has 8 idle. A limit of 24 would
+    still leave it 8 short (min(24 - 16, 8 - 16 + 24) = 8)."""
+    queues = [research(), training(("16", "8"))]
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 16 more needed"
+    )
+    found = explain(why.Evidence(pending_jobset("train-2", "training", 2, message), queues[1], queues, COHORT))
+    assert found.text == (
+        "Pending: held by its borrowing limit. It needs 16 TPU chips of flavor multislice; training-cluster-queue "
+        "holds 16, 8 beyond its nominal 8 and may borrow at most 8 from cohort tpu-stack (it borrows 8 now), so it can "
+        "take only 0 more while the cohort has 8 idle. It starts when training-cluster-queue's own workloads free 16 "
+        "TPU chips; a higher tpu-stack:queues.teams[1].borrowingLimit.multislice alone would not be enough now, as the "
+        "cohort has only 8 idle."
+    )
+
+
+def test_an_unreadable_cohort_is_not_counted_as_empty() -> None:
+    """The borrowing-limit case, read by an account that may read the ClusterQueues but not the Cohort: the
+    cohort's own 8 chips are unknown, so Kueue's words and the queue's numbers, no cohort arithmetic."""
+    queues = [research(), training(("8", "0"))]
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 8 more needed"
+    )
+    wl = pending_jobset("train-2", "training", 2, message)
+    found = explain(why.Evidence(wl, queues[1], queues, None, unreadable=frozenset({"cohorts"})))
+    assert found.text == (
+        f"Pending: Kueue says: {message}. training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 "
+        "from cohort tpu-stack (it borrows 0 now); Cohort tpu-stack could not be read, so what the cohort lends now "
+        "is not known. Read access to ClusterQueues and Cohorts (Kueue's kueue-clusterqueue-viewer-role and "
+        "kueue-cohort-viewer-role, bound cluster-wide) lets `tpu-stack why` give the cohort's numbers."
+    )
+
+
+# ---- queued provisioning: retried, and rejected (workload_controller.go, evict.go, provisioning/controller.go) ---
+
+
+def test_a_failed_provisioning_attempt_is_retried_after_a_backoff() -> None:
+    """Attempt 1 failed 15 s ago with 3 retries left: the check went to Retry with a 60 s backoff, Kueue evicted the
+    workload, reset the check to Pending (retryCount 1), set requeueAt and deleted the request."""
+    message = (
+        'Evicted due to AdmissionCheck in Retry state: "burst-provisioning" (Retrying after failure: '
+        "ProvisioningRequest is expired)"
+    )
+    since = k.ago(minutes=0.25)
+    wl = queued_job(
+        [
+            k.condition("QuotaReserved", "False", "Pending", message, since),
+            k.condition(
+                "Admitted",
+                "False",
+                "NoReservationUnsatisfiedChecks",
+                "The workload has no reservation and not all checks ready",
+                since,
+            ),
+            k.condition("Evicted", "True", "AdmissionCheck", message, since),
+            k.condition("Requeued", "False", "AdmissionCheck", message, since),
+        ],
+        [
+            {
+                "name": "burst-provisioning",
+                "state": "Pending",
+                "message": "Reset to Pending after eviction. Previously: Retry",
+                "lastTransitionTime": since,
+                "requeueAfterSeconds": 60,
+                "retryCount": 1,
+            }
+        ],
+        admitted=False,
+        status={
+            "requeueState": {"requeueAt": k.ago(minutes=-0.75)},
+            "schedulingStats": {"evictions": [{"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}]},
+        },
+    )
+    found = explain(why.Evidence(wl), PROD)
+    assert (found.state, kueue.state(wl, [])) == ("Retrying", "Retrying")
+    assert found.text == (
+        "Waiting to retry: queued provisioning attempt 1 of 4 failed (ProvisioningRequest is expired). Kueue released "
+        "its quota and tries again in 45s (at 12:00:45 UTC) with attempt 2, a new ProvisioningRequest. Nothing needs "
+        "changing (if attempt 4 fails too, Kueue deactivates the workload); delete the workload to give up its place."
+    )
+
+
+def test_an_expired_booking_is_retried_and_the_backoff_is_over() -> None:
+    """Attempt 2 was provisioned, and the booking expired before the workload was admitted; the backoff ended and
+    Kueue requeued it (Requeued BackoffFinished, requeueAt cleared); the scheduler has not looked again yet."""
+    message = (
+        'Evicted due to AdmissionCheck in Retry state: "burst-provisioning" (Retrying after booking expired: '
+        "Capacity reservation time is expired)"
+    )
+    since = k.ago(minutes=3)
+    wl = queued_job(
+        [
+            k.condition("QuotaReserved", "False", "Pending", message, since),
+            k.condition(
+                "Admitted",
+                "False",
+                "NoReservationUnsatisfiedChecks",
+                "The workload has no reservation and not all checks ready",
+                since,
+            ),
+            k.condition("Evicted", "True", "AdmissionCheck", message, since),
+            k.condition("Requeued", "True", "BackoffFinished", "The workload backoff was finished", k.ago(minutes=1)),
+        ],
+        [
+            {
+                "name": "burst-provisioning",
+                "state": "Pending",
+                "message": "Reset to Pending after eviction. Previously: Retry",
+                "lastTransitionTime": since,
+                "requeueAfterSeconds": 120,
+                "retryCount": 2,
+            }
+        ],
+        admitted=False,
+        status={
+            "requeueState": {},
+            "schedulingStats": {"evictions": [{"reason": "AdmissionCheck", "underlyingCause": "", "count": 2}]},
+        },
+    )
+    found = explain(why.Evidence(wl), PROD)
+    assert found.text == (
+        "Retrying: GKE provided 8 TPU chips for queued provisioning attempt 2 of 4, but the booking expired before the "
+        "workload was admitted onto them (Capacity reservation time is expired). Its backoff is over and it is queued "
+        "for attempt 3. Nothing needs changing (if attempt 4 fails too, Kueue deactivates the workload)."
+    )
+
+
+def deactivated_job(
+    said: str, retried: int, status: k.Obj | None = None, annotations: dict[str, str] | None = None
+) -> k.Obj:
+    """The queued Job after its check was Rejected, as Kueue leaves it: deactivated and evicted, quota released,
+    the check reset (without retryCount, evict.go resetChecksOnEviction), its ProvisioningRequests deleted; each
+    earlier retry counted in schedulingStats. `said`: the ProvisioningRequest condition's message."""
+    message = f'The workload is deactivated due to AdmissionCheck in Rejected state: "burst-provisioning" ({said})'
+    since = k.ago(minutes=10)
+    evictions = [{"reason": "Deactivated", "underlyingCause": "AdmissionCheck", "count": 1}]
+    if retried:
+        evictions.insert(0, {"reason": "AdmissionCheck", "underlyingCause": "", "count": retried})
+    status = {"schedulingStats": {"evictions": evictions}, **(status or {})}
+    return queued_job(
+        [
+            k.condition("QuotaReserved", "False", "Pending", message, since),
+            k.condition(
+                "Admitted",
+                "False",
+                "NoReservationUnsatisfiedChecks",
+                "The workload has no reservation and not all checks ready",
+                since,
+            ),
+            k.condition("Evicted", "True", "DeactivatedDueToAdmissionCheck", message, since),
+            k.condition("Requeued", "False", "DeactivatedDueToAdmissionCheck", message, since),
+        ],
+        [
+            {
+                "name": "burst-provisioning",
+                "state": "Pending",
+                "message": "Reset to Pending after eviction. Previously: Rejected",
+                "lastTransitionTime": since,
+            }
+        ],
+        active=False,
+        admitted=False,
+        status=status,
+        annotations=annotations,
+    )
+
+
+def test_deactivated_after_the_last_attempt_failed_its_request_gone() -> None:
+    """Attempt 4 failed after 3 retries; the request is deleted, the provisioning controller's event says the check
+    went from Pending to Rejected: the capacity was never provided."""
+    wl = deactivated_job("ProvisioningRequest is expired", 3)
+    event = k.kueue_event(
+        wl,
+        "AdmissionCheckUpdated",
+        "Admission check burst-provisioning updated state from Pending to Rejected with message: ProvisioningRequest "
+        "is expired",
+        k.ago(minutes=10),
+        "kueue-provisioning-request-controller",
+    )
+    found = explain(why.Evidence(wl, events=[event]), PROD)
+    assert (found.state, kueue.state(wl, [])) == ("Deactivated", "Deactivated")
+    assert found.text == (
+        "Stopped: queued provisioning attempt 4 of 4 failed, and Kueue deactivated the workload: GKE did not provide "
+        "8 TPU chips of flavor burst (ProvisioningRequest is expired). Delete it (tpu-stack delete burst-queued) and "
+        "submit it again to queue a new request, or submit to a pool group with capacity now."
+    )
+
+
+def test_deactivated_after_the_last_booking_expired_its_request_gone() -> None:
+    """Attempt 4 was provisioned and its booking expired before admission; no event is left, the request is
+    deleted: the autoscaler's BookingExpired message tells."""
+    wl = deactivated_job("Capacity reservation time is expired", 3)
+    found = explain(why.Evidence(wl), PROD)
+    assert found.text == (
+        "Stopped: GKE provided 8 TPU chips of flavor burst for queued provisioning attempt 4 of 4, but the booking "
+        "expired before the workload was admitted onto them (Capacity reservation time is expired), and Kueue "
+        "deactivated the workload. Delete it (tpu-stack delete burst-queued) and submit it again to queue a new "
+        "request."
+    )
+
+
+def test_deactivated_after_its_capacity_was_revoked_its_request_gone() -> None:
+    """The workload ran for 6 hours, its run limit; GKE revoked the capacity (the condition's text here is
+    illustrative: the sentence does not depend on it), Kueue rejected the check and deactivated the workload. The
+    6 hours it was admitted are in accumulatedPastExecutionTimeSeconds."""
+    wl = deactivated_job(
+        "Capacity is revoked",
+        0,
+        status={"accumulatedPastExecutionTimeSeconds": 21600},
+        annotations={"provreq.kueue.x-k8s.io/maxRunDurationSeconds": "21600"},
+    )
+    found = explain(why.Evidence(wl), PROD)
+    assert found.text == (
+        "Stopped: it ran for 6h, then GKE took back the capacity of its queued provisioning request (Capacity is "
+        "revoked), and Kueue deactivated the workload. The request's run limit (maxRunDurationSeconds) is 6h. Delete "
+        "it (tpu-stack delete burst-queued) and submit it again to queue a new request; checkpoint to /checkpoints so "
+        "the next run resumes."
+    )
+
+
+def test_deactivated_by_a_rejected_check_when_nothing_left_tells_why() -> None:
+    """No request, no event, never admitted, a message that is not BookingExpired's: no guess."""
+    found = explain(why.Evidence(deactivated_job("ProvisioningRequest is expired", 3)), PROD)
+    assert found.text == (
+        "Stopped: Kueue deactivated the workload after its queued provisioning request was rejected (attempt 4 of "
+        "4): ProvisioningRequest is expired. Delete it (tpu-stack delete burst-queued) and submit it again to queue a "
+        "new request."
+    )
+
+
+def test_a_check_whose_request_is_not_created_yet() -> None:
+    """Quota just reserved: the check is Pending with no message until the request exists (controller.go
+    syncCheckStates), and with the account unable to list ProvisioningRequests."""
+    since = k.ago(minutes=0.5)
+    wl = queued_job(
+        [
+            k.condition(
+                "QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue research-cluster-queue", since
+            ),
+            k.condition("Admitted", "False", "UnsatisfiedChecks", "The workload has not all checks ready", since),
+        ],
+        [{"name": "burst-provisioning", "state": "Pending", "message": "", "lastTransitionTime": since}],
+    )
+    assert explain(why.Evidence(wl), PROD).text == (
+        "Waiting for capacity: quota is reserved in research-cluster-queue (8 TPU chips of flavor burst), and "
+        "admission check burst-provisioning is Pending: Kueue is creating its ProvisioningRequest (attempt 1 of 4). "
+        "GKE creates the 2 nodes of the slice when it grants the request, and the pods start then; nothing needs "
+        "changing (delete the workload to give up its place)."
+    )
+    hidden = why.Evidence(wl, unreadable=frozenset({"provisioningrequests"}))
+    assert explain(hidden, PROD).reason == (
+        "Waiting for capacity: quota is reserved in research-cluster-queue (8 TPU chips of flavor burst), and "
+        "admission check burst-provisioning is Pending, and its ProvisioningRequest could not be read."
+    )
+
+
+# ---- eviction before admission (evict.go prepareForEviction; jobframework/reconciler.go) ------------------------
+
+
+RECLAIMED = (
+    "Preempted to accommodate a workload (UID: 0f6c1d2e-5b7a-4c0e-9d41-2f3a4b5c6d7e, JobUID: "
+    "9a8b7c6d-1e2f-4a3b-8c9d-0e1f2a3b4c5d) due to reclamation within the cohort; preemptor path: "
+    "/tpu-stack/training-cluster-queue; preemptee path: /tpu-stack/research-cluster-queue"
+)
+
+
+def test_a_workload_being_preempted_whose_pods_still_run() -> None:
+    """Evicted and Preempted are set; QuotaReserved and Admitted stay True until the JobSet is suspended and its
+    pods have stopped."""
+    wl = k.workload(
+        "JobSet",
+        "explore-2",
+        "research",
+        "research-queue",
+        pods=4,
+        chips_per_pod=4,
+        labels=k.MULTISLICE_LABELS,
+        conditions=[
+            *k.admitted_conditions("research-cluster-queue", k.ago(hours=1)),
+            k.condition("Evicted", "True", "Preempted", RECLAIMED, k.ago(minutes=1)),
+            k.condition("Preempted", "True", "InCohortReclamation", RECLAIMED, k.ago(minutes=1)),
+        ],
+        admission=k.admission("research-cluster-queue", "slice", "multislice", 4, 16),
+    )
+    pods = [
+        k.pod(
+            f"explore-2-slice-{s}-{w}-abcde", "research", {"jobset.sigs.k8s.io/jobset-name": "explore-2"}, running=True
+        )
+        for s in (0, 1)
+        for w in (0, 1)
+    ]
+    queues = [research(("16", "8")), training(("8", "0"))]
+    found = explain(why.Evidence(wl, queues[0], queues, COHORT, pods=pods))
+    assert (found.state, kueue.state(wl, pods)) == ("Preempted", "Preempted")
+    assert found.text == (
+        "Preempted 1m ago to give back quota it had borrowed in the cohort, for a workload of training-cluster-queue; "
+        "its pods are stopping, then it is queued again and will restart from the beginning. Work within "
+        "research-cluster-queue's nominal 8 TPU chips of multislice is not reclaimed by other queues; work beyond it "
+        "borrows, and the lenders may take it back. Checkpoint to /checkpoints so a restart resumes."
+    )
+
+
+def test_preempted_by_a_higher_priority_workload_of_its_own_queue() -> None:
+    """Nominal quota does not protect against priority within the ClusterQueue (withinClusterQueue)."""
+    message = (
+        "Preempted to accommodate a workload (UID: 1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d, JobUID: "
+        "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e) due to prioritization in the ClusterQueue; preemptor path: "
+        "/tpu-stack/research-cluster-queue; preemptee path: /tpu-stack/research-cluster-queue"
+    )
+    since = k.ago(minutes=5)
+    wl = k.workload(
+        "JobSet",
+        "explore-1",
+        "research",
+        "research-queue",
+        pods=2,
+        chips_per_pod=4,
+        labels=k.MULTISLICE_LABELS,
+        conditions=[
+            k.condition("QuotaReserved", "False", "Pending", message, since),
+            k.condition("Admitted", "False", "NoReservation", "The workload has no reservation", since),
+            k.condition("Evicted", "True", "Preempted", message, since),
+            k.condition("Preempted", "True", "InClusterQueue", message, since),
+            k.condition("Requeued", "True", "Preempted", message, since),
+        ],
+    )
+    event = k.kueue_event(
+        wl,
+        "Preempted",
+        message + "; preemptor effective priority: 200 (base: 200, boost: 0); preemptee effective priority: 100 "
+        "(base: 100, boost: 0)",
+        since,
+    )
+    queues = [research(("8", "0")), training()]
+    found = explain(why.Evidence(wl, queues[0], queues, COHORT, events=[event]))
+    assert found.text == (
+        "Preempted 5m ago to make room for a workload of higher priority in the same ClusterQueue, for a workload of "
+        "research-cluster-queue (priority 200 against its 100); it is queued again and will restart from the "
+        "beginning. In research-cluster-queue priority decides, whatever the quota: submit it again with a higher "
+        "--priority, or wait for the higher-priority work to finish. Checkpoint to /checkpoints so a restart resumes."
+    )
+
+
+def test_an_eviction_is_told_once() -> None:
+    """Evicted for another reason (here PodsReadyTimeout, workload_controller.go): the job reconciler copied the
+    eviction message into QuotaReserved, and the backoff ends in a minute."""
+    message = "Exceeded the PodsReady timeout research/job-flex-v6e-job-3f2a1"
+    since = k.ago(minutes=2)
+    wl = k.workload(
+        "Job",
+        "flex-v6e-job",
+        "research",
+        "research-queue",
+        pods=1,
+        chips_per_pod=4,
+        labels=k.FLEX_V6E_LABELS,
+        conditions=[
+            k.condition("QuotaReserved", "False", "Pending", message, since),
+            k.condition("Admitted", "False", "NoReservation", "The workload has no reservation", since),
+            k.condition("Evicted", "True", "PodsReadyTimeout", message, since),
+            k.condition("Requeued", "False", "PodsReadyTimeout", message, since),
+        ],
+        status={"requeueState": {"count": 1, "requeueAt": k.ago(minutes=-1)}},
+    )
+    found = explain(why.Evidence(wl))
+    assert (found.state, kueue.state(wl, [])) == ("Evicted", "Evicted")
+    assert found.text == (
+        "Evicted 2m ago: Exceeded the PodsReady timeout research/job-flex-v6e-job-3f2a1. Kueue queues it again in 1m "
+        "(at 12:01:00 UTC)."
+    )
+
+
+def test_starting_names_the_workload_to_follow() -> None:
+    """Admitted; one of four pods runs, the others are being created."""
+    wl = k.workload(
+        "JobSet",
+        "train-2",
+        "training",
+        "training-queue",
+        pods=4,
+        chips_per_pod=4,
+        labels=k.MULTISLICE_LABELS,
+        conditions=k.admitted_conditions("training-cluster-queue", k.ago(minutes=1)),
+        admission=k.admission("training-cluster-queue", "slice", "multislice", 4, 16),
+    )
+    pods = [k.pod("train-2-slice-0-0-abcde", "training", {"jobset.sigs.k8s.io/jobset-name": "train-2"}, running=True)]
+    assert explain(why.Evidence(wl, pods=pods)).text == (
+        "Starting: admitted 1m ago by training-cluster-queue on flavor multislice (16 TPU chips); 1 of 4 pods are "
+        "running. The rest are being created; `tpu-stack logs train-2` shows the leader's output."
+    )
