@@ -131,9 +131,40 @@ def _describe(definitions: dict[str, Any], models: dict[str, type[ConfigModel]])
                 definition["properties"][alias]["description"] = _prose(docs[field_name])
 
 
+_CLI_TEXT: dict[str, dict[str, Any]] = {
+    "boolean": {"type": "string", "enum": ["true", "false"]},
+    "integer": {"type": "string", "pattern": "^[+-]?[0-9]+$"},
+    "number": {"type": "string", "pattern": "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"},
+}
+"""A top-level scalar as the Pulumi CLI writes it: `pulumi config set` stores top-level values as strings, and any
+save of the file turns an existing YAML `true` or `3` into `"true"` or `"3"` (pulumi/pulumi
+sdk/go/common/resource/config/object.go MarshalString: a scalar becomes text, not an object). The CLI's own type
+check of declared keys takes these strings (sdk/go/common/workspace/project.go ValidateConfigValue: "true"/"false"
+for a boolean, what strconv.Atoi parses for an integer), and so does the program (pydantic, not strict)."""
+
+
+def _as_the_cli_writes(entry: dict[str, Any]) -> dict[str, Any]:
+    """A top-level key's schema that also takes its scalar value as the CLI's text (`tpu-stack:throwaway: "true"`);
+    bounds stay on the typed form, the program checks the text's value."""
+    kind = entry.get("type")
+    if kind not in _CLI_TEXT:
+        return entry
+    shared = {key: value for key, value in entry.items() if key in ("default", "description")}
+    typed = {key: value for key, value in entry.items() if key not in shared}
+    return {**shared, "anyOf": [typed, _CLI_TEXT[kind]]}
+
+
 def stack_schema() -> dict[str, Any]:
     """JSON Schema of a stack file of this project; draft-07, as yaml-language-server reads 2019-09 and 2020-12
-    only since its release 1.20."""
+    only since its release 1.20. Top-level scalars also as the CLI's text (`_CLI_TEXT`)."""
+    schema = _model_schema()
+    config = schema["properties"]["config"]
+    config["properties"] = {key: _as_the_cli_writes(entry) for key, entry in config["properties"].items()}
+    return schema
+
+
+def _model_schema() -> dict[str, Any]:
+    """The stack file schema as the models declare it (the README's tables and Pulumi.yaml's types read this)."""
     generated = StackConfig.model_json_schema(by_alias=True, ref_template=f"#/{_DEFS}/{{model}}")
     definitions = _clean(generated.pop("$defs"))
     _describe(definitions, _models())
@@ -341,7 +372,7 @@ def _table(header: str, table_rows: list[Row]) -> list[str]:
 
 def readme_block() -> str:
     """The README's config reference: every key in one table, then a table of fields per structured key."""
-    schema = stack_schema()
+    schema = _model_schema()
     definitions = schema[_DEFS]
     config = schema["properties"]["config"]
     required = set(schema["then"]["properties"]["config"]["required"])
@@ -393,7 +424,7 @@ def project_config() -> dict[str, Any]:
     Keys without one (gcp:project, gcp:region, tpu-stack:saxml) are described under `template.config`, which
     `pulumi new` prompts for.
     """
-    schema = stack_schema()
+    schema = _model_schema()
     definitions = schema[_DEFS]
     declared: dict[str, Any] = {}
     prompted: dict[str, Any] = {}

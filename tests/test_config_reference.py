@@ -251,6 +251,35 @@ def test_wrong_types_and_choices_are_flagged() -> None:
     ]
 
 
+def test_top_level_values_as_the_cli_writes_them_are_accepted() -> None:
+    """`pulumi config set tpu-stack:throwaway true` stores the string "true", and any later save of the file by the
+    CLI re-encodes a YAML `true` the same way (pulumi/pulumi pkg/cmd/pulumi/config/config.go: "Top level entries are
+    always treated as strings"; sdk/go/common/resource/config/object.go MarshalString). The program reads both."""
+    for text in ("true", "false"):
+        document = copy.deepcopy(DEV)
+        document["config"]["tpu-stack:throwaway"] = text
+        assert _errors(document) == []
+        assert load(_engine_config(document["config"]), stack="dev").throwaway is (text == "true")
+    document["config"]["tpu-stack:throwaway"] = "yes"
+    assert _errors(document) == [
+        (["config", "tpu-stack:throwaway"], "'yes' is not valid under any of the given schemas"),
+    ]
+
+
+def test_a_top_level_number_would_take_the_clis_text_too() -> None:
+    """No top-level key is a number today; should one come, its text form is what strconv.Atoi / ParseFloat read."""
+    entry = {"type": "integer", "minimum": 1, "default": 3, "description": "N."}
+    integer = jsonschema.Draft7Validator(configdocs._as_the_cli_writes(entry))
+    assert [integer.is_valid(v) for v in (3, "3", "+3", "-3", "three", "3.0", 0)] == [
+        True, True, True, True, False, False, False,
+    ]  # fmt: skip
+    number = jsonschema.Draft7Validator(configdocs._as_the_cli_writes({"type": "number"}))
+    assert [number.is_valid(v) for v in (1.5, "1.5", "-.5", "2e3", "1.5x", "")] == [
+        True, True, True, True, False, False,
+    ]  # fmt: skip
+    assert configdocs._as_the_cli_writes({"type": "object"}) == {"type": "object"}
+
+
 def test_encrypted_values_are_for_provider_and_pulumi_keys_only() -> None:
     document = copy.deepcopy(DEV)
     document["config"]["gcp:impersonateServiceAccount"] = {"secure": "v1:AAAA"}
@@ -260,7 +289,7 @@ def test_encrypted_values_are_for_provider_and_pulumi_keys_only() -> None:
     document["config"]["tpu-stack:throwaway"] = {"secure": "v1:DDDD"}
     assert _errors(document) == [
         (["config", "tpu-stack:cluster"], "Additional properties are not allowed ('secure' was unexpected)"),
-        (["config", "tpu-stack:throwaway"], "{'secure': 'v1:DDDD'} is not of type 'boolean'"),
+        (["config", "tpu-stack:throwaway"], "{'secure': 'v1:DDDD'} is not valid under any of the given schemas"),
     ]
 
 
