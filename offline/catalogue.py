@@ -79,6 +79,14 @@ ENGINE = {
         "unchanged; every object it manages is then replaced, creating first (AlreadyExists)",
         "pulumi/pulumi-kubernetes provider/pkg/provider/provider.go DiffConfig (L454-569)",
     ),
+    "provider-changed": (
+        "A resource whose provider reference changes (another provider resource, e.g. renamed with its cluster) is "
+        "replaced, creating first, when the NEW provider's DiffConfig from the old provider's settings answers "
+        "replace; an aliased provider is no change. pulumi-kubernetes answers replace for a changed "
+        "clusterIdentifier (another cluster, so the create meets no old name there)",
+        "pulumi/pulumi pkg/resource/deploy/step_generator.go providerChanged (L2800-2880 at 1b59498), called from "
+        "diff (L2921-2926); pulumi/pulumi-kubernetes provider/pkg/provider/provider.go DiffConfig (L454-569)",
+    ),
     "retain-on-delete": (
         "retainOnDelete removes a resource from the state without deleting it in the cloud",
         "pulumi/pulumi pkg/resource/deploy/step.go L644-663",

@@ -184,8 +184,8 @@ def transition(
     before = {r["urn"]: r for r in old}
     after = {r["urn"]: r for r in new}
     result = Transition()
-    replaced_providers: set[str] = set()
-    provider_of = _providers(after)
+    replaced_providers: dict[str, list[str]] = {}
+    provider_of, provider_before = _providers(after), _providers(before)
     pending: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
     for urn, record in after.items():
         previous = before.get(urn)
@@ -194,19 +194,64 @@ def transition(
         elif record["type"].startswith(PROVIDER_PREFIX):
             step = _update(previous, record, rules, None)
             if step.op == "replace":
-                replaced_providers.add(urn)
+                replaced_providers[urn] = _provider_replaces(previous, record, rules)
             result.steps.append(step)
         else:
             pending.append((previous, record))
     for previous, record in pending:
-        provider = provider_of[record["urn"]]
+        provider, was = provider_of[record["urn"]], provider_before[previous["urn"]]
         if provider in replaced_providers:
             # The engine asks for no delete-before-replace here: create-before-delete (step_generator.go).
-            result.steps.append(_replace(previous, record, f"its provider {provider} is replaced", by_provider=False))
+            why = f"its provider {provider} is replaced"
+            result.steps.append(
+                _replace(previous, record, why, by_provider=False, **_target(replaced_providers[provider]))
+            )
+        elif provider != was:
+            result.steps.append(_moved(previous, record, before.get(was or ""), after.get(provider or ""), rules))
         else:
             result.steps.append(_update(previous, record, rules, after.get(provider or "")))
     result.steps += _deletes([before[urn] for urn in before.keys() - after.keys()], before, result)
     return result
+
+
+def _provider_replaces(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, rules: Rules) -> list[str]:
+    """The settings for which a provider's DiffConfig, going from `old`'s settings to `new`'s, answers "replace".
+    A side the stack does not declare is the default provider, configured from the stack's config (not in the plan):
+    its settings count as none."""
+    declared = new or old
+    if declared is None:
+        return []
+    changed = changed_paths((old or {}).get("inputs") or {}, (new or {}).get("inputs") or {})
+    if not changed:
+        return []
+    return rules.replaces_on({**declared, "inputs": (new or {}).get("inputs") or {}}, changed, None)
+
+
+def _target(replaces: Sequence[str]) -> dict[str, bool]:
+    """Whether a provider replaced on these settings points at another cluster: pulumi-kubernetes replaces on a
+    changed clusterIdentifier only because it names another cluster, so the new object's create does not meet the
+    old one's name there; on kubeconfig alone it cannot tell and may be the same cluster."""
+    return {"elsewhere": "clusterIdentifier" in replaces}
+
+
+def _moved(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    old_provider: Mapping[str, Any] | None,
+    new_provider: Mapping[str, Any] | None,
+    rules: Rules,
+) -> Step:
+    """A resource whose provider reference changed (another provider resource, e.g. one renamed with its cluster):
+    the engine asks the NEW provider's DiffConfig about the old provider's settings and replaces the resource when
+    it answers "replace", creating first (pulumi/pulumi pkg/resource/deploy/step_generator.go providerChanged, used
+    by diff); otherwise the resource's own diff decides, as for any update. A provider aliased to the old one is no
+    change: the caller gives both sides the same URN."""
+    replaces = _provider_replaces(old_provider, new_provider, rules)
+    if not replaces:
+        return _update(old, new, rules, new_provider)
+    name = str((new_provider or old_provider or {}).get("name") or "the default provider")
+    why = f"moves to provider {name}, which replaces it (changed: {', '.join(sorted(set(replaces)))})"
+    return _replace(old, new, why, by_provider=False, **_target(replaces))
 
 
 def _create(record: Mapping[str, Any], in_cloud: Sequence[Mapping[str, Any]]) -> Step:
@@ -250,14 +295,17 @@ def fixed_name(record: Mapping[str, Any]) -> str | None:
     return str(name) if isinstance(name, str) else None
 
 
-def _replace(old: Mapping[str, Any], new: Mapping[str, Any], why: str, *, by_provider: bool) -> Step:
+def _replace(
+    old: Mapping[str, Any], new: Mapping[str, Any], why: str, *, by_provider: bool, elsewhere: bool = False
+) -> Step:
     """A replacement: refused if protected; for a named object, delete-before-replace is what the program set,
     else what the provider answers: it asks for it only when its own diff replaces a named object, so a
-    replacement caused by `replaceOnChanges` or a replaced provider creates first and finds the name taken."""
+    replacement caused by `replaceOnChanges` or a replaced provider creates first and finds the name taken,
+    unless the new object is created somewhere else (`elsewhere`: another cluster)."""
     if old.get("protect") and new.get("protect"):
         return _step("refuse", new, f"replace ({why}) of a protected resource: `pulumi state unprotect` first")
     name = fixed_name(new)
-    same_name = name is not None and name == fixed_name(old)
+    same_name = not elsewhere and name is not None and name == fixed_name(old)
     explicit = new.get("deleteBeforeReplace")
     delete_first = explicit if explicit is not None else by_provider and name is not None
     if same_name and not delete_first:

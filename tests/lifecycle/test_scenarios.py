@@ -334,6 +334,53 @@ def _host_resources(config: dict[str, Any]) -> None:
     config["tpu-stack:queues"]["hostResources"] = {"train": per_vm, "burst": per_vm}
 
 
+def _renamed_cluster(config: dict[str, Any]) -> None:
+    config["tpu-stack:cluster"]["name"] += "-b"
+
+
+def test_a_renamed_cluster_takes_every_kubernetes_object_to_the_new_cluster(deployed: dict[str, Records]) -> None:
+    """The cluster's name names its provider (`tpu-dev-k8s` -> `tpu-dev-b-k8s`): a new provider resource, whose
+    DiffConfig, asked about the old provider's settings, answers "replace" for a changed clusterIdentifier
+    (pulumi/pulumi step_generator.go providerChanged; pulumi-kubernetes provider.go DiffConfig). Every Kubernetes
+    object is then created in the new cluster before its old copy goes: no name is taken there."""
+    records = deployed["dev"]
+    renamed = step(records, changed("dev", _renamed_cluster))
+    assert renamed.refused == []
+    cluster_parts = [
+        "tpu-dev{}",
+        "tpu-dev{}",
+        "tpu-dev{}-k8s",
+        "tpu-dev{}-nodes",
+        "tpu-dev{}-system",
+        "tpu-dev{}-nodes-artifactregistry-reader",
+        "tpu-dev{}-nodes-container-defaultNodeServiceAccount",
+    ]
+    assert only(renamed, "create") == sorted(name.format("-b") for name in cluster_parts)
+    assert only(renamed, "delete") == sorted(name.format("") for name in cluster_parts)
+    moved = "moves to provider tpu-dev-b-k8s, which replaces it (changed: clusterIdentifier)"
+    kubernetes = sorted(r["name"] for r in records if r["type"].startswith("kubernetes:"))
+    assert sum(1 for r in records if r.get("rendered")) == 99  # the charts' objects: Kueue 78, JobSet 21
+    assert sorted(s.name for s in renamed.of("replace") if s.why == moved) == kubernetes
+    # The TPU pools move with the cluster (`cluster` is ForceNew), and the node service account is renamed too.
+    pools = ["flex-v6e", *(f"multislice-{i}" for i in range(3)), *(f"multislice-spot-{i}" for i in range(3))]
+    assert sorted(s.name for s in renamed.of("replace") if s.why != moved) == pools
+    assert only(renamed, "update") == ["monitoring-dashboard", "monitoring-tpu-idle-while-waiting"]
+
+
+def test_prod_refuses_to_move_its_kubernetes_objects_to_a_renamed_cluster(deployed: dict[str, Records]) -> None:
+    """The same rename in prod: every object is protected, so each replacement and the old cluster's delete are
+    refused; `pulumi up` stops there."""
+    records = deployed["prod"]
+    renamed = step(records, changed("prod", _renamed_cluster))
+    assert renamed.of("replace") == [] and renamed.of("delete") == []
+    moved = "moves to provider tpu-prod-b-k8s, which replaces it (changed: clusterIdentifier)"
+    refused_moves = sorted(s.name for s in renamed.of("refuse") if moved in s.why)
+    assert refused_moves == sorted(r["name"] for r in records if r["type"].startswith("kubernetes:"))
+    assert "tpu-prod: delete of a protected resource: `pulumi state unprotect` first" in [
+        f"{s.name}: {s.why}" for s in renamed.of("refuse") if s.type == "gcp:container/cluster:Cluster"
+    ]
+
+
 def test_prod_controller_config_changes_in_place(deployed: dict[str, Records]) -> None:
     """Kueue's config is a ConfigMap of its chart: with the provider's enableConfigMapMutable it is updated (its
     data would otherwise replace it, which prod refuses), and the chart's config checksum rolls the controller."""
