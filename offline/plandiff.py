@@ -119,6 +119,22 @@ def _renamed(base: Sequence[Record], head: Sequence[Record], stack: str, project
     return found
 
 
+def _aliased(record: Record, renamed: Mapping[str, str]) -> Record:
+    """A base record under the URNs its head counterparts have: its own, and those it names (parent, provider,
+    dependencies), so that a provider or parent renamed under an alias is the same one, as the engine sees it."""
+
+    def urn(value: Any) -> Any:
+        return renamed.get(value, value) if isinstance(value, str) else value
+
+    return {
+        **record,
+        "urn": urn(record["urn"]),
+        "parent": urn(record.get("parent")),
+        "provider": urn(record.get("provider")),
+        "dependencies": [urn(d) for d in record.get("dependencies") or ()],
+    }
+
+
 def diff_stack(stack: str, base: Mapping[str, Any] | None, head: Mapping[str, Any] | None) -> StackDiff:
     """The steps from the base plan to the head plan, as the engine would take them on a stack at the base."""
     result = StackDiff(stack, base, head)
@@ -126,7 +142,7 @@ def diff_stack(stack: str, base: Mapping[str, Any] | None, head: Mapping[str, An
     new = list((head or {}).get("resources", []))
     project = str((head or base or {}).get("project", ""))
     result.renamed = _renamed(old, new, stack, project)
-    old = [{**r, "urn": result.renamed[r["urn"]]} if r["urn"] in result.renamed else r for r in old]
+    old = [_aliased(r, result.renamed) for r in old]
     rules = _Rules(CATALOGUE)
     result.steps = sorted((s for s in transition(old, new, rules).steps if s.op != "same"), key=lambda s: s.urn)
     result.unknown_types = rules.unknown
@@ -154,13 +170,28 @@ def _value(value: Any) -> str | None:
     return text if len(text) <= 80 else None
 
 
+def _named(items: list[Any]) -> dict[str, Any] | None:
+    """Name -> item of a list whose items are mappings with distinct names (a ClusterQueue's flavors and their
+    resources, a Pod's containers); None for any other list."""
+    named = {item["name"]: item for item in items if isinstance(item, Mapping) and isinstance(item.get("name"), str)}
+    return named if items and len(named) == len(items) else None
+
+
 def _leaves(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
-    """(path, old, new) of every leaf that differs: the paths of `lifecycle.changed_paths`, with their values
-    (a key with dots in it, like a label, stays one part)."""
+    """(path, old, new) of every leaf that differs (a key with dots in it, like a label, stays one part). Lists of
+    named items are compared by name (`flavors[name=spot]`), so a reordered list is one `(order)` line, not every
+    item's values read as changed; other lists item by item, as `lifecycle.changed_paths` does."""
+    found: list[tuple[str, Any, Any]] = []
     if isinstance(old, Mapping) and isinstance(new, Mapping):
-        found: list[tuple[str, Any, Any]] = []
         for key in sorted(set(old) | set(new), key=str):
             found += _leaves(old.get(key), new.get(key), f"{path}.{key}" if path else str(key))
+        return found
+    before, after = (_named(old), _named(new)) if isinstance(old, list) and isinstance(new, list) else (None, None)
+    if before is not None and after is not None:
+        if [n for n in before if n in after] != [n for n in after if n in before]:
+            found.append((f"{path} (order)", ", ".join(before), ", ".join(after)))
+        for name in [*before, *(n for n in after if n not in before)]:
+            found += _leaves(before.get(name), after.get(name), f"{path}[name={name}]")
         return found
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         return [leaf for i, (a, b) in enumerate(zip(old, new, strict=True)) for leaf in _leaves(a, b, f"{path}[{i}]")]
@@ -220,8 +251,23 @@ def _resource_lines(diff: StackDiff, steps: list[Step], side: str, *, detail: bo
     records = {**new, **old} if side == "base" else {**old, **new}
     lines: list[str] = []
     rendered: dict[str, list[Step]] = defaultdict(list)
+    by_provider: dict[str, list[Step]] = defaultdict(list)
+    for step in steps:
+        if "provider" in step.why:
+            by_provider[step.why].append(step)
+    shared = {why: group for why, group in by_provider.items() if len(group) > 1}
+    for why, group in shared.items():
+        kinds = Counter(_kind(records[s.urn]) for s in group)
+        charts = sorted({_chart_name(records, records[s.urn]) for s in group if records[s.urn].get("rendered")})
+        from_charts = sum(1 for s in group if records[s.urn].get("rendered"))
+        line = f"- {len(group)} resources, each: {why}: {_counted(kinds)}"
+        if charts:
+            line += f" ({from_charts} of them rendered by " + ", ".join(_code(c) for c in charts) + ")"
+        lines.append(line)
     for step in steps:
         record = records[step.urn]
+        if step.why in shared:
+            continue
         if record.get("rendered"):
             rendered[_chart_name(records, record)].append(step)
             continue
@@ -236,8 +282,7 @@ def _resource_lines(diff: StackDiff, steps: list[Step], side: str, *, detail: bo
         lines.append(line + (": " + "; ".join(notes) if notes else ""))
     for chart, chart_steps in sorted(rendered.items()):
         kinds = Counter(_kind(records[s.urn]) for s in chart_steps)
-        counted = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
-        line = f"- {_code(chart)} renders {len(chart_steps)} of these: {counted}"
+        line = f"- {_code(chart)} renders {len(chart_steps)} of these: {_counted(kinds)}"
         if detail:
             paths = Counter(
                 leaf[0]
@@ -249,6 +294,11 @@ def _resource_lines(diff: StackDiff, steps: list[Step], side: str, *, detail: bo
                 line += "; inputs: " + ", ".join(_code(p) for p, _n in paths.most_common(MAX_PATHS))
         lines.append(line)
     return _capped(lines)
+
+
+def _counted(kinds: Counter[str]) -> str:
+    """`3 Role, 1 Service`: most first."""
+    return ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _totals(diff: StackDiff) -> str:
@@ -274,7 +324,15 @@ _CAPACITY_FIELDS = (
     ("chips", "chips"),
     ("zone", "zone"),
     ("usedBy", "used by"),
+    ("ladder", "ladder"),
 )
+
+
+def _capacity_text(key: str, value: Any) -> str:
+    """One capacity field as the preview's table shows it (a ladder's rung as `multislice 1/2`)."""
+    if key == "ladder" and isinstance(value, Mapping):
+        return f"{value['name']} {value['rung']}/{value['of']}"
+    return str(value or "-")
 
 
 def _shape(pool: Mapping[str, Any]) -> str:
@@ -295,7 +353,7 @@ def _capacity_lines(base: summary.Summary, head: summary.Summary) -> list[str]:
             rows.append(f"| {_code(name)} | added: {_shape(new[name])} |")
         else:
             changed = [
-                f"{label} {old[name].get(key) or '-'} → {new[name].get(key) or '-'}"
+                f"{label} {_capacity_text(key, old[name].get(key))} → {_capacity_text(key, new[name].get(key))}"
                 for key, label in _CAPACITY_FIELDS
                 if old[name].get(key) != new[name].get(key)
             ]

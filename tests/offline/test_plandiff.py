@@ -51,6 +51,14 @@ def _pool_replaced(config: dict[str, Any]) -> None:
     config["tpu-stack:tpuPools"][0]["provisioning"] = "spot"  # flex-v6e: flex-start -> spot
 
 
+def _ladder_reversed(config: dict[str, Any]) -> None:
+    config["tpu-stack:queues"]["ladders"]["multislice"] = ["multislice-spot", "multislice"]  # spot tried first
+
+
+def _cluster_renamed(config: dict[str, Any]) -> None:
+    config["tpu-stack:cluster"]["name"] = "tpu-dev-b"
+
+
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plans]:
     root = tmp_path_factory.mktemp("plans")
@@ -61,6 +69,8 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plans]:
             ("slice", _slice_added),
             ("share", _share_changed),
             ("pool", _pool_replaced),
+            ("ladder", _ladder_reversed),
+            ("cluster", _cluster_renamed),
         )
     }
 
@@ -93,7 +103,7 @@ In all: TPU chips 52 → 60, slices 7 → 8, VMs 13 → 15.
 **Changed in place** (2)
 
 - `kubernetes:kueue.x-k8s.io/v1beta2:Cohort` `queues-cohort-tpu-stack`: inputs: \
-`spec.resourceGroups[0].flavors[0].resources[0].nominalQuota` `8` → `16`
+`spec.resourceGroups[0].flavors[name=multislice].resources[name=google.com/tpu].nominalQuota` `8` → `16`
 - `gcp:monitoring/dashboard:Dashboard` `monitoring-dashboard`: inputs: `dashboardJson`
 
 **Policy findings** of this pull request: 0 mandatory, 8 advisory (1 new, 0 resolved)
@@ -115,9 +125,9 @@ SHARE_CHANGED = """\
 **Changed in place** (2)
 
 - `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-research-cluster-queue`: inputs: \
-`spec.resourceGroups[0].flavors[1].resources[0].nominalQuota` `8` → `12`
+`spec.resourceGroups[0].flavors[name=multislice].resources[name=google.com/tpu].nominalQuota` `8` → `12`
 - `kubernetes:kueue.x-k8s.io/v1beta2:Cohort` `queues-cohort-tpu-stack`: inputs: \
-`spec.resourceGroups[0].flavors[0].resources[0].nominalQuota` `8` → `4`
+`spec.resourceGroups[0].flavors[name=multislice].resources[name=google.com/tpu].nominalQuota` `8` → `4`
 
 **Policy findings** of this pull request: 0 mandatory, 7 advisory (0 new, 0 resolved)
 """
@@ -150,13 +160,99 @@ In all: TPU chips 52, slices 7, VMs 13.
 """
 
 
+LADDER_REVERSED = """\
+### Stack `dev`: 0 to create, 5 to update, 0 to replace, 0 to delete
+
+**Capacity**
+
+| pool group | change |
+|---|---|
+| `multislice` | ladder multislice 1/2 → multislice 2/2 |
+| `multislice-spot` | ladder multislice 2/2 → multislice 1/2 |
+
+In all: TPU chips 52, slices 7, VMs 13.
+
+**Changed in place** (5)
+
+- `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-research-cluster-queue`: inputs: \
+`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice, multislice-spot` → \
+`flex-v6e, multislice-spot, multislice`
+- `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-training-cluster-queue`: inputs: \
+`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice, multislice-spot` → \
+`flex-v6e, multislice-spot, multislice`
+- `kubernetes:kueue.x-k8s.io/v1beta2:Cohort` `queues-cohort-tpu-stack`: inputs: \
+`spec.resourceGroups[0].flavors (order)` `multislice, multislice-spot` → `multislice-spot, multislice`
+- `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-multislice`: inputs: \
+`metadata.labels.tpu-stack/rung` `0` → `1`
+- `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-multislice-spot`: inputs: \
+`metadata.labels.tpu-stack/rung` `1` → `0`
+
+**Policy findings** of this pull request: 0 mandatory, 7 advisory (0 new, 0 resolved)
+"""
+
+
 @pytest.mark.parametrize(
     ("head", "expected"),
-    [("slice", SLICE_ADDED), ("share", SHARE_CHANGED), ("pool", POOL_REPLACED)],
-    ids=["slice-added", "share-changed", "pool-replaced"],
+    [("slice", SLICE_ADDED), ("share", SHARE_CHANGED), ("pool", POOL_REPLACED), ("ladder", LADDER_REVERSED)],
+    ids=["slice-added", "share-changed", "pool-replaced", "ladder-reversed"],
 )
 def test_the_comment_on_each_kind_of_change(dev: dict[str, Plans], head: str, expected: str) -> None:
     assert _section(dev["base"], dev[head]) == expected
+
+
+def test_a_renamed_cluster_replaces_every_kubernetes_object_it_held(dev: dict[str, Plans]) -> None:
+    """The provider is named after the cluster: its objects move to a new provider resource whose clusterIdentifier
+    differs, which replaces them all (into the new cluster), listed as one line with counts by kind; the TPU pools
+    are replaced for their `cluster`."""
+    lines = _section(dev["base"], dev["cluster"]).splitlines()
+    assert lines[0] == "### Stack `dev`: 7 to create, 2 to update, 152 to replace, 7 to delete"
+    start = lines.index("**Replaced** (152): deleted and created again; what runs on them stops")
+    moved = lines[start + 2]
+    # 46 objects the program declares with the provider, 99 the charts render (Kueue 78, JobSet 21).
+    assert moved.startswith(
+        "- 145 resources, each: moves to provider tpu-dev-b-k8s, which replaces it (changed: clusterIdentifier): "
+        "52 ClusterRole, 14 NetworkPolicy, 12 CustomResourceDefinition, "
+    )
+    assert moved.endswith(", 1 Cohort (99 of them rendered by `jobset-chart`, `kueue-chart`)")
+    pools = ["flex-v6e", "multislice-0", "multislice-1", "multislice-2", "multislice-spot-0", "multislice-spot-1",
+             "multislice-spot-2"]  # fmt: skip
+    assert lines[start + 3 : start + 10] == [
+        f"- `gcp:container/nodePool:NodePool` `{pool}`: its provider replaces it when `cluster`, "
+        "`nodeConfig.serviceAccount` change; inputs: `cluster` `tpu-dev` → `tpu-dev-b`, `nodeConfig.serviceAccount` "
+        "`tpu-dev-nodes@tpu-stack-dev.iam.gserviceaccount.com` → "
+        "`tpu-dev-b-nodes@tpu-stack-dev.iam.gserviceaccount.com`"
+        for pool in pools
+    ]
+    assert lines[start + 10] == ""
+
+
+K8S = "urn:pulumi:s::p::pulumi:providers:kubernetes::"
+NAMESPACE = "urn:pulumi:s::p::kubernetes:core/v1:Namespace::ns"
+
+
+def _namespace_on(provider: str, cluster: str, **options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A provider for `cluster` and a Namespace it manages."""
+    settings = {"clusterIdentifier": cluster, "kubeconfig": "[secret]"}
+    return (
+        _record(K8S + provider, settings, **options),
+        _record(NAMESPACE, {"metadata": {"name": "ns"}}, provider=K8S + provider),
+    )
+
+
+def test_a_provider_renamed_under_an_alias_or_for_the_same_cluster_replaces_nothing() -> None:
+    """The engine skips DiffConfig for an aliased provider; a new provider resource for the same cluster (same
+    clusterIdentifier) answers "no replace" and the object is diffed as usual."""
+    base = _plan(*_namespace_on("old", "a"))
+    aliased = _plan(*_namespace_on("new", "a", aliases=[{"urn": K8S + "old"}]))
+    assert plandiff.diff_stack("s", base, aliased).steps == []
+    same_cluster = plandiff.diff_stack("s", base, _plan(*_namespace_on("new", "a")))
+    assert [(s.op, s.name) for s in same_cluster.steps] == [("create", "new"), ("delete", "old")]
+    other_cluster = plandiff.diff_stack("s", base, _plan(*_namespace_on("new", "b")))
+    assert [(s.op, s.name, s.why) for s in other_cluster.steps] == [
+        ("replace", "ns", "moves to provider new, which replaces it (changed: clusterIdentifier)"),
+        ("create", "new", ""),
+        ("delete", "old", ""),
+    ]
 
 
 def test_the_cli_writes_one_comment_for_every_stack(dev: dict[str, Plans], tmp_path: Path) -> None:
@@ -231,7 +327,7 @@ def test_a_chart_change_is_one_line_per_chart(tmp_path_factory: pytest.TempPathF
     assert changed == [
         "- `kubernetes:helm.sh/v4:Chart` `kueue-chart`: inputs: `values.controllerManager.manager.image.tag` "
         "`unset` → `v0.19.2@" + digest + "`",
-        "- `kueue-chart` renders 1 of these: 1 Deployment; inputs: `spec.template.spec.containers[0].image`",
+        "- `kueue-chart` renders 1 of these: 1 Deployment; inputs: `spec.template.spec.containers[name=manager].image`",
     ]
 
 
