@@ -368,13 +368,19 @@ def _capacity_lines(base: summary.Summary, head: summary.Summary) -> list[str]:
     return ["**Capacity**", "", "| pool group | change |", "|---|---|", *rows, "", f"In all: {', '.join(totals)}.", ""]
 
 
-def _quota_cells(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> tuple[str, str]:
-    """Quota and borrowing limit of one team and flavor: `8`, or `8 → 16`; `—` on a side without it."""
+def _quota_cells(
+    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None, cohorts: tuple[bool, bool] = (True, True)
+) -> tuple[str, str]:
+    """Quota and borrowing limit of one team and flavor: `8`, or `8 → 16`; `—` on a side without it. `cohorts`:
+    whether each side's queues are in a cohort (a borrowing limit means nothing outside one: `-`)."""
 
     def cell(key: str) -> str:
-        text = summary.chips_text if key == "borrowingLimit" else str
-        old = text(before[key]) if before is not None else "—"
-        new = text(after[key]) if after is not None else "—"
+        def text(side: Mapping[str, Any] | None, in_cohort: bool) -> str:
+            if side is None:
+                return "—"
+            return summary.chips_text(side[key], in_cohort=in_cohort) if key == "borrowingLimit" else str(side[key])
+
+        old, new = text(before, cohorts[0]), text(after, cohorts[1])
         return old if old == new else f"{old} → {new}"
 
     return cell("nominalQuota"), cell("borrowingLimit")
@@ -398,7 +404,8 @@ def _queue_lines(base: summary.Summary, head: summary.Summary) -> list[str]:
         flavors_before = (before or {}).get("flavors", {})
         flavors_after = (after or {}).get("flavors", {})
         for flavor in [*flavors_before, *(f for f in flavors_after if f not in flavors_before)]:
-            quota, limit = _quota_cells(flavors_before.get(flavor), flavors_after.get(flavor))
+            in_cohort = (old.get("cohort") is not None, new.get("cohort") is not None)
+            quota, limit = _quota_cells(flavors_before.get(flavor), flavors_after.get(flavor), in_cohort)
             if flavors_before.get(flavor) != flavors_after.get(flavor):
                 rows.append(f"| {_code(team)}{note} | {_code(flavor)} | {quota} | {limit} |")
     cohort = new.get("cohort") or old.get("cohort")

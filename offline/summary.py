@@ -74,9 +74,10 @@ def _capacity(config: StackConfig) -> dict[str, dict[str, Any]]:
 def _queues(config: StackConfig) -> dict[str, Any]:
     """Team -> where it submits and its quota and borrowing limit per flavor (pool group), in chips; the cohort's
     own quota is the chips no team holds. Without teams, one queue (`default`) holds every chip, in no cohort.
-    Without capacity to share the program declares no ClusterQueue, and there are no teams here either."""
+    Without capacity to share the program declares no ClusterQueue, and there are no teams here either.
+    Flavors in the order the ClusterQueues list them, which is the order Kueue tries them (`queue_flavors`)."""
     queues = config.queues
-    pools = config.queue_pools
+    pools = config.queue_flavors
     if not pools:
         return {"cohort": None, "teams": {}, "cohortQuota": {}}
     refs = queue_refs(queues)
@@ -151,8 +152,10 @@ def table(rows: list[list[str]], right: frozenset[int] = frozenset(), indent: st
     return lines
 
 
-def chips_text(value: int | None) -> str:
-    """A borrowing limit: chips, or no limit."""
+def chips_text(value: int | None, *, in_cohort: bool = True) -> str:
+    """A borrowing limit: chips, or no limit; `-` for a queue in no cohort, which has nothing to borrow from."""
+    if not in_cohort:
+        return "-"
     return "unlimited" if value is None else str(value)
 
 
@@ -217,7 +220,14 @@ def render_queues(summary: Summary) -> list[str]:
     for team, queue in teams.items():
         first = [team, f"{queue['namespace']}/{queue['localQueue']}", str(queue["clusterQueue"])]
         for flavor, quota in queue["flavors"].items():
-            rows.append([*first, flavor, str(quota["nominalQuota"]), chips_text(quota["borrowingLimit"])])
+            rows.append(
+                [
+                    *first,
+                    flavor,
+                    str(quota["nominalQuota"]),
+                    chips_text(quota["borrowingLimit"], in_cohort=cohort is not None),
+                ]
+            )
             first = ["", "", ""]
     lines = [head, *table(rows, right=frozenset({4}))]
     if queues["cohortQuota"]:

@@ -432,6 +432,15 @@ def test_quota_rows_for_a_team_added_and_removed_and_a_pool_group_removed() -> N
     ]
 
 
+def test_a_queue_in_no_cohort_has_no_borrowing_limit_to_show() -> None:
+    def one_queue(chips: int) -> dict[str, Any]:
+        return {"capacity": {}, "queues": {"cohort": None, "cohortQuota": {}, "teams": {"default": {
+                "namespace": "default", "localQueue": "q", "clusterQueue": "c",
+                "flavors": {"v5e": {"nominalQuota": chips, "borrowingLimit": None}}}}}}  # fmt: skip
+
+    assert plandiff._queue_lines(one_queue(16), one_queue(24))[4:-1] == ["| `default` | `v5e` | 16 → 24 | - |"]
+
+
 def test_text_from_the_plans_cannot_break_out_of_inline_code() -> None:
     assert plandiff._code("a|b") == "`a\\|b`"
     assert plandiff._code("x`y") == "`` x`y ``"

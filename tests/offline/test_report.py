@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from components import tpu_catalog
+from components.config import load
 from offline import __main__ as cli
 from offline import summary
-from offline.engine import Plan
+from offline.engine import REPO, Plan, _engine_config, read_stack_file
 from offline.policy_check import TEAM_CONFIG
 from tests.conftest import StackRunner
 
@@ -261,6 +262,33 @@ def test_the_summary_agrees_with_the_program_for_one_queue_and_percentage_shares
         }
         assert found["queues"]["cohortQuota"] == {"v5e": 5}
         assert found["queues"]["teams"]["b"]["namespace"] == "team-b"
+
+
+def test_queue_flavors_are_listed_in_the_order_kueue_tries_them() -> None:
+    """dev with the spot rung listed first among the pool groups: the ClusterQueues list the multislice ladder's
+    rungs together, first rung first, where the ladder's first-listed pool group stands (multislice, then
+    multislice-spot, then flex-v6e), and so does the queue table."""
+    config = read_stack_file(REPO / "Pulumi.dev.yaml")
+    pools = config["tpu-stack:tpuPools"]
+    config["tpu-stack:tpuPools"] = [pools[2], pools[0], pools[1]]  # multislice-spot, flex-v6e, multislice
+    found = summary.from_config(load(_engine_config(config), stack="dev"))
+    order = ["multislice", "multislice-spot", "flex-v6e"]
+    assert [list(team["flavors"]) for team in found["queues"]["teams"].values()] == [order, order]
+    assert list(found["queues"]["cohortQuota"]) == ["multislice", "multislice-spot"]
+    research = summary.render_queues(found)[2:5]
+    assert [row.split()[-3] for row in research] == order
+
+
+def test_a_queue_in_no_cohort_shows_no_borrowing_limit() -> None:
+    """Without teams the one ClusterQueue is in no cohort: there is nothing to borrow, so no `unlimited`."""
+    one_queue = {"cohort": None, "cohortQuota": {}, "teams": {"default": {"namespace": "default",
+                 "localQueue": "multislice-queue", "clusterQueue": "cluster-queue",
+                 "flavors": {"v5e": {"nominalQuota": 16, "borrowingLimit": None}}}}}  # fmt: skip
+    assert summary.render_queues({"queues": one_queue}) == [
+        "Queues: 1 team(s), one ClusterQueue, no cohort; quota and borrowing limit in chips (google.com/tpu)",
+        "  team     local queue               cluster queue  flavor  quota  borrowing limit",
+        "  default  default/multislice-queue  cluster-queue  v5e        16  -",
+    ]
 
 
 def test_a_plan_without_a_summary_gets_it_from_its_stack_config(dev: Preview) -> None:
