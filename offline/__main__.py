@@ -40,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("--out", type=Path, help="Markdown file to write (default: standard output)")
     diff.add_argument("--base-label", help="how the comment names the base (its commit)")
     diff.add_argument("--head-label", help="how the comment names the head (its commit)")
+    for side in ("base", "head"):
+        diff.add_argument(
+            f"--{side}-stacks",
+            type=Path,
+            help=f"the {side}'s project folder: a stack with a Pulumi.<stack>.yaml but no plan failed its preview",
+        )
     jobs = commands.add_parser("workloads", help="write example Jobs and JobSets bound to the stack's queues")
     jobs.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
     jobs.add_argument("--config", type=Path, help="stack config file to use instead of Pulumi.<stack>.yaml")

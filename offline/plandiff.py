@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,11 @@ from offline.lifecycle import Step, matches, transition
 from offline.report import describe
 
 Record = Mapping[str, Any]
-MAX_CHARS = 60_000
-"""GitHub refuses comments over 65,536 characters; the rest of the budget is the poster's marker and a note."""
+MAX_BYTES = 60_000
+"""Bytes of UTF-8 the comment may take (`→` and `…` are 3 bytes each). GitHub refuses comments over 65,536
+characters; the rest is the posting workflow's marker and lines, and it cuts what it posts at this same size."""
+NOTE_BYTES = 1_000
+"""Kept free under MAX_BYTES for the note that names the stacks cut."""
 MAX_ITEMS = 40
 """Entries per list before `… and N more`: the plans in the artifact hold everything."""
 MAX_PATHS = 8
@@ -66,6 +69,9 @@ class StackDiff:
     base: Mapping[str, Any] | None
     head: Mapping[str, Any] | None
     steps: list[Step] = field(default_factory=list)
+    declared: tuple[bool | None, bool | None] = (None, None)
+    """Whether the base and the head have the stack's file (None: not known): a side that has it but no plan is a
+    preview that failed, not a new or removed stack."""
     renamed: dict[str, str] = field(default_factory=dict)
     """Base URN -> head URN of resources the head declares under an alias."""
     unknown_types: set[str] = field(default_factory=set)
@@ -89,6 +95,11 @@ def load_plans(directory: Path) -> dict[str, dict[str, Any]]:
         plan = json.loads(path.read_text())
         plans[str(plan["stack"])] = plan
     return plans
+
+
+def stack_files(project: Path) -> set[str]:
+    """The stacks a project folder has a `Pulumi.<stack>.yaml` for."""
+    return {path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in project.glob("Pulumi.*.yaml")}
 
 
 def _alias_urn(record: Record, alias: Mapping[str, Any], stack: str, project: str) -> str:
@@ -478,21 +489,38 @@ def _summaries(diff: StackDiff) -> tuple[summary.Summary, summary.Summary] | str
     return found[0], found[1]
 
 
+def headline(diff: StackDiff) -> str:
+    """What happens to the stack, in a few words: the step counts, or why there are none."""
+    base_declared, head_declared = diff.declared
+    if diff.head is None:
+        if head_declared is False:
+            return "stack file removed on this pull request"
+        return "preview failed on this pull request" if head_declared else "no plan on this pull request"
+    if diff.base is None and base_declared:
+        return "preview of the base failed"
+    title = "new stack, " if diff.base is None else ""
+    return f"{title}{_totals(diff) if diff.steps else 'no changes'}"
+
+
+_NOT_COMPARED = {
+    "stack file removed on this pull request": "Nothing here says what `pulumi up` would do to it; a removed file "
+    "does not destroy the stack.",
+    "preview failed on this pull request": "Its preview wrote no plan (see the job log): nothing here says what "
+    "`pulumi up` would do to it.",
+    "no plan on this pull request": "Its stack file was removed, or its preview failed (see the job log): nothing "
+    "here says what `pulumi up` would do to it.",
+    "preview of the base failed": "The base branch has this stack file, but its preview wrote no plan (see the job "
+    "log): there is nothing to compare this pull request's plan with.",
+}
+
+
 def render_stack(diff: StackDiff) -> str:
     """One stack's section: what needs attention first (capacity, quotas, replacements, refusals), then the
     resources, then the policy findings."""
-    if diff.head is None:
-        return "\n".join(
-            [
-                f"### Stack {_code(diff.stack)}: no plan on this pull request",
-                "",
-                "Its stack file was removed, or its preview failed (see the job log): nothing here says what "
-                "`pulumi up` would do to it.",
-                "",
-            ]
-        )
-    title = "new stack, " if diff.base is None else ""
-    lines = [f"### Stack {_code(diff.stack)}: {title}{_totals(diff) if diff.steps else 'no changes'}", ""]
+    title = headline(diff)
+    if title in _NOT_COMPARED:
+        return "\n".join([f"### Stack {_code(diff.stack)}: {title}", "", _NOT_COMPARED[title], ""])
+    lines = [f"### Stack {_code(diff.stack)}: {title}", ""]
     summaries = _summaries(diff)
     if isinstance(summaries, str):
         lines += [summaries, ""]
@@ -531,16 +559,41 @@ def render_stack(diff: StackDiff) -> str:
     return "\n".join(lines)
 
 
+def _protected(diff: StackDiff) -> bool:
+    return any(r.get("protect") for plan in (diff.head, diff.base) for r in (plan or {}).get("resources", []))
+
+
+def _has(stacks: Collection[str] | None, stack: str) -> bool | None:
+    return None if stacks is None else stack in stacks
+
+
+def _size(text: str) -> int:
+    return len(text.encode())
+
+
+def _cut(text: str, room: int) -> str:
+    """The lines of `text` that fit in `room` bytes, never half a line or half a character."""
+    kept = text.encode()[: max(room, 0)].decode(errors="ignore")
+    return kept[: kept.rfind("\n") + 1] if len(kept) < len(text) else kept
+
+
 def render(
     base: Mapping[str, Mapping[str, Any]],
     head: Mapping[str, Mapping[str, Any]],
     *,
     base_label: str = "base",
     head_label: str = "head",
+    base_stacks: Collection[str] | None = None,
+    head_stacks: Collection[str] | None = None,
 ) -> str:
-    """The whole comment: one section per stack of either side."""
-    stacks = sorted(set(base) | set(head))
-    sections = [render_stack(diff_stack(stack, base.get(stack), head.get(stack))) for stack in stacks]
+    """The whole comment: a line per stack, then one section per stack of either side, protected stacks first
+    (their refusals matter most); within MAX_BYTES, with a note naming the stacks whose sections were cut.
+    `base_stacks`/`head_stacks`: the stacks each side has a file for, when known."""
+    names = set(base) | set(head) | set(base_stacks or ()) | set(head_stacks or ())
+    diffs = [diff_stack(stack, base.get(stack), head.get(stack)) for stack in sorted(names)]
+    for diff in diffs:
+        diff.declared = (_has(base_stacks, diff.stack), _has(head_stacks, diff.stack))
+    diffs.sort(key=lambda diff: not _protected(diff))
     text = "\n".join(
         [
             "## Plan diff",
@@ -550,12 +603,24 @@ def render(
             "stack deployed at the base (no cloud access; replacements by the providers' rules in "
             "`offline/catalogue.py`).",
             "",
-            *sections,
+            *(f"- {_code(diff.stack)}: {headline(diff)}" for diff in diffs),
+            "",
         ]
     )
-    if len(text) > MAX_CHARS:
-        cut = text.rfind("\n", 0, MAX_CHARS)
-        text = text[:cut] + f"\n\n… cut at the size GitHub allows; {PLANS_ARTIFACT}.\n"
+    cut: list[str] = []
+    for diff in diffs:
+        section = "\n" + render_stack(diff)
+        room = MAX_BYTES - NOTE_BYTES - _size(text)
+        if cut or _size(section) > room:
+            text += _cut(section, room) if not cut else ""
+            cut.append(diff.stack)
+        else:
+            text += section
+    if cut:
+        stacks = ", ".join(_code(stack) for stack in cut)
+        text = (
+            text.rstrip("\n") + f"\n\n… cut at the size GitHub allows: {stacks} not shown in full; {PLANS_ARTIFACT}.\n"
+        )
     return text.rstrip("\n") + "\n"
 
 
@@ -570,7 +635,12 @@ def main(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     text = render(
-        base, head, base_label=args.base_label or str(args.base), head_label=args.head_label or str(args.head)
+        base,
+        head,
+        base_label=args.base_label or str(args.base),
+        head_label=args.head_label or str(args.head),
+        base_stacks=stack_files(args.base_stacks) if args.base_stacks else None,
+        head_stacks=stack_files(args.head_stacks) if args.head_stacks else None,
     )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -391,6 +391,39 @@ def test_new_and_missing_stacks() -> None:
     assert gone.splitlines()[0] == "### Stack `s`: no plan on this pull request"
 
 
+def test_a_failed_preview_is_told_from_a_new_or_removed_stack(tmp_path: Path) -> None:
+    """The workflow passes each side's project folder: a stack file without a plan is a preview that failed."""
+    plan = _plan(_record(ACCOUNT + "a", {"accountId": "a"}))
+    base, head = tmp_path / "base", tmp_path / "head"
+    for stack in ("dev", "llm", "prod"):  # the base has all three files; dev's preview wrote no plan
+        (base / f"Pulumi.{stack}.yaml").parent.mkdir(parents=True, exist_ok=True)
+        (base / f"Pulumi.{stack}.yaml").write_text("config: {}\n")
+    for stack in ("dev", "llm"):  # the head removes prod's file; llm's preview wrote no plan
+        (head / f"Pulumi.{stack}.yaml").parent.mkdir(parents=True, exist_ok=True)
+        (head / f"Pulumi.{stack}.yaml").write_text("config: {}\n")
+    for folder, stacks in ((base / "build", ("llm", "prod")), (head / "build", ("dev",))):
+        for stack in stacks:
+            (folder / stack).mkdir(parents=True)
+            (folder / stack / "plan.json").write_text(json.dumps({**plan, "stack": stack}))
+    out = tmp_path / "comment.md"
+    args = ["diff", "--base", str(base / "build"), "--head", str(head / "build"), "--out", str(out)]
+    assert cli.main([*args, "--base-stacks", str(base), "--head-stacks", str(head)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[4:8] == [
+        "- `dev`: preview of the base failed",
+        "- `llm`: preview failed on this pull request",
+        "- `prod`: stack file removed on this pull request",
+        "",
+    ]
+    assert lines[8:11] == [
+        "### Stack `dev`: preview of the base failed",
+        "",
+        "The base branch has this stack file, but its preview wrote no plan (see the job log): there is nothing to "
+        "compare this pull request's plan with.",
+    ]
+    assert "new stack" not in out.read_text()
+
+
 def test_policy_findings_new_resolved_and_mandatory() -> None:
     urn = ACCOUNT + "a"
     kept = {"policy": "kept", "level": "mandatory", "urn": urn, "message": "still wrong"}
@@ -446,14 +479,46 @@ def test_text_from_the_plans_cannot_break_out_of_inline_code() -> None:
     assert plandiff._code("x`y") == "`` x`y ``"
 
 
-def test_a_comment_over_githubs_limit_is_cut_at_a_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plandiff, "MAX_CHARS", 300)
-    records = [_record(ACCOUNT + f"a{i}", {"accountId": f"a{i}"}) for i in range(20)]
-    text = plandiff.render({}, {"s": _plan(*records)})
-    assert len(text) < 300 + 120
-    assert text.endswith(
-        "\n\n… cut at the size GitHub allows; the run's `plan-diff-plans` artifact holds both plans.\n"
-    )
+def _renamed_accounts(count: int, *, protect: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Base and head plans of `count` service accounts whose display names change (one `→` line each)."""
+    records = [_record(ACCOUNT + f"a{i:02}", {"accountId": f"a{i:02}", "displayName": "old"}, protect=protect)
+               for i in range(count)]  # fmt: skip
+    changed = [{**r, "inputs": {**r["inputs"], "displayName": "new"}} for r in records]
+    return _plan(*records), _plan(*changed)
+
+
+def test_a_comment_over_the_size_limit_is_cut_in_bytes_at_a_line_protected_stacks_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bound counts UTF-8 bytes, as the posting workflow cuts (each `→` is 3 bytes): this comment is within
+    the limit in characters but not in bytes. prod (protected) comes first, every stack keeps its line at the top,
+    and the note names the stacks not shown in full."""
+    monkeypatch.setattr(plandiff, "MAX_BYTES", 3_700)
+    monkeypatch.setattr(plandiff, "NOTE_BYTES", 800)
+    dev, llm, prod = _renamed_accounts(30), _renamed_accounts(1), _renamed_accounts(1, protect=True)
+    base, head = {"dev": dev[0], "llm": llm[0], "prod": prod[0]}, {"dev": dev[1], "llm": llm[1], "prod": prod[1]}
+    text = plandiff.render(base, head)
+    monkeypatch.setattr(plandiff, "MAX_BYTES", 1_000_000)
+    whole = plandiff.render(base, head)
+    assert len(whole) < 3_700 < len(whole.encode())
+    assert len(text.encode()) <= 3_700
+    lines = text.splitlines()
+    assert lines[4:8] == [
+        "- `prod`: 0 to create, 1 to update, 0 to replace, 0 to delete",
+        "- `dev`: 0 to create, 30 to update, 0 to replace, 0 to delete",
+        "- `llm`: 0 to create, 1 to update, 0 to replace, 0 to delete",
+        "",
+    ]
+    assert lines[8] == "### Stack `prod`: 0 to create, 1 to update, 0 to replace, 0 to delete"
+    dev_start = lines.index("### Stack `dev`: 0 to create, 30 to update, 0 to replace, 0 to delete")
+    shown = lines[dev_start + 4 : -2]
+    account = "- `gcp:serviceaccount/account:Account` `a{:02}`: inputs: `displayName` `old` → `new`"
+    assert shown == [account.format(i) for i in range(len(shown))] and 0 < len(shown) < 30
+    assert lines[-2:] == [
+        "",
+        "… cut at the size GitHub allows: `dev`, `llm` not shown in full; the run's `plan-diff-plans` artifact holds "
+        "both plans.",
+    ]
 
 
 def test_a_long_list_ends_with_how_many_more() -> None:
