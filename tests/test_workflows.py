@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from offline import plandiff
 from offline.engine import REPO
 
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -165,6 +173,7 @@ def test_pull_requests_build_the_plan_diff_with_a_read_only_token_and_no_secrets
     assert "git worktree add --detach base HEAD^1" in script
     assert 'make -C "$dir" preview STACK="$stack"' in script and "for dir in . base" in script
     assert ".venv/bin/python -m offline diff --base base/build --head build --out build/plan-diff/comment.md" in script
+    assert "--base-stacks base --head-stacks ." in script  # a stack file without a plan is a failed preview
     # The number goes through the environment, never into the script's text.
     (write,) = [step for step in job["steps"] if "pr-number" in str(step.get("run", ""))]
     assert write["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
@@ -204,11 +213,15 @@ def test_the_privileged_job_reads_the_artifact_as_data_only() -> None:
     # No expression is expanded into the script: what the run reports arrives through the environment.
     assert "${{" not in script
     assert post["env"]["RUN_HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
-    # The artifact is read with head (bounded), never executed, sourced or passed to an interpreter.
-    assert script.count("$ARTIFACT") == 2
-    assert 'head -c 20 "$ARTIFACT/pr-number"' in script and 'head -c 65000 "$ARTIFACT/comment.md"' in script
-    for runner in ("source ", ". $", "bash ", "sh ", "python", "eval", "make", "xargs", "GITHUB_ENV", "GITHUB_PATH"):
+    # The artifact is read with head (bounded) and wc, never executed, sourced or passed to an interpreter.
+    assert re.findall(r'"\$(?:ARTIFACT|comment)[^"]*"', script) == [
+        '"$ARTIFACT/pr-number"', '"$ARTIFACT/comment.md"', '"$ARTIFACT/pr-number"', '"$ARTIFACT/comment.md"',
+        '"$comment"', '"$comment"', '"$comment"',
+    ]  # fmt: skip
+    assert 'head -c 20 "$ARTIFACT/pr-number"' in script and 'head -c "$limit" "$comment"' in script
+    for runner in ("source ", ". $", "bash ", "sh ", "python", "eval", "xargs", "GITHUB_ENV", "GITHUB_PATH"):
         assert runner not in script, runner
+    assert not re.search(r"(^|[|;&(])\s*make\b", script, re.MULTILINE)
     # The number is a number, and names the pull request whose head the reported run built.
     assert '[[ "$number" =~ ^[1-9][0-9]{0,9}$ ]]' in script
     assert '"repos/$REPOSITORY/pulls/$number" --jq .head.sha' in script and '[ "$head" != "$RUN_HEAD_SHA" ]' in script
@@ -216,3 +229,179 @@ def test_the_privileged_job_reads_the_artifact_as_data_only() -> None:
     assert "marker='<!-- tpu-stack:plan-diff -->'" in script
     assert '.user.login == \\"github-actions[bot]\\"' in script
     assert "--method PATCH" in script and "--method POST" in script
+
+
+# --- the posting script itself, run with a stand-in `gh` that answers as the GitHub API would -----------------
+
+FAKE_GH = """\
+import json, os, subprocess, sys
+
+args = sys.argv[1:]
+with open(os.environ["GH_LOG"], "a") as log:
+    log.write(json.dumps(args) + "\\n")
+assert args[0] == "api", args
+method, jq, fields, path, rest = "GET", None, [], None, args[1:]
+while rest:
+    arg = rest.pop(0)
+    if arg == "--method":
+        method = rest.pop(0)
+    elif arg == "--jq":
+        jq = rest.pop(0)
+    elif arg == "-F":
+        fields.append(rest.pop(0))
+    elif arg != "--paginate":
+        path = arg
+if method != "GET":
+    (field,) = fields
+    assert field.startswith("body=@"), field
+    with open(field.removeprefix("body=@"), encoding="utf-8") as body:
+        posted = {"method": method, "path": path, "body": body.read()}
+    with open(os.environ["GH_POSTED"], "a") as out:
+        out.write(json.dumps(posted) + "\\n")
+    print("{}")
+else:
+    with open(os.environ["GH_RESPONSES"]) as responses:
+        data = json.load(responses)[path]
+    # gh api --jq prints strings raw, as jq -r does.
+    sys.stdout.write(subprocess.run(["jq", "-r", jq], input=json.dumps(data), capture_output=True, text=True,
+                                    check=True).stdout)
+"""
+
+HEADER = (
+    "> Computed offline by this pull request's own code (a fork's too), so it says whatever that code has it say. "
+    "For a pull request from this repository, the `pulumi preview` comments are authoritative."
+)
+WARNING = (
+    "> **This pull request changes the code that computes this comment** (`offline/`, `.github/`, "
+    "`components/config/`, `policies/` or the `Makefile`): read those changes before this comment."
+)
+
+
+@dataclass
+class Posted:
+    code: int
+    stdout: str
+    calls: list[list[str]]
+    posted: list[dict[str, str]]
+
+
+def _post(
+    tmp_path: Path,
+    *,
+    number: str = "42",
+    comment: str | None = "## Plan diff\n\nno changes\n",
+    head: str = "c0ffee",
+    files: tuple[str, ...] = ("README.md",),
+    comments: tuple[dict[str, Any], ...] = (),
+) -> Posted:
+    """Runs the posting step's script as the runner does (bash -eo pipefail), `gh` being FAKE_GH."""
+    if shutil.which("jq") is None:
+        pytest.skip("jq is needed to apply the script's --jq filters as gh does")
+    (job,) = load("plan-diff-comment.yml")["jobs"].values()
+    (post,) = [step for step in job["steps"] if "run" in step]
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "gh").write_text(f"#!{sys.executable}\n{FAKE_GH}")
+    (tools / "gh").chmod(0o755)
+    artifact = tmp_path / "artifact"
+    artifact.mkdir()
+    if comment is not None:
+        (artifact / "pr-number").write_text(number + "\n")
+        (artifact / "comment.md").write_text(comment)
+    responses = {
+        "repos/o/r/pulls/42": {"number": 42, "head": {"sha": head}},
+        "repos/o/r/pulls/42/files": [{"filename": name} for name in files],
+        "repos/o/r/issues/42/comments": list(comments),
+    }
+    (tmp_path / "responses.json").write_text(json.dumps(responses))
+    (tmp_path / "script.sh").write_text(post["run"])
+    env = {
+        "PATH": f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "GH_LOG": str(tmp_path / "calls.jsonl"),
+        "GH_POSTED": str(tmp_path / "posted.jsonl"),
+        "GH_RESPONSES": str(tmp_path / "responses.json"),
+        "RUNNER_TEMP": str(tmp_path),
+        **{key: value.replace("${{ runner.temp }}", str(tmp_path)) for key, value in post["env"].items()},
+        "GH_TOKEN": "token",
+        "REPOSITORY": "o/r",
+        "RUN_HEAD_SHA": "c0ffee",
+        "ARTIFACT": str(artifact),
+    }
+    # GitHub's `shell: bash` for a run step: bash --noprofile --norc -eo pipefail {0}
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "script.sh")],
+        env=env, capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+
+    def lines(name: str) -> list[Any]:
+        path = tmp_path / name
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    return Posted(done.returncode, done.stdout, lines("calls.jsonl"), lines("posted.jsonl"))
+
+
+def test_the_first_run_posts_one_comment_under_fixed_lines_the_pull_request_cannot_change(tmp_path: Path) -> None:
+    done = _post(tmp_path)
+    assert done.code == 0
+    assert done.posted == [
+        {
+            "method": "POST",
+            "path": "repos/o/r/issues/42/comments",
+            "body": f"<!-- tpu-stack:plan-diff -->\n{HEADER}\n\n## Plan diff\n\nno changes\n",
+        }
+    ]
+
+
+def test_later_runs_edit_the_workflows_own_marked_comment(tmp_path: Path) -> None:
+    marker = "<!-- tpu-stack:plan-diff -->"
+    comments = (
+        {"id": 5, "user": {"login": "someone"}, "body": f"{marker} quoted by a person"},
+        {"id": 6, "user": {"login": "github-actions[bot]"}, "body": "another workflow's comment"},
+        {"id": 7, "user": {"login": "github-actions[bot]"}, "body": f"{marker}\nthe earlier diff"},
+    )
+    done = _post(tmp_path, comments=comments)
+    assert done.code == 0
+    assert [(p["method"], p["path"]) for p in done.posted] == [("PATCH", "repos/o/r/issues/comments/7")]
+
+
+def test_a_pull_request_that_moved_on_gets_its_comment_from_the_newer_run(tmp_path: Path) -> None:
+    done = _post(tmp_path, head="beef")
+    assert done.code == 0 and done.posted == []
+    assert done.calls == [["api", "repos/o/r/pulls/42", "--jq", ".head.sha"]]
+    assert "Pull request #42 is at beef, not at this run's c0ffee: the newer run comments." in done.stdout
+
+
+def test_a_number_that_is_not_one_stops_before_any_call(tmp_path: Path) -> None:
+    done = _post(tmp_path, number="42; rm -rf /")
+    assert done.code == 1 and done.calls == [] and done.posted == []
+    assert "::error::the artifact's pr-number is not a pull request number" in done.stdout
+
+
+def test_a_run_that_uploaded_no_comment_posts_nothing_and_stays_green(tmp_path: Path) -> None:
+    done = _post(tmp_path, comment=None)
+    assert done.code == 0 and done.calls == [] and done.posted == []
+
+
+@pytest.mark.parametrize(
+    "changed", ["offline/plandiff.py", ".github/workflows/pull-request.yml", "components/config/queues.py", "Makefile"]
+)
+def test_a_pull_request_that_changes_the_diffs_own_code_is_flagged(tmp_path: Path, changed: str) -> None:
+    done = _post(tmp_path, files=("README.md", changed))
+    (posted,) = done.posted
+    assert posted["body"].splitlines()[:5] == ["<!-- tpu-stack:plan-diff -->", HEADER, ">", WARNING, ""]
+
+
+def test_the_comment_is_cut_at_the_same_byte_bound_as_the_diff_at_a_whole_line(tmp_path: Path) -> None:
+    """Lines of 100 characters with a 3-byte `→` in each: 700 of them are 71,400 bytes but 70,000 characters."""
+    bound = re.search(r"\blimit=(\d+) ", runs(load("plan-diff-comment.yml")["jobs"]["comment"]))
+    assert bound is not None and int(bound.group(1)) == plandiff.MAX_BYTES == 60_000
+    line = "- `a` → `b` " + "x" * 87
+    assert (len(line), len(line.encode())) == (99, 101)
+    done = _post(tmp_path, comment="".join(f"{line}\n" for _ in range(700)))
+    (posted,) = done.posted
+    body = posted["body"].splitlines()
+    kept = body[3:-2]
+    # 60,000 bytes hold 588 whole lines of 102 bytes (newline included); the 589th is cut, not sent in part.
+    assert kept == [line] * 588
+    assert body[-2:] == ["", "… cut at the size GitHub allows; the run's `plan-diff-plans` artifact holds both plans."]
+    assert len(posted["body"]) <= 65_536
