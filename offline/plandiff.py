@@ -264,7 +264,7 @@ def _resource_lines(diff: StackDiff, steps: list[Step], side: str, *, detail: bo
     rendered: dict[str, list[Step]] = defaultdict(list)
     by_provider: dict[str, list[Step]] = defaultdict(list)
     for step in steps:
-        if "provider" in step.why:
+        if any(reason in step.why for reason in ("moves to provider ", "its provider ")):
             by_provider[step.why].append(step)
     shared = {why: group for why, group in by_provider.items() if len(group) > 1}
     for why, group in shared.items():
