@@ -41,6 +41,14 @@ INTERNAL_LB = "networking.gke.io/load-balancer-type"
 EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 """LWS annotation: each group gets a value of this node label to itself; per node pool = per slice."""
 SKIP_AWAIT = "pulumi.com/skipAwait"
+WAIT_FOR = "pulumi.com/waitFor"
+LOAD_BALANCER_ADDRESS = "jsonpath={.status.loadBalancer.ingress[0].ip}"
+"""What `pulumi up` waits for on a server's Service: the internal load balancer's address, which the `endpoint`
+output needs, and not the API servers behind it. Without it the provider's Service await also waits until no
+selected pod is unready (pulumi-kubernetes provider/pkg/await/service.go checkAndLogStatus: `endpointsPending`
+while the Endpoints list any notReadyAddresses) and fails after its 10 minutes while a model loads; a `waitFor`
+annotation replaces that await (metadata/overrides.go ReadyCondition; await.go Creation and Update use the
+built-in await only when no such annotation is set; CHANGELOG 4.18.4)."""
 PART_OF = {"app.kubernetes.io/part-of": "llm-serving"}
 API_SERVER = "api-server"
 RAY_WORKER = "ray-worker"
@@ -314,7 +322,9 @@ class LlmServing(pulumi.ComponentResource):
                 {
                     "apiVersion": "v1",
                     "kind": "Service",
-                    "metadata": _meta(f"{server}-lb", namespace, {INTERNAL_LB: "Internal"}),
+                    "metadata": _meta(
+                        f"{server}-lb", namespace, {INTERNAL_LB: "Internal", WAIT_FOR: LOAD_BALANCER_ADDRESS}
+                    ),
                     "spec": load_balancer(shape, serving),
                 },
                 opts=in_cluster,

@@ -619,6 +619,71 @@ def _queues_after_their_flavors(records: Sequence[Record], _outputs: Mapping[str
     return problems
 
 
+SERVICE_AWAIT_SECONDS = 600
+"""pulumi-kubernetes' default await of a Service (provider/pkg/await/service.go DefaultServiceTimeoutMins; await.go
+Creation and Update default to 10 minutes)."""
+_AWAIT_OVERRIDES = ("pulumi.com/waitFor", "pulumi.com/skipAwait")
+
+
+def _pod_templates(record: Record) -> list[Mapping[str, Any]]:
+    """The pod templates of a workload record: a Deployment's (or any `spec.template`), a LeaderWorkerSet's two."""
+    spec = record["inputs"].get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    group = spec.get("leaderWorkerTemplate") or {}
+    found = [spec.get("template"), group.get("leaderTemplate"), group.get("workerTemplate")]
+    return [t for t in found if isinstance(t, Mapping)]
+
+
+def _seconds_to_ready(template: Mapping[str, Any]) -> int:
+    """How long a pod may take to become ready by its own probes: the startup probe's whole allowance (Kubernetes
+    defaults: period 10 s, failure threshold 3), then the readiness probe's initial delay."""
+    longest = 0
+    for container in (template.get("spec") or {}).get("containers") or ():
+        startup = container.get("startupProbe") or {}
+        allowance = 0
+        if startup:
+            period, threshold = startup.get("periodSeconds", 10), startup.get("failureThreshold", 3)
+            allowance = startup.get("initialDelaySeconds", 0) + period * threshold
+        longest = max(longest, allowance + (container.get("readinessProbe") or {}).get("initialDelaySeconds", 0))
+    return longest
+
+
+def _services_wait_only_for_their_address(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """A Service is awaited until it has an address and no selected pod is unready; one whose pods may load for
+    longer than that await tells the provider what to wait for instead (or not to wait)."""
+    templates = [
+        (str(r["inputs"]["metadata"].get("namespace")), t)
+        for r in records
+        if str(r["type"]).startswith("kubernetes:") and isinstance(r["inputs"].get("metadata"), Mapping)
+        for t in _pod_templates(r)
+    ]
+    problems = []
+    for service in of_type(records, "core/v1:Service"):
+        inputs = service["inputs"]
+        selector = (inputs.get("spec") or {}).get("selector") or {}
+        annotations = inputs["metadata"].get("annotations") or {}
+        if not selector or (inputs.get("spec") or {}).get("clusterIP") == "None":
+            continue  # the provider does not wait for the pods of these
+        if any(key in annotations for key in _AWAIT_OVERRIDES):
+            continue
+        slowest = max(
+            (
+                _seconds_to_ready(template)
+                for namespace, template in templates
+                if namespace == inputs["metadata"].get("namespace")
+                and selector.items() <= ((template.get("metadata") or {}).get("labels") or {}).items()
+            ),
+            default=0,
+        )
+        if slowest > SERVICE_AWAIT_SECONDS:
+            problems.append(
+                f"{service['name']}: selects pods that may take {slowest // 60} minutes to become ready, longer than "
+                "the provider's 10-minute Service await; annotate it pulumi.com/waitFor (or skipAwait)"
+            )
+    return problems
+
+
 REQUIRES = [
     Requires(
         "kueue-objects-after-kueue",
@@ -731,6 +796,16 @@ REQUIRES = [
         "pkg/controller/core/resourceflavor_controller.go and admissioncheck_controller.go (finalizer kept while in "
         "use)",
         _queues_after_their_flavors,
+    ),
+    Requires(
+        "slow-pods-behind-awaited-services",
+        "A Service whose pods may take longer to become ready than the provider's 10-minute Service await carries "
+        "pulumi.com/waitFor (e.g. the load balancer's address) or skipAwait: the default await also waits until no "
+        "selected pod is unready, and fails the update while a model loads",
+        "pulumi/pulumi-kubernetes provider/pkg/await/service.go (checkAndLogStatus: serviceReady, endpointsSettled, "
+        "!endpointsPending; DefaultServiceTimeoutMins 10); provider/pkg/metadata/overrides.go ReadyCondition and "
+        "await.go Creation/Update (built-in await only without an await annotation), at v4.32.0 and 94977969",
+        _services_wait_only_for_their_address,
     ),
     Requires(
         "slice-shape-replaces-pool",

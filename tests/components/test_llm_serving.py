@@ -314,7 +314,12 @@ def test_every_server_pod_runs_as_the_serving_ksa_with_object_access_to_the_buck
 
 def test_each_server_has_an_internal_load_balancer_to_its_api_servers_for_the_listed_clients(example: Plan) -> None:
     service = kube(example, SERVICE, "llama-33-70b-lb")["inputs"]
-    assert service["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    # `pulumi up` waits for the load balancer's address only: the API servers behind it load for up to an hour,
+    # far beyond the provider's 10-minute Service await, which would otherwise wait for every selected pod.
+    assert service["metadata"]["annotations"] == {
+        "networking.gke.io/load-balancer-type": "Internal",
+        "pulumi.com/waitFor": "jsonpath={.status.loadBalancer.ingress[0].ip}",
+    }
     assert service["spec"] == {
         "type": "LoadBalancer",
         # Only leaders: a group's other hosts run Ray workers. LWS's own headless Service takes the name llama-33-70b.

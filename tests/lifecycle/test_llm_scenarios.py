@@ -132,3 +132,19 @@ def test_destroy_deletes_the_servers_before_the_lws_chart_and_keeps_only_the_buc
     assert {r["name"] for r in deployed} - set(order) == {"data-bucket", "data"}
     assert order.index(MULTI) < order.index("lws-chart")
     assert order.index("lws-chart:lws-system/lws-controller-manager") < order.index("lws-namespace")
+
+
+def named(records: Records, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(r for r in records if r["name"] == name)
+    return found
+
+
+def test_a_load_balancer_the_provider_would_await_until_the_model_serves_is_caught(deployed: Records) -> None:
+    """The servers' startup probes allow 60 minutes; without waitFor the provider's Service await (10 minutes)
+    would also wait for them to be ready."""
+    broken = copy.deepcopy(deployed)
+    del named(broken, f"{MULTI}-lb")["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"]
+    assert CATALOGUE.breaches(broken, {}) == [
+        f"slow-pods-behind-awaited-services: {MULTI}-lb: selects pods that may take 60 minutes to become ready, "
+        "longer than the provider's 10-minute Service await; annotate it pulumi.com/waitFor (or skipAwait)"
+    ]
