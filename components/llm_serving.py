@@ -26,6 +26,7 @@ import pulumi_kubernetes as k8s
 
 from components import gcs_fuse, network_policies, pod_security, tpu_catalog
 from components.config.llm_serving import (
+    MULTI_HOST_ENV,
     RAY_PORT,
     SERVER_PORT,
     STARTUP_MINUTES,
@@ -115,7 +116,7 @@ def server_pod(shape: ServerShape, serving: LlmServingConfig, bucket: str, *, ro
     chips = {tpu_catalog.TPU_RESOURCE: shape.chips_per_host}
     env: list[dict[str, Any]] = [{"name": "VLLM_XLA_CACHE_PATH", "value": "/cache/xla"}]
     if shape.multi_host:
-        env.append({"name": "TPU_MULTIHOST_BACKEND", "value": "ray"})
+        env += [{"name": name, "value": value} for name, value in MULTI_HOST_ENV]
     container: dict[str, Any] = {
         "name": "vllm",
         "image": server.image,

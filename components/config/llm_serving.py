@@ -61,6 +61,27 @@ SERVING_TPU_VERSIONS = ("v5e", "v6e")
 """TPU versions the stack serves vLLM on: the ones vLLM's TPU backend and GKE's vLLM tutorials run on."""
 CACHE_VOLUME = "vllm-cache"
 MODEL_VOLUME = "model"
+MULTI_HOST_ENV: tuple[tuple[str, str], ...] = (
+    ("TPU_MULTIHOST_BACKEND", "ray"),
+    ("MODEL_IMPL_TYPE", "vllm"),
+    ("TPU_BACKEND_TYPE", "jax"),
+    ("JAX_PLATFORMS", ""),
+    ("RAY_health_check_failure_threshold", "100"),
+    ("RAY_health_check_timeout_ms", "20000"),
+    ("RAY_health_check_period_ms", "10000"),
+    ("RAY_num_heartbeats_timeout", "300000"),
+    ("RAY_raylet_heartbeat_timeout_milliseconds", "3000000"),
+    ("RAY_grpc_keepalive_timeout_ms", "3000000"),
+    ("RAY_RESERVE_CPU_FOR_RAYLET", "1"),
+)
+"""Environment of every pod of a multi-host group, as vLLM TPU's own multi-host runs set it (tpu-inference v0.27.0
+`.buildkite/scripts/run_multihost.sh`, head and workers; `examples/offload/gke/benchmarks/multi-host/
+deploy-baseline.yaml`): Ray as the multi-host backend; vLLM's own model code (`MODEL_IMPL_TYPE=vllm`) on the JAX
+backend, since with the default `auto` most architectures, Llama's included, resolve to the Flax implementation
+(`models/common/model_loader.py` resolve_model_architecture), which the release's support matrix lists as failing
+multi-host (README, Core Features: multi-host Flax Failing, Torchax Untested); and Ray's relaxed health checks, so
+hosts busy loading and compiling for many minutes are not declared dead. Recovery does not rely on Ray noticing a
+lost host: LeaderWorkerSet recreates the whole group when any of its pods restarts (`RecreateGroupOnPodRestart`)."""
 STARTUP_MINUTES = 60
 """How long a server may take to become healthy: download (first start), load and XLA compilation of a 70B model
 take tens of minutes (about 16 on v6e by GKE's sample, kubernetes-engine-samples commit 64dcc999)."""
