@@ -372,6 +372,36 @@ def _jobsets_wait_for_both_charts(records: Sequence[Record], _outputs: Mapping[s
     ]
 
 
+def _leaderworkersets_wait_for_lws(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """LeaderWorkerSets wait for the LWS chart, and the chart's controller is ready only once its webhook server
+    listens: LWS's own readiness is a plain ping, ready before its webhooks are registered."""
+    sets = [r for r in records if _in_group(r, "leaderworkerset.x-k8s.io")]
+    if not sets:
+        return []
+    lws = chart(records, "lws")
+    problems = [
+        f"{r['name']} is created before the LWS chart serves its webhooks"
+        for r in sets
+        if not waits_for(records, r, lws)
+    ]
+    for controller in records:
+        if not (
+            controller.get("rendered")
+            and controller["name"] == "lws-chart:lws-system/lws-controller-manager"
+            and str(controller["type"]).endswith("apps/v1:Deployment")
+        ):
+            continue
+        for container in controller["inputs"]["spec"]["template"]["spec"]["containers"]:
+            webhook = [p["containerPort"] for p in container.get("ports") or () if p.get("name") == "webhook-server"]
+            probe = (container.get("readinessProbe") or {}).get("tcpSocket") or {}
+            if webhook and probe.get("port") not in (webhook[0], "webhook-server"):
+                problems.append(
+                    f"{controller['name']}: ready before its webhook server listens on {webhook[0]}, so waiting for "
+                    "the chart does not wait for the webhooks"
+                )
+    return problems
+
+
 def _token_secrets_wait_for_their_account(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
     problems = []
     for secret in records:
@@ -699,6 +729,18 @@ REQUIRES = [
         "fails closed)",
         "jobset v0.12.0 and Kueue v0.19.2 charts (webhook configurations); facts.md §9",
         _jobsets_wait_for_both_charts,
+    ),
+    Requires(
+        "leaderworkersets-after-lws",
+        "LeaderWorkerSets are created after the LWS chart, whose controller is ready only once its webhook server "
+        "listens: the webhooks fail closed, LWS's /readyz is a plain ping and its webhooks are registered only after "
+        "its certificate is mounted and injected, and the provider retries a create only on NotFound or NoMatch",
+        "kubernetes-sigs/lws v0.10.0 (2161f38f) cmd/main.go (setupHealthzAndReadyzCheck: readyz healthz.Ping; "
+        "setupControllers waits on certsReady before registering the webhooks), charts/lws/templates/webhook/"
+        "webhook.yaml (failurePolicy Fail); kubernetes-sigs/controller-runtime v0.24.1 pkg/manager/internal.go "
+        "GetWebhookServer (the webhook server starts when first asked for); pulumi/pulumi-kubernetes v4.32.0 "
+        "provider/pkg/await/await.go Creation (retrier.Do(apierrors.IsNotFound, meta.IsNoMatchError))",
+        _leaderworkersets_wait_for_lws,
     ),
     Requires(
         "token-secret-after-account",

@@ -148,3 +148,21 @@ def test_a_load_balancer_the_provider_would_await_until_the_model_serves_is_caug
         f"slow-pods-behind-awaited-services: {MULTI}-lb: selects pods that may take 60 minutes to become ready, "
         "longer than the provider's 10-minute Service await; annotate it pulumi.com/waitFor (or skipAwait)"
     ]
+
+
+def test_leaderworkersets_that_may_reach_the_lws_webhooks_before_they_serve_are_caught(deployed: Records) -> None:
+    """Two hand-made breaches: the LeaderWorkerSet no longer waits for the chart, and the chart's controller is
+    ready on LWS's own /readyz (a plain ping) instead of when its webhook server listens."""
+    broken = copy.deepcopy(deployed)
+    chart = named(broken, "lws-chart")
+    lws = named(broken, MULTI)
+    lws["dependencies"] = [d for d in lws["dependencies"] if d not in (chart["urn"], chart.get("parent"))]
+    (controller,) = [r for r in broken if r["name"] == "lws-chart:lws-system/lws-controller-manager"
+                     and r["type"] == "kubernetes:apps/v1:Deployment"]  # fmt: skip
+    (manager,) = controller["inputs"]["spec"]["template"]["spec"]["containers"]
+    manager["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": 8081}, "initialDelaySeconds": 5}
+    assert CATALOGUE.breaches(broken, {}) == [
+        f"leaderworkersets-after-lws: {MULTI} is created before the LWS chart serves its webhooks",
+        "leaderworkersets-after-lws: lws-chart:lws-system/lws-controller-manager: ready before its webhook server "
+        "listens on 9443, so waiting for the chart does not wait for the webhooks",
+    ]
