@@ -142,7 +142,7 @@ def server_pod(shape: ServerShape, serving: LlmServingConfig, bucket: str, *, ro
         container.update(_probes())
     pod: dict[str, Any] = {
         "serviceAccountName": serving.service_account,
-        "nodeSelector": pool.node_selector,
+        "nodeSelector": pool.node_labels,
         **pod_security.tpu_pod_fields(),
         "containers": [container],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}],

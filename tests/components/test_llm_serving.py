@@ -427,8 +427,32 @@ def test_serving_pools_are_not_kueue_capacity(run: StackRunner) -> None:
     assert flavors == ["train"]
 
 
+def test_a_serving_pool_told_apart_from_a_training_pool_of_its_shape_is_selected_by_its_label(
+    run: StackRunner,
+) -> None:
+    """The mixed config of a serving and a training v5e 4x4 pool, told apart by a label: each side selects its
+    own value (the servers' pods in their nodeSelector, Kueue's flavor in its nodeLabels)."""
+    serve = {**V5E_4X4, "labels": {"pool": "serve"}}
+    train = {**TRAIN_4X4, "labels": {"pool": "train"}}
+    plan = run({**config(serve), "tpu-stack:tpuPools": [serve, train]})
+    template = lws_spec(plan)["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        assert template[role]["spec"]["nodeSelector"] == {
+            "pool": "serve",
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+            "cloud.google.com/gke-tpu-topology": "4x4",
+        }
+    (flavor,) = plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    assert flavor["inputs"]["spec"]["nodeLabels"] == {
+        "pool": "train",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+    }
+
+
 # ---- config lines ---------------------------------------------------------------------------------------------
 
+TRAIN_4X4 = {**V5E_4X4, "name": "train", "slices": 1}
 SAXML = {"pool": "sax", "service": CLIENTS}
 SAX_POOL = {"name": "sax", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a"}
 TRAIN = {"name": "train", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a"}
@@ -505,6 +529,26 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
       "tpu-stack:queues": {"teams": [{"name": "research", "shares": {"serve": 8}}]}},
      "tpu-stack:queues.teams[0].shares.serve: pool 'serve' serves the vLLM server 'llama', whose replicas hold its "
      "slices; it is not Kueue capacity"),
+    # Kueue's flavor of `train` selects accelerator and topology only, which the serving slices carry as well, and
+    # the servers' pods would select the training slices just the same.
+    ("a training pool of the serving pool's shape",
+     {**config(V5E_4X4), "tpu-stack:tpuPools": [V5E_4X4, TRAIN_4X4]},
+     "tpu-stack:tpuPools: pools 'serve' and 'train' are both ct5lp-hightpu-4t 4x4 and can run each other's pods, and "
+     "'serve' serves the vLLM server 'llama', whose replicas hold its slices; give each a label the other has with "
+     "another value (labels: {pool: serve} and {pool: train})"),
+    # A taint keeps training pods off the serving slices, but the servers' pods still fit the training slices.
+    ("a serving pool told apart by a taint alone",
+     {**config(V5E_4X4), "tpu-stack:tpuPools": [
+         {**V5E_4X4, "taints": [{"key": "serving", "value": "llm"}]}, {**TRAIN_4X4, "labels": {"pool": "train"}}]},
+     "tpu-stack:tpuPools: pools 'serve' and 'train' are both ct5lp-hightpu-4t 4x4 and can run each other's pods, and "
+     "'serve' serves the vLLM server 'llama', whose replicas hold its slices; give each a label the other has with "
+     "another value (labels: {pool: serve} and {pool: train})"),
+    ("two serving pool groups of one shape",
+     config(V5E_4X4, LLAMA_70B, {**LLAMA_70B, "name": "other", "pool": "serve-b"}) | {
+         "tpu-stack:tpuPools": [V5E_4X4, {**V5E_4X4, "name": "serve-b"}]},
+     "tpu-stack:tpuPools: pools 'serve' and 'serve-b' are both ct5lp-hightpu-4t 4x4 and can run each other's pods, "
+     "and 'serve' serves the vLLM server 'llama', whose replicas hold its slices; give each a label the other has "
+     "with another value (labels: {pool: serve} and {pool: serve-b})"),
     ("a team in the serving namespace",
      {**config(V5E_4X4), "tpu-stack:tpuPools": [V5E_4X4, TRAIN], "tpu-stack:queues": {"teams": [{"name": "llm"}]}},
      "tpu-stack:queues.teams[0].namespace: 'llm' belongs to the system or another component"),
