@@ -26,6 +26,7 @@ import pulumi_kubernetes as k8s
 
 from components import gcs_fuse, network_policies, pod_security, tpu_catalog
 from components.config.llm_serving import (
+    HF_CACHE,
     MULTI_HOST_ENV,
     RAY_PORT,
     SERVER_PORT,
@@ -158,6 +159,8 @@ def server_pod(shape: ServerShape, serving: LlmServingConfig, bucket: str, *, ro
         )  # fmt: skip
         container["volumeMounts"].append({"name": "hf-token", "mountPath": TOKEN_DIR, "readOnly": True})
         env.append({"name": "HF_TOKEN_PATH", "value": f"{TOKEN_DIR}/token"})
+    if server.model is not None:
+        env.append({"name": "HF_HUB_CACHE", "value": HF_CACHE})
     if pool.taints:
         pod["tolerations"] = [t.toleration for t in pool.taints]
     # A bucket model's read-only folder is read through a file cache as large as the node's boot disk holds; a

@@ -60,6 +60,10 @@ VLLM_DTYPES = ("bfloat16", "float16", "float32")
 SERVING_TPU_VERSIONS = ("v5e", "v6e")
 """TPU versions the stack serves vLLM on: the ones vLLM's TPU backend and GKE's vLLM tutorials run on."""
 CACHE_VOLUME = "vllm-cache"
+HF_CACHE = "/cache/huggingface"
+"""Where a Hugging Face model's files land, in the server's bucket folder: vLLM's `--download-dir` for the weights
+and huggingface_hub's `HF_HUB_CACHE` for the config and tokenizer files, which would otherwise go to the
+container's `~/.cache/huggingface/hub` and be fetched again on every start."""
 MODEL_VOLUME = "model"
 MULTI_HOST_ENV: tuple[tuple[str, str], ...] = (
     ("TPU_MULTIHOST_BACKEND", "ray"),
@@ -342,7 +346,7 @@ class ServerShape:
         if server.dtype in VLLM_DTYPES:
             args.append(f"--dtype={server.dtype}")
         if server.model is not None:
-            args.append("--download-dir=/cache/huggingface")
+            args.append(f"--download-dir={HF_CACHE}")
         return [*args, *server.engine_args]
 
 
@@ -425,6 +429,18 @@ def _server_problems(
         return [
             f"{where}.pool: pool {pool.name!r} is queued-provisioning, whose nodes exist only for Kueue-admitted "
             "jobs; serve on an on-demand, reservation, spot or flex-start pool"
+        ]
+    if server.model is not None and pool.multi_host:
+        return [
+            f"{where}.model: pool {pool.name!r} slices are multi-host ({pool.vms_per_slice} VMs), and every host "
+            "would download the Hugging Face model at once into one bucket folder, with no lock between pods; copy "
+            "the weights into the bucket and set modelFolder"
+        ]
+    if server.model is not None and server.replicas > 1:
+        return [
+            f"{where}.model: {server.replicas} replicas would each download the Hugging Face model at once into one "
+            "bucket folder, with no lock between pods; copy the weights into the bucket and set modelFolder, or serve "
+            "it with replicas: 1"
         ]
     shape = ServerShape(server, pool, 0)
     if server.weights_gb > shape.usable_hbm_gb:

@@ -28,8 +28,13 @@ POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 CLIENTS = {"sourceRanges": ["10.20.0.0/24"]}
 V5E_4X4 = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": "us-central1-a"}
 V6E_8T = {"name": "serve", "machineType": "ct6e-standard-8t", "slices": 2, "zone": "us-central1-b"}
-LLAMA_70B = {"name": "llama", "pool": "serve", "model": "meta-llama/Llama-3.1-70B-Instruct",
-             "billionsOfParameters": 70, "maxModelLen": 4096}  # fmt: skip
+LLAMA_70B = {"name": "llama", "pool": "serve", "modelFolder": "models/Llama-3.1-70B-Instruct",
+             "servedModelName": "meta-llama/Llama-3.1-70B-Instruct", "billionsOfParameters": 70,
+             "maxModelLen": 4096}  # fmt: skip
+"""Weights copied into the stack's bucket: what multi-host slices and several replicas read."""
+HF_LLAMA = {"name": "llama", "pool": "serve", "model": "meta-llama/Llama-3.1-70B-Instruct", "billionsOfParameters": 70,
+            "maxModelLen": 4096}  # fmt: skip
+"""Downloaded from Hugging Face by the server itself: one pod, once."""
 KEY = "tpu-stack:serving"
 S0 = f"{KEY}.servers[0]"
 
@@ -188,9 +193,8 @@ def test_the_leader_starts_a_ray_head_waits_for_the_whole_slice_then_serves(run:
     assert script.startswith("ray start --head --port=6379 --disable-usage-stats && until ")
     assert '= "$LWS_GROUP_SIZE" ]; do sleep 5; done && exec python3 -m vllm.entrypoints.openai.api_server ' in script
     assert script.endswith(
-        "--host=0.0.0.0 --port=8000 --model=meta-llama/Llama-3.1-70B-Instruct "
-        "--served-model-name=meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size=16 --max-model-len=4096 "
-        "--gpu-memory-utilization=0.9 --dtype=bfloat16 --download-dir=/cache/huggingface"
+        "--host=0.0.0.0 --port=8000 --model=/models --served-model-name=meta-llama/Llama-3.1-70B-Instruct "
+        "--tensor-parallel-size=16 --max-model-len=4096 --gpu-memory-utilization=0.9 --dtype=bfloat16"
     )
     (join,) = worker["args"]
     assert 'ray start --address="$LWS_LEADER_ADDRESS:6379" --disable-usage-stats --block' in join
@@ -235,9 +239,9 @@ def test_single_host_server_is_a_deployment_of_one_pod_per_slice(run: StackRunne
     (container,) = pod["containers"]
     assert container["command"] == ["python3", "-m", "vllm.entrypoints.openai.api_server"]
     assert container["args"] == [
-        "--host=0.0.0.0", "--port=8000", "--model=meta-llama/Llama-3.1-70B-Instruct",
-        "--served-model-name=meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size=8", "--max-model-len=4096",
-        "--gpu-memory-utilization=0.9", "--dtype=bfloat16", "--download-dir=/cache/huggingface", "--max-num-seqs=128",
+        "--host=0.0.0.0", "--port=8000", "--model=/models", "--served-model-name=meta-llama/Llama-3.1-70B-Instruct",
+        "--tensor-parallel-size=8", "--max-model-len=4096", "--gpu-memory-utilization=0.9", "--dtype=bfloat16",
+        "--max-num-seqs=128",
     ]  # fmt: skip
     # ct6e-standard-8t, 180 vCPU and 1440 GiB: 180000 - 520 reserved - 1250 (DaemonSets, sidecar) = 178230m; memory
     # capacity 1474560 * 0.98 = 1445068 MiB, less 35824 reserved and 100 eviction = 1409144 allocatable, less 2304 =
@@ -277,6 +281,13 @@ def test_a_hugging_face_model_is_downloaded_into_the_bucket_and_read_back_uncach
     assert "gke-gcsfuse-cache" not in volumes(pod)
     (container,) = pod["containers"]
     assert {"name": "VLLM_XLA_CACHE_PATH", "value": "/cache/xla"} in container["env"]
+    # The weights (vLLM's --download-dir) and the config and tokenizer files (huggingface_hub's hub cache) land in
+    # the same bucket folder, so a restart fetches nothing from huggingface.co.
+    assert "--download-dir=/cache/huggingface" in container["args"]
+    assert {"name": "HF_HUB_CACHE", "value": "/cache/huggingface"} in container["env"]
+    # One replica on two slices: a rollout starts the new pod on the spare slice first.
+    spec = kube(example, DEPLOYMENT, "llama-31-70b")["inputs"]["spec"]
+    assert (spec["replicas"], spec["strategy"]["rollingUpdate"]) == (1, {"maxSurge": 1, "maxUnavailable": 0})
 
 
 def test_a_bucket_model_is_read_only_and_its_cache_volume_caches_nothing(example: Plan) -> None:
@@ -378,7 +389,7 @@ def test_outputs_name_each_endpoint_model_and_shape(example: Plan) -> None:
     assert example.outputs["serving"] == {
         "llama-31-70b": {
             "endpoint": "http://192.0.2.20:8000/v1", "model": "meta-llama/Llama-3.1-70B-Instruct", "pool": "llm-v6e",
-            "kind": "Deployment", "replicas": 2, "hostsPerReplica": 1, "chipsPerHost": 8, "tensorParallelSize": 8,
+            "kind": "Deployment", "replicas": 1, "hostsPerReplica": 1, "chipsPerHost": 8, "tensorParallelSize": 8,
         },
         "llama-33-70b": {
             "endpoint": "http://192.0.2.20:8000/v1", "model": "meta-llama/Llama-3.3-70B-Instruct", "pool": "llm-v5e",
@@ -464,17 +475,24 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      config(V5E_4X4, {**LLAMA_70B, "name": "a"}, {**LLAMA_70B, "name": "b", "replicas": 2}),
      f"{KEY}.servers[1].replicas: 2 replicas (1 held by other servers) need 3 slices of pool 'serve', which has 2; "
      "one replica runs on one slice: lower replicas or raise tpuPools slices"),
-    ("no model", config(V5E_4X4, {k: v for k, v in LLAMA_70B.items() if k != "model"}),
+    ("no model", config(V5E_4X4, {k: v for k, v in LLAMA_70B.items() if k != "modelFolder"}),
      f"{S0}: set exactly one of model (a Hugging Face id) or modelFolder (a folder of the bucket)"),
-    ("both models", config(V5E_4X4, {**LLAMA_70B, "modelFolder": "models/llama"}),
+    ("both models", config(V5E_4X4, {**LLAMA_70B, "model": "meta-llama/Llama-3.1-70B-Instruct"}),
      f"{S0}: set exactly one of model (a Hugging Face id) or modelFolder (a folder of the bucket)"),
-    ("not a Hugging Face id", config(V5E_4X4, {**LLAMA_70B, "model": "llama-70b"}),
+    ("not a Hugging Face id", config(V6E_8T, {**HF_LLAMA, "model": "llama-70b"}),
      f"{S0}.model: 'llama-70b' is not a Hugging Face model id like meta-llama/Llama-3.1-8B-Instruct; for weights "
      "in the stack's bucket use modelFolder"),
-    ("not a folder", config(V5E_4X4, {**{k: v for k, v in LLAMA_70B.items() if k != "model"},
-                                      "modelFolder": "gs://b/models"}),
+    ("not a folder", config(V5E_4X4, {**LLAMA_70B, "modelFolder": "gs://b/models"}),
      f"{S0}.modelFolder: 'gs://b/models' is not a folder of the bucket; use a relative path like datasets or "
      "checkpoints/team"),
+    # tpu-inference v0.27.0 models/jax/utils/file_utils.py: a download locks only within its pod (/tmp/lock).
+    ("a Hugging Face model on multi-host slices", config(V5E_4X4, HF_LLAMA),
+     f"{S0}.model: pool 'serve' slices are multi-host (4 VMs), and every host would download the Hugging Face model "
+     "at once into one bucket folder, with no lock between pods; copy the weights into the bucket and set "
+     "modelFolder"),
+    ("a Hugging Face model with replicas", config(V6E_8T, {**HF_LLAMA, "replicas": 2}),
+     f"{S0}.model: 2 replicas would each download the Hugging Face model at once into one bucket folder, with no "
+     "lock between pods; copy the weights into the bucket and set modelFolder, or serve it with replicas: 1"),
     ("an argument the stack derives", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--tensor-parallel-size=4"]}),
      f"{S0}.engineArgs: --tensor-parallel-size is derived by the stack from the server and its pool; remove it"),
     ("not an argument", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["max-num-seqs=64"]}),

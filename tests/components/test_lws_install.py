@@ -27,7 +27,7 @@ CONTROLLER_POD = {
 }
 MULTI_HOST = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": "us-central1-a"}
 SINGLE_HOST = {"name": "serve", "machineType": "ct6e-standard-8t", "zone": "us-central1-b"}
-SERVER = {"name": "llama", "pool": "serve", "model": "meta-llama/Llama-3.1-70B-Instruct", "billionsOfParameters": 70,
+SERVER = {"name": "llama", "pool": "serve", "modelFolder": "models/Llama-3.1-70B-Instruct", "billionsOfParameters": 70,
           "maxModelLen": 4096}  # fmt: skip
 DIGEST = "sha256:" + "3" * 64
 

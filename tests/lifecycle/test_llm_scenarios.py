@@ -75,15 +75,20 @@ def test_a_model_change_updates_only_that_server_in_place(deployed: Records, cha
     assert ops(step(deployed, edited(change))) == {"update": [updated]}
 
 
-def fewer_replicas_single(config: dict[str, Any]) -> None:
-    server(config, "llama-31-70b")["replicas"] = 1
+def more_replicas_single(config: dict[str, Any]) -> None:
+    """A Hugging Face model is served by one replica (its replicas would download at once); more replicas read the
+    weights from the bucket."""
+    single = server(config, "llama-31-70b")
+    single["modelFolder"] = "models/Llama-3.1-70B-Instruct"
+    single["servedModelName"] = single.pop("model")
+    single["replicas"] = 2
 
 
 def fewer_replicas_multi(config: dict[str, Any]) -> None:
     server(config, "llama-33-70b")["replicas"] = 1
 
 
-@pytest.mark.parametrize(("change", "updated"), [(fewer_replicas_single, SINGLE), (fewer_replicas_multi, MULTI)])
+@pytest.mark.parametrize(("change", "updated"), [(more_replicas_single, SINGLE), (fewer_replicas_multi, MULTI)])
 def test_a_replica_change_updates_only_that_server_in_place(deployed: Records, change: Change, updated: str) -> None:
     down = edited(change)
     assert ops(step(deployed, down)) == {"update": [updated]}
@@ -109,7 +114,7 @@ def test_a_protected_stack_takes_model_and_replica_changes_but_refuses_a_renamed
     deployed_protected: Records,
 ) -> None:
     assert ops(step(deployed_protected, edited(new_model_multi, "prod"))) == {"update": [MULTI]}
-    assert ops(step(deployed_protected, edited(fewer_replicas_single, "prod"))) == {"update": [SINGLE]}
+    assert ops(step(deployed_protected, edited(more_replicas_single, "prod"))) == {"update": [SINGLE]}
 
     def renamed(config: dict[str, Any]) -> None:
         server(config, "llama-33-70b")["name"] = "llama-33"
