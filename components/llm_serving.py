@@ -29,6 +29,7 @@ from components.config.llm_serving import (
     HF_CACHE,
     MULTI_HOST_ENV,
     RAY_PORT,
+    ROLLOUT_DEADLINE_SECONDS,
     SERVER_PORT,
     STARTUP_MINUTES,
     LlmServingConfig,
@@ -163,9 +164,10 @@ def server_pod(shape: ServerShape, serving: LlmServingConfig, bucket: str, *, ro
         env.append({"name": "HF_HUB_CACHE", "value": HF_CACHE})
     if pool.taints:
         pod["tolerations"] = [t.toleration for t in pool.taints]
-    # A bucket model's read-only folder is read through a file cache as large as the node's boot disk holds; a
-    # Hugging Face download into the read-write cache folder is read back uncached.
-    annotations = gcs_fuse.attach(pod, bucket, shape.mounts(serving), cache_gib=shape.pool.file_cache_limit_gib)
+    # A bucket model's read-only folder is read through a file cache as large as the node's boot disk holds, if
+    # its weights fit there (ServerShape.file_cache_gib); a Hugging Face download into the read-write cache folder
+    # is read back uncached.
+    annotations = gcs_fuse.attach(pod, bucket, shape.mounts(serving), cache_gib=shape.file_cache_gib)
     component = {"app.kubernetes.io/component": role}
     return {"metadata": {"labels": {**labels(shape), **component, **PART_OF}, "annotations": annotations}, "spec": pod}
 
@@ -174,6 +176,7 @@ def deployment_spec(shape: ServerShape, serving: LlmServingConfig, bucket: str) 
     """Single-host slices: one pod per replica; a rollout adds one on a spare slice first when there is one."""
     return {
         "replicas": shape.server.replicas,
+        "progressDeadlineSeconds": ROLLOUT_DEADLINE_SECONDS,
         "selector": {"matchLabels": labels(shape)},
         "strategy": {
             "type": "RollingUpdate",
@@ -284,7 +287,10 @@ class LlmServing(pulumi.ComponentResource):
             f"{name}-identity",
             config=config,
             workload=serving.workload,
-            bucket_roles=[BucketRole("bucket", bucket_name, serving.bucket_role)],
+            bucket_roles=[
+                BucketRole("bucket", bucket_name, role, condition)
+                for role, condition in serving.bucket_grants(config.bucket_name)
+            ],
             provider=provider,
             cluster=cluster,
             namespace=namespace,

@@ -48,7 +48,7 @@ def ready_when_the_webhooks_serve(args: pulumi.ResourceTransformArgs) -> pulumi.
     name = metadata.get("name") if isinstance(metadata, dict) else None
     if args.type_ != "kubernetes:apps/v1:Deployment" or name != CONTROLLER:
         return None
-    props = copy.deepcopy(dict(args.props))
+    props: dict[str, Any] = copy.deepcopy(dict(args.props))
     for container in props["spec"]["template"]["spec"]["containers"]:
         if container.get("name") == "manager":
             container["readinessProbe"] = {

@@ -33,7 +33,16 @@ from components.config.base import (
     source_range,
 )
 from components.config.pools import TpuPoolConfig
-from components.config.serving import WRITER_ROLE, BucketMount, IdentityForm, WorkloadRef, optional_folder, pinned_image
+from components.config.serving import (
+    READER_ROLE,
+    WRITER_ROLE,
+    BucketMount,
+    IdentityForm,
+    WorkloadRef,
+    file_cache_max_mib,
+    optional_folder,
+    pinned_image,
+)
 
 KEY = f"{PROJECT}:serving"
 VLLM_IMAGE = "vllm/vllm-tpu:v0.27.0"
@@ -89,6 +98,10 @@ lost host: LeaderWorkerSet recreates the whole group when any of its pods restar
 STARTUP_MINUTES = 60
 """How long a server may take to become healthy: download (first start), load and XLA compilation of a 70B model
 take tens of minutes (about 16 on v6e by GKE's sample, kubernetes-engine-samples commit 64dcc999)."""
+ROLLOUT_DEADLINE_SECONDS = (STARTUP_MINUTES + 15) * 60
+"""A Deployment's `progressDeadlineSeconds`: a new pod may take the startup probe's hour plus scheduling and the
+~10 GB image pull before it is ready and the rollout progresses. At the default 600 the Deployment reports
+ProgressDeadlineExceeded mid-rollout and `kubectl rollout status` gives up."""
 STACK_ARGS = (
     "--model",
     "--served-model-name",
@@ -171,7 +184,8 @@ class LlmServerConfig(ConfigModel):
     pool: str
     """The TPU pool group (v5e or v6e; not queued, not Saxml's): one replica per slice."""
     model: str | None = None
-    """A Hugging Face model id; the server downloads it once into the bucket (`cacheFolder`)."""
+    """A Hugging Face model id, on a single-host pool with one replica: the server downloads it once into the bucket
+    (`cacheFolder`). Several replicas or multi-host slices read `modelFolder` (they would download at once)."""
     model_folder: str | None = None
     """A folder of the stack's bucket holding the weights (config, tokenizer, safetensors), mounted read-only."""
     served_model_name: str | None = None
@@ -188,6 +202,12 @@ class LlmServerConfig(ConfigModel):
     """Further vLLM arguments (`--name=value`); the ones the stack derives are refused."""
     image: str = VLLM_IMAGE
     """The vLLM TPU image, pinned (a tag or `@sha256:`)."""
+    tensor_parallel_size: int | None = Field(default=None, ge=1)
+    """Chips the model is sharded over, for a model whose attention heads the slice's chips do not divide (vLLM
+    refuses those): a divisor of a single-host slice's chips, the rest of which stay idle; the weights must fit
+    these chips' HBM.
+
+    Default: every chip of the slice"""
 
     _name = field_validator("name")(_server_name)
     _model = field_validator("model")(_hf_id)
@@ -216,7 +236,8 @@ class LlmServingConfig(ConfigModel):
     namespace: str = "llm"
     """Where every server runs (created by the stack; built-in, system, Saxml's and team namespaces are refused)."""
     service_account: str = "vllm"
-    """The KSA the server pods use; it gets `roles/storage.objectUser` on the bucket through Workload Identity."""
+    """The KSA the server pods use; through Workload Identity it reads the bucket (`roles/storage.objectViewer`) and
+    writes only under `cacheFolder` (`roles/storage.objectUser` with an IAM condition)."""
     identity: IdentityForm = "principal"
     """Workload Identity form, as for bucket readers and writers."""
     iam_service_account: str | None = None
@@ -267,10 +288,24 @@ class LlmServingConfig(ConfigModel):
             iam_service_account=self.iam_service_account,
         )
 
-    @property
-    def bucket_role(self) -> str:
-        """Object read and write on the bucket: model folders are read, the cache folder is written."""
-        return WRITER_ROLE
+    def bucket_grants(self, bucket: str) -> list[tuple[str, dict[str, str] | None]]:
+        """(role, IAM condition) of the servers on the stack's bucket `bucket`: read anywhere (model folders; the
+        mounts list the bucket, a permission Cloud Storage checks on the bucket, not on an object prefix), write
+        and delete only objects under the cache folder, so a server cannot overwrite or delete the checkpoints and
+        datasets beside it. The bucket has uniform bucket-level access, which IAM conditions need."""
+        prefix = f"projects/_/buckets/{bucket}/objects/{self.cache_folder}/"
+        return [
+            (READER_ROLE, None),
+            (
+                WRITER_ROLE,
+                {
+                    "title": "vllm-cache-only",
+                    "description": f"Write and delete only under {self.cache_folder}/ (Hugging Face downloads, "
+                    "XLA cache)",
+                    "expression": f'resource.name.startsWith("{prefix}")',
+                },
+            ),
+        ]
 
 
 @dataclass(frozen=True)
@@ -292,8 +327,9 @@ class ServerShape:
 
     @property
     def tensor_parallel_size(self) -> int:
-        """vLLM shards the model over every chip of the slice (one replica per slice)."""
-        return self.pool.chips_per_slice
+        """vLLM shards the model over every chip of the slice (one replica per slice), or over the server's
+        `tensorParallelSize` of them."""
+        return self.server.tensor_parallel_size or self.pool.chips_per_slice
 
     @property
     def hosts(self) -> int:
@@ -306,7 +342,8 @@ class ServerShape:
 
     @property
     def hbm_gb(self) -> float:
-        return self.pool.chips_per_slice * self.pool.machine.version.hbm_gb_per_chip
+        """HBM of the chips the model is sharded over: its weights must fit there."""
+        return self.tensor_parallel_size * self.pool.machine.version.hbm_gb_per_chip
 
     @property
     def usable_hbm_gb(self) -> float:
@@ -321,6 +358,15 @@ class ServerShape:
     def max_unavailable(self) -> int:
         """With a spare slice nothing goes down first; without one, one replica at a time (never both 0)."""
         return 0 if self.max_surge else 1
+
+    @property
+    def file_cache_gib(self) -> int:
+        """The FUSE file cache of a bucket model's weights: as large as the node's boot disk holds when the weights
+        fit in it, else none. Weights larger than the cache would all be written to the boot disk and evicted
+        again on their one read (gcsfuse caches each file it reads, evicting the least recently used), so they are
+        read straight from the bucket instead."""
+        limit = self.pool.file_cache_limit_gib
+        return limit if self.server.weights_gb * 1e9 <= file_cache_max_mib(limit) * 2**20 else 0
 
     def mounts(self, serving: LlmServingConfig) -> list[BucketMount]:
         """The server's cache folder read-write at /cache; a bucket model's folder read-only at /models."""
@@ -402,6 +448,14 @@ def llm_serving_problems(
         where = f"{KEY}.servers[{index}]"
         if server.name in names:
             problems.append(f"{where}.name: {server.name!r} is already servers[{names[server.name]}]")
+        owner = next((i for i, other in enumerate(serving.servers) if f"{other.name}-lb" == server.name), None)
+        if owner is not None:
+            # A multi-host server's LeaderWorkerSet takes a headless Service of its own name only if none exists
+            # (lws v0.10.0 pkg/utils/controller/controller_utils.go CreateHeadlessServiceIfNotExists).
+            problems.append(
+                f"{where}.name: {server.name!r} is the name of servers[{owner}]'s load balancer Service; choose "
+                "another name"
+            )
         names.setdefault(server.name, index)
         problems += _server_problems(server, where, pools, saxml_pool)
     problems += _replica_problems(serving, pools)
@@ -442,7 +496,26 @@ def _server_problems(
             "bucket folder, with no lock between pods; copy the weights into the bucket and set modelFolder, or serve "
             "it with replicas: 1"
         ]
+    tensor = server.tensor_parallel_size
+    if tensor is not None and pool.multi_host and tensor != pool.chips_per_slice:
+        return [
+            f"{where}.tensorParallelSize: pool {pool.name!r} slices are multi-host, and a multi-host server shards "
+            f"over all {pool.chips_per_slice} chips of a slice; remove it or serve on a single-host pool"
+        ]
+    if tensor is not None and pool.chips_per_slice % tensor:
+        divisors = [str(n) for n in range(1, pool.chips_per_slice + 1) if pool.chips_per_slice % n == 0]
+        return [
+            f"{where}.tensorParallelSize: {tensor} does not divide the {pool.chips_per_slice} chips of pool "
+            f"{pool.name!r} slices; use {', '.join(divisors[:-1])} or {divisors[-1]}"
+        ]
     shape = ServerShape(server, pool, 0)
+    if tensor is not None and tensor < pool.chips_per_slice and server.weights_gb > shape.usable_hbm_gb:
+        return [
+            f"{where}.billionsOfParameters: a {server.billions_of_parameters:g}B model in {server.dtype} needs "
+            f"{server.weights_gb:g} GB of HBM for its weights; tensorParallelSize {tensor} shards it over {tensor} "
+            f"{version} chips, which hold {shape.hbm_gb:g} GB, of which the server uses {MEMORY_UTILIZATION:.0%}: "
+            f"raise tensorParallelSize (at most {pool.chips_per_slice}, the slice's chips)"
+        ]
     if server.weights_gb > shape.usable_hbm_gb:
         return [
             f"{where}.billionsOfParameters: a {server.billions_of_parameters:g}B model in {server.dtype} needs "

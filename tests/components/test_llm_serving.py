@@ -220,6 +220,18 @@ def test_a_rollout_uses_a_spare_slice_when_there_is_one(
 # ---- the Deployment of a single-host server -------------------------------------------------------------------
 
 
+def test_tensor_parallelism_over_part_of_a_single_host_slice(run: StackRunner) -> None:
+    """A 40-head model cannot be split 16 or 64 ways, a 28-head one not 8 ways: tensorParallelSize 4 on a v6e 2x4
+    VM shards a 32B model (64 GB) over 4 chips (128 GB, 115.2 usable); the pod still holds all 8 of the VM's."""
+    qwen = {**LLAMA_70B, "name": "qwen", "modelFolder": "models/Qwen2.5-32B-Instruct", "servedModelName": "qwen",
+            "billionsOfParameters": 32, "tensorParallelSize": 4}  # fmt: skip
+    plan = run(config(V6E_8T, qwen))
+    (container,) = kube(plan, DEPLOYMENT, "qwen")["inputs"]["spec"]["template"]["spec"]["containers"]
+    assert "--tensor-parallel-size=4" in container["args"]
+    assert container["resources"]["limits"]["google.com/tpu"] == 8
+    assert plan.outputs["serving"]["qwen"]["tensorParallelSize"] == 4
+
+
 def test_single_host_server_is_a_deployment_of_one_pod_per_slice(run: StackRunner) -> None:
     plan = run(config(V6E_8T, {**LLAMA_70B, "replicas": 2, "engineArgs": ["--max-num-seqs=128"]}))
     deployment = kube(plan, DEPLOYMENT, "llama")["inputs"]
@@ -229,6 +241,9 @@ def test_single_host_server_is_a_deployment_of_one_pod_per_slice(run: StackRunne
         "matchLabels": {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "llama"}
     }
     assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    # A new pod may take the startup probe's 60 minutes plus scheduling and the image pull (15 more) before the
+    # rollout progresses: at the default 600 s `kubectl rollout status` would give up mid-rollout.
+    assert spec["progressDeadlineSeconds"] == 4500
     # The provider's Deployment await (10 minutes) is shorter than a 70B model's load: the probes decide.
     assert deployment["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
     pod = spec["template"]["spec"]
@@ -290,18 +305,30 @@ def test_a_hugging_face_model_is_downloaded_into_the_bucket_and_read_back_uncach
     assert (spec["replicas"], spec["strategy"]["rollingUpdate"]) == (1, {"maxSurge": 1, "maxUnavailable": 0})
 
 
-def test_a_bucket_model_is_read_only_and_its_cache_volume_caches_nothing(example: Plan) -> None:
+def test_a_bucket_model_larger_than_the_file_cache_is_read_straight_from_the_bucket(example: Plan) -> None:
+    """Llama 3.3 70B is 141.2 GB of weights; the node's cache could hold 30412 MiB (31.9 GB): every shard would be
+    written to the boot disk and evicted again on its one read, so the file cache is off."""
     pod = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]["workerTemplate"]["spec"]
     found = volumes(pod)
     assert found["model"]["csi"]["readOnly"] is True
     assert "only-dir=models/Llama-3.3-70B-Instruct" in options(found["model"])
-    # The weights are read through the node's bounded cache volume: 33 GiB of the 100 GiB boot disk, 90% of it
-    # (30412 MiB) for gcsfuse's cache; the read-write cache folder keeps none.
-    assert "file-cache:max-size-mb:30412" in options(found["model"])
+    assert [o for o in options(found["model"]) if o.startswith("file-cache:")] == []
     assert [o for o in options(found["vllm-cache"]) if o.startswith("file-cache:")] == []
-    assert found["gke-gcsfuse-cache"] == {"name": "gke-gcsfuse-cache", "emptyDir": {"sizeLimit": "33Gi"}}
+    assert "gke-gcsfuse-cache" not in found
     (container,) = pod["containers"]
     assert {"name": "model", "mountPath": "/models", "readOnly": True} in container["volumeMounts"]
+
+
+def test_a_bucket_model_that_fits_the_file_cache_is_read_through_it(run: StackRunner) -> None:
+    """An 8B model in bfloat16 is 16 GB: it fits the node's bounded cache volume, 33 GiB of the 100 GiB boot disk,
+    90% of it (30412 MiB) for gcsfuse's cache with parallel downloads; the read-write cache folder keeps none."""
+    small = {**LLAMA_70B, "modelFolder": "models/Llama-3.1-8B-Instruct", "billionsOfParameters": 8}
+    pod = lws_spec(run(config(V5E_4X4, small)))["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    found = volumes(pod)
+    assert "file-cache:max-size-mb:30412" in options(found["model"])
+    assert "file-cache:enable-parallel-downloads:true" in options(found["model"])
+    assert [o for o in options(found["vllm-cache"]) if o.startswith("file-cache:")] == []
+    assert found["gke-gcsfuse-cache"] == {"name": "gke-gcsfuse-cache", "emptyDir": {"sizeLimit": "33Gi"}}
 
 
 def test_the_token_is_a_file_from_the_operators_secret_and_never_in_the_state(example: Plan) -> None:
@@ -322,14 +349,33 @@ def test_the_token_is_a_file_from_the_operators_secret_and_never_in_the_state(ex
     assert "hf-token" not in volumes(bucket_model)
 
 
-def test_every_server_pod_runs_as_the_serving_ksa_with_object_access_to_the_bucket_only(example: Plan) -> None:
-    (binding,) = example.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
-    assert binding["inputs"]["bucket"] == "tpu-stack-llm-llm-tpu-stack"
-    assert binding["inputs"]["role"] == "roles/storage.objectUser"
-    assert binding["inputs"]["member"] == (
+def test_every_server_pod_runs_as_the_serving_ksa_reading_the_bucket_and_writing_only_its_cache(
+    example: Plan,
+) -> None:
+    """The servers read model folders (and list the bucket: Cloud Storage checks listing on the bucket, not on an
+    object prefix) but create, overwrite and delete only objects under vllm-cache/: never the checkpoints and
+    datasets beside them."""
+    member = (
         "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
         "tpu-stack-llm.svc.id.goog/subject/ns/llm/sa/vllm"
     )
+    bindings = {
+        b["inputs"]["role"]: b["inputs"] for b in example.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    }
+    assert bindings == {
+        "roles/storage.objectViewer": {
+            "bucket": "tpu-stack-llm-llm-tpu-stack", "role": "roles/storage.objectViewer", "member": member,
+        },
+        "roles/storage.objectUser": {
+            "bucket": "tpu-stack-llm-llm-tpu-stack", "role": "roles/storage.objectUser", "member": member,
+            "condition": {
+                "title": "vllm-cache-only",
+                "description": "Write and delete only under vllm-cache/ (Hugging Face downloads, XLA cache)",
+                "expression": 'resource.name.startsWith("projects/_/buckets/tpu-stack-llm-llm-tpu-stack/objects/'
+                'vllm-cache/")',
+            },
+        },
+    }  # fmt: skip
     template = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]
     pods = [template["leaderTemplate"]["spec"], template["workerTemplate"]["spec"],
             kube(example, DEPLOYMENT, "llama-31-70b")["inputs"]["spec"]["template"]["spec"]]  # fmt: skip
@@ -521,6 +567,23 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "on-demand, reservation, spot or flex-start pool"),
     ("Saxml's pool", {**config(SAX_POOL, {**LLAMA_70B, "pool": "sax", "dtype": "int8"}), "tpu-stack:saxml": SAXML},
      f"{S0}.pool: pool 'sax' serves Saxml, whose model servers hold all its slices"),
+    # LWS would take `llama-lb`, the LoadBalancer Service, as the group's headless Service (it creates one of the
+    # set's name only if none exists): the leader's address would never resolve.
+    ("a server named after another's load balancer", config(V5E_4X4, LLAMA_70B, {**LLAMA_70B, "name": "llama-lb"}),
+     f"{KEY}.servers[1].name: 'llama-lb' is the name of servers[0]'s load balancer Service; choose another name"),
+    ("tensor parallelism that does not divide the chips", config(V6E_8T, {**LLAMA_70B, "tensorParallelSize": 3}),
+     f"{S0}.tensorParallelSize: 3 does not divide the 8 chips of pool 'serve' slices; use 1, 2, 4 or 8"),
+    ("tensor parallelism below a multi-host slice", config(V5E_4X4, {**LLAMA_70B, "tensorParallelSize": 8}),
+     f"{S0}.tensorParallelSize: pool 'serve' slices are multi-host, and a multi-host server shards over all 16 "
+     "chips of a slice; remove it or serve on a single-host pool"),
+    # 70 x 2 = 140 GB; 4 v6e chips hold 128 GB, 115.2 of it usable.
+    ("weights that do not fit the chips of the tensor parallelism",
+     config(V6E_8T, {**LLAMA_70B, "tensorParallelSize": 4}),
+     f"{S0}.billionsOfParameters: a 70B model in bfloat16 needs 140 GB of HBM for its weights; tensorParallelSize 4 "
+     "shards it over 4 v6e chips, which hold 128 GB, of which the server uses 90%: raise tensorParallelSize (at most "
+     "8, the slice's chips)"),
+    ("zero tensor parallelism", config(V6E_8T, {**LLAMA_70B, "tensorParallelSize": 0}),
+     f"{S0}.tensorParallelSize: the number 0 is too small; use 1 or more"),
     ("two servers with one name", config({**V5E_4X4, "slices": 2}, LLAMA_70B, LLAMA_70B),
      f"{KEY}.servers[1].name: 'llama' is already servers[0]"),
     ("no servers", {"tpu-stack:tpuPools": [V5E_4X4], KEY: {"service": CLIENTS}},
@@ -581,5 +644,7 @@ def test_serving_config_errors_are_one_line_each(case: str, extra: dict[str, Any
 def test_only_the_serving_identity_needs_the_project_number(run: StackRunner) -> None:
     """No bucket reader or writer and no Saxml: the serving KSA's principal member still gets the project number."""
     plan = run(config(V6E_8T))
-    (binding,) = plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
-    assert binding["inputs"]["member"].startswith("principal://iam.googleapis.com/projects/123456789012/")
+    bindings = plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert len(bindings) == 2
+    for binding in bindings:
+        assert binding["inputs"]["member"].startswith("principal://iam.googleapis.com/projects/123456789012/")
