@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from components.config.base import ConfigError
+from components.config.serving import file_cache_max_mib
 from components.config.stack import StackConfig, load
 from offline import validate
-from offline.engine import Plan, run_program, run_stack
+from offline.engine import Plan, _engine_config, read_stack_file, run_program, run_stack
+from offline.vendor import REPO
 from tests.conftest import BASE, StackRunner
 
 LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
@@ -48,6 +50,10 @@ def config(pool: dict[str, Any], *servers: dict[str, Any], **serving: Any) -> di
 
 def loaded(extra: dict[str, Any]) -> StackConfig:
     return load({**BASE, **extra}, stack="dev")
+
+
+def load_stack(stack: str) -> StackConfig:
+    return load(_engine_config(read_stack_file(REPO / f"Pulumi.{stack}.yaml")), stack=stack)
 
 
 def config_error(extra: dict[str, Any]) -> list[str]:
@@ -648,3 +654,28 @@ def test_only_the_serving_identity_needs_the_project_number(run: StackRunner) ->
     assert len(bindings) == 2
     for binding in bindings:
         assert binding["inputs"]["member"].startswith("principal://iam.googleapis.com/projects/123456789012/")
+
+
+# ---- the README section -------------------------------------------------------------------------------------
+
+
+def readme_section() -> str:
+    """The README's "LLM serving (vLLM)" section, its whitespace folded (sentences wrap across lines)."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("## LLM serving (vLLM)")
+    return " ".join(text[start : text.index("\n## ", start)].split())
+
+
+def test_the_readme_states_the_host_resources_cache_and_deadline_the_example_gets(example: Plan) -> None:
+    """The section's numbers are read back from what the example stack declares, so they cannot go stale."""
+    section = readme_section()
+    single = kube(example, DEPLOYMENT, "llama-31-70b")["inputs"]["spec"]
+    multi = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]["leaderTemplate"]
+    for machine, template in (("ct6e-standard-8t", single["template"]), ("ct5lp-hightpu-4t", multi)):
+        (container,) = template["spec"]["containers"]
+        requests, limits = container["resources"]["requests"], container["resources"]["limits"]
+        assert f"`{machine}` {requests['cpu']} CPU and {requests['memory']} (limit {limits['memory']})" in section
+    assert f"`progressDeadlineSeconds` is {single['progressDeadlineSeconds']}" in section
+    pool = next(p for p in load_stack("llm").tpu_pools if p.name == "llm-v5e")
+    cache = f"`file-cache:max-size-mb:{file_cache_max_mib(pool.file_cache_limit_gib)}` in a "
+    assert cache + f"`{pool.file_cache_limit_gib}Gi` cache volume" in section
