@@ -8,9 +8,10 @@ joined it, then starts the API server with tensor parallelism over all the slice
 leader's Ray head (vLLM's TPU backend runs multi-host over Ray: `TPU_MULTIHOST_BACKEND=ray`). Only leaders serve:
 the load balancer selects them, and a leader is ready only when its whole group serves the model.
 
-Weights come from the stack's bucket through Cloud Storage FUSE with a bounded file cache: a Hugging Face model is
-downloaded once into `<cacheFolder>/<server>` (read-write), a bucket model is read from its folder (read-only); the
-XLA compilation cache lives beside the downloads, so restarts skip compilation. A Hugging Face token, when
+Weights come from the stack's bucket through Cloud Storage FUSE: a Hugging Face model is downloaded once, by its
+one pod, into `<cacheFolder>/<server>` (read-write), a bucket model is read from its folder (read-only, through a
+bounded file cache when the weights fit it); the XLA compilation cache lives beside the downloads, so restarts skip
+compilation. The server identity reads the bucket and writes only under `<cacheFolder>`. A Hugging Face token, when
 configured, is read from a Secret the operator creates, mounted as a file: its value never enters the stack state.
 """
 

@@ -1,10 +1,11 @@
 """LLM serving with vLLM (`tpu-stack:serving`): OpenAI-compatible servers on TPU pool groups.
 
 A server is one model behind one internal load balancer, with one replica per slice of its pool group. Everything
-that must agree with the pool is derived here from the pool's slice math: tensor parallelism is the slice's chips,
-a single-host slice is one vLLM pod (a Deployment), a multi-host slice is one LeaderWorkerSet group with one pod
-per VM (size = VMs per slice). The weights must fit the slice's HBM at the dtype's bytes per parameter, within the
-share of HBM the server is told to use (`--gpu-memory-utilization`); what does not fit is refused, one line each.
+that must agree with the pool is derived here from the pool's slice math: tensor parallelism is the slice's chips
+(or `tensorParallelSize` of a single-host slice's), a single-host slice is one vLLM pod (a Deployment), a multi-host
+slice is one LeaderWorkerSet group with one pod per VM (size = VMs per slice). The weights must fit the HBM of the
+chips they are sharded over at the dtype's bytes per parameter, within the share of HBM the server is told to use
+(`--gpu-memory-utilization`); what does not fit is refused, one line each.
 
 Sources: vLLM's TPU backend (vllm-project/tpu-inference) runs multi-host slices over Ray
 (`TPU_MULTIHOST_BACKEND=ray`, a Ray head in the group's leader, the other hosts joining it; tag v0.27.0
