@@ -8,9 +8,10 @@ joined it, then starts the API server with tensor parallelism over all the slice
 leader's Ray head (vLLM's TPU backend runs multi-host over Ray: `TPU_MULTIHOST_BACKEND=ray`). Only leaders serve:
 the load balancer selects them, and a leader is ready only when its whole group serves the model.
 
-Weights come from the stack's bucket through Cloud Storage FUSE with a bounded file cache: a Hugging Face model is
-downloaded once into `<cacheFolder>/<server>` (read-write), a bucket model is read from its folder (read-only); the
-XLA compilation cache lives beside the downloads, so restarts skip compilation. A Hugging Face token, when
+Weights come from the stack's bucket through Cloud Storage FUSE: a Hugging Face model is downloaded once, by its
+one pod, into `<cacheFolder>/<server>` (read-write), a bucket model is read from its folder (read-only, through a
+bounded file cache when the weights fit it); the XLA compilation cache lives beside the downloads, so restarts skip
+compilation. The server identity reads the bucket and writes only under `<cacheFolder>`. A Hugging Face token, when
 configured, is read from a Secret the operator creates, mounted as a file: its value never enters the stack state.
 """
 
@@ -26,7 +27,10 @@ import pulumi_kubernetes as k8s
 
 from components import gcs_fuse, network_policies, pod_security, tpu_catalog
 from components.config.llm_serving import (
+    HF_CACHE,
+    MULTI_HOST_ENV,
     RAY_PORT,
+    ROLLOUT_DEADLINE_SECONDS,
     SERVER_PORT,
     STARTUP_MINUTES,
     LlmServingConfig,
@@ -41,6 +45,14 @@ INTERNAL_LB = "networking.gke.io/load-balancer-type"
 EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 """LWS annotation: each group gets a value of this node label to itself; per node pool = per slice."""
 SKIP_AWAIT = "pulumi.com/skipAwait"
+WAIT_FOR = "pulumi.com/waitFor"
+LOAD_BALANCER_ADDRESS = "jsonpath={.status.loadBalancer.ingress[0].ip}"
+"""What `pulumi up` waits for on a server's Service: the internal load balancer's address, which the `endpoint`
+output needs, and not the API servers behind it. Without it the provider's Service await also waits until no
+selected pod is unready (pulumi-kubernetes provider/pkg/await/service.go checkAndLogStatus: `endpointsPending`
+while the Endpoints list any notReadyAddresses) and fails after its 10 minutes while a model loads; a `waitFor`
+annotation replaces that await (metadata/overrides.go ReadyCondition; await.go Creation and Update use the
+built-in await only when no such annotation is set; CHANGELOG 4.18.4)."""
 PART_OF = {"app.kubernetes.io/part-of": "llm-serving"}
 API_SERVER = "api-server"
 RAY_WORKER = "ray-worker"
@@ -107,7 +119,7 @@ def server_pod(shape: ServerShape, serving: LlmServingConfig, bucket: str, *, ro
     chips = {tpu_catalog.TPU_RESOURCE: shape.chips_per_host}
     env: list[dict[str, Any]] = [{"name": "VLLM_XLA_CACHE_PATH", "value": "/cache/xla"}]
     if shape.multi_host:
-        env.append({"name": "TPU_MULTIHOST_BACKEND", "value": "ray"})
+        env += [{"name": name, "value": value} for name, value in MULTI_HOST_ENV]
     container: dict[str, Any] = {
         "name": "vllm",
         "image": server.image,
@@ -133,7 +145,7 @@ def server_pod(shape: ServerShape, serving: LlmServingConfig, bucket: str, *, ro
         container.update(_probes())
     pod: dict[str, Any] = {
         "serviceAccountName": serving.service_account,
-        "nodeSelector": pool.node_selector,
+        "nodeSelector": pool.node_labels,
         **pod_security.tpu_pod_fields(),
         "containers": [container],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}],
@@ -149,11 +161,14 @@ def server_pod(shape: ServerShape, serving: LlmServingConfig, bucket: str, *, ro
         )  # fmt: skip
         container["volumeMounts"].append({"name": "hf-token", "mountPath": TOKEN_DIR, "readOnly": True})
         env.append({"name": "HF_TOKEN_PATH", "value": f"{TOKEN_DIR}/token"})
+    if server.model is not None:
+        env.append({"name": "HF_HUB_CACHE", "value": HF_CACHE})
     if pool.taints:
         pod["tolerations"] = [t.toleration for t in pool.taints]
-    # A bucket model's read-only folder is read through a file cache as large as the node's boot disk holds; a
-    # Hugging Face download into the read-write cache folder is read back uncached.
-    annotations = gcs_fuse.attach(pod, bucket, shape.mounts(serving), cache_gib=shape.pool.file_cache_limit_gib)
+    # A bucket model's read-only folder is read through a file cache as large as the node's boot disk holds, if
+    # its weights fit there (ServerShape.file_cache_gib); a Hugging Face download into the read-write cache folder
+    # is read back uncached.
+    annotations = gcs_fuse.attach(pod, bucket, shape.mounts(serving), cache_gib=shape.file_cache_gib)
     component = {"app.kubernetes.io/component": role}
     return {"metadata": {"labels": {**labels(shape), **component, **PART_OF}, "annotations": annotations}, "spec": pod}
 
@@ -162,6 +177,7 @@ def deployment_spec(shape: ServerShape, serving: LlmServingConfig, bucket: str) 
     """Single-host slices: one pod per replica; a rollout adds one on a spare slice first when there is one."""
     return {
         "replicas": shape.server.replicas,
+        "progressDeadlineSeconds": ROLLOUT_DEADLINE_SECONDS,
         "selector": {"matchLabels": labels(shape)},
         "strategy": {
             "type": "RollingUpdate",
@@ -272,7 +288,10 @@ class LlmServing(pulumi.ComponentResource):
             f"{name}-identity",
             config=config,
             workload=serving.workload,
-            bucket_roles=[BucketRole("bucket", bucket_name, serving.bucket_role)],
+            bucket_roles=[
+                BucketRole("bucket", bucket_name, role, condition)
+                for role, condition in serving.bucket_grants(config.bucket_name)
+            ],
             provider=provider,
             cluster=cluster,
             namespace=namespace,
@@ -314,7 +333,9 @@ class LlmServing(pulumi.ComponentResource):
                 {
                     "apiVersion": "v1",
                     "kind": "Service",
-                    "metadata": _meta(f"{server}-lb", namespace, {INTERNAL_LB: "Internal"}),
+                    "metadata": _meta(
+                        f"{server}-lb", namespace, {INTERNAL_LB: "Internal", WAIT_FOR: LOAD_BALANCER_ADDRESS}
+                    ),
                     "spec": load_balancer(shape, serving),
                 },
                 opts=in_cluster,

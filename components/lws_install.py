@@ -9,6 +9,7 @@ lacks is turned on (no Prometheus operator ServiceMonitor); the DisaggregatedSet
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ import pulumi_kubernetes as k8s
 from components.chart_install import ChartInstall
 from components.config.base import LWS_NAMESPACE
 from components.config.stack import StackConfig
+from components.network_policies import WEBHOOK_PORT
 from components.pod_security import CONTROLLER_POD_SECURITY
 
 LWS_CHART = "oci://registry.k8s.io/lws/charts/lws"
@@ -27,6 +29,34 @@ CONTROLLER_LABELS = {
     "control-plane": "controller-manager",
 }
 """The chart's selector labels of the controller pods (release `lws`)."""
+CONTROLLER = "lws-controller-manager"
+"""The chart's controller Deployment (release `lws`) and its container `manager`."""
+
+
+def ready_when_the_webhooks_serve(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """The controller is ready only once its webhook server listens, so that what waits for the chart (the
+    provider awaits the Deployment's ready replicas) finds the webhooks serving.
+
+    LWS v0.10.0's own readiness says nothing about them: `/readyz` is a plain ping (cmd/main.go
+    setupHealthzAndReadyzCheck), while the webhooks are registered only after its cert rotator has written the
+    certificate, seen it mounted and injected the CA into both webhook configurations (setupControllers waits on
+    `certsReady`, which open-policy-agent/cert-controller v0.16.0 closes in ensureReady). controller-runtime
+    v0.24.1 starts the webhook server, and so opens port 9443, only when the first webhook is registered
+    (manager GetWebhookServer adds it then). A LeaderWorkerSet created earlier is refused by the fail-closed
+    webhook (`failed calling webhook`), and pulumi-kubernetes retries a create only on NotFound/NoMatch."""
+    metadata = args.props.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if args.type_ != "kubernetes:apps/v1:Deployment" or name != CONTROLLER:
+        return None
+    props: dict[str, Any] = copy.deepcopy(dict(args.props))
+    for container in props["spec"]["template"]["spec"]["containers"]:
+        if container.get("name") == "manager":
+            container["readinessProbe"] = {
+                "tcpSocket": {"port": WEBHOOK_PORT},
+                "initialDelaySeconds": 5,
+                "periodSeconds": 10,
+            }
+    return pulumi.ResourceTransformResult(props=props, opts=args.opts)
 
 
 def chart_values(config: StackConfig) -> dict[str, Any]:
@@ -72,5 +102,6 @@ class LwsInstall(ChartInstall):
             values=chart_values(config),
             provider=provider,
             depends_on=depends_on,
+            transforms=[ready_when_the_webhooks_serve],
             opts=opts,
         )

@@ -97,7 +97,7 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str, *, ca
     pod: dict[str, Any] = {
         "serviceAccountName": saxml.service_account,
         "restartPolicy": "Never",
-        "nodeSelector": pool.node_selector,
+        "nodeSelector": pool.node_labels,
         **pod_security.tpu_pod_fields(),
         "containers": [
             {

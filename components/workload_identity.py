@@ -30,11 +30,13 @@ FORBIDDEN_ROLES = frozenset({*PRIMITIVE_ROLES, "roles/storage.admin"})
 
 @dataclass(frozen=True)
 class BucketRole:
-    """`role` on one bucket; `label` keeps the binding's resource name stable and readable."""
+    """`role` on one bucket; `label` keeps the binding's resource name stable and readable. `condition` (an IAM
+    condition: title, description, expression) narrows the grant, e.g. to the objects under one folder."""
 
     label: str
     bucket: pulumi.Input[str]
     role: str
+    condition: dict[str, str] | None = None
 
 
 def principal(project_number: str | int, workload_pool: str, namespace: str, service_account: str) -> str:
@@ -148,7 +150,12 @@ class WorkloadIdentity(pulumi.ComponentResource):
             GcpResource(
                 "gcp:storage/bucketIAMMember:BucketIAMMember",
                 f"{name}-{grant.label}-{_slug(grant.role)}",
-                {"bucket": grant.bucket, "role": grant.role, "member": self.member},
+                {
+                    "bucket": grant.bucket,
+                    "role": grant.role,
+                    "member": self.member,
+                    **({"condition": grant.condition} if grant.condition else {}),
+                },
                 opts=binding_opts,
             )
             for grant in bucket_roles

@@ -380,6 +380,36 @@ def _jobsets_wait_for_both_charts(records: Sequence[Record], _outputs: Mapping[s
     ]
 
 
+def _leaderworkersets_wait_for_lws(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """LeaderWorkerSets wait for the LWS chart, and the chart's controller is ready only once its webhook server
+    listens: LWS's own readiness is a plain ping, ready before its webhooks are registered."""
+    sets = [r for r in records if _in_group(r, "leaderworkerset.x-k8s.io")]
+    if not sets:
+        return []
+    lws = chart(records, "lws")
+    problems = [
+        f"{r['name']} is created before the LWS chart serves its webhooks"
+        for r in sets
+        if not waits_for(records, r, lws)
+    ]
+    for controller in records:
+        if not (
+            controller.get("rendered")
+            and controller["name"] == "lws-chart:lws-system/lws-controller-manager"
+            and str(controller["type"]).endswith("apps/v1:Deployment")
+        ):
+            continue
+        for container in controller["inputs"]["spec"]["template"]["spec"]["containers"]:
+            webhook = [p["containerPort"] for p in container.get("ports") or () if p.get("name") == "webhook-server"]
+            probe = (container.get("readinessProbe") or {}).get("tcpSocket") or {}
+            if webhook and probe.get("port") not in (webhook[0], "webhook-server"):
+                problems.append(
+                    f"{controller['name']}: ready before its webhook server listens on {webhook[0]}, so waiting for "
+                    "the chart does not wait for the webhooks"
+                )
+    return problems
+
+
 def _token_secrets_wait_for_their_account(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
     problems = []
     for secret in records:
@@ -627,6 +657,71 @@ def _queues_after_their_flavors(records: Sequence[Record], _outputs: Mapping[str
     return problems
 
 
+SERVICE_AWAIT_SECONDS = 600
+"""pulumi-kubernetes' default await of a Service (provider/pkg/await/service.go DefaultServiceTimeoutMins; await.go
+Creation and Update default to 10 minutes)."""
+_AWAIT_OVERRIDES = ("pulumi.com/waitFor", "pulumi.com/skipAwait")
+
+
+def _pod_templates(record: Record) -> list[Mapping[str, Any]]:
+    """The pod templates of a workload record: a Deployment's (or any `spec.template`), a LeaderWorkerSet's two."""
+    spec = record["inputs"].get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    group = spec.get("leaderWorkerTemplate") or {}
+    found = [spec.get("template"), group.get("leaderTemplate"), group.get("workerTemplate")]
+    return [t for t in found if isinstance(t, Mapping)]
+
+
+def _seconds_to_ready(template: Mapping[str, Any]) -> int:
+    """How long a pod may take to become ready by its own probes: the startup probe's whole allowance (Kubernetes
+    defaults: period 10 s, failure threshold 3), then the readiness probe's initial delay."""
+    longest = 0
+    for container in (template.get("spec") or {}).get("containers") or ():
+        startup = container.get("startupProbe") or {}
+        allowance = 0
+        if startup:
+            period, threshold = startup.get("periodSeconds", 10), startup.get("failureThreshold", 3)
+            allowance = startup.get("initialDelaySeconds", 0) + period * threshold
+        longest = max(longest, allowance + (container.get("readinessProbe") or {}).get("initialDelaySeconds", 0))
+    return longest
+
+
+def _services_wait_only_for_their_address(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """A Service is awaited until it has an address and no selected pod is unready; one whose pods may load for
+    longer than that await tells the provider what to wait for instead (or not to wait)."""
+    templates = [
+        (str(r["inputs"]["metadata"].get("namespace")), t)
+        for r in records
+        if str(r["type"]).startswith("kubernetes:") and isinstance(r["inputs"].get("metadata"), Mapping)
+        for t in _pod_templates(r)
+    ]
+    problems = []
+    for service in of_type(records, "core/v1:Service"):
+        inputs = service["inputs"]
+        selector = (inputs.get("spec") or {}).get("selector") or {}
+        annotations = inputs["metadata"].get("annotations") or {}
+        if not selector or (inputs.get("spec") or {}).get("clusterIP") == "None":
+            continue  # the provider does not wait for the pods of these
+        if any(key in annotations for key in _AWAIT_OVERRIDES):
+            continue
+        slowest = max(
+            (
+                _seconds_to_ready(template)
+                for namespace, template in templates
+                if namespace == inputs["metadata"].get("namespace")
+                and selector.items() <= ((template.get("metadata") or {}).get("labels") or {}).items()
+            ),
+            default=0,
+        )
+        if slowest > SERVICE_AWAIT_SECONDS:
+            problems.append(
+                f"{service['name']}: selects pods that may take {slowest // 60} minutes to become ready, longer than "
+                "the provider's 10-minute Service await; annotate it pulumi.com/waitFor (or skipAwait)"
+            )
+    return problems
+
+
 REQUIRES = [
     Requires(
         "kueue-objects-after-kueue",
@@ -642,6 +737,18 @@ REQUIRES = [
         "fails closed)",
         "jobset v0.12.0 and Kueue v0.19.2 charts (webhook configurations); facts.md §9",
         _jobsets_wait_for_both_charts,
+    ),
+    Requires(
+        "leaderworkersets-after-lws",
+        "LeaderWorkerSets are created after the LWS chart, whose controller is ready only once its webhook server "
+        "listens: the webhooks fail closed, LWS's /readyz is a plain ping and its webhooks are registered only after "
+        "its certificate is mounted and injected, and the provider retries a create only on NotFound or NoMatch",
+        "kubernetes-sigs/lws v0.10.0 (2161f38f) cmd/main.go (setupHealthzAndReadyzCheck: readyz healthz.Ping; "
+        "setupControllers waits on certsReady before registering the webhooks), charts/lws/templates/webhook/"
+        "webhook.yaml (failurePolicy Fail); kubernetes-sigs/controller-runtime v0.24.1 pkg/manager/internal.go "
+        "GetWebhookServer (the webhook server starts when first asked for); pulumi/pulumi-kubernetes v4.32.0 "
+        "provider/pkg/await/await.go Creation (retrier.Do(apierrors.IsNotFound, meta.IsNoMatchError))",
+        _leaderworkersets_wait_for_lws,
     ),
     Requires(
         "token-secret-after-account",
@@ -739,6 +846,16 @@ REQUIRES = [
         "pkg/controller/core/resourceflavor_controller.go and admissioncheck_controller.go (finalizer kept while in "
         "use)",
         _queues_after_their_flavors,
+    ),
+    Requires(
+        "slow-pods-behind-awaited-services",
+        "A Service whose pods may take longer to become ready than the provider's 10-minute Service await carries "
+        "pulumi.com/waitFor (e.g. the load balancer's address) or skipAwait: the default await also waits until no "
+        "selected pod is unready, and fails the update while a model loads",
+        "pulumi/pulumi-kubernetes provider/pkg/await/service.go (checkAndLogStatus: serviceReady, endpointsSettled, "
+        "!endpointsPending; DefaultServiceTimeoutMins 10); provider/pkg/metadata/overrides.go ReadyCondition and "
+        "await.go Creation/Update (built-in await only without an await annotation), at v4.32.0 and 94977969",
+        _services_wait_only_for_their_address,
     ),
     Requires(
         "slice-shape-replaces-pool",

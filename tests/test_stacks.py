@@ -65,5 +65,5 @@ def test_llm_serves_one_model_on_single_host_and_one_on_multi_host_slices(plans:
     plan = plans["llm"]
     assert shapes(plan) == {"llm-v6e": ("2x4", 2, 1, 16), "llm-v5e": ("4x4", 3, 4, 48)}
     served = {name: (s["kind"], s["replicas"], s["hostsPerReplica"]) for name, s in plan.outputs["serving"].items()}
-    assert served == {"llama-31-70b": ("Deployment", 2, 1), "llama-33-70b": ("LeaderWorkerSet", 2, 4)}
+    assert served == {"llama-31-70b": ("Deployment", 1, 1), "llama-33-70b": ("LeaderWorkerSet", 2, 4)}
     assert plan.outputs["flavors"] == {}  # every pool group serves: none is Kueue capacity

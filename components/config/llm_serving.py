@@ -1,10 +1,11 @@
 """LLM serving with vLLM (`tpu-stack:serving`): OpenAI-compatible servers on TPU pool groups.
 
 A server is one model behind one internal load balancer, with one replica per slice of its pool group. Everything
-that must agree with the pool is derived here from the pool's slice math: tensor parallelism is the slice's chips,
-a single-host slice is one vLLM pod (a Deployment), a multi-host slice is one LeaderWorkerSet group with one pod
-per VM (size = VMs per slice). The weights must fit the slice's HBM at the dtype's bytes per parameter, within the
-share of HBM the server is told to use (`--gpu-memory-utilization`); what does not fit is refused, one line each.
+that must agree with the pool is derived here from the pool's slice math: tensor parallelism is the slice's chips
+(or `tensorParallelSize` of a single-host slice's), a single-host slice is one vLLM pod (a Deployment), a multi-host
+slice is one LeaderWorkerSet group with one pod per VM (size = VMs per slice). The weights must fit the HBM of the
+chips they are sharded over at the dtype's bytes per parameter, within the share of HBM the server is told to use
+(`--gpu-memory-utilization`); what does not fit is refused, one line each.
 
 Sources: vLLM's TPU backend (vllm-project/tpu-inference) runs multi-host slices over Ray
 (`TPU_MULTIHOST_BACKEND=ray`, a Ray head in the group's leader, the other hosts joining it; tag v0.27.0
@@ -33,7 +34,16 @@ from components.config.base import (
     source_range,
 )
 from components.config.pools import TpuPoolConfig
-from components.config.serving import WRITER_ROLE, BucketMount, IdentityForm, WorkloadRef, optional_folder, pinned_image
+from components.config.serving import (
+    READER_ROLE,
+    WRITER_ROLE,
+    BucketMount,
+    IdentityForm,
+    WorkloadRef,
+    file_cache_max_mib,
+    optional_folder,
+    pinned_image,
+)
 
 KEY = f"{PROJECT}:serving"
 VLLM_IMAGE = "vllm/vllm-tpu:v0.27.0"
@@ -60,10 +70,39 @@ VLLM_DTYPES = ("bfloat16", "float16", "float32")
 SERVING_TPU_VERSIONS = ("v5e", "v6e")
 """TPU versions the stack serves vLLM on: the ones vLLM's TPU backend and GKE's vLLM tutorials run on."""
 CACHE_VOLUME = "vllm-cache"
+HF_CACHE = "/cache/huggingface"
+"""Where a Hugging Face model's files land, in the server's bucket folder: vLLM's `--download-dir` for the weights
+and huggingface_hub's `HF_HUB_CACHE` for the config and tokenizer files, which would otherwise go to the
+container's `~/.cache/huggingface/hub` and be fetched again on every start."""
 MODEL_VOLUME = "model"
+MULTI_HOST_ENV: tuple[tuple[str, str], ...] = (
+    ("TPU_MULTIHOST_BACKEND", "ray"),
+    ("MODEL_IMPL_TYPE", "vllm"),
+    ("TPU_BACKEND_TYPE", "jax"),
+    ("JAX_PLATFORMS", ""),
+    ("RAY_health_check_failure_threshold", "100"),
+    ("RAY_health_check_timeout_ms", "20000"),
+    ("RAY_health_check_period_ms", "10000"),
+    ("RAY_num_heartbeats_timeout", "300000"),
+    ("RAY_raylet_heartbeat_timeout_milliseconds", "3000000"),
+    ("RAY_grpc_keepalive_timeout_ms", "3000000"),
+    ("RAY_RESERVE_CPU_FOR_RAYLET", "1"),
+)
+"""Environment of every pod of a multi-host group, as vLLM TPU's own multi-host runs set it (tpu-inference v0.27.0
+`.buildkite/scripts/run_multihost.sh`, head and workers; `examples/offload/gke/benchmarks/multi-host/
+deploy-baseline.yaml`): Ray as the multi-host backend; vLLM's own model code (`MODEL_IMPL_TYPE=vllm`) on the JAX
+backend, since with the default `auto` most architectures, Llama's included, resolve to the Flax implementation
+(`models/common/model_loader.py` resolve_model_architecture), which the release's support matrix lists as failing
+multi-host (README, Core Features: multi-host Flax Failing, Torchax Untested); and Ray's relaxed health checks, so
+hosts busy loading and compiling for many minutes are not declared dead. Recovery does not rely on Ray noticing a
+lost host: LeaderWorkerSet recreates the whole group when any of its pods restarts (`RecreateGroupOnPodRestart`)."""
 STARTUP_MINUTES = 60
 """How long a server may take to become healthy: download (first start), load and XLA compilation of a 70B model
 take tens of minutes (about 16 on v6e by GKE's sample, kubernetes-engine-samples commit 64dcc999)."""
+ROLLOUT_DEADLINE_SECONDS = (STARTUP_MINUTES + 15) * 60
+"""A Deployment's `progressDeadlineSeconds`: a new pod may take the startup probe's hour plus scheduling and the
+~10 GB image pull before it is ready and the rollout progresses. At the default 600 the Deployment reports
+ProgressDeadlineExceeded mid-rollout and `kubectl rollout status` gives up."""
 STACK_ARGS = (
     "--model",
     "--served-model-name",
@@ -146,7 +185,8 @@ class LlmServerConfig(ConfigModel):
     pool: str
     """The TPU pool group (v5e or v6e; not queued, not Saxml's): one replica per slice."""
     model: str | None = None
-    """A Hugging Face model id; the server downloads it once into the bucket (`cacheFolder`)."""
+    """A Hugging Face model id, on a single-host pool with one replica: the server downloads it once into the bucket
+    (`cacheFolder`). Several replicas or multi-host slices read `modelFolder` (they would download at once)."""
     model_folder: str | None = None
     """A folder of the stack's bucket holding the weights (config, tokenizer, safetensors), mounted read-only."""
     served_model_name: str | None = None
@@ -163,6 +203,12 @@ class LlmServerConfig(ConfigModel):
     """Further vLLM arguments (`--name=value`); the ones the stack derives are refused."""
     image: str = VLLM_IMAGE
     """The vLLM TPU image, pinned (a tag or `@sha256:`)."""
+    tensor_parallel_size: int | None = Field(default=None, ge=1)
+    """Chips the model is sharded over, for a model whose attention heads the slice's chips do not divide (vLLM
+    refuses those): a divisor of a single-host slice's chips, the rest of which stay idle; the weights must fit
+    these chips' HBM.
+
+    Default: every chip of the slice"""
 
     _name = field_validator("name")(_server_name)
     _model = field_validator("model")(_hf_id)
@@ -191,7 +237,8 @@ class LlmServingConfig(ConfigModel):
     namespace: str = "llm"
     """Where every server runs (created by the stack; built-in, system, Saxml's and team namespaces are refused)."""
     service_account: str = "vllm"
-    """The KSA the server pods use; it gets `roles/storage.objectUser` on the bucket through Workload Identity."""
+    """The KSA the server pods use; through Workload Identity it reads the bucket (`roles/storage.objectViewer`) and
+    writes only under `cacheFolder` (`roles/storage.objectUser` with an IAM condition)."""
     identity: IdentityForm = "principal"
     """Workload Identity form, as for bucket readers and writers."""
     iam_service_account: str | None = None
@@ -242,10 +289,24 @@ class LlmServingConfig(ConfigModel):
             iam_service_account=self.iam_service_account,
         )
 
-    @property
-    def bucket_role(self) -> str:
-        """Object read and write on the bucket: model folders are read, the cache folder is written."""
-        return WRITER_ROLE
+    def bucket_grants(self, bucket: str) -> list[tuple[str, dict[str, str] | None]]:
+        """(role, IAM condition) of the servers on the stack's bucket `bucket`: read anywhere (model folders; the
+        mounts list the bucket, a permission Cloud Storage checks on the bucket, not on an object prefix), write
+        and delete only objects under the cache folder, so a server cannot overwrite or delete the checkpoints and
+        datasets beside it. The bucket has uniform bucket-level access, which IAM conditions need."""
+        prefix = f"projects/_/buckets/{bucket}/objects/{self.cache_folder}/"
+        return [
+            (READER_ROLE, None),
+            (
+                WRITER_ROLE,
+                {
+                    "title": "vllm-cache-only",
+                    "description": f"Write and delete only under {self.cache_folder}/ (Hugging Face downloads, "
+                    "XLA cache)",
+                    "expression": f'resource.name.startsWith("{prefix}")',
+                },
+            ),
+        ]
 
 
 @dataclass(frozen=True)
@@ -267,8 +328,9 @@ class ServerShape:
 
     @property
     def tensor_parallel_size(self) -> int:
-        """vLLM shards the model over every chip of the slice (one replica per slice)."""
-        return self.pool.chips_per_slice
+        """vLLM shards the model over every chip of the slice (one replica per slice), or over the server's
+        `tensorParallelSize` of them."""
+        return self.server.tensor_parallel_size or self.pool.chips_per_slice
 
     @property
     def hosts(self) -> int:
@@ -281,7 +343,8 @@ class ServerShape:
 
     @property
     def hbm_gb(self) -> float:
-        return self.pool.chips_per_slice * self.pool.machine.version.hbm_gb_per_chip
+        """HBM of the chips the model is sharded over: its weights must fit there."""
+        return self.tensor_parallel_size * self.pool.machine.version.hbm_gb_per_chip
 
     @property
     def usable_hbm_gb(self) -> float:
@@ -296,6 +359,15 @@ class ServerShape:
     def max_unavailable(self) -> int:
         """With a spare slice nothing goes down first; without one, one replica at a time (never both 0)."""
         return 0 if self.max_surge else 1
+
+    @property
+    def file_cache_gib(self) -> int:
+        """The FUSE file cache of a bucket model's weights: as large as the node's boot disk holds when the weights
+        fit in it, else none. Weights larger than the cache would all be written to the boot disk and evicted
+        again on their one read (gcsfuse caches each file it reads, evicting the least recently used), so they are
+        read straight from the bucket instead."""
+        limit = self.pool.file_cache_limit_gib
+        return limit if self.server.weights_gb * 1e9 <= file_cache_max_mib(limit) * 2**20 else 0
 
     def mounts(self, serving: LlmServingConfig) -> list[BucketMount]:
         """The server's cache folder read-write at /cache; a bucket model's folder read-only at /models."""
@@ -321,7 +393,7 @@ class ServerShape:
         if server.dtype in VLLM_DTYPES:
             args.append(f"--dtype={server.dtype}")
         if server.model is not None:
-            args.append("--download-dir=/cache/huggingface")
+            args.append(f"--download-dir={HF_CACHE}")
         return [*args, *server.engine_args]
 
 
@@ -377,6 +449,14 @@ def llm_serving_problems(
         where = f"{KEY}.servers[{index}]"
         if server.name in names:
             problems.append(f"{where}.name: {server.name!r} is already servers[{names[server.name]}]")
+        owner = next((i for i, other in enumerate(serving.servers) if f"{other.name}-lb" == server.name), None)
+        if owner is not None:
+            # A multi-host server's LeaderWorkerSet takes a headless Service of its own name only if none exists
+            # (lws v0.10.0 pkg/utils/controller/controller_utils.go CreateHeadlessServiceIfNotExists).
+            problems.append(
+                f"{where}.name: {server.name!r} is the name of servers[{owner}]'s load balancer Service; choose "
+                "another name"
+            )
         names.setdefault(server.name, index)
         problems += _server_problems(server, where, pools, saxml_pool)
     problems += _replica_problems(serving, pools)
@@ -405,7 +485,38 @@ def _server_problems(
             f"{where}.pool: pool {pool.name!r} is queued-provisioning, whose nodes exist only for Kueue-admitted "
             "jobs; serve on an on-demand, reservation, spot or flex-start pool"
         ]
+    if server.model is not None and pool.multi_host:
+        return [
+            f"{where}.model: pool {pool.name!r} slices are multi-host ({pool.vms_per_slice} VMs), and every host "
+            "would download the Hugging Face model at once into one bucket folder, with no lock between pods; copy "
+            "the weights into the bucket and set modelFolder"
+        ]
+    if server.model is not None and server.replicas > 1:
+        return [
+            f"{where}.model: {server.replicas} replicas would each download the Hugging Face model at once into one "
+            "bucket folder, with no lock between pods; copy the weights into the bucket and set modelFolder, or serve "
+            "it with replicas: 1"
+        ]
+    tensor = server.tensor_parallel_size
+    if tensor is not None and pool.multi_host and tensor != pool.chips_per_slice:
+        return [
+            f"{where}.tensorParallelSize: pool {pool.name!r} slices are multi-host, and a multi-host server shards "
+            f"over all {pool.chips_per_slice} chips of a slice; remove it or serve on a single-host pool"
+        ]
+    if tensor is not None and pool.chips_per_slice % tensor:
+        divisors = [str(n) for n in range(1, pool.chips_per_slice + 1) if pool.chips_per_slice % n == 0]
+        return [
+            f"{where}.tensorParallelSize: {tensor} does not divide the {pool.chips_per_slice} chips of pool "
+            f"{pool.name!r} slices; use {', '.join(divisors[:-1])} or {divisors[-1]}"
+        ]
     shape = ServerShape(server, pool, 0)
+    if tensor is not None and tensor < pool.chips_per_slice and server.weights_gb > shape.usable_hbm_gb:
+        return [
+            f"{where}.billionsOfParameters: a {server.billions_of_parameters:g}B model in {server.dtype} needs "
+            f"{server.weights_gb:g} GB of HBM for its weights; tensorParallelSize {tensor} shards it over {tensor} "
+            f"{version} chips, which hold {shape.hbm_gb:g} GB, of which the server uses {MEMORY_UTILIZATION:.0%}: "
+            f"raise tensorParallelSize (at most {pool.chips_per_slice}, the slice's chips)"
+        ]
     if server.weights_gb > shape.usable_hbm_gb:
         return [
             f"{where}.billionsOfParameters: a {server.billions_of_parameters:g}B model in {server.dtype} needs "

@@ -537,6 +537,12 @@ class TpuPoolConfig(ConfigModel):
         return queued + self.taints
 
     @property
+    def node_labels(self) -> dict[str, str]:
+        """What a pod selects to land on this group's nodes and no other's: the group's own labels and GKE's
+        (serving pods; Kueue's flavors carry the same as nodeLabels)."""
+        return {**self.labels, **self.node_selector}
+
+    @property
     def node_selector(self) -> dict[str, str]:
         """Labels a workload selects to land on this group's nodes (GKE sets them on every TPU node)."""
         selector = {

@@ -288,7 +288,7 @@ def queue_pools(
 
 def flavor_labels(pool: TpuPoolConfig) -> dict[str, str]:
     """Node labels of the pool's ResourceFlavor and what its workloads select: GKE's TPU labels + the pool's own."""
-    return {**pool.labels, **pool.node_selector}
+    return pool.node_labels
 
 
 def shape_selector(pool: TpuPoolConfig) -> dict[str, str]:
@@ -511,6 +511,28 @@ def _shape_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> l
                 for b in outside[index + 1 :]
                 if not _told_apart(a, b)
             ]
+    return problems
+
+
+def serving_shape_problems(pools: tuple[TpuPoolConfig, ...], serving_pools: Mapping[str, str]) -> list[str]:
+    """A serving pool group (vLLM's or Saxml's: `serving_pools`) and another pool group of its shape must not run
+    each other's pods. Serving pods select their pool group's node labels and tolerate its taints, as Kueue's
+    admitted pods do their flavor's (`_reaches`): a training job on a serving slice, or a server's group on a
+    training slice, would hold capacity the quotas and the replicas count elsewhere."""
+    names = [pool.name for pool in pools]
+    if any(pool.problems() for pool in pools) or len(set(names)) < len(names):
+        return []  # reported on the pools' own keys
+    problems = []
+    for index, a in enumerate(pools):
+        for b in pools[index + 1 :]:
+            serving = next((pool for pool in (a, b) if pool.name in serving_pools), None)
+            if serving is None or a.shape != b.shape or not (_reaches(a, b) or _reaches(b, a)):
+                continue
+            problems.append(
+                f"{PROJECT}:tpuPools: pools {a.name!r} and {b.name!r} are both {_shape(a)} and can run each other's "
+                f"pods, and {serving.name!r} {serving_pools[serving.name]}; give each a label the other has with "
+                f"another value (labels: {{pool: {a.name}}} and {{pool: {b.name}}})"
+            )
     return problems
 
 

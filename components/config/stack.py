@@ -47,6 +47,7 @@ from components.config.queues import (
     queue_namespaces,
     queue_pools,
     queue_problems,
+    serving_shape_problems,
 )
 from components.config.serving import BucketConfig, SaxmlConfig, bucket_name, serving_problems
 from components.stacks import PROTECTED_STACKS
@@ -438,6 +439,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         serving_pools=config.serving_pools,
         serving_namespaces=config.serving_namespaces,
     )
+    problems += serving_shape_problems(config.tpu_pools, config.serving_pools)
     # --- serving checks (bucket, identity, Saxml) ---
     if config.throwaway and config.protected:
         problems.append(

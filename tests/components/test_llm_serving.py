@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from components.config.base import ConfigError
+from components.config.serving import file_cache_max_mib
 from components.config.stack import StackConfig, load
 from offline import validate
-from offline.engine import Plan, run_program, run_stack
+from offline.engine import Plan, _engine_config, read_stack_file, run_program, run_stack
+from offline.vendor import REPO
 from tests.conftest import BASE, StackRunner
 
 LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
@@ -28,8 +30,13 @@ POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 CLIENTS = {"sourceRanges": ["10.20.0.0/24"]}
 V5E_4X4 = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": "us-central1-a"}
 V6E_8T = {"name": "serve", "machineType": "ct6e-standard-8t", "slices": 2, "zone": "us-central1-b"}
-LLAMA_70B = {"name": "llama", "pool": "serve", "model": "meta-llama/Llama-3.1-70B-Instruct",
-             "billionsOfParameters": 70, "maxModelLen": 4096}  # fmt: skip
+LLAMA_70B = {"name": "llama", "pool": "serve", "modelFolder": "models/Llama-3.1-70B-Instruct",
+             "servedModelName": "meta-llama/Llama-3.1-70B-Instruct", "billionsOfParameters": 70,
+             "maxModelLen": 4096}  # fmt: skip
+"""Weights copied into the stack's bucket: what multi-host slices and several replicas read."""
+HF_LLAMA = {"name": "llama", "pool": "serve", "model": "meta-llama/Llama-3.1-70B-Instruct", "billionsOfParameters": 70,
+            "maxModelLen": 4096}  # fmt: skip
+"""Downloaded from Hugging Face by the server itself: one pod, once."""
 KEY = "tpu-stack:serving"
 S0 = f"{KEY}.servers[0]"
 
@@ -43,6 +50,10 @@ def config(pool: dict[str, Any], *servers: dict[str, Any], **serving: Any) -> di
 
 def loaded(extra: dict[str, Any]) -> StackConfig:
     return load({**BASE, **extra}, stack="dev")
+
+
+def load_stack(stack: str) -> StackConfig:
+    return load(_engine_config(read_stack_file(REPO / f"Pulumi.{stack}.yaml")), stack=stack)
 
 
 def config_error(extra: dict[str, Any]) -> list[str]:
@@ -159,7 +170,23 @@ def test_multi_host_server_is_one_leaderworkerset_group_per_slice(run: StackRunn
         # ct5lp-hightpu-4t: the node's CPU and memory, as every TPU pod (test_workloads has the arithmetic).
         assert container["resources"]["limits"] == {"google.com/tpu": 4, "memory": "181543Mi"}
         assert container["resources"]["requests"] == {"google.com/tpu": 4, "cpu": "110400m", "memory": "179495Mi"}
-        assert {"name": "TPU_MULTIHOST_BACKEND", "value": "ray"} in container["env"]
+        # As vLLM TPU's own multi-host runs (tpu-inference v0.27.0 run_multihost.sh, deploy-baseline.yaml): Ray,
+        # vLLM's model code on JAX (the default resolves Llama to Flax, listed failing multi-host), relaxed Ray
+        # health checks.
+        assert {e["name"]: e["value"] for e in container["env"]} == {
+            "VLLM_XLA_CACHE_PATH": "/cache/xla",
+            "TPU_MULTIHOST_BACKEND": "ray",
+            "MODEL_IMPL_TYPE": "vllm",
+            "TPU_BACKEND_TYPE": "jax",
+            "JAX_PLATFORMS": "",
+            "RAY_health_check_failure_threshold": "100",
+            "RAY_health_check_timeout_ms": "20000",
+            "RAY_health_check_period_ms": "10000",
+            "RAY_num_heartbeats_timeout": "300000",
+            "RAY_raylet_heartbeat_timeout_milliseconds": "3000000",
+            "RAY_grpc_keepalive_timeout_ms": "3000000",
+            "RAY_RESERVE_CPU_FOR_RAYLET": "1",
+        }
         assert "hostNetwork" not in pod and pod["serviceAccountName"] == "vllm"
 
 
@@ -172,9 +199,8 @@ def test_the_leader_starts_a_ray_head_waits_for_the_whole_slice_then_serves(run:
     assert script.startswith("ray start --head --port=6379 --disable-usage-stats && until ")
     assert '= "$LWS_GROUP_SIZE" ]; do sleep 5; done && exec python3 -m vllm.entrypoints.openai.api_server ' in script
     assert script.endswith(
-        "--host=0.0.0.0 --port=8000 --model=meta-llama/Llama-3.1-70B-Instruct "
-        "--served-model-name=meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size=16 --max-model-len=4096 "
-        "--gpu-memory-utilization=0.9 --dtype=bfloat16 --download-dir=/cache/huggingface"
+        "--host=0.0.0.0 --port=8000 --model=/models --served-model-name=meta-llama/Llama-3.1-70B-Instruct "
+        "--tensor-parallel-size=16 --max-model-len=4096 --gpu-memory-utilization=0.9 --dtype=bfloat16"
     )
     (join,) = worker["args"]
     assert 'ray start --address="$LWS_LEADER_ADDRESS:6379" --disable-usage-stats --block' in join
@@ -200,6 +226,18 @@ def test_a_rollout_uses_a_spare_slice_when_there_is_one(
 # ---- the Deployment of a single-host server -------------------------------------------------------------------
 
 
+def test_tensor_parallelism_over_part_of_a_single_host_slice(run: StackRunner) -> None:
+    """A 40-head model cannot be split 16 or 64 ways, a 28-head one not 8 ways: tensorParallelSize 4 on a v6e 2x4
+    VM shards a 32B model (64 GB) over 4 chips (128 GB, 115.2 usable); the pod still holds all 8 of the VM's."""
+    qwen = {**LLAMA_70B, "name": "qwen", "modelFolder": "models/Qwen2.5-32B-Instruct", "servedModelName": "qwen",
+            "billionsOfParameters": 32, "tensorParallelSize": 4}  # fmt: skip
+    plan = run(config(V6E_8T, qwen))
+    (container,) = kube(plan, DEPLOYMENT, "qwen")["inputs"]["spec"]["template"]["spec"]["containers"]
+    assert "--tensor-parallel-size=4" in container["args"]
+    assert container["resources"]["limits"]["google.com/tpu"] == 8
+    assert plan.outputs["serving"]["qwen"]["tensorParallelSize"] == 4
+
+
 def test_single_host_server_is_a_deployment_of_one_pod_per_slice(run: StackRunner) -> None:
     plan = run(config(V6E_8T, {**LLAMA_70B, "replicas": 2, "engineArgs": ["--max-num-seqs=128"]}))
     deployment = kube(plan, DEPLOYMENT, "llama")["inputs"]
@@ -209,6 +247,9 @@ def test_single_host_server_is_a_deployment_of_one_pod_per_slice(run: StackRunne
         "matchLabels": {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "llama"}
     }
     assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    # A new pod may take the startup probe's 60 minutes plus scheduling and the image pull (15 more) before the
+    # rollout progresses: at the default 600 s `kubectl rollout status` would give up mid-rollout.
+    assert spec["progressDeadlineSeconds"] == 4500
     # The provider's Deployment await (10 minutes) is shorter than a 70B model's load: the probes decide.
     assert deployment["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
     pod = spec["template"]["spec"]
@@ -219,9 +260,9 @@ def test_single_host_server_is_a_deployment_of_one_pod_per_slice(run: StackRunne
     (container,) = pod["containers"]
     assert container["command"] == ["python3", "-m", "vllm.entrypoints.openai.api_server"]
     assert container["args"] == [
-        "--host=0.0.0.0", "--port=8000", "--model=meta-llama/Llama-3.1-70B-Instruct",
-        "--served-model-name=meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size=8", "--max-model-len=4096",
-        "--gpu-memory-utilization=0.9", "--dtype=bfloat16", "--download-dir=/cache/huggingface", "--max-num-seqs=128",
+        "--host=0.0.0.0", "--port=8000", "--model=/models", "--served-model-name=meta-llama/Llama-3.1-70B-Instruct",
+        "--tensor-parallel-size=8", "--max-model-len=4096", "--gpu-memory-utilization=0.9", "--dtype=bfloat16",
+        "--max-num-seqs=128",
     ]  # fmt: skip
     # ct6e-standard-8t, 180 vCPU and 1440 GiB: 180000 - 520 reserved - 1250 (DaemonSets, sidecar) = 178230m; memory
     # capacity 1474560 * 0.98 = 1445068 MiB, less 35824 reserved and 100 eviction = 1409144 allocatable, less 2304 =
@@ -261,20 +302,39 @@ def test_a_hugging_face_model_is_downloaded_into_the_bucket_and_read_back_uncach
     assert "gke-gcsfuse-cache" not in volumes(pod)
     (container,) = pod["containers"]
     assert {"name": "VLLM_XLA_CACHE_PATH", "value": "/cache/xla"} in container["env"]
+    # The weights (vLLM's --download-dir) and the config and tokenizer files (huggingface_hub's hub cache) land in
+    # the same bucket folder, so a restart fetches nothing from huggingface.co.
+    assert "--download-dir=/cache/huggingface" in container["args"]
+    assert {"name": "HF_HUB_CACHE", "value": "/cache/huggingface"} in container["env"]
+    # One replica on two slices: a rollout starts the new pod on the spare slice first.
+    spec = kube(example, DEPLOYMENT, "llama-31-70b")["inputs"]["spec"]
+    assert (spec["replicas"], spec["strategy"]["rollingUpdate"]) == (1, {"maxSurge": 1, "maxUnavailable": 0})
 
 
-def test_a_bucket_model_is_read_only_and_its_cache_volume_caches_nothing(example: Plan) -> None:
+def test_a_bucket_model_larger_than_the_file_cache_is_read_straight_from_the_bucket(example: Plan) -> None:
+    """Llama 3.3 70B is 141.2 GB of weights; the node's cache could hold 30412 MiB (31.9 GB): every shard would be
+    written to the boot disk and evicted again on its one read, so the file cache is off."""
     pod = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]["workerTemplate"]["spec"]
     found = volumes(pod)
     assert found["model"]["csi"]["readOnly"] is True
     assert "only-dir=models/Llama-3.3-70B-Instruct" in options(found["model"])
-    # The weights are read through the node's bounded cache volume: 33 GiB of the 100 GiB boot disk, 90% of it
-    # (30412 MiB) for gcsfuse's cache; the read-write cache folder keeps none.
-    assert "file-cache:max-size-mb:30412" in options(found["model"])
+    assert [o for o in options(found["model"]) if o.startswith("file-cache:")] == []
     assert [o for o in options(found["vllm-cache"]) if o.startswith("file-cache:")] == []
-    assert found["gke-gcsfuse-cache"] == {"name": "gke-gcsfuse-cache", "emptyDir": {"sizeLimit": "33Gi"}}
+    assert "gke-gcsfuse-cache" not in found
     (container,) = pod["containers"]
     assert {"name": "model", "mountPath": "/models", "readOnly": True} in container["volumeMounts"]
+
+
+def test_a_bucket_model_that_fits_the_file_cache_is_read_through_it(run: StackRunner) -> None:
+    """An 8B model in bfloat16 is 16 GB: it fits the node's bounded cache volume, 33 GiB of the 100 GiB boot disk,
+    90% of it (30412 MiB) for gcsfuse's cache with parallel downloads; the read-write cache folder keeps none."""
+    small = {**LLAMA_70B, "modelFolder": "models/Llama-3.1-8B-Instruct", "billionsOfParameters": 8}
+    pod = lws_spec(run(config(V5E_4X4, small)))["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    found = volumes(pod)
+    assert "file-cache:max-size-mb:30412" in options(found["model"])
+    assert "file-cache:enable-parallel-downloads:true" in options(found["model"])
+    assert [o for o in options(found["vllm-cache"]) if o.startswith("file-cache:")] == []
+    assert found["gke-gcsfuse-cache"] == {"name": "gke-gcsfuse-cache", "emptyDir": {"sizeLimit": "33Gi"}}
 
 
 def test_the_token_is_a_file_from_the_operators_secret_and_never_in_the_state(example: Plan) -> None:
@@ -295,14 +355,33 @@ def test_the_token_is_a_file_from_the_operators_secret_and_never_in_the_state(ex
     assert "hf-token" not in volumes(bucket_model)
 
 
-def test_every_server_pod_runs_as_the_serving_ksa_with_object_access_to_the_bucket_only(example: Plan) -> None:
-    (binding,) = example.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
-    assert binding["inputs"]["bucket"] == "tpu-stack-llm-llm-tpu-stack"
-    assert binding["inputs"]["role"] == "roles/storage.objectUser"
-    assert binding["inputs"]["member"] == (
+def test_every_server_pod_runs_as_the_serving_ksa_reading_the_bucket_and_writing_only_its_cache(
+    example: Plan,
+) -> None:
+    """The servers read model folders (and list the bucket: Cloud Storage checks listing on the bucket, not on an
+    object prefix) but create, overwrite and delete only objects under vllm-cache/: never the checkpoints and
+    datasets beside them."""
+    member = (
         "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
         "tpu-stack-llm.svc.id.goog/subject/ns/llm/sa/vllm"
     )
+    bindings = {
+        b["inputs"]["role"]: b["inputs"] for b in example.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    }
+    assert bindings == {
+        "roles/storage.objectViewer": {
+            "bucket": "tpu-stack-llm-llm-tpu-stack", "role": "roles/storage.objectViewer", "member": member,
+        },
+        "roles/storage.objectUser": {
+            "bucket": "tpu-stack-llm-llm-tpu-stack", "role": "roles/storage.objectUser", "member": member,
+            "condition": {
+                "title": "vllm-cache-only",
+                "description": "Write and delete only under vllm-cache/ (Hugging Face downloads, XLA cache)",
+                "expression": 'resource.name.startsWith("projects/_/buckets/tpu-stack-llm-llm-tpu-stack/objects/'
+                'vllm-cache/")',
+            },
+        },
+    }  # fmt: skip
     template = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]
     pods = [template["leaderTemplate"]["spec"], template["workerTemplate"]["spec"],
             kube(example, DEPLOYMENT, "llama-31-70b")["inputs"]["spec"]["template"]["spec"]]  # fmt: skip
@@ -314,7 +393,12 @@ def test_every_server_pod_runs_as_the_serving_ksa_with_object_access_to_the_buck
 
 def test_each_server_has_an_internal_load_balancer_to_its_api_servers_for_the_listed_clients(example: Plan) -> None:
     service = kube(example, SERVICE, "llama-33-70b-lb")["inputs"]
-    assert service["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    # `pulumi up` waits for the load balancer's address only: the API servers behind it load for up to an hour,
+    # far beyond the provider's 10-minute Service await, which would otherwise wait for every selected pod.
+    assert service["metadata"]["annotations"] == {
+        "networking.gke.io/load-balancer-type": "Internal",
+        "pulumi.com/waitFor": "jsonpath={.status.loadBalancer.ingress[0].ip}",
+    }
     assert service["spec"] == {
         "type": "LoadBalancer",
         # Only leaders: a group's other hosts run Ray workers. LWS's own headless Service takes the name llama-33-70b.
@@ -357,7 +441,7 @@ def test_outputs_name_each_endpoint_model_and_shape(example: Plan) -> None:
     assert example.outputs["serving"] == {
         "llama-31-70b": {
             "endpoint": "http://192.0.2.20:8000/v1", "model": "meta-llama/Llama-3.1-70B-Instruct", "pool": "llm-v6e",
-            "kind": "Deployment", "replicas": 2, "hostsPerReplica": 1, "chipsPerHost": 8, "tensorParallelSize": 8,
+            "kind": "Deployment", "replicas": 1, "hostsPerReplica": 1, "chipsPerHost": 8, "tensorParallelSize": 8,
         },
         "llama-33-70b": {
             "endpoint": "http://192.0.2.20:8000/v1", "model": "meta-llama/Llama-3.3-70B-Instruct", "pool": "llm-v5e",
@@ -406,8 +490,32 @@ def test_serving_pools_are_not_kueue_capacity(run: StackRunner) -> None:
     assert flavors == ["train"]
 
 
+def test_a_serving_pool_told_apart_from_a_training_pool_of_its_shape_is_selected_by_its_label(
+    run: StackRunner,
+) -> None:
+    """The mixed config of a serving and a training v5e 4x4 pool, told apart by a label: each side selects its
+    own value (the servers' pods in their nodeSelector, Kueue's flavor in its nodeLabels)."""
+    serve = {**V5E_4X4, "labels": {"pool": "serve"}}
+    train = {**TRAIN_4X4, "labels": {"pool": "train"}}
+    plan = run({**config(serve), "tpu-stack:tpuPools": [serve, train]})
+    template = lws_spec(plan)["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        assert template[role]["spec"]["nodeSelector"] == {
+            "pool": "serve",
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+            "cloud.google.com/gke-tpu-topology": "4x4",
+        }
+    (flavor,) = plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    assert flavor["inputs"]["spec"]["nodeLabels"] == {
+        "pool": "train",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+    }
+
+
 # ---- config lines ---------------------------------------------------------------------------------------------
 
+TRAIN_4X4 = {**V5E_4X4, "name": "train", "slices": 1}
 SAXML = {"pool": "sax", "service": CLIENTS}
 SAX_POOL = {"name": "sax", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a"}
 TRAIN = {"name": "train", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a"}
@@ -419,17 +527,24 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      config(V5E_4X4, {**LLAMA_70B, "name": "a"}, {**LLAMA_70B, "name": "b", "replicas": 2}),
      f"{KEY}.servers[1].replicas: 2 replicas (1 held by other servers) need 3 slices of pool 'serve', which has 2; "
      "one replica runs on one slice: lower replicas or raise tpuPools slices"),
-    ("no model", config(V5E_4X4, {k: v for k, v in LLAMA_70B.items() if k != "model"}),
+    ("no model", config(V5E_4X4, {k: v for k, v in LLAMA_70B.items() if k != "modelFolder"}),
      f"{S0}: set exactly one of model (a Hugging Face id) or modelFolder (a folder of the bucket)"),
-    ("both models", config(V5E_4X4, {**LLAMA_70B, "modelFolder": "models/llama"}),
+    ("both models", config(V5E_4X4, {**LLAMA_70B, "model": "meta-llama/Llama-3.1-70B-Instruct"}),
      f"{S0}: set exactly one of model (a Hugging Face id) or modelFolder (a folder of the bucket)"),
-    ("not a Hugging Face id", config(V5E_4X4, {**LLAMA_70B, "model": "llama-70b"}),
+    ("not a Hugging Face id", config(V6E_8T, {**HF_LLAMA, "model": "llama-70b"}),
      f"{S0}.model: 'llama-70b' is not a Hugging Face model id like meta-llama/Llama-3.1-8B-Instruct; for weights "
      "in the stack's bucket use modelFolder"),
-    ("not a folder", config(V5E_4X4, {**{k: v for k, v in LLAMA_70B.items() if k != "model"},
-                                      "modelFolder": "gs://b/models"}),
+    ("not a folder", config(V5E_4X4, {**LLAMA_70B, "modelFolder": "gs://b/models"}),
      f"{S0}.modelFolder: 'gs://b/models' is not a folder of the bucket; use a relative path like datasets or "
      "checkpoints/team"),
+    # tpu-inference v0.27.0 models/jax/utils/file_utils.py: a download locks only within its pod (/tmp/lock).
+    ("a Hugging Face model on multi-host slices", config(V5E_4X4, HF_LLAMA),
+     f"{S0}.model: pool 'serve' slices are multi-host (4 VMs), and every host would download the Hugging Face model "
+     "at once into one bucket folder, with no lock between pods; copy the weights into the bucket and set "
+     "modelFolder"),
+    ("a Hugging Face model with replicas", config(V6E_8T, {**HF_LLAMA, "replicas": 2}),
+     f"{S0}.model: 2 replicas would each download the Hugging Face model at once into one bucket folder, with no "
+     "lock between pods; copy the weights into the bucket and set modelFolder, or serve it with replicas: 1"),
     ("an argument the stack derives", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--tensor-parallel-size=4"]}),
      f"{S0}.engineArgs: --tensor-parallel-size is derived by the stack from the server and its pool; remove it"),
     ("not an argument", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["max-num-seqs=64"]}),
@@ -458,6 +573,23 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "on-demand, reservation, spot or flex-start pool"),
     ("Saxml's pool", {**config(SAX_POOL, {**LLAMA_70B, "pool": "sax", "dtype": "int8"}), "tpu-stack:saxml": SAXML},
      f"{S0}.pool: pool 'sax' serves Saxml, whose model servers hold all its slices"),
+    # LWS would take `llama-lb`, the LoadBalancer Service, as the group's headless Service (it creates one of the
+    # set's name only if none exists): the leader's address would never resolve.
+    ("a server named after another's load balancer", config(V5E_4X4, LLAMA_70B, {**LLAMA_70B, "name": "llama-lb"}),
+     f"{KEY}.servers[1].name: 'llama-lb' is the name of servers[0]'s load balancer Service; choose another name"),
+    ("tensor parallelism that does not divide the chips", config(V6E_8T, {**LLAMA_70B, "tensorParallelSize": 3}),
+     f"{S0}.tensorParallelSize: 3 does not divide the 8 chips of pool 'serve' slices; use 1, 2, 4 or 8"),
+    ("tensor parallelism below a multi-host slice", config(V5E_4X4, {**LLAMA_70B, "tensorParallelSize": 8}),
+     f"{S0}.tensorParallelSize: pool 'serve' slices are multi-host, and a multi-host server shards over all 16 "
+     "chips of a slice; remove it or serve on a single-host pool"),
+    # 70 x 2 = 140 GB; 4 v6e chips hold 128 GB, 115.2 of it usable.
+    ("weights that do not fit the chips of the tensor parallelism",
+     config(V6E_8T, {**LLAMA_70B, "tensorParallelSize": 4}),
+     f"{S0}.billionsOfParameters: a 70B model in bfloat16 needs 140 GB of HBM for its weights; tensorParallelSize 4 "
+     "shards it over 4 v6e chips, which hold 128 GB, of which the server uses 90%: raise tensorParallelSize (at most "
+     "8, the slice's chips)"),
+    ("zero tensor parallelism", config(V6E_8T, {**LLAMA_70B, "tensorParallelSize": 0}),
+     f"{S0}.tensorParallelSize: the number 0 is too small; use 1 or more"),
     ("two servers with one name", config({**V5E_4X4, "slices": 2}, LLAMA_70B, LLAMA_70B),
      f"{KEY}.servers[1].name: 'llama' is already servers[0]"),
     ("no servers", {"tpu-stack:tpuPools": [V5E_4X4], KEY: {"service": CLIENTS}},
@@ -484,6 +616,26 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
       "tpu-stack:queues": {"teams": [{"name": "research", "shares": {"serve": 8}}]}},
      "tpu-stack:queues.teams[0].shares.serve: pool 'serve' serves the vLLM server 'llama', whose replicas hold its "
      "slices; it is not Kueue capacity"),
+    # Kueue's flavor of `train` selects accelerator and topology only, which the serving slices carry as well, and
+    # the servers' pods would select the training slices just the same.
+    ("a training pool of the serving pool's shape",
+     {**config(V5E_4X4), "tpu-stack:tpuPools": [V5E_4X4, TRAIN_4X4]},
+     "tpu-stack:tpuPools: pools 'serve' and 'train' are both ct5lp-hightpu-4t 4x4 and can run each other's pods, and "
+     "'serve' serves the vLLM server 'llama', whose replicas hold its slices; give each a label the other has with "
+     "another value (labels: {pool: serve} and {pool: train})"),
+    # A taint keeps training pods off the serving slices, but the servers' pods still fit the training slices.
+    ("a serving pool told apart by a taint alone",
+     {**config(V5E_4X4), "tpu-stack:tpuPools": [
+         {**V5E_4X4, "taints": [{"key": "serving", "value": "llm"}]}, {**TRAIN_4X4, "labels": {"pool": "train"}}]},
+     "tpu-stack:tpuPools: pools 'serve' and 'train' are both ct5lp-hightpu-4t 4x4 and can run each other's pods, and "
+     "'serve' serves the vLLM server 'llama', whose replicas hold its slices; give each a label the other has with "
+     "another value (labels: {pool: serve} and {pool: train})"),
+    ("two serving pool groups of one shape",
+     config(V5E_4X4, LLAMA_70B, {**LLAMA_70B, "name": "other", "pool": "serve-b"}) | {
+         "tpu-stack:tpuPools": [V5E_4X4, {**V5E_4X4, "name": "serve-b"}]},
+     "tpu-stack:tpuPools: pools 'serve' and 'serve-b' are both ct5lp-hightpu-4t 4x4 and can run each other's pods, "
+     "and 'serve' serves the vLLM server 'llama', whose replicas hold its slices; give each a label the other has "
+     "with another value (labels: {pool: serve} and {pool: serve-b})"),
     ("a team in the serving namespace",
      {**config(V5E_4X4), "tpu-stack:tpuPools": [V5E_4X4, TRAIN], "tpu-stack:queues": {"teams": [{"name": "llm"}]}},
      "tpu-stack:queues.teams[0].namespace: 'llm' belongs to the system or another component"),
@@ -498,5 +650,32 @@ def test_serving_config_errors_are_one_line_each(case: str, extra: dict[str, Any
 def test_only_the_serving_identity_needs_the_project_number(run: StackRunner) -> None:
     """No bucket reader or writer and no Saxml: the serving KSA's principal member still gets the project number."""
     plan = run(config(V6E_8T))
-    (binding,) = plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
-    assert binding["inputs"]["member"].startswith("principal://iam.googleapis.com/projects/123456789012/")
+    bindings = plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert len(bindings) == 2
+    for binding in bindings:
+        assert binding["inputs"]["member"].startswith("principal://iam.googleapis.com/projects/123456789012/")
+
+
+# ---- the README section -------------------------------------------------------------------------------------
+
+
+def readme_section() -> str:
+    """The README's "LLM serving (vLLM)" section, its whitespace folded (sentences wrap across lines)."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("## LLM serving (vLLM)")
+    return " ".join(text[start : text.index("\n## ", start)].split())
+
+
+def test_the_readme_states_the_host_resources_cache_and_deadline_the_example_gets(example: Plan) -> None:
+    """The section's numbers are read back from what the example stack declares, so they cannot go stale."""
+    section = readme_section()
+    single = kube(example, DEPLOYMENT, "llama-31-70b")["inputs"]["spec"]
+    multi = lws_spec(example, "llama-33-70b")["leaderWorkerTemplate"]["leaderTemplate"]
+    for machine, template in (("ct6e-standard-8t", single["template"]), ("ct5lp-hightpu-4t", multi)):
+        (container,) = template["spec"]["containers"]
+        requests, limits = container["resources"]["requests"], container["resources"]["limits"]
+        assert f"`{machine}` {requests['cpu']} CPU and {requests['memory']} (limit {limits['memory']})" in section
+    assert f"`progressDeadlineSeconds` is {single['progressDeadlineSeconds']}" in section
+    pool = next(p for p in load_stack("llm").tpu_pools if p.name == "llm-v5e")
+    cache = f"`file-cache:max-size-mb:{file_cache_max_mib(pool.file_cache_limit_gib)}` in a "
+    assert cache + f"`{pool.file_cache_limit_gib}Gi` cache volume" in section

@@ -27,7 +27,7 @@ CONTROLLER_POD = {
 }
 MULTI_HOST = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": "us-central1-a"}
 SINGLE_HOST = {"name": "serve", "machineType": "ct6e-standard-8t", "zone": "us-central1-b"}
-SERVER = {"name": "llama", "pool": "serve", "model": "meta-llama/Llama-3.1-70B-Instruct", "billionsOfParameters": 70,
+SERVER = {"name": "llama", "pool": "serve", "modelFolder": "models/Llama-3.1-70B-Instruct", "billionsOfParameters": 70,
           "maxModelLen": 4096}  # fmt: skip
 DIGEST = "sha256:" + "3" * 64
 
@@ -112,6 +112,11 @@ def test_the_chart_renders_its_controller_hardened_on_the_system_pool(example: P
     }
     assert manager["resources"] == {"requests": {"cpu": "500m", "memory": "512Mi"},
                                     "limits": {"cpu": "1", "memory": "1Gi"}}  # fmt: skip
+    # Ready once the webhook server listens on its port (registered only after the certificate is mounted and
+    # injected), not on LWS's own /readyz on 8081, a plain ping: LeaderWorkerSets wait for the chart.
+    assert manager["readinessProbe"] == {"tcpSocket": {"port": 9443}, "initialDelaySeconds": 5, "periodSeconds": 10}
+    assert {"name": "webhook-server", "containerPort": 9443, "protocol": "TCP"} in manager["ports"]
+    assert manager["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8081}
     assert validate_all(objects.values()) == []
 
 

@@ -336,6 +336,21 @@ def test_iam_service_account_form_annotates_the_saxml_ksa(run: StackRunner) -> N
     }
 
 
+def test_model_servers_select_their_pool_groups_labels(run: StackRunner) -> None:
+    """Told apart from a training pool of the same shape by a label, Saxml's pods select it (and Kueue's flavor
+    of the training pool the other value)."""
+    labelled = {**SERVE, "labels": {"pool": "serve"}}
+    train = {**SERVE, "name": "train", "slices": 1, "labels": {"pool": "train"}}
+    plan = run({**with_saxml(labelled), "tpu-stack:tpuPools": [labelled, train]})
+    assert pod_of(plan)["nodeSelector"] == {
+        "pool": "serve",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "4x8",
+    }
+    (flavor,) = plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    assert flavor["inputs"]["spec"]["nodeLabels"]["pool"] == "train"
+
+
 # ---- exposure ---------------------------------------------------------------------------------------------------
 
 
@@ -414,6 +429,13 @@ CASES = [
      "tpu-stack:saxml.maxRestarts: the number -1 is too small; use 0 or more"),
     ("model of no size", with_saxml(model={"name": "m", "billionsOfParameters": 0}),
      "tpu-stack:saxml.model.billionsOfParameters: the number 0 is too small; use more than 0"),
+    # Kueue's flavor of `train` selects only accelerator and topology, which Saxml's slices carry too; Saxml's
+    # JobSet would likewise take train's slices.
+    ("a training pool of Saxml's shape",
+     {**with_saxml(), "tpu-stack:tpuPools": [SERVE, {**SERVE, "name": "train", "slices": 1}]},
+     "tpu-stack:tpuPools: pools 'serve' and 'train' are both ct5lp-hightpu-4t 4x8 and can run each other's pods, and "
+     "'serve' serves Saxml, whose model servers hold all its slices; give each a label the other has with another "
+     "value (labels: {pool: serve} and {pool: train})"),
 ]  # fmt: skip
 
 

@@ -75,15 +75,20 @@ def test_a_model_change_updates_only_that_server_in_place(deployed: Records, cha
     assert ops(step(deployed, edited(change))) == {"update": [updated]}
 
 
-def fewer_replicas_single(config: dict[str, Any]) -> None:
-    server(config, "llama-31-70b")["replicas"] = 1
+def more_replicas_single(config: dict[str, Any]) -> None:
+    """A Hugging Face model is served by one replica (its replicas would download at once); more replicas read the
+    weights from the bucket."""
+    single = server(config, "llama-31-70b")
+    single["modelFolder"] = "models/Llama-3.1-70B-Instruct"
+    single["servedModelName"] = single.pop("model")
+    single["replicas"] = 2
 
 
 def fewer_replicas_multi(config: dict[str, Any]) -> None:
     server(config, "llama-33-70b")["replicas"] = 1
 
 
-@pytest.mark.parametrize(("change", "updated"), [(fewer_replicas_single, SINGLE), (fewer_replicas_multi, MULTI)])
+@pytest.mark.parametrize(("change", "updated"), [(more_replicas_single, SINGLE), (fewer_replicas_multi, MULTI)])
 def test_a_replica_change_updates_only_that_server_in_place(deployed: Records, change: Change, updated: str) -> None:
     down = edited(change)
     assert ops(step(deployed, down)) == {"update": [updated]}
@@ -109,7 +114,7 @@ def test_a_protected_stack_takes_model_and_replica_changes_but_refuses_a_renamed
     deployed_protected: Records,
 ) -> None:
     assert ops(step(deployed_protected, edited(new_model_multi, "prod"))) == {"update": [MULTI]}
-    assert ops(step(deployed_protected, edited(fewer_replicas_single, "prod"))) == {"update": [SINGLE]}
+    assert ops(step(deployed_protected, edited(more_replicas_single, "prod"))) == {"update": [SINGLE]}
 
     def renamed(config: dict[str, Any]) -> None:
         server(config, "llama-33-70b")["name"] = "llama-33"
@@ -132,3 +137,37 @@ def test_destroy_deletes_the_servers_before_the_lws_chart_and_keeps_only_the_buc
     assert {r["name"] for r in deployed} - set(order) == {"data-bucket", "data"}
     assert order.index(MULTI) < order.index("lws-chart")
     assert order.index("lws-chart:lws-system/lws-controller-manager") < order.index("lws-namespace")
+
+
+def named(records: Records, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(r for r in records if r["name"] == name)
+    return found
+
+
+def test_a_load_balancer_the_provider_would_await_until_the_model_serves_is_caught(deployed: Records) -> None:
+    """The servers' startup probes allow 60 minutes; without waitFor the provider's Service await (10 minutes)
+    would also wait for them to be ready."""
+    broken = copy.deepcopy(deployed)
+    del named(broken, f"{MULTI}-lb")["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"]
+    assert CATALOGUE.breaches(broken, {}) == [
+        f"slow-pods-behind-awaited-services: {MULTI}-lb: selects pods that may take 60 minutes to become ready, "
+        "longer than the provider's 10-minute Service await; annotate it pulumi.com/waitFor (or skipAwait)"
+    ]
+
+
+def test_leaderworkersets_that_may_reach_the_lws_webhooks_before_they_serve_are_caught(deployed: Records) -> None:
+    """Two hand-made breaches: the LeaderWorkerSet no longer waits for the chart, and the chart's controller is
+    ready on LWS's own /readyz (a plain ping) instead of when its webhook server listens."""
+    broken = copy.deepcopy(deployed)
+    chart = named(broken, "lws-chart")
+    lws = named(broken, MULTI)
+    lws["dependencies"] = [d for d in lws["dependencies"] if d not in (chart["urn"], chart.get("parent"))]
+    (controller,) = [r for r in broken if r["name"] == "lws-chart:lws-system/lws-controller-manager"
+                     and r["type"] == "kubernetes:apps/v1:Deployment"]  # fmt: skip
+    (manager,) = controller["inputs"]["spec"]["template"]["spec"]["containers"]
+    manager["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": 8081}, "initialDelaySeconds": 5}
+    assert CATALOGUE.breaches(broken, {}) == [
+        f"leaderworkersets-after-lws: {MULTI} is created before the LWS chart serves its webhooks",
+        "leaderworkersets-after-lws: lws-chart:lws-system/lws-controller-manager: ready before its webhook server "
+        "listens on 9443, so waiting for the chart does not wait for the webhooks",
+    ]
