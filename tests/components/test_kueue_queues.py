@@ -311,13 +311,14 @@ def test_a_borrowing_limit_of_zero_is_sent_not_dropped(run: StackRunner) -> None
 # Kueue v0.19.2 (8eab687) pkg/scheduler/flavorassigner/flavorassigner.go: findFlavorForPodSets tries a resource
 # group's flavors in their listed order; shouldTryNextFlavor moves on from a flavor the workload does not fit, or
 # fits only by preempting (whenCanPreempt TryNextFlavor) or borrowing (whenCanBorrow TryNextFlavor); with neither
-# outright, isPreferred keeps the best seen (BorrowingOverPreemption), the earlier flavor on a tie. A covered resource
-# may be in one resource group only (pkg/webhooks/clusterqueue_webhook.go validateResourceGroups), so every TPU flavor
-# is in the one group and a ladder's rungs must be listed together, in ladder order.
+# outright, isPreferred keeps the best seen (PreemptionOverBorrowing: the least borrowing first, so the team's own
+# quota on an earlier rung beats borrowing on a later one), the earlier flavor on a tie. A covered resource may be in
+# one resource group only (pkg/webhooks/clusterqueue_webhook.go validateResourceGroups), so every TPU flavor is in the
+# one group and a ladder's rungs must be listed together, in ladder order.
 TRY_NEXT = {
     "whenCanBorrow": "TryNextFlavor",
     "whenCanPreempt": "TryNextFlavor",
-    "preference": "BorrowingOverPreemption",
+    "preference": "PreemptionOverBorrowing",
 }
 
 
@@ -428,6 +429,82 @@ def test_prod_train_falls_back_to_queued_burst_and_dev_multislice_to_spot(plans:
     assert {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in spot[
         "spec"
     ]["tolerations"]
+
+
+# Kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, transcribed to read a trace against the queues the
+# stack declares: a rung's mode is (preemptionMode, borrowingLevel); preemptionMode orders noFit <
+# noPreemptionCandidates < preempt < reclaim < fit; borrowingLevel 0 is the team's own quota, 1 the cohort's (one
+# cohort, no nesting).
+NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
+
+
+def is_preferred(a: tuple[int, int], b: tuple[int, int], preference: str | None) -> bool:
+    """isPreferred: noFit never wins; a rung with no preemption candidates loses to any viable one; then
+    BorrowingOverPreemption (also the default) compares the preemption mode first, PreemptionOverBorrowing the
+    borrowing level first (lower is better), each breaking ties by the other."""
+    if a[0] == NO_FIT:
+        return False
+    if b[0] == NO_FIT:
+        return True
+    if (a[0] == NO_CANDIDATES) != (b[0] == NO_CANDIDATES):
+        return a[0] != NO_CANDIDATES
+    if preference == "PreemptionOverBorrowing":
+        return a[1] < b[1] if a[1] != b[1] else a[0] > b[0]
+    return a[0] > b[0] if a[0] != b[0] else a[1] < b[1]
+
+
+def admitted_on(rungs: list[tuple[str, tuple[int, int]]], fungibility: dict[str, str]) -> str | None:
+    """findFlavorForPodSets over one resource group: stop at the first rung shouldTryNextFlavor does not pass over,
+    else the best rung seen by isPreferred (a strict comparison: the earlier rung wins a tie)."""
+    best: tuple[str, tuple[int, int]] | None = None
+    for name, mode in rungs:
+        passes = (
+            mode[0] in (NO_FIT, NO_CANDIDATES)
+            or (mode[0] in (PREEMPT, RECLAIM) and fungibility.get("whenCanPreempt") == "TryNextFlavor")
+            or (mode[1] > 0 and fungibility.get("whenCanBorrow") == "TryNextFlavor")
+        )
+        if not passes:
+            return name
+        if best is None or is_preferred(mode, best[1], fungibility.get("preference")):
+            best = (name, mode)
+    return best[0] if best is not None and best[1][0] != NO_FIT else None
+
+
+def test_prod_training_takes_back_its_reserved_slice_before_borrowing_the_queued_one(plans: dict[str, Plan]) -> None:
+    """Prod, by hand (Pulumi.prod.yaml; one v5e 4x4 slice is 16 chips): training holds train's 32 chips and none of
+    burst, with no borrowing limit; research holds burst's 16 and may borrow 16 of train.
+
+    1. T0 (training) runs on one train slice, R1 (research) on burst. R2 (research) arrives: on train it fits by
+       borrowing training's idle 16 (fit, level 1, so TryNextFlavor passes on); on burst its own 16 are R1's, and an
+       equal priority is no preemption candidate (noPreemptionCandidates). R2 is admitted on train. R1 finishes.
+    2. T1 (training) arrives. train: training's own quota is lent to R2, so Kueue would reclaim R2 and T1 would then
+       be within training's nominal 32 (reclaim, level 0: preemption_oracle.go SimulatePreemption). burst: research's
+       idle 16 can be borrowed (fit, level 1). Both rungs pass on (TryNextFlavor), so isPreferred picks:
+       PreemptionOverBorrowing takes train (level 0 beats 1): training reclaims the reservation it pays for.
+       BorrowingOverPreemption would take burst (fit beats reclaim): a new DWS request while R2 keeps the reservation.
+    3. R3 (research) arrives after T1 reclaimed train: train is noFit for research (nothing left to borrow), burst is
+       its own idle 16 (fit, level 0): burst, and nobody is preempted."""
+    prod = plans["prod"]
+    assert tpu_quota(named(prod, "ClusterQueue", "training-cluster-queue")) == {
+        "train": {"name": TPU, "nominalQuota": 32},
+        "burst": {"name": TPU, "nominalQuota": 0},
+    }
+    assert tpu_quota(named(prod, "ClusterQueue", "research-cluster-queue")) == {
+        "train": {"name": TPU, "nominalQuota": 0, "borrowingLimit": 16},
+        "burst": {"name": TPU, "nominalQuota": 16},
+    }
+    training = named(prod, "ClusterQueue", "training-cluster-queue")["spec"]["flavorFungibility"]
+    research = named(prod, "ClusterQueue", "research-cluster-queue")["spec"]["flavorFungibility"]
+    assert admitted_on([("train", (FIT, 1)), ("burst", (NO_CANDIDATES, 0))], research) == "train"  # R2
+    t1 = [("train", (RECLAIM, 0)), ("burst", (FIT, 1))]
+    assert admitted_on(t1, training) == "train"
+    assert admitted_on(t1, {**training, "preference": "BorrowingOverPreemption"}) == "burst"
+    assert admitted_on([("train", (NO_FIT, 0)), ("burst", (FIT, 0))], research) == "burst"  # R3
+    # A rung the team fits outright stops the scan under either preference: free own quota keeps ladder order.
+    assert admitted_on([("train", (FIT, 0)), ("burst", (FIT, 1))], training) == "train"
+    # The price of the preference: a high-priority research workload whose own burst holds a lower-priority one of
+    # research preempts it (level 0) rather than borrow training's idle train slice (level 1).
+    assert admitted_on([("train", (FIT, 1)), ("burst", (PREEMPT, 0))], research) == "burst"
 
 
 def test_an_autopilot_ladder_walks_the_declared_capacity(run: StackRunner) -> None:
