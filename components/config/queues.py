@@ -442,12 +442,17 @@ def queue_problems(
             )
         flavors.setdefault(capacity.flavor_name, index)
     names = [pool.name for pool in pools]
-    if problems or any(pool.problems() for pool in pools) or len(set(names)) < len(names):
-        return problems  # pool problems are reported on their own keys; derived values need valid, distinct pools
+    # Pool problems are reported on their own keys (Autopilot capacity's just above, without the zone: Autopilot
+    # places a slice itself); derived values need valid, distinct pools.
+    invalid = problems if autopilot else [pool for pool in pools if pool.problems()]
+    if invalid or len(set(names)) < len(names):
+        return problems
     if not queues.teams and queues.namespace in RESERVED_NAMESPACES:
         problems.append(f"{key}.namespace: {queues.namespace!r} belongs to the system; use default or your own")
     ladders = _ladder_problems(queues, pools, serving_pools)
-    problems += ladders or _shape_problems(queues, pools) + _rung_problems(queues, pools)
+    problems += ladders or _shape_problems(queues, pools, autopilot=autopilot) + _rung_problems(
+        queues, pools, autopilot=autopilot
+    )
     problems += _flavor_problems(queues, pools, serving_pools)
     problems += _priority_problems(queues)
     reserved = set(RESERVED_NAMESPACES) | set(serving_namespaces)
@@ -476,7 +481,7 @@ def _reaches(a: TpuPoolConfig, b: TpuPoolConfig) -> bool:
     return flavor_labels(a).items() <= flavor_labels(b).items() and _taints(b) <= _taints(a)
 
 
-def _shape_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+def _shape_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], *, autopilot: bool) -> list[str]:
     """Pool groups of one shape: all rungs of one ladder, or (in no ladder) told apart by a node label. A ladder's
     workloads ask only for the shape, so Kueue could admit them on any flavor of that shape (valid ladders only)."""
     key = f"{PROJECT}:queues"
@@ -500,6 +505,15 @@ def _shape_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> l
                 "not one of its rungs, and the ladder's workloads ask only for the shape, so Kueue could admit them "
                 "on it out of ladder order; add it to the ladder or give it another shape"
                 for pool in outside
+            ]
+        elif autopilot:  # autopilotCapacity has no labels of its own
+            problems += [
+                f"{key}.autopilotCapacity: {a.name!r} and {b.name!r} are both {_shape(a)} and no node label tells "
+                "them apart, so Kueue could admit a workload of one on the other; make them rungs of one ladder "
+                "(queues.ladders) or keep one of them"
+                for index, a in enumerate(outside)
+                for b in outside[index + 1 :]
+                if not _told_apart(a, b)
             ]
         else:
             problems += [
@@ -583,7 +597,7 @@ def _ladder_problems(
     return problems
 
 
-def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], *, autopilot: bool) -> list[str]:
     """Rungs of one ladder (valid ladders only): a pod admitted on one rung stays on that rung's nodes, and every
     rung gives it the same CPU and memory per VM."""
     problems: list[str] = []
@@ -591,11 +605,15 @@ def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> li
         for a in rungs:
             for b in rungs:
                 if a is not b and _reaches(a, b):
+                    fix = (
+                        "autopilotCapacity has no labels of its own: drop one of them from the ladder"
+                        if autopilot
+                        else f"give {a.name!r} a node label {b.name!r} lacks (labels: {{pool: {a.name}}})"
+                    )
                     problems.append(
                         f"{PROJECT}:queues.ladders.{name}: a workload Kueue admits on rung {a.name!r} also fits the "
                         f"nodes of rung {b.name!r} (they carry every label of its flavor and it tolerates their "
-                        f"taints), so it could run on capacity counted to {b.name!r}; give {a.name!r} a node label "
-                        f"{b.name!r} lacks (labels: {{pool: {a.name}}})"
+                        f"taints), so it could run on capacity counted to {b.name!r}; {fix}"
                     )
         hosts = queues.host_resources
         first = rungs[0]

@@ -570,6 +570,13 @@ def test_shares_above_capacity_are_one_exact_error_and_exit_2(
 
 
 P = {"tpu-stack:tpuPools": [MULTISLICE_LABELED, QUEUED_LABELED]}
+AUTOPILOT = {"tpu-stack:cluster": {"mode": "autopilot"}}
+# Multi-host shapes (2 and 4 VMs a slice), which a node pool could not have without a zone.
+AUTOPILOT_CAPACITY = [
+    {"name": "v5e-spot", "tpuVersion": "v5e", "topology": "2x4", "provisioning": "spot"},
+    {"name": "v5e-flex", "tpuVersion": "v5e", "topology": "2x4", "provisioning": "flex-start"},
+    {"tpuVersion": "v6e", "topology": "4x4"},
+]
 SAXML = {"tpu-stack:saxml": {"pool": "multislice", "service": {"sourceRanges": ["10.20.0.0/24"]}}}
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("percentage above what remains", {**P, "tpu-stack:queues": {"teams": [
@@ -632,6 +639,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "autopilotCapacity": [{"tpuVersion": "v5e", "topology": "3x3"}]}},
      "tpu-stack:queues.autopilotCapacity[0].topology: '3x3' is not a v5e topology for ct5lp-hightpu-4t; valid: "
      "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"),
+    ("autopilot: a share above the capacity", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY[2:], "teams": [{"name": "a", "shares": {"v6e-4x4": 999}}]}},
+     "tpu-stack:queues.teams[0].shares.v6e-4x4: 999 chips requested but only 16 remain of 16 in pool 'v6e-4x4'; "
+     "lower the shares or add slices"),
     ("teams without capacity", {"tpu-stack:queues": {"teams": [{"name": "a"}]}},
      "tpu-stack:queues.teams: there is no TPU capacity to share; add tpuPools (Autopilot: autopilotCapacity)"),
 ]  # fmt: skip
@@ -689,6 +700,27 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
      "give 'reserved' a node label 'spot' lacks (labels: {pool: reserved})"),
     ("a ladder that is not a list", ladder({"a": "reserved"}),  # type: ignore[dict-item]
      "tpu-stack:queues.ladders.a: expected a list of pool groups ('-' items), got the text 'reserved'"),
+    # Autopilot capacity has no zone: its multi-host shapes are judged without one (they used to skip every check).
+    ("autopilot: rungs of two shapes", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY, "ladders": {"v5e": ["v5e-flex", "v6e-4x4"]}}},
+     "tpu-stack:queues.ladders.v5e[1]: pool group 'v6e-4x4' is ct6e-standard-4t 4x4 but the ladder's first rung "
+     "'v5e-flex' is ct5lp-hightpu-4t 2x4; every rung needs the same machine type and topology"),
+    ("autopilot: an unknown rung", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY, "ladders": {"v5e": ["v5e-flex", "v5e-spto"]}}},
+     "tpu-stack:queues.ladders.v5e[1]: 'v5e-spto' names no TPU pool the queues share; pools: v5e-spot, v5e-flex, "
+     "v6e-4x4"),
+    ("autopilot: an empty ladder", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY, "ladders": {"v5e": ["v5e-flex", "v5e-spot"], "v6e": []}}},
+     "tpu-stack:queues.ladders.v6e: is empty; list its pool groups in the order Kueue should try them"),
+    ("autopilot: a rung in two ladders", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY, "ladders": {"v5e": ["v5e-flex", "v5e-spot"], "b": ["v5e-spot"]}}},
+     "tpu-stack:queues.ladders.b[0]: pool group 'v5e-spot' is already rung 1 of ladder 'v5e'; a pool group has one "
+     "place in the order Kueue tries flavors"),
+    ("autopilot: two same-shape capacities in no ladder", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY}},
+     "tpu-stack:queues.autopilotCapacity: 'v5e-spot' and 'v5e-flex' are both ct5lp-hightpu-4t 2x4 and no node label "
+     "tells them apart, so Kueue could admit a workload of one on the other; make them rungs of one ladder "
+     "(queues.ladders) or keep one of them"),
     ("rungs with different host resources", ladder({"a": ["reserved", "dws", "spot"]}, hostResources={
         "reserved": {"cpu": 100, "memory": "180Gi"}, "dws": {"cpu": 100, "memory": "180Gi"},
         "spot": {"cpu": 90, "memory": "180Gi"}, "flex-single": {"cpu": 100, "memory": "600Gi"}}),
