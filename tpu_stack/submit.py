@@ -69,7 +69,7 @@ class Submission:
 
     @property
     def where(self) -> str:
-        """The target in words: `multislice`, or `ladder multislice (multislice, then multislice-spot)`."""
+        """The target in words: `multislice`, or `ladder multislice (multislice-spot, then multislice)`."""
         if isinstance(self.target, workloads.Ladder):
             rungs = ", then ".join(pool.name for pool in self.target.rungs)
             return f"ladder {self.target.name} ({rungs})"

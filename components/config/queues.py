@@ -262,7 +262,8 @@ class QueuesConfig(ConfigModel):
     """Autopilot only: TPU capacity the queues may hand out (there are no pools to derive it from)."""
     ladders: dict[str, tuple[str, ...]] = {}
     """Ladder name -> pool groups of one shape (machine type and topology) in the order Kueue tries them for a
-    workload that asks for the shape, cheapest first: e.g. a reservation, then queued or flex-start, then spot."""
+    workload that asks for the shape, cheapest first: capacity that bills while idle (a reservation, a fixed-size spot
+    pool), then capacity made on request (flex-start, queued), e.g. [train, burst]."""
 
     _names = field_validator("cluster_queue", "local_queue", "namespace", "cohort")(kubernetes_name)
 

@@ -258,17 +258,17 @@ def test_host_resources_are_covered_beside_chips_in_proportion(plans: dict[str, 
 
 
 def test_dev_stack_teams_and_cohort_hold_exactly_its_pools_chips(plans: dict[str, Plan]) -> None:
-    """Pulumi.dev.yaml: flex-v6e is one ct6e-standard-4t 2x2 slice (4 chips), multislice and multislice-spot three
-    v5e 2x4 slices each (3 x 8 = 24 chips). research holds 4 + 8 + 0, training 0 + 8 + 0 and may borrow no flex-v6e
-    chip (limit 0) and 8 multislice chips; the Cohort keeps the 24 - 16 = 8 multislice chips and the 24 spot chips
-    nobody holds."""
+    """Pulumi.dev.yaml: flex-v6e is one ct6e-standard-4t 2x2 slice (4 chips), multislice three v5e 2x4 slices
+    (3 x 8 = 24 chips), multislice-spot one (8 chips; it was three, 24, before the spot rung became the ladder's first
+    and research's). research holds 4 + 8 + 8, training 0 + 8 + 0 and may borrow no flex-v6e chip (limit 0) and 8
+    multislice chips; the Cohort keeps the 24 - 16 = 8 multislice chips, and no spot chip: research holds all 8."""
     plan = plans["dev"]
     research = named(plan, "ClusterQueue", "research-cluster-queue")
     training = named(plan, "ClusterQueue", "training-cluster-queue")
     assert tpu_quota(research) == {
         "flex-v6e": {"name": TPU, "nominalQuota": 4},
         "multislice": {"name": TPU, "nominalQuota": 8},
-        "multislice-spot": {"name": TPU, "nominalQuota": 0},
+        "multislice-spot": {"name": TPU, "nominalQuota": 8},
     }
     assert tpu_quota(training) == {
         "flex-v6e": {"name": TPU, "nominalQuota": 0, "borrowingLimit": 0},
@@ -276,10 +276,7 @@ def test_dev_stack_teams_and_cohort_hold_exactly_its_pools_chips(plans: dict[str
         "multislice-spot": {"name": TPU, "nominalQuota": 0},
     }
     (cohort,) = kueue(plan, "Cohort")
-    assert tpu_quota(cohort) == {
-        "multislice": {"name": TPU, "nominalQuota": 8},
-        "multislice-spot": {"name": TPU, "nominalQuota": 24},
-    }
+    assert tpu_quota(cohort) == {"multislice": {"name": TPU, "nominalQuota": 8}}
 
 
 def test_a_percentage_share_is_rounded_down(run: StackRunner) -> None:
@@ -395,13 +392,14 @@ def test_without_ladders_the_queues_keep_kueues_default_fungibility(plans: dict[
         assert "flavorFungibility" not in queue["spec"]
 
 
-def test_prod_train_falls_back_to_queued_burst_and_dev_multislice_to_spot(plans: dict[str, Plan]) -> None:
+def test_prod_train_falls_back_to_queued_burst_and_dev_spot_to_flex_start(plans: dict[str, Plan]) -> None:
     """Pulumi.prod.yaml: ladder train = train (reservation, 2 v5e 4x4 slices) then burst (queued, one 4x4 slice).
-    Pulumi.dev.yaml: ladder multislice = multislice (flex-start, 3 v5e 2x4 slices) then multislice-spot (spot,
-    3 slices, tainted); flex-v6e is another shape, in no ladder."""
+    Pulumi.dev.yaml: ladder multislice = multislice-spot (spot, 1 v5e 2x4 slice, tainted, billed while up) then
+    multislice (flex-start, 3 slices, scale to zero); it was flex-start first, which left paid spot VMs idle while a
+    workload waited for flex-start capacity. flex-v6e is another shape, in no ladder."""
     prod, dev = plans["prod"], plans["dev"]
     assert prod.outputs["ladders"] == {"train": ["train", "burst"]}
-    assert dev.outputs["ladders"] == {"multislice": ["multislice", "multislice-spot"]}
+    assert dev.outputs["ladders"] == {"multislice": ["multislice-spot", "multislice"]}
     assert plans["teams"].outputs["ladders"] == {}
     for team in ("training", "research"):
         queue = named(prod, "ClusterQueue", f"{team}-cluster-queue")
@@ -421,11 +419,13 @@ def test_prod_train_falls_back_to_queued_burst_and_dev_multislice_to_spot(plans:
     }
     for team in ("research", "training"):
         queue = named(dev, "ClusterQueue", f"{team}-cluster-queue")
-        assert [f["name"] for f in flavors(queue)] == ["flex-v6e", "multislice", "multislice-spot"]
+        assert [f["name"] for f in flavors(queue)] == ["flex-v6e", "multislice-spot", "multislice"]
         assert queue["spec"]["flavorFungibility"] == TRY_NEXT
         assert "admissionChecksStrategy" not in queue["spec"]
     spot = named(dev, "ResourceFlavor", "multislice-spot")
-    assert spot["metadata"]["labels"] == {"tpu-stack/ladder": "multislice", "tpu-stack/rung": "1"}
+    assert spot["metadata"]["labels"] == {"tpu-stack/ladder": "multislice", "tpu-stack/rung": "0"}
+    flex = named(dev, "ResourceFlavor", "multislice")
+    assert flex["metadata"]["labels"] == {"tpu-stack/ladder": "multislice", "tpu-stack/rung": "1"}
     assert {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in spot[
         "spec"
     ]["tolerations"]
@@ -505,6 +505,29 @@ def test_prod_training_takes_back_its_reserved_slice_before_borrowing_the_queued
     # The price of the preference: a high-priority research workload whose own burst holds a lower-priority one of
     # research preempts it (level 0) rather than borrow training's idle train slice (level 1).
     assert admitted_on([("train", (FIT, 1)), ("burst", (PREEMPT, 0))], research) == "burst"
+
+
+def test_dev_research_takes_the_paid_spot_slice_first(plans: dict[str, Plan]) -> None:
+    """Dev, by hand (Pulumi.dev.yaml; one v5e 2x4 slice is 8 chips): research holds the spot slice (8) and 8
+    flex-start chips, training 8 flex-start chips and none of spot; the cohort holds 8 flex-start chips.
+
+    1. R1 (research, one slice) on an idle stack: spot is research's own (fit, level 0): the scan stops there, on
+       VMs dev pays for anyway, not on a flex-start request that may wait for stock.
+    2. R2 (research): spot is R1's, equal priority, no candidates; flex-start: own 8 (fit, level 0): flex-start.
+    3. T1 (training): spot is borrowing research's idle slice (fit, level 1, passed over); flex-start: its own 8
+       (fit, level 0): flex-start. A team takes a rung first only where it holds a share."""
+    dev = plans["dev"]
+    research = named(dev, "ClusterQueue", "research-cluster-queue")
+    training = named(dev, "ClusterQueue", "training-cluster-queue")
+    assert [f["name"] for f in flavors(research)][1:] == ["multislice-spot", "multislice"]
+    assert tpu_quota(research)["multislice-spot"] == {"name": TPU, "nominalQuota": 8}
+    fungibility = research["spec"]["flavorFungibility"]
+    assert admitted_on([("multislice-spot", (FIT, 0)), ("multislice", (FIT, 0))], fungibility) == "multislice-spot"
+    assert admitted_on([("multislice-spot", (NO_CANDIDATES, 0)), ("multislice", (FIT, 0))], fungibility) == (
+        "multislice"
+    )
+    fungibility = training["spec"]["flavorFungibility"]
+    assert admitted_on([("multislice-spot", (FIT, 1)), ("multislice", (FIT, 0))], fungibility) == "multislice"
 
 
 def test_an_autopilot_ladder_walks_the_declared_capacity(run: StackRunner) -> None:

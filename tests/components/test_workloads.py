@@ -19,7 +19,7 @@ import yaml
 from components import tpu_catalog
 from components.config.queues import queue_refs
 from components.config.stack import load
-from components.workloads import Workload, slice_job, workloads
+from components.workloads import Workload, ladders, multislice_jobset, slice_job, workloads
 from offline import __main__ as cli
 from offline import commands, validate
 from offline.engine import Plan, run_stack
@@ -347,8 +347,16 @@ def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
     found = by_name(stack_workloads("dev"))
     v5e = ({TPU: 4, "cpu": "110400m", "memory": "179495Mi"}, "181543Mi")
     v6e = ({TPU: 4, "cpu": "178230m", "memory": "698757Mi"}, "700805Mi")
-    for name, (requests, limit) in (("multislice-job", v5e), ("multislice-2slice", v5e), ("flex-v6e-job", v6e)):
-        resources = container_resources(found[name])
+    # dev writes no JobSet (its spot rung has one slice): a 2-slice JobSet of the ladder, as `tpu-stack submit` makes.
+    config = commands.stack_config("dev", None)
+    two = multislice_jobset(config, ladders(config)["multislice"], 2, "two", queue_refs(config.queues)["research"])
+    jobset = Workload("two", "multislice", 2, queue_refs(config.queues)["research"], (two,))
+    for name, workload, (requests, limit) in (
+        ("multislice-job", found["multislice-job"], v5e),
+        ("a 2-slice JobSet", jobset, v5e),
+        ("flex-v6e-job", found["flex-v6e-job"], v6e),
+    ):
+        resources = container_resources(workload)
         assert resources["requests"] == requests, name
         assert resources["limits"] == {TPU: 4, "memory": limit}, name
 
@@ -399,15 +407,16 @@ def test_a_ladders_workload_asks_for_the_shape_and_fits_every_rung() -> None:
 
 
 def test_jobsets_of_a_ladder_stop_at_what_every_rung_holds() -> None:
-    """dev: both rungs of the multislice ladder have 3 slices, so the 1-, 2- and 3-slice JobSets; with the spot rung
-    at 2 slices, the 3-slice JobSet would fit only the flex-start rung and is not written."""
-    assert {w.name: w.slices for w in stack_workloads("dev") if w.pool == "multislice"} == {
-        "multislice-job": 1, "multislice-1slice": 1, "multislice-2slice": 2, "multislice-3slice": 3}  # fmt: skip
+    """dev: the multislice ladder's spot rung has one slice (its flex-start rung three), so a workload written for
+    the ladder takes one slice: the Job, and no JobSet (with three spot slices dev had the 1-, 2- and 3-slice
+    JobSets). With the spot rung at 2 slices, the 1- and 2-slice JobSets; the 3-slice one would fit only the
+    flex-start rung and is not written."""
+    assert {w.name: w.slices for w in stack_workloads("dev") if w.pool == "multislice"} == {"multislice-job": 1}
     config = commands.stack_config("dev", None)
     spot = config.pool("multislice-spot")
     assert spot is not None
-    shorter = config.model_copy(
+    more = config.model_copy(
         update={"tpu_pools": tuple(p.model_copy(update={"slices": 2}) if p is spot else p for p in config.tpu_pools)}
     )
-    assert {w.name: w.slices for w in workloads(shorter) if w.pool == "multislice"} == {
+    assert {w.name: w.slices for w in workloads(more) if w.pool == "multislice"} == {
         "multislice-job": 1, "multislice-1slice": 1, "multislice-2slice": 2}  # fmt: skip

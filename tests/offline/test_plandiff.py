@@ -69,6 +69,11 @@ def _section(base: Plans, head: Plans, stack: str = "dev") -> str:
     return plandiff.render_stack(plandiff.diff_stack(stack, base.get(stack), head.get(stack)))
 
 
+# Dev has 36 chips in 5 slices on 9 VMs: flex-v6e 1 x 2x2 (1 VM, 4 chips), multislice 3 x 2x4 (6 VMs, 24 chips),
+# multislice-spot 1 x 2x4 (2 VMs, 8 chips; three slices, 52 chips in all, before the spot rung became the ladder's
+# first). Its 5 TPU node pools each get the advisory tpu-node-auto-upgrade finding. The ClusterQueues list flex-v6e,
+# multislice-spot, multislice (the ladder's rungs in ladder order), so research's multislice quota is flavors[2]; the
+# cohort holds only multislice chips (flavors[0]).
 SLICE_ADDED = """\
 ### Stack `dev`: 1 to create, 2 to update, 0 to replace, 0 to delete
 
@@ -78,7 +83,7 @@ SLICE_ADDED = """\
 |---|---|
 | `multislice` | slices 3 → 4, VMs 6 → 8, chips 24 → 32 |
 
-In all: TPU chips 52 → 60, slices 7 → 8, VMs 13 → 15.
+In all: TPU chips 36 → 44, slices 5 → 6, VMs 9 → 11.
 
 **Quotas per team** (chips of `google.com/tpu`; borrowing limit `unlimited` when none is set)
 
@@ -96,7 +101,7 @@ In all: TPU chips 52 → 60, slices 7 → 8, VMs 13 → 15.
 `spec.resourceGroups[0].flavors[0].resources[0].nominalQuota` `8` → `16`
 - `gcp:monitoring/dashboard:Dashboard` `monitoring-dashboard`: inputs: `dashboardJson`
 
-**Policy findings** of this pull request: 0 mandatory, 8 advisory (1 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 6 advisory (1 new, 0 resolved)
 - new: [advisory] `tpu-node-auto-upgrade`: `gcp:container/nodePool:NodePool` `multislice-3`: TPU pool may be \
 upgraded, restarting its slices, at any time: give cluster 'tpu-dev' a maintenancePolicy (a window, and exclusions \
 of scope NO_MINOR_OR_NODE_UPGRADES over training runs)
@@ -115,11 +120,11 @@ SHARE_CHANGED = """\
 **Changed in place** (2)
 
 - `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-research-cluster-queue`: inputs: \
-`spec.resourceGroups[0].flavors[1].resources[0].nominalQuota` `8` → `12`
+`spec.resourceGroups[0].flavors[2].resources[0].nominalQuota` `8` → `12`
 - `kubernetes:kueue.x-k8s.io/v1beta2:Cohort` `queues-cohort-tpu-stack`: inputs: \
 `spec.resourceGroups[0].flavors[0].resources[0].nominalQuota` `8` → `4`
 
-**Policy findings** of this pull request: 0 mandatory, 7 advisory (0 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 5 advisory (0 new, 0 resolved)
 """
 
 POOL_REPLACED = """\
@@ -131,7 +136,7 @@ POOL_REPLACED = """\
 |---|---|
 | `flex-v6e` | provisioning flex-start → spot |
 
-In all: TPU chips 52, slices 7, VMs 13.
+In all: TPU chips 36, slices 5, VMs 9.
 
 **Replaced** (1): deleted and created again; what runs on them stops
 
@@ -146,7 +151,7 @@ In all: TPU chips 52, slices 7, VMs 13.
 `spec.nodeLabels.cloud.google.com/gke-flex-start` `true` → `unset`, `spec.nodeLabels.cloud.google.com/gke-spot` \
 `unset` → `true`
 
-**Policy findings** of this pull request: 0 mandatory, 7 advisory (0 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 5 advisory (0 new, 0 resolved)
 """
 
 

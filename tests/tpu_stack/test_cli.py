@@ -135,7 +135,7 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     pod = slices["template"]["spec"]["template"]
     assert pod["spec"]["priorityClassName"] == "high"
     assert pod["spec"]["serviceAccountName"] == "trainer"
-    # dev's multislice is a ladder (flex-start, then spot): the pods ask only for the shape, Kueue adds the rest.
+    # dev's multislice is a ladder (spot, then flex-start): the pods ask only for the shape, Kueue adds the rest.
     assert pod["spec"]["nodeSelector"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
         "cloud.google.com/gke-tpu-topology": "2x4",
@@ -175,7 +175,7 @@ def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -
         (
             ["--pool", "v7"],
             "error: --pool v7: no such pool group; this stack's pool groups are flex-v6e, multislice (ladder: "
-            "multislice, multislice-spot)",
+            "multislice-spot, multislice)",
         ),
         (
             ["--pool", "multislice-spot"],
@@ -184,7 +184,7 @@ def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -
         ),
         (
             ["--slices", "4"],
-            "error: --slices 4: no rung of ladder multislice can take it (multislice: 3 slice(s); multislice-spot: 3 "
+            "error: --slices 4: no rung of ladder multislice can take it (multislice-spot: 1 slice(s); multislice: 3 "
             "slice(s))",
         ),
         (
@@ -230,15 +230,26 @@ def test_a_request_the_stack_cannot_run_is_one_line_and_exit_2(
 
 
 def test_a_ladder_takes_what_one_of_its_rungs_can_hold(outputs: dict[str, Path]) -> None:
-    """dev: training may hold 16 chips of multislice (share 8 + borrowing limit 8) but all 24 spot chips (no
-    limit there), so 3 slices can run on the spot rung; Kueue skips the rung they do not fit."""
+    """dev: the spot rung has one slice, the flex-start rung three. research may hold all 24 flex-start chips (no
+    borrowing limit there), so 3 slices run on the flex-start rung; Kueue skips the spot rung they do not fit.
+    training may hold 16 flex-start chips (share 8 + borrowing limit 8): 3 slices fit no rung."""
     code, out, err = run(
-        "--outputs", outputs["dev"], "submit", "big", "--team", "training", "--pool", "multislice", "--slices", "3",
+        "--outputs", outputs["dev"], "submit", "big", "--team", "research", "--pool", "multislice", "--slices", "3",
         "--image", IMAGE, "--dry-run",
     )  # fmt: skip
     assert (code, err) == (0, "")
     (jobset,) = yaml.safe_load_all(out)
     assert jobset["spec"]["replicatedJobs"][0]["replicas"] == 3
+    code, out, err = run(
+        "--outputs", outputs["dev"], "submit", "big", "--team", "training", "--pool", "multislice", "--slices", "3",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    assert (code, out, err) == (
+        2,
+        "",
+        "error: --slices 3: no rung of ladder multislice can take it (multislice-spot: 1 slice(s); multislice: 24 TPU "
+        "chips, but team training may hold 16 (share 8 + borrowing limit 8))\n",
+    )
 
 
 def test_queued_groups_take_one_slice_per_workload(outputs: dict[str, Path]) -> None:
@@ -271,7 +282,7 @@ def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
     code, out, err = run(*argv)
     assert (code, err) == (0, "")
     assert out.splitlines() == [
-        "submitted JobSet training/train-2: 2 slice(s) of ladder multislice (multislice, then multislice-spot) (16 TPU "
+        "submitted JobSet training/train-2: 2 slice(s) of ladder multislice (multislice-spot, then multislice) (16 TPU "
         "chips) via training/training-queue",
         "  mounts /data <- gs://tpu-stack-dev-dev-tpu-stack/datasets (read-only)",
         "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack/checkpoints/training (read-write)",
