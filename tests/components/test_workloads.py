@@ -398,12 +398,50 @@ def test_a_ladders_workload_asks_for_the_shape_and_fits_every_rung() -> None:
     assert (job["spec"]["parallelism"], pod["containers"][0]["resources"]["requests"][TPU]) == (2, 4)
     # Admitted on the queued rung, the run limit reaches its ProvisioningRequest (dws: maxRunDuration 7d).
     assert job["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "604800"
-    # Admitted on the spot rung, a preempted VM's pods start again instead of failing the Job.
+    # Admitted on the spot rung, a preempted VM's pods start again instead of failing the Job: counted against
+    # backoffLimit 4 disruptions x 2 workers = 8 (an eviction loop ends), any other container failure fails it.
     assert job["spec"]["podFailurePolicy"] == {
-        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+        "rules": [
+            {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}},
+        ]
     }
+    assert job["spec"]["backoffLimit"] == 8
     (single,) = found["flex-single-job"].objects
     assert "podFailurePolicy" not in single["spec"]
+    assert single["spec"]["backoffLimit"] == 0
+
+
+def test_a_spot_preemption_restarts_a_jobset_without_using_up_its_restarts() -> None:
+    """jobset v0.12.0 api/jobset/v1alpha2/jobset_types.go: RestartJobSetAndIgnoreMaxRestarts restarts every Job
+    without counting against maxRestarts; a rule matches a failed child Job by its Failed condition's reason
+    (onJobFailureReasons; the webhook accepts PodFailurePolicy). A child Job's podFailurePolicy FailJob rule fails it
+    with reason PodFailurePolicy (batch/v1), and it is the child Job's only such rule, so the reason means a pod was
+    disrupted (DisruptionTarget). dev's ladder has a spot rung; prod's train ladder (reservation, queued) has none and
+    keeps the plain restart budget."""
+    dev = commands.stack_config("dev", None)
+    research = queue_refs(dev.queues)["research"]
+    jobset = multislice_jobset(dev, ladders(dev)["multislice"], 2, "two", research)
+    assert jobset["spec"]["failurePolicy"] == {
+        "maxRestarts": 4,
+        "rules": [
+            {
+                "name": "DisruptionTarget",
+                "action": "RestartJobSetAndIgnoreMaxRestarts",
+                "onJobFailureReasons": ["PodFailurePolicy"],
+            }
+        ],
+    }
+    (child,) = jobset["spec"]["replicatedJobs"]
+    assert child["template"]["spec"]["backoffLimit"] == 0
+    assert child["template"]["spec"]["podFailurePolicy"] == {
+        "rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+    }
+    assert validate.validate_all([jobset]) == []  # the vendored JobSet CRD: rules need a name
+    prod = commands.stack_config("prod", None)
+    plain = multislice_jobset(prod, ladders(prod)["train"], 1, "one", queue_refs(prod.queues)["training"])
+    assert plain["spec"]["failurePolicy"] == {"maxRestarts": 4}
+    assert "podFailurePolicy" not in plain["spec"]["replicatedJobs"][0]["template"]["spec"]
 
 
 def test_jobsets_of_a_ladder_stop_at_what_every_rung_holds() -> None:
