@@ -209,7 +209,8 @@ def _metadata(
 
 def _queued_run_seconds(target: Target) -> int | None:
     """The run limit a queued-provisioning rung passes to its ProvisioningRequest (Kueue reads the annotation only
-    when it creates one, i.e. when it admits the workload on that rung)."""
+    when it creates one, i.e. when it admits the workload on that rung). A ladder's queued rungs have one limit (a
+    config check), since one annotation serves them all."""
     return next(
         (
             pool.max_run_duration_seconds

@@ -616,6 +616,7 @@ def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], *, au
                         f"nodes of rung {b.name!r} (they carry every label of its flavor and it tolerates their "
                         f"taints), so it could run on capacity counted to {b.name!r}; {fix}"
                     )
+        problems += _run_limit_problems(name, rungs)
         hosts = queues.host_resources
         first = rungs[0]
         for pool in rungs[1:]:
@@ -625,6 +626,28 @@ def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], *, au
                     f"ladder {name!r}; a ladder's workloads request one amount of CPU and memory per VM on every rung"
                 )
     return problems
+
+
+def _run_limit_problems(name: str, rungs: tuple[TpuPoolConfig, ...]) -> list[str]:
+    """A ladder's queued rungs share one maxRunDuration: a workload carries its run limit as one annotation, which
+    Kueue copies into the ProvisioningRequest of whichever queued rung admits it (kueue v0.19.2
+    pkg/controller/admissionchecks/provisioning/provisioning.go passProvReqParams), and the workload cannot know
+    which rung that will be; the shorter of two limits would cut the other rung's runs short."""
+    queued = [(index, pool) for index, pool in enumerate(rungs) if pool.provisioning == "queued"]
+    if not queued:
+        return []
+    first_index, first = queued[0]
+    return [
+        f"{PROJECT}:queues.ladders.{name}[{index}]: queued rung {pool.name!r} has maxRunDuration {_limit(pool)} but "
+        f"queued rung {first.name!r} (rung {first_index}) has {_limit(first)}; a workload of the ladder carries one "
+        "run limit to whichever queued rung admits it, so give the ladder's queued pool groups the same maxRunDuration"
+        for index, pool in queued[1:]
+        if pool.max_run_duration_seconds != first.max_run_duration_seconds
+    ]
+
+
+def _limit(pool: TpuPoolConfig) -> str:
+    return pool.max_run_duration or "none"
 
 
 def _priority_problems(queues: QueuesConfig) -> list[str]:

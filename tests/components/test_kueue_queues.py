@@ -744,6 +744,13 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:queues.autopilotCapacity: 'v5e-spot' and 'v5e-flex' are both ct5lp-hightpu-4t 2x4 and no node label "
      "tells them apart, so Kueue could admit a workload of one on the other; make them rungs of one ladder "
      "(queues.ladders) or keep one of them"),
+    # One annotation carries a workload's run limit to whichever queued rung's ProvisioningRequest Kueue creates
+    # (kueue v0.19.2 provisioning.go passProvReqParams): two queued rungs of one ladder need one limit.
+    ("queued rungs with different run limits", ladder({"a": ["reserved", "dws", "dws-east"]}, RESERVED, QUEUED_LABELED,
+     {**QUEUED, "name": "dws-east", "zone": "us-central1-b", "maxRunDuration": "24h", "labels": {"pool": "east"}}),
+     "tpu-stack:queues.ladders.a[2]: queued rung 'dws-east' has maxRunDuration 24h but queued rung 'dws' (rung 1) has "
+     "7d; a workload of the ladder carries one run limit to whichever queued rung admits it, so give the ladder's "
+     "queued pool groups the same maxRunDuration"),
     ("rungs with different host resources", ladder({"a": ["reserved", "dws", "spot"]}, hostResources={
         "reserved": {"cpu": 100, "memory": "180Gi"}, "dws": {"cpu": 100, "memory": "180Gi"},
         "spot": {"cpu": 90, "memory": "180Gi"}, "flex-single": {"cpu": 100, "memory": "600Gi"}}),
