@@ -51,7 +51,8 @@ it takes the best of those it saw. PreemptionOverBorrowing ranks by borrowing fi
 on a rung (reclaiming what it lent, or preempting its lower priorities) beats borrowing on a later, costlier rung;
 then fitting before reclaiming before preempting, and the earlier rung on a tie. A rung with no preemption
 candidates ranks below every rung the workload could be admitted on. (BorrowingOverPreemption would rank fitting by
-borrowing first: an owner would borrow downstream while others hold its own cheaper rung.)"""
+borrowing first: an owner would borrow downstream while others hold its own cheaper rung. The CRD's description of
+`preference` has the two "more technically" orders the other way round; isPreferred is what runs.)"""
 IMMUTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     # CEL `self == oldSelf` on spec.clusterQueue (kueue v0.19.2 apis/kueue/v1beta2/localqueue_types.go).
     "LocalQueue": ("spec.clusterQueue",),
