@@ -42,13 +42,17 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 FLAVOR_FUNGIBILITY = {
     "whenCanBorrow": "TryNextFlavor",
     "whenCanPreempt": "TryNextFlavor",
-    "preference": "BorrowingOverPreemption",
+    "preference": "PreemptionOverBorrowing",
 }
-"""How Kueue walks a ladder (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, findFlavorForPodSets and
-shouldTryNextFlavor): it stops at the first flavor the workload fits without borrowing or preempting; a flavor it
-fits only by borrowing or preempting, or not at all, sends it to the next one. When no flavor fits outright it takes
-the best of those it saw: fitting by borrowing before preempting (the preference), less borrowing first, and the
-earlier rung on a tie."""
+"""How Kueue walks a ladder (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, findFlavorForPodSets,
+shouldTryNextFlavor, isPreferred): it stops at the first flavor the workload fits within the team's own quota; a
+flavor it fits only by borrowing or preempting, or not at all, sends it to the next one. When no flavor fits outright
+it takes the best of those it saw. PreemptionOverBorrowing ranks by borrowing first: taking back the team's own quota
+on a rung (reclaiming what it lent, or preempting its lower priorities) beats borrowing on a later, costlier rung;
+then fitting before reclaiming before preempting, and the earlier rung on a tie. A rung with no preemption
+candidates ranks below every rung the workload could be admitted on. (BorrowingOverPreemption would rank fitting by
+borrowing first: an owner would borrow downstream while others hold its own cheaper rung. The CRD's description of
+`preference` has the two "more technically" orders the other way round; isPreferred is what runs.)"""
 IMMUTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     # CEL `self == oldSelf` on spec.clusterQueue (kueue v0.19.2 apis/kueue/v1beta2/localqueue_types.go).
     "LocalQueue": ("spec.clusterQueue",),

@@ -44,7 +44,11 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 """Set by the Job controller on every pod of a Job."""
 DISRUPTION_TARGET = "DisruptionTarget"
 """Pod condition the kubelet sets (reason TerminationByKubelet) on pods it stops for a graceful node shutdown, which
-is how GKE stops the pods of a Spot VM that Compute Engine preempts."""
+is how GKE stops the pods of a Spot VM that Compute Engine preempts. The kubelet sets it, with the same reason, on
+pods it evicts for node pressure too, and neither the Job API (onPodConditions matches type and status) nor JobSet's
+(the Job's failure reason and message, which name the condition type only) can tell the two apart."""
+POD_FAILURE_POLICY = "PodFailurePolicy"
+"""Reason of a Job's Failed condition when a FailJob rule of its podFailurePolicy matched (batch/v1)."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,8 @@ def _metadata(
 
 def _queued_run_seconds(target: Target) -> int | None:
     """The run limit a queued-provisioning rung passes to its ProvisioningRequest (Kueue reads the annotation only
-    when it creates one, i.e. when it admits the workload on that rung)."""
+    when it creates one, i.e. when it admits the workload on that rung). A ladder's queued rungs have one limit (a
+    config check), since one annotation serves them all."""
     return next(
         (
             pool.max_run_duration_seconds
@@ -220,12 +225,43 @@ def _survives_spot_preemption(target: Target) -> bool:
     return any(pool.provisioning == "spot" for pool in rungs_of(target))
 
 
+def _disruption_budget(vms: int) -> dict[str, Any]:
+    """A Job that may run on spot: a pod stopped by a disruption (DisruptionTarget) is started again, counted
+    against backoffLimit, which allows MAX_RESTARTS disruptions of the whole slice (each stops every worker once);
+    any other failure of a container fails the Job at once, as backoffLimit 0 does elsewhere. Counted, not ignored:
+    a pod the kubelet evicts again and again (an emptyDir over its sizeLimit) cannot restart forever."""
+    on_disruption = {"action": "Count", "onPodConditions": [{"type": DISRUPTION_TARGET, "status": "True"}]}
+    on_error = {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}}
+    return {"backoffLimit": MAX_RESTARTS * vms, "podFailurePolicy": {"rules": [on_disruption, on_error]}}
+
+
+SPOT_RESTART_RULE = "DisruptionTarget"
+"""Name of the JobSet failure policy rule that restarts a multislice JobSet after a disruption."""
+
+
+def _jobset_failure_policy(target: Target) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(JobSet failurePolicy, extra child Job spec). On a target with a spot rung, a child Job fails at once with
+    reason PodFailurePolicy when a pod of it is disrupted (its only FailJob rule), and the JobSet restarts every slice
+    without counting it against maxRestarts (jobset v0.12.0 RestartJobSetAndIgnoreMaxRestarts, matched on that
+    reason); any other failure restarts it within maxRestarts. A JobSet is restarted as a whole either way: the other
+    slices' workers fail when one slice goes."""
+    if not _survives_spot_preemption(target):
+        return {"maxRestarts": MAX_RESTARTS}, {}
+    rule = {
+        "name": SPOT_RESTART_RULE,
+        "action": "RestartJobSetAndIgnoreMaxRestarts",
+        "onJobFailureReasons": [POD_FAILURE_POLICY],
+    }
+    fail_job = {"action": "FailJob", "onPodConditions": [{"type": DISRUPTION_TARGET, "status": "True"}]}
+    return {"maxRestarts": MAX_RESTARTS, "rules": [rule]}, {"podFailurePolicy": {"rules": [fail_job]}}
+
+
 def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -> tuple[dict[str, Any], ...]:
     """A Job over one slice, created suspended for Kueue: one pod on a single-host slice; an Indexed Job with a
     headless Service (the pods find each other by hostname), pinned to one node pool, on a multi-host slice. For a
     queued-provisioning group or rung, the run limit travels to the ProvisioningRequest as an annotation. Where a
     spot group or rung may run it, a pod stopped because Compute Engine preempted its VM is started again rather
-    than failing the Job (podFailurePolicy Ignore on DisruptionTarget)."""
+    than failing the Job, a bounded number of times (_disruption_budget)."""
     annotations = {}
     seconds = _queued_run_seconds(target)
     if seconds:
@@ -236,18 +272,11 @@ def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -
     pod = template["spec"]
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(config, target, name, queue, annotations)}
     failure_policy = (
-        {
-            "podFailurePolicy": {
-                "rules": [{"action": "Ignore", "onPodConditions": [{"type": DISRUPTION_TARGET, "status": "True"}]}]
-            }
-        }
-        if _survives_spot_preemption(target)
-        else {}
+        _disruption_budget(pool.vms_per_slice) if _survives_spot_preemption(target) else {"backoffLimit": 0}
     )
     if not pool.multi_host:
         spec = {
             "suspend": True,
-            "backoffLimit": 0,
             **failure_policy,
             "ttlSecondsAfterFinished": TTL_SECONDS,
             "template": template,
@@ -262,7 +291,6 @@ def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -
         "completionMode": "Indexed",
         "parallelism": vms,
         "completions": vms,
-        "backoffLimit": 0,
         **failure_policy,
         "ttlSecondsAfterFinished": TTL_SECONDS,
         "template": template,
@@ -286,10 +314,12 @@ def _same_node_pool_as(job: str) -> dict[str, Any]:
 
 
 def multislice_jobset(config: StackConfig, target: Target, slices: int, name: str, queue: QueueRef) -> dict[str, Any]:
-    """The multislice seed's JobSet: one child Job per slice (exclusive node pool), one pod per VM. A pod stopped
-    by a spot preemption fails its child Job, and JobSet restarts every slice (failurePolicy.maxRestarts)."""
+    """The multislice seed's JobSet: one child Job per slice (exclusive node pool), one pod per VM. A failed child
+    Job restarts every slice: within failurePolicy.maxRestarts, or beyond it after a spot preemption
+    (_jobset_failure_policy)."""
     vms = shape_of(target).vms_per_slice
     template = _template(config, target, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
+    failure_policy, child = _jobset_failure_policy(target)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -297,7 +327,7 @@ def multislice_jobset(config: StackConfig, target: Target, slices: int, name: st
             config, target, name, queue, {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}
         ),
         "spec": {
-            "failurePolicy": {"maxRestarts": MAX_RESTARTS},
+            "failurePolicy": failure_policy,
             "ttlSecondsAfterFinished": TTL_SECONDS,
             "replicatedJobs": [
                 {
@@ -308,6 +338,7 @@ def multislice_jobset(config: StackConfig, target: Target, slices: int, name: st
                             "parallelism": vms,
                             "completions": vms,
                             "backoffLimit": 0,
+                            **child,
                             "template": template,
                         }
                     },

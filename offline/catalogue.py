@@ -593,7 +593,8 @@ def _flavor_names(spec: Mapping[str, Any]) -> list[list[str]]:
 
 def _ladder_order(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
     """Every ClusterQueue that names a rung of a ladder names all of them, in one resource group, in rung order,
-    and moves on to the next flavor rather than borrow or preempt (whenCanBorrow, whenCanPreempt TryNextFlavor)."""
+    and moves on to the next flavor rather than borrow or preempt (whenCanBorrow, whenCanPreempt TryNextFlavor),
+    preferring its own quota on an earlier rung to borrowing on a later one (preference PreemptionOverBorrowing)."""
     ladders: dict[str, dict[int, str]] = {}
     for _record, flavor in _kueue_inputs(records, "ResourceFlavor"):
         labels = flavor["metadata"].get("labels") or {}
@@ -614,6 +615,8 @@ def _ladder_order(records: Sequence[Record], _outputs: Mapping[str, Any]) -> lis
             fungibility = queue["spec"].get("flavorFungibility") or {}
             if (fungibility.get("whenCanBorrow"), fungibility.get("whenCanPreempt")) != ("TryNextFlavor",) * 2:
                 problems.append(f"{record['name']}: stops at a rung it fits only by borrowing or preempting")
+            elif fungibility.get("preference") != "PreemptionOverBorrowing":
+                problems.append(f"{record['name']}: borrows on a later rung before taking back its own on an earlier")
     return problems
 
 
@@ -816,9 +819,12 @@ REQUIRES = [
         "ladder-flavors-in-order",
         "A ladder's flavors are in one resource group of each ClusterQueue that names any of them, in ladder order, "
         "with flavorFungibility whenCanBorrow and whenCanPreempt TryNextFlavor: Kueue tries a group's flavors in "
-        "their listed order and stops at the first the workload fits, or fits by borrowing (default MayStopSearch)",
+        "their listed order and stops at the first the workload fits, or fits by borrowing (default MayStopSearch); "
+        "and with preference PreemptionOverBorrowing: of the rungs it passed, the default BorrowingOverPreemption "
+        "takes a later rung by borrowing over the team's own earlier rung by reclaiming",
         _KUEUE + "pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets (loop over "
-        "resourceGroup.Flavors), shouldTryNextFlavor, isPreferred; apis/kueue/v1beta2/clusterqueue_types.go "
+        "resourceGroup.Flavors), shouldTryNextFlavor, isPreferred (borrowingOverPreemption compares the preemption "
+        "mode first, preemptionOverBorrowing the borrowing level); apis/kueue/v1beta2/clusterqueue_types.go "
         "FlavorFungibility defaults",
         _ladder_order,
     ),

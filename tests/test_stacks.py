@@ -39,16 +39,16 @@ def tpu_node_counts(plan: Plan) -> dict[str, int]:
 
 def test_dev_is_the_flex_start_and_multislice_seeds(plans: dict[str, Plan]) -> None:
     """A ct6e-standard-4t slice is 2x2 = 4 chips on one VM; a v5e 2x4 slice is 8 chips on 2 VMs of 4 chips. The
-    multislice ladder's spot rung has the flex-start rung's shape: three v5e 2x4 slices."""
+    multislice ladder's spot rung, tried first, has the flex-start rung's shape: one v5e 2x4 slice (it had three),
+    whose single node pool is named after its group."""
     plan = plans["dev"]
     assert shapes(plan) == {
         "flex-v6e": ("2x2", 1, 1, 4),
         "multislice": ("2x4", 3, 2, 24),
-        "multislice-spot": ("2x4", 3, 2, 24),
+        "multislice-spot": ("2x4", 1, 2, 8),
     }
     assert tpu_node_counts(plan) == {
-        "flex-v6e": 1, "multislice-0": 2, "multislice-1": 2, "multislice-2": 2,
-        "multislice-spot-0": 2, "multislice-spot-1": 2, "multislice-spot-2": 2,
+        "flex-v6e": 1, "multislice-0": 2, "multislice-1": 2, "multislice-2": 2, "multislice-spot": 2,
     }  # fmt: skip
 
 

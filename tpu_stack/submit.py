@@ -69,7 +69,7 @@ class Submission:
 
     @property
     def where(self) -> str:
-        """The target in words: `multislice`, or `ladder multislice (multislice, then multislice-spot)`."""
+        """The target in words: `multislice`, or `ladder multislice (multislice-spot, then multislice)`."""
         if isinstance(self.target, workloads.Ladder):
             rungs = ", then ".join(pool.name for pool in self.target.rungs)
             return f"ladder {self.target.name} ({rungs})"
@@ -130,12 +130,20 @@ def _reach(config: StackConfig, team: str, pool: TpuPoolConfig) -> tuple[int, st
 
 
 def _check_slices(config: StackConfig, team: str, target: workloads.Target, slices: int) -> None:
-    """On a ladder, enough slices must fit one rung for Kueue to ever admit the workload; on a pool group, that
-    group. (`make workloads` asks more: its examples fit every rung.)"""
+    """On a ladder, enough slices must fit one rung for Kueue to ever admit the workload, and none may be a queued
+    rung: Kueue admits on any rung whose quota holds the workload, and a queued rung's ProvisioningRequest provisions
+    one slice per workload. On a pool group, that group. (`make workloads` asks more: its examples fit every rung.)"""
     if slices < 1:
         raise SubmitError(f"--slices {slices}: give 1 or more")
     rungs = workloads.rungs_of(target)
     if isinstance(target, workloads.Ladder):
+        queued = [pool.name for pool in rungs if pool.provisioning == "queued"]
+        if slices > 1 and queued:
+            raise SubmitError(
+                f"--slices {slices}: rung {queued[0]} of ladder {target.name} is queued provisioning, which provisions "
+                "one slice per workload, and Kueue may admit the workload on any rung whose quota holds it; submit "
+                "one slice per workload, as `make workloads` does"
+            )
         fits = [pool for pool in rungs if _fits(config, team, pool, slices)]
         if fits:
             return
@@ -166,13 +174,10 @@ def _check_slices(config: StackConfig, team: str, target: workloads.Target, slic
 
 
 def _fits(config: StackConfig, team: str, pool: TpuPoolConfig, slices: int) -> bool:
-    most = 1 if pool.provisioning == "queued" else pool.slices
-    return slices <= most and slices * pool.chips_per_slice <= _reach(config, team, pool)[0]
+    return slices <= pool.slices and slices * pool.chips_per_slice <= _reach(config, team, pool)[0]
 
 
 def _why_not(config: StackConfig, team: str, pool: TpuPoolConfig, slices: int) -> str:
-    if pool.provisioning == "queued" and slices > 1:
-        return "queued provisioning, one slice per workload"
     if slices > pool.slices:
         return f"{pool.slices} slice(s)"
     return f"{slices * pool.chips_per_slice} TPU chips, but {_reach(config, team, pool)[1]}"

@@ -262,7 +262,8 @@ class QueuesConfig(ConfigModel):
     """Autopilot only: TPU capacity the queues may hand out (there are no pools to derive it from)."""
     ladders: dict[str, tuple[str, ...]] = {}
     """Ladder name -> pool groups of one shape (machine type and topology) in the order Kueue tries them for a
-    workload that asks for the shape, cheapest first: e.g. a reservation, then queued or flex-start, then spot."""
+    workload that asks for the shape, cheapest first: capacity that bills while idle (a reservation, a fixed-size spot
+    pool), then capacity made on request (flex-start, queued), e.g. [train, burst]."""
 
     _names = field_validator("cluster_queue", "local_queue", "namespace", "cohort")(kubernetes_name)
 
@@ -442,12 +443,17 @@ def queue_problems(
             )
         flavors.setdefault(capacity.flavor_name, index)
     names = [pool.name for pool in pools]
-    if problems or any(pool.problems() for pool in pools) or len(set(names)) < len(names):
-        return problems  # pool problems are reported on their own keys; derived values need valid, distinct pools
+    # Pool problems are reported on their own keys (Autopilot capacity's just above, without the zone: Autopilot
+    # places a slice itself); derived values need valid, distinct pools.
+    invalid = problems if autopilot else [pool for pool in pools if pool.problems()]
+    if invalid or len(set(names)) < len(names):
+        return problems
     if not queues.teams and queues.namespace in RESERVED_NAMESPACES:
         problems.append(f"{key}.namespace: {queues.namespace!r} belongs to the system; use default or your own")
     ladders = _ladder_problems(queues, pools, serving_pools)
-    problems += ladders or _shape_problems(queues, pools) + _rung_problems(queues, pools)
+    problems += ladders or _shape_problems(queues, pools, autopilot=autopilot) + _rung_problems(
+        queues, pools, autopilot=autopilot
+    )
     problems += _flavor_problems(queues, pools, serving_pools)
     problems += _priority_problems(queues)
     reserved = set(RESERVED_NAMESPACES) | set(serving_namespaces)
@@ -476,7 +482,7 @@ def _reaches(a: TpuPoolConfig, b: TpuPoolConfig) -> bool:
     return flavor_labels(a).items() <= flavor_labels(b).items() and _taints(b) <= _taints(a)
 
 
-def _shape_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+def _shape_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], *, autopilot: bool) -> list[str]:
     """Pool groups of one shape: all rungs of one ladder, or (in no ladder) told apart by a node label. A ladder's
     workloads ask only for the shape, so Kueue could admit them on any flavor of that shape (valid ladders only)."""
     key = f"{PROJECT}:queues"
@@ -500,6 +506,15 @@ def _shape_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> l
                 "not one of its rungs, and the ladder's workloads ask only for the shape, so Kueue could admit them "
                 "on it out of ladder order; add it to the ladder or give it another shape"
                 for pool in outside
+            ]
+        elif autopilot:  # autopilotCapacity has no labels of its own
+            problems += [
+                f"{key}.autopilotCapacity: {a.name!r} and {b.name!r} are both {_shape(a)} and no node label tells "
+                "them apart, so Kueue could admit a workload of one on the other; make them rungs of one ladder "
+                "(queues.ladders) or keep one of them"
+                for index, a in enumerate(outside)
+                for b in outside[index + 1 :]
+                if not _told_apart(a, b)
             ]
         else:
             problems += [
@@ -605,7 +620,7 @@ def _ladder_problems(
     return problems
 
 
-def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], *, autopilot: bool) -> list[str]:
     """Rungs of one ladder (valid ladders only): a pod admitted on one rung stays on that rung's nodes, and every
     rung gives it the same CPU and memory per VM."""
     problems: list[str] = []
@@ -613,12 +628,17 @@ def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> li
         for a in rungs:
             for b in rungs:
                 if a is not b and _reaches(a, b):
+                    fix = (
+                        "autopilotCapacity has no labels of its own: drop one of them from the ladder"
+                        if autopilot
+                        else f"give {a.name!r} a node label {b.name!r} lacks (labels: {{pool: {a.name}}})"
+                    )
                     problems.append(
                         f"{PROJECT}:queues.ladders.{name}: a workload Kueue admits on rung {a.name!r} also fits the "
                         f"nodes of rung {b.name!r} (they carry every label of its flavor and it tolerates their "
-                        f"taints), so it could run on capacity counted to {b.name!r}; give {a.name!r} a node label "
-                        f"{b.name!r} lacks (labels: {{pool: {a.name}}})"
+                        f"taints), so it could run on capacity counted to {b.name!r}; {fix}"
                     )
+        problems += _run_limit_problems(name, rungs)
         hosts = queues.host_resources
         first = rungs[0]
         for pool in rungs[1:]:
@@ -628,6 +648,28 @@ def _rung_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> li
                     f"ladder {name!r}; a ladder's workloads request one amount of CPU and memory per VM on every rung"
                 )
     return problems
+
+
+def _run_limit_problems(name: str, rungs: tuple[TpuPoolConfig, ...]) -> list[str]:
+    """A ladder's queued rungs share one maxRunDuration: a workload carries its run limit as one annotation, which
+    Kueue copies into the ProvisioningRequest of whichever queued rung admits it (kueue v0.19.2
+    pkg/controller/admissionchecks/provisioning/provisioning.go passProvReqParams), and the workload cannot know
+    which rung that will be; the shorter of two limits would cut the other rung's runs short."""
+    queued = [(index, pool) for index, pool in enumerate(rungs) if pool.provisioning == "queued"]
+    if not queued:
+        return []
+    first_index, first = queued[0]
+    return [
+        f"{PROJECT}:queues.ladders.{name}[{index}]: queued rung {pool.name!r} has maxRunDuration {_limit(pool)} but "
+        f"queued rung {first.name!r} (rung {first_index}) has {_limit(first)}; a workload of the ladder carries one "
+        "run limit to whichever queued rung admits it, so give the ladder's queued pool groups the same maxRunDuration"
+        for index, pool in queued[1:]
+        if pool.max_run_duration_seconds != first.max_run_duration_seconds
+    ]
+
+
+def _limit(pool: TpuPoolConfig) -> str:
+    return pool.max_run_duration or "none"
 
 
 def _priority_problems(queues: QueuesConfig) -> list[str]:

@@ -198,8 +198,11 @@ def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None
     """A capacity ladder is walked rung by rung: every ClusterQueue that lists any of its flavors (ResourceFlavors
     labelled tpu-stack/ladder and tpu-stack/rung) lists all of them, in one resource group, in rung order, and
     moves on to the next flavor rather than borrow or preempt on a rung (flavorFungibility whenCanBorrow and
-    whenCanPreempt TryNextFlavor). Kueue tries a group's flavors in their listed order and, by default, stops at
-    the first the workload fits by borrowing (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go)."""
+    whenCanPreempt TryNextFlavor), then prefers taking back its own quota on a rung to borrowing on a later one
+    (preference PreemptionOverBorrowing). Kueue tries a group's flavors in their listed order and, by default, stops
+    at the first the workload fits by borrowing; among the rungs it passed it picks by the preference, which
+    defaults to BorrowingOverPreemption (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go,
+    findFlavorForPodSets, shouldTryNextFlavor, isPreferred)."""
     resources = list(args.resources)
     ladders: dict[str, dict[int, str]] = {}
     for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
@@ -228,5 +231,11 @@ def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None
                 report(
                     f"ClusterQueue {name!r} lists ladder {ladder!r} but would stop at a rung it fits only by borrowing "
                     "or preempting; set flavorFungibility whenCanBorrow and whenCanPreempt to TryNextFlavor",
+                    queue.urn,
+                )
+            elif prop(fungibility, "preference") != "PreemptionOverBorrowing":
+                report(
+                    f"ClusterQueue {name!r} lists ladder {ladder!r} but would borrow on a later rung rather than take "
+                    "back its own quota on an earlier one; set flavorFungibility preference to PreemptionOverBorrowing",
                     queue.urn,
                 )

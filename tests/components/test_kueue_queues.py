@@ -258,17 +258,17 @@ def test_host_resources_are_covered_beside_chips_in_proportion(plans: dict[str, 
 
 
 def test_dev_stack_teams_and_cohort_hold_exactly_its_pools_chips(plans: dict[str, Plan]) -> None:
-    """Pulumi.dev.yaml: flex-v6e is one ct6e-standard-4t 2x2 slice (4 chips), multislice and multislice-spot three
-    v5e 2x4 slices each (3 x 8 = 24 chips). research holds 4 + 8 + 0, training 0 + 8 + 0 and may borrow no flex-v6e
-    chip (limit 0) and 8 multislice chips; the Cohort keeps the 24 - 16 = 8 multislice chips and the 24 spot chips
-    nobody holds."""
+    """Pulumi.dev.yaml: flex-v6e is one ct6e-standard-4t 2x2 slice (4 chips), multislice three v5e 2x4 slices
+    (3 x 8 = 24 chips), multislice-spot one (8 chips; it was three, 24, before the spot rung became the ladder's first
+    and research's). research holds 4 + 8 + 8, training 0 + 8 + 0 and may borrow no flex-v6e chip (limit 0) and 8
+    multislice chips; the Cohort keeps the 24 - 16 = 8 multislice chips, and no spot chip: research holds all 8."""
     plan = plans["dev"]
     research = named(plan, "ClusterQueue", "research-cluster-queue")
     training = named(plan, "ClusterQueue", "training-cluster-queue")
     assert tpu_quota(research) == {
         "flex-v6e": {"name": TPU, "nominalQuota": 4},
         "multislice": {"name": TPU, "nominalQuota": 8},
-        "multislice-spot": {"name": TPU, "nominalQuota": 0},
+        "multislice-spot": {"name": TPU, "nominalQuota": 8},
     }
     assert tpu_quota(training) == {
         "flex-v6e": {"name": TPU, "nominalQuota": 0, "borrowingLimit": 0},
@@ -276,10 +276,7 @@ def test_dev_stack_teams_and_cohort_hold_exactly_its_pools_chips(plans: dict[str
         "multislice-spot": {"name": TPU, "nominalQuota": 0},
     }
     (cohort,) = kueue(plan, "Cohort")
-    assert tpu_quota(cohort) == {
-        "multislice": {"name": TPU, "nominalQuota": 8},
-        "multislice-spot": {"name": TPU, "nominalQuota": 24},
-    }
+    assert tpu_quota(cohort) == {"multislice": {"name": TPU, "nominalQuota": 8}}
 
 
 def test_a_percentage_share_is_rounded_down(run: StackRunner) -> None:
@@ -311,13 +308,14 @@ def test_a_borrowing_limit_of_zero_is_sent_not_dropped(run: StackRunner) -> None
 # Kueue v0.19.2 (8eab687) pkg/scheduler/flavorassigner/flavorassigner.go: findFlavorForPodSets tries a resource
 # group's flavors in their listed order; shouldTryNextFlavor moves on from a flavor the workload does not fit, or
 # fits only by preempting (whenCanPreempt TryNextFlavor) or borrowing (whenCanBorrow TryNextFlavor); with neither
-# outright, isPreferred keeps the best seen (BorrowingOverPreemption), the earlier flavor on a tie. A covered resource
-# may be in one resource group only (pkg/webhooks/clusterqueue_webhook.go validateResourceGroups), so every TPU flavor
-# is in the one group and a ladder's rungs must be listed together, in ladder order.
+# outright, isPreferred keeps the best seen (PreemptionOverBorrowing: the least borrowing first, so the team's own
+# quota on an earlier rung beats borrowing on a later one), the earlier flavor on a tie. A covered resource may be in
+# one resource group only (pkg/webhooks/clusterqueue_webhook.go validateResourceGroups), so every TPU flavor is in the
+# one group and a ladder's rungs must be listed together, in ladder order.
 TRY_NEXT = {
     "whenCanBorrow": "TryNextFlavor",
     "whenCanPreempt": "TryNextFlavor",
-    "preference": "BorrowingOverPreemption",
+    "preference": "PreemptionOverBorrowing",
 }
 
 
@@ -394,13 +392,14 @@ def test_without_ladders_the_queues_keep_kueues_default_fungibility(plans: dict[
         assert "flavorFungibility" not in queue["spec"]
 
 
-def test_prod_train_falls_back_to_queued_burst_and_dev_multislice_to_spot(plans: dict[str, Plan]) -> None:
+def test_prod_train_falls_back_to_queued_burst_and_dev_spot_to_flex_start(plans: dict[str, Plan]) -> None:
     """Pulumi.prod.yaml: ladder train = train (reservation, 2 v5e 4x4 slices) then burst (queued, one 4x4 slice).
-    Pulumi.dev.yaml: ladder multislice = multislice (flex-start, 3 v5e 2x4 slices) then multislice-spot (spot,
-    3 slices, tainted); flex-v6e is another shape, in no ladder."""
+    Pulumi.dev.yaml: ladder multislice = multislice-spot (spot, 1 v5e 2x4 slice, tainted, billed while up) then
+    multislice (flex-start, 3 slices, scale to zero); it was flex-start first, which left paid spot VMs idle while a
+    workload waited for flex-start capacity. flex-v6e is another shape, in no ladder."""
     prod, dev = plans["prod"], plans["dev"]
     assert prod.outputs["ladders"] == {"train": ["train", "burst"]}
-    assert dev.outputs["ladders"] == {"multislice": ["multislice", "multislice-spot"]}
+    assert dev.outputs["ladders"] == {"multislice": ["multislice-spot", "multislice"]}
     assert plans["teams"].outputs["ladders"] == {}
     for team in ("training", "research"):
         queue = named(prod, "ClusterQueue", f"{team}-cluster-queue")
@@ -420,14 +419,115 @@ def test_prod_train_falls_back_to_queued_burst_and_dev_multislice_to_spot(plans:
     }
     for team in ("research", "training"):
         queue = named(dev, "ClusterQueue", f"{team}-cluster-queue")
-        assert [f["name"] for f in flavors(queue)] == ["flex-v6e", "multislice", "multislice-spot"]
+        assert [f["name"] for f in flavors(queue)] == ["flex-v6e", "multislice-spot", "multislice"]
         assert queue["spec"]["flavorFungibility"] == TRY_NEXT
         assert "admissionChecksStrategy" not in queue["spec"]
     spot = named(dev, "ResourceFlavor", "multislice-spot")
-    assert spot["metadata"]["labels"] == {"tpu-stack/ladder": "multislice", "tpu-stack/rung": "1"}
+    assert spot["metadata"]["labels"] == {"tpu-stack/ladder": "multislice", "tpu-stack/rung": "0"}
+    flex = named(dev, "ResourceFlavor", "multislice")
+    assert flex["metadata"]["labels"] == {"tpu-stack/ladder": "multislice", "tpu-stack/rung": "1"}
     assert {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in spot[
         "spec"
     ]["tolerations"]
+
+
+# Kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, transcribed to read a trace against the queues the
+# stack declares: a rung's mode is (preemptionMode, borrowingLevel); preemptionMode orders noFit <
+# noPreemptionCandidates < preempt < reclaim < fit; borrowingLevel 0 is the team's own quota, 1 the cohort's (one
+# cohort, no nesting).
+NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
+
+
+def is_preferred(a: tuple[int, int], b: tuple[int, int], preference: str | None) -> bool:
+    """isPreferred: noFit never wins; a rung with no preemption candidates loses to any viable one; then
+    BorrowingOverPreemption (also the default) compares the preemption mode first, PreemptionOverBorrowing the
+    borrowing level first (lower is better), each breaking ties by the other."""
+    if a[0] == NO_FIT:
+        return False
+    if b[0] == NO_FIT:
+        return True
+    if (a[0] == NO_CANDIDATES) != (b[0] == NO_CANDIDATES):
+        return a[0] != NO_CANDIDATES
+    if preference == "PreemptionOverBorrowing":
+        return a[1] < b[1] if a[1] != b[1] else a[0] > b[0]
+    return a[0] > b[0] if a[0] != b[0] else a[1] < b[1]
+
+
+def admitted_on(rungs: list[tuple[str, tuple[int, int]]], fungibility: dict[str, str]) -> str | None:
+    """findFlavorForPodSets over one resource group: stop at the first rung shouldTryNextFlavor does not pass over,
+    else the best rung seen by isPreferred (a strict comparison: the earlier rung wins a tie)."""
+    best: tuple[str, tuple[int, int]] | None = None
+    for name, mode in rungs:
+        passes = (
+            mode[0] in (NO_FIT, NO_CANDIDATES)
+            or (mode[0] in (PREEMPT, RECLAIM) and fungibility.get("whenCanPreempt") == "TryNextFlavor")
+            or (mode[1] > 0 and fungibility.get("whenCanBorrow") == "TryNextFlavor")
+        )
+        if not passes:
+            return name
+        if best is None or is_preferred(mode, best[1], fungibility.get("preference")):
+            best = (name, mode)
+    return best[0] if best is not None and best[1][0] != NO_FIT else None
+
+
+def test_prod_training_takes_back_its_reserved_slice_before_borrowing_the_queued_one(plans: dict[str, Plan]) -> None:
+    """Prod, by hand (Pulumi.prod.yaml; one v5e 4x4 slice is 16 chips): training holds train's 32 chips and none of
+    burst, with no borrowing limit; research holds burst's 16 and may borrow 16 of train.
+
+    1. T0 (training) runs on one train slice, R1 (research) on burst. R2 (research) arrives: on train it fits by
+       borrowing training's idle 16 (fit, level 1, so TryNextFlavor passes on); on burst its own 16 are R1's, and an
+       equal priority is no preemption candidate (noPreemptionCandidates). R2 is admitted on train. R1 finishes.
+    2. T1 (training) arrives. train: training's own quota is lent to R2, so Kueue would reclaim R2 and T1 would then
+       be within training's nominal 32 (reclaim, level 0: preemption_oracle.go SimulatePreemption). burst: research's
+       idle 16 can be borrowed (fit, level 1). Both rungs pass on (TryNextFlavor), so isPreferred picks:
+       PreemptionOverBorrowing takes train (level 0 beats 1): training reclaims the reservation it pays for.
+       BorrowingOverPreemption would take burst (fit beats reclaim): a new DWS request while R2 keeps the reservation.
+    3. R3 (research) arrives after T1 reclaimed train: train is noFit for research (nothing left to borrow), burst is
+       its own idle 16 (fit, level 0): burst, and nobody is preempted."""
+    prod = plans["prod"]
+    assert tpu_quota(named(prod, "ClusterQueue", "training-cluster-queue")) == {
+        "train": {"name": TPU, "nominalQuota": 32},
+        "burst": {"name": TPU, "nominalQuota": 0},
+    }
+    assert tpu_quota(named(prod, "ClusterQueue", "research-cluster-queue")) == {
+        "train": {"name": TPU, "nominalQuota": 0, "borrowingLimit": 16},
+        "burst": {"name": TPU, "nominalQuota": 16},
+    }
+    training = named(prod, "ClusterQueue", "training-cluster-queue")["spec"]["flavorFungibility"]
+    research = named(prod, "ClusterQueue", "research-cluster-queue")["spec"]["flavorFungibility"]
+    assert admitted_on([("train", (FIT, 1)), ("burst", (NO_CANDIDATES, 0))], research) == "train"  # R2
+    t1 = [("train", (RECLAIM, 0)), ("burst", (FIT, 1))]
+    assert admitted_on(t1, training) == "train"
+    assert admitted_on(t1, {**training, "preference": "BorrowingOverPreemption"}) == "burst"
+    assert admitted_on([("train", (NO_FIT, 0)), ("burst", (FIT, 0))], research) == "burst"  # R3
+    # A rung the team fits outright stops the scan under either preference: free own quota keeps ladder order.
+    assert admitted_on([("train", (FIT, 0)), ("burst", (FIT, 1))], training) == "train"
+    # The price of the preference: a high-priority research workload whose own burst holds a lower-priority one of
+    # research preempts it (level 0) rather than borrow training's idle train slice (level 1).
+    assert admitted_on([("train", (FIT, 1)), ("burst", (PREEMPT, 0))], research) == "burst"
+
+
+def test_dev_research_takes_the_paid_spot_slice_first(plans: dict[str, Plan]) -> None:
+    """Dev, by hand (Pulumi.dev.yaml; one v5e 2x4 slice is 8 chips): research holds the spot slice (8) and 8
+    flex-start chips, training 8 flex-start chips and none of spot; the cohort holds 8 flex-start chips.
+
+    1. R1 (research, one slice) on an idle stack: spot is research's own (fit, level 0): the scan stops there, on
+       VMs dev pays for anyway, not on a flex-start request that may wait for stock.
+    2. R2 (research): spot is R1's, equal priority, no candidates; flex-start: own 8 (fit, level 0): flex-start.
+    3. T1 (training): spot is borrowing research's idle slice (fit, level 1, passed over); flex-start: its own 8
+       (fit, level 0): flex-start. A team takes a rung first only where it holds a share."""
+    dev = plans["dev"]
+    research = named(dev, "ClusterQueue", "research-cluster-queue")
+    training = named(dev, "ClusterQueue", "training-cluster-queue")
+    assert [f["name"] for f in flavors(research)][1:] == ["multislice-spot", "multislice"]
+    assert tpu_quota(research)["multislice-spot"] == {"name": TPU, "nominalQuota": 8}
+    fungibility = research["spec"]["flavorFungibility"]
+    assert admitted_on([("multislice-spot", (FIT, 0)), ("multislice", (FIT, 0))], fungibility) == "multislice-spot"
+    assert admitted_on([("multislice-spot", (NO_CANDIDATES, 0)), ("multislice", (FIT, 0))], fungibility) == (
+        "multislice"
+    )
+    fungibility = training["spec"]["flavorFungibility"]
+    assert admitted_on([("multislice-spot", (FIT, 1)), ("multislice", (FIT, 0))], fungibility) == "multislice"
 
 
 def test_an_autopilot_ladder_walks_the_declared_capacity(run: StackRunner) -> None:
@@ -493,6 +593,13 @@ def test_shares_above_capacity_are_one_exact_error_and_exit_2(
 
 
 P = {"tpu-stack:tpuPools": [MULTISLICE_LABELED, QUEUED_LABELED]}
+AUTOPILOT = {"tpu-stack:cluster": {"mode": "autopilot"}}
+# Multi-host shapes (2 and 4 VMs a slice), which a node pool could not have without a zone.
+AUTOPILOT_CAPACITY = [
+    {"name": "v5e-spot", "tpuVersion": "v5e", "topology": "2x4", "provisioning": "spot"},
+    {"name": "v5e-flex", "tpuVersion": "v5e", "topology": "2x4", "provisioning": "flex-start"},
+    {"tpuVersion": "v6e", "topology": "4x4"},
+]
 SAXML = {"tpu-stack:saxml": {"pool": "multislice", "service": {"sourceRanges": ["10.20.0.0/24"]}}}
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("percentage above what remains", {**P, "tpu-stack:queues": {"teams": [
@@ -555,6 +662,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "autopilotCapacity": [{"tpuVersion": "v5e", "topology": "3x3"}]}},
      "tpu-stack:queues.autopilotCapacity[0].topology: '3x3' is not a v5e topology for ct5lp-hightpu-4t; valid: "
      "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"),
+    ("autopilot: a share above the capacity", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY[2:], "teams": [{"name": "a", "shares": {"v6e-4x4": 999}}]}},
+     "tpu-stack:queues.teams[0].shares.v6e-4x4: 999 chips requested but only 16 remain of 16 in pool 'v6e-4x4'; "
+     "lower the shares or add slices"),
     ("teams without capacity", {"tpu-stack:queues": {"teams": [{"name": "a"}]}},
      "tpu-stack:queues.teams: there is no TPU capacity to share; add tpuPools (Autopilot: autopilotCapacity)"),
 ]  # fmt: skip
@@ -612,6 +723,34 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
      "give 'reserved' a node label 'spot' lacks (labels: {pool: reserved})"),
     ("a ladder that is not a list", ladder({"a": "reserved"}),  # type: ignore[dict-item]
      "tpu-stack:queues.ladders.a: expected a list of pool groups ('-' items), got the text 'reserved'"),
+    # Autopilot capacity has no zone: its multi-host shapes are judged without one (they used to skip every check).
+    ("autopilot: rungs of two shapes", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY, "ladders": {"v5e": ["v5e-flex", "v6e-4x4"]}}},
+     "tpu-stack:queues.ladders.v5e[1]: pool group 'v6e-4x4' is ct6e-standard-4t 4x4 but the ladder's first rung "
+     "'v5e-flex' is ct5lp-hightpu-4t 2x4; every rung needs the same machine type and topology"),
+    ("autopilot: an unknown rung", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY, "ladders": {"v5e": ["v5e-flex", "v5e-spto"]}}},
+     "tpu-stack:queues.ladders.v5e[1]: 'v5e-spto' names no TPU pool the queues share; pools: v5e-spot, v5e-flex, "
+     "v6e-4x4"),
+    ("autopilot: an empty ladder", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY, "ladders": {"v5e": ["v5e-flex", "v5e-spot"], "v6e": []}}},
+     "tpu-stack:queues.ladders.v6e: is empty; list its pool groups in the order Kueue should try them"),
+    ("autopilot: a rung in two ladders", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY, "ladders": {"v5e": ["v5e-flex", "v5e-spot"], "b": ["v5e-spot"]}}},
+     "tpu-stack:queues.ladders.b[0]: pool group 'v5e-spot' is already rung 1 of ladder 'v5e'; a pool group has one "
+     "place in the order Kueue tries flavors"),
+    ("autopilot: two same-shape capacities in no ladder", {**AUTOPILOT, "tpu-stack:queues": {
+        "autopilotCapacity": AUTOPILOT_CAPACITY}},
+     "tpu-stack:queues.autopilotCapacity: 'v5e-spot' and 'v5e-flex' are both ct5lp-hightpu-4t 2x4 and no node label "
+     "tells them apart, so Kueue could admit a workload of one on the other; make them rungs of one ladder "
+     "(queues.ladders) or keep one of them"),
+    # One annotation carries a workload's run limit to whichever queued rung's ProvisioningRequest Kueue creates
+    # (kueue v0.19.2 provisioning.go passProvReqParams): two queued rungs of one ladder need one limit.
+    ("queued rungs with different run limits", ladder({"a": ["reserved", "dws", "dws-east"]}, RESERVED, QUEUED_LABELED,
+     {**QUEUED, "name": "dws-east", "zone": "us-central1-b", "maxRunDuration": "24h", "labels": {"pool": "east"}}),
+     "tpu-stack:queues.ladders.a[2]: queued rung 'dws-east' has maxRunDuration 24h but queued rung 'dws' (rung 1) has "
+     "7d; a workload of the ladder carries one run limit to whichever queued rung admits it, so give the ladder's "
+     "queued pool groups the same maxRunDuration"),
     ("rungs with different host resources", ladder({"a": ["reserved", "dws", "spot"]}, hostResources={
         "reserved": {"cpu": 100, "memory": "180Gi"}, "dws": {"cpu": 100, "memory": "180Gi"},
         "spot": {"cpu": 90, "memory": "180Gi"}, "flex-single": {"cpu": 100, "memory": "600Gi"}}),

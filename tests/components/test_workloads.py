@@ -19,7 +19,7 @@ import yaml
 from components import tpu_catalog
 from components.config.queues import queue_refs
 from components.config.stack import load
-from components.workloads import Workload, slice_job, workloads
+from components.workloads import Workload, ladders, multislice_jobset, slice_job, workloads
 from offline import __main__ as cli
 from offline import commands, validate
 from offline.engine import Plan, run_stack
@@ -347,8 +347,16 @@ def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
     found = by_name(stack_workloads("dev"))
     v5e = ({TPU: 4, "cpu": "110400m", "memory": "179495Mi"}, "181543Mi")
     v6e = ({TPU: 4, "cpu": "178230m", "memory": "698757Mi"}, "700805Mi")
-    for name, (requests, limit) in (("multislice-job", v5e), ("multislice-2slice", v5e), ("flex-v6e-job", v6e)):
-        resources = container_resources(found[name])
+    # dev writes no JobSet (its spot rung has one slice): a 2-slice JobSet of the ladder, as `tpu-stack submit` makes.
+    config = commands.stack_config("dev", None)
+    two = multislice_jobset(config, ladders(config)["multislice"], 2, "two", queue_refs(config.queues)["research"])
+    jobset = Workload("two", "multislice", 2, queue_refs(config.queues)["research"], (two,))
+    for name, workload, (requests, limit) in (
+        ("multislice-job", found["multislice-job"], v5e),
+        ("a 2-slice JobSet", jobset, v5e),
+        ("flex-v6e-job", found["flex-v6e-job"], v6e),
+    ):
+        resources = container_resources(workload)
         assert resources["requests"] == requests, name
         assert resources["limits"] == {TPU: 4, "memory": limit}, name
 
@@ -390,24 +398,63 @@ def test_a_ladders_workload_asks_for_the_shape_and_fits_every_rung() -> None:
     assert (job["spec"]["parallelism"], pod["containers"][0]["resources"]["requests"][TPU]) == (2, 4)
     # Admitted on the queued rung, the run limit reaches its ProvisioningRequest (dws: maxRunDuration 7d).
     assert job["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "604800"
-    # Admitted on the spot rung, a preempted VM's pods start again instead of failing the Job.
+    # Admitted on the spot rung, a preempted VM's pods start again instead of failing the Job: counted against
+    # backoffLimit 4 disruptions x 2 workers = 8 (an eviction loop ends), any other container failure fails it.
     assert job["spec"]["podFailurePolicy"] == {
-        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+        "rules": [
+            {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}},
+        ]
     }
+    assert job["spec"]["backoffLimit"] == 8
     (single,) = found["flex-single-job"].objects
     assert "podFailurePolicy" not in single["spec"]
+    assert single["spec"]["backoffLimit"] == 0
+
+
+def test_a_spot_preemption_restarts_a_jobset_without_using_up_its_restarts() -> None:
+    """jobset v0.12.0 api/jobset/v1alpha2/jobset_types.go: RestartJobSetAndIgnoreMaxRestarts restarts every Job
+    without counting against maxRestarts; a rule matches a failed child Job by its Failed condition's reason
+    (onJobFailureReasons; the webhook accepts PodFailurePolicy). A child Job's podFailurePolicy FailJob rule fails it
+    with reason PodFailurePolicy (batch/v1), and it is the child Job's only such rule, so the reason means a pod was
+    disrupted (DisruptionTarget). dev's ladder has a spot rung; prod's train ladder (reservation, queued) has none and
+    keeps the plain restart budget."""
+    dev = commands.stack_config("dev", None)
+    research = queue_refs(dev.queues)["research"]
+    jobset = multislice_jobset(dev, ladders(dev)["multislice"], 2, "two", research)
+    assert jobset["spec"]["failurePolicy"] == {
+        "maxRestarts": 4,
+        "rules": [
+            {
+                "name": "DisruptionTarget",
+                "action": "RestartJobSetAndIgnoreMaxRestarts",
+                "onJobFailureReasons": ["PodFailurePolicy"],
+            }
+        ],
+    }
+    (child,) = jobset["spec"]["replicatedJobs"]
+    assert child["template"]["spec"]["backoffLimit"] == 0
+    assert child["template"]["spec"]["podFailurePolicy"] == {
+        "rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+    }
+    assert validate.validate_all([jobset]) == []  # the vendored JobSet CRD: rules need a name
+    prod = commands.stack_config("prod", None)
+    plain = multislice_jobset(prod, ladders(prod)["train"], 1, "one", queue_refs(prod.queues)["training"])
+    assert plain["spec"]["failurePolicy"] == {"maxRestarts": 4}
+    assert "podFailurePolicy" not in plain["spec"]["replicatedJobs"][0]["template"]["spec"]
 
 
 def test_jobsets_of_a_ladder_stop_at_what_every_rung_holds() -> None:
-    """dev: both rungs of the multislice ladder have 3 slices, so the 1-, 2- and 3-slice JobSets; with the spot rung
-    at 2 slices, the 3-slice JobSet would fit only the flex-start rung and is not written."""
-    assert {w.name: w.slices for w in stack_workloads("dev") if w.pool == "multislice"} == {
-        "multislice-job": 1, "multislice-1slice": 1, "multislice-2slice": 2, "multislice-3slice": 3}  # fmt: skip
+    """dev: the multislice ladder's spot rung has one slice (its flex-start rung three), so a workload written for
+    the ladder takes one slice: the Job, and no JobSet (with three spot slices dev had the 1-, 2- and 3-slice
+    JobSets). With the spot rung at 2 slices, the 1- and 2-slice JobSets; the 3-slice one would fit only the
+    flex-start rung and is not written."""
+    assert {w.name: w.slices for w in stack_workloads("dev") if w.pool == "multislice"} == {"multislice-job": 1}
     config = commands.stack_config("dev", None)
     spot = config.pool("multislice-spot")
     assert spot is not None
-    shorter = config.model_copy(
+    more = config.model_copy(
         update={"tpu_pools": tuple(p.model_copy(update={"slices": 2}) if p is spot else p for p in config.tpu_pools)}
     )
-    assert {w.name: w.slices for w in workloads(shorter) if w.pool == "multislice"} == {
+    assert {w.name: w.slices for w in workloads(more) if w.pool == "multislice"} == {
         "multislice-job": 1, "multislice-1slice": 1, "multislice-2slice": 2}  # fmt: skip

@@ -141,6 +141,20 @@ def test_ladder_rules_catch_a_rung_out_of_order_or_a_queue_that_stops_early(depl
     ]
 
 
+def test_ladder_rule_catches_a_queue_that_borrows_downstream_before_taking_back_its_own(
+    deployed: dict[str, Records],
+) -> None:
+    """Kueue's default preference, BorrowingOverPreemption, would send prod's training to borrow research's idle
+    burst slice rather than reclaim its own reserved train slice (flavorassigner.go isPreferred)."""
+    prod = copy.deepcopy(deployed["prod"])
+    training = _named(prod, "queues-clusterqueue-training-cluster-queue")["inputs"]["spec"]
+    training["flavorFungibility"]["preference"] = "BorrowingOverPreemption"
+    assert CATALOGUE.breaches(prod, {}) == [
+        "ladder-flavors-in-order: queues-clusterqueue-training-cluster-queue: borrows on a later rung before taking "
+        "back its own on an earlier"
+    ]
+
+
 def test_queue_webhook_rules_catch_what_the_crds_let_through(deployed: dict[str, Records]) -> None:
     """Kueue's ClusterQueue webhook refuses a resource covered by two groups and a check on a flavor the queue does
     not list; neither is a CRD rule, so offline/validate.py passes both."""

@@ -92,14 +92,12 @@ def _pools(names: tuple[str, ...], **fields: Any) -> Any:
 def test_dev_new_slice_shape_replaces_the_pools_in_place_of_updating_them(deployed: dict[str, Records]) -> None:
     """GKE's provider applies no topology change to an existing pool (the update sends none): a 4x4 slice is a new
     pool, deleted first (its name is fixed). The multislice ladder's rungs share one shape, so both groups change;
-    their flavors and the cohort (which holds the chips no team was given: 48 - 16 flex-start, 48 spot) follow in
-    place. The teams' shares are whole chips (8), so the ClusterQueues do not change."""
+    their flavors and the cohort (which holds the chips no team was given: 3 x 16 - 16 flex-start, 16 - 8 spot)
+    follow in place. The teams' shares are whole chips (8), so the ClusterQueues do not change."""
     steps = step(deployed["dev"], changed("dev", _pools(("multislice", "multislice-spot"), topology="4x4")))
     assert steps.refused == []
-    assert only(steps, "replace") == [
-        "multislice-0", "multislice-1", "multislice-2",
-        "multislice-spot-0", "multislice-spot-1", "multislice-spot-2",
-    ]  # fmt: skip
+    # The spot group is one slice, so its node pool is named after the group (no -0).
+    assert only(steps, "replace") == ["multislice-0", "multislice-1", "multislice-2", "multislice-spot"]
     assert only(steps, "update") == [
         "monitoring-dashboard", "queues-cohort-tpu-stack", "queues-resourceflavor-multislice",
         "queues-resourceflavor-multislice-spot"]  # fmt: skip
@@ -123,8 +121,8 @@ def test_prod_refuses_to_replace_its_reserved_pools(deployed: dict[str, Records]
 
 
 def _on_demand_rung(config: dict[str, Any]) -> None:
-    """A third rung for the multislice ladder: one on-demand v5e 2x4 slice, tried after flex-start and spot. Its
-    label keeps the pods Kueue admits on it off the flex-start and spot nodes (which carry the shape labels too)."""
+    """A third rung for the multislice ladder: one on-demand v5e 2x4 slice, tried after spot and flex-start. Its
+    label keeps the pods Kueue admits on it off the spot and flex-start nodes (which carry the shape labels too)."""
     config["tpu-stack:tpuPools"].append({
         "name": "multislice-on-demand", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-east5-a",
         "labels": {"pool": "multislice-on-demand"}})  # fmt: skip
@@ -150,7 +148,7 @@ def test_dev_a_rung_added_to_a_ladder_then_removed(deployed: dict[str, Records])
     assert only(added, "replace") == [] and only(added, "delete") == []
     research = next(r for r in with_rung if r["name"] == "queues-clusterqueue-research-cluster-queue")
     listed = [f["name"] for f in research["inputs"]["spec"]["resourceGroups"][0]["flavors"]]
-    assert listed == ["flex-v6e", "multislice", "multislice-spot", "multislice-on-demand"]
+    assert listed == ["flex-v6e", "multislice-spot", "multislice", "multislice-on-demand"]
     assert CATALOGUE.breaches(with_rung, {}) == []
     removed = step(with_rung, deployed["dev"])
     assert removed.refused == []
@@ -165,7 +163,7 @@ def test_dev_a_rung_added_to_a_ladder_then_removed(deployed: dict[str, Records])
 def _add_team(config: dict[str, Any]) -> None:
     teams = config["tpu-stack:queues"]["teams"]
     teams.append({"name": "eval", "shares": {"flex-v6e": 4}})
-    teams[0]["shares"] = {"multislice": 8}  # research gives its flex-v6e chips to eval
+    teams[0]["shares"] = {"multislice-spot": 8, "multislice": 8}  # research gives its flex-v6e chips to eval
 
 
 def test_dev_team_added_then_removed(deployed: dict[str, Records]) -> None:
@@ -362,7 +360,7 @@ def test_a_renamed_cluster_takes_every_kubernetes_object_to_the_new_cluster(depl
     assert sum(1 for r in records if r.get("rendered")) == 99  # the charts' objects: Kueue 78, JobSet 21
     assert sorted(s.name for s in renamed.of("replace") if s.why == moved) == kubernetes
     # The TPU pools move with the cluster (`cluster` is ForceNew), and the node service account is renamed too.
-    pools = ["flex-v6e", *(f"multislice-{i}" for i in range(3)), *(f"multislice-spot-{i}" for i in range(3))]
+    pools = ["flex-v6e", *(f"multislice-{i}" for i in range(3)), "multislice-spot"]  # dev's spot rung: 1 slice
     assert sorted(s.name for s in renamed.of("replace") if s.why != moved) == pools
     assert only(renamed, "update") == ["monitoring-dashboard", "monitoring-tpu-idle-while-waiting"]
 

@@ -52,7 +52,7 @@ def _pool_replaced(config: dict[str, Any]) -> None:
 
 
 def _ladder_reversed(config: dict[str, Any]) -> None:
-    config["tpu-stack:queues"]["ladders"]["multislice"] = ["multislice-spot", "multislice"]  # spot tried first
+    config["tpu-stack:queues"]["ladders"]["multislice"] = ["multislice", "multislice-spot"]  # flex-start tried first
 
 
 def _cluster_renamed(config: dict[str, Any]) -> None:
@@ -79,6 +79,11 @@ def _section(base: Plans, head: Plans, stack: str = "dev") -> str:
     return plandiff.render_stack(plandiff.diff_stack(stack, base.get(stack), head.get(stack)))
 
 
+# Dev has 36 chips in 5 slices on 9 VMs: flex-v6e 1 x 2x2 (1 VM, 4 chips), multislice 3 x 2x4 (6 VMs, 24 chips),
+# multislice-spot 1 x 2x4 (2 VMs, 8 chips; three slices, 52 chips in all, before the spot rung became the ladder's
+# first). Its 5 TPU node pools each get the advisory tpu-node-auto-upgrade finding. The ClusterQueues list flex-v6e,
+# multislice-spot, multislice (the ladder's rungs in ladder order), so research's multislice quota is flavors[2]; the
+# cohort holds only multislice chips (flavors[0]).
 SLICE_ADDED = """\
 ### Stack `dev`: 1 to create, 2 to update, 0 to replace, 0 to delete
 
@@ -88,7 +93,7 @@ SLICE_ADDED = """\
 |---|---|
 | `multislice` | slices 3 → 4, VMs 6 → 8, chips 24 → 32 |
 
-In all: TPU chips 52 → 60, slices 7 → 8, VMs 13 → 15.
+In all: TPU chips 36 → 44, slices 5 → 6, VMs 9 → 11.
 
 **Quotas per team** (chips of `google.com/tpu`; borrowing limit `unlimited` when none is set)
 
@@ -106,7 +111,7 @@ In all: TPU chips 52 → 60, slices 7 → 8, VMs 13 → 15.
 `spec.resourceGroups[0].flavors[name=multislice].resources[name=google.com/tpu].nominalQuota` `8` → `16`
 - `gcp:monitoring/dashboard:Dashboard` `monitoring-dashboard`: inputs: `dashboardJson`
 
-**Policy findings** of this pull request: 0 mandatory, 8 advisory (1 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 6 advisory (1 new, 0 resolved)
 - new: [advisory] `tpu-node-auto-upgrade`: `gcp:container/nodePool:NodePool` `multislice-3`: TPU pool may be \
 upgraded, restarting its slices, at any time: give cluster 'tpu-dev' a maintenancePolicy (a window, and exclusions \
 of scope NO_MINOR_OR_NODE_UPGRADES over training runs)
@@ -129,7 +134,7 @@ SHARE_CHANGED = """\
 - `kubernetes:kueue.x-k8s.io/v1beta2:Cohort` `queues-cohort-tpu-stack`: inputs: \
 `spec.resourceGroups[0].flavors[name=multislice].resources[name=google.com/tpu].nominalQuota` `8` → `4`
 
-**Policy findings** of this pull request: 0 mandatory, 7 advisory (0 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 5 advisory (0 new, 0 resolved)
 """
 
 POOL_REPLACED = """\
@@ -141,7 +146,7 @@ POOL_REPLACED = """\
 |---|---|
 | `flex-v6e` | provisioning flex-start → spot |
 
-In all: TPU chips 52, slices 7, VMs 13.
+In all: TPU chips 36, slices 5, VMs 9.
 
 **Replaced** (1): deleted and created again; what runs on them stops
 
@@ -156,38 +161,36 @@ In all: TPU chips 52, slices 7, VMs 13.
 `spec.nodeLabels.cloud.google.com/gke-flex-start` `true` → `unset`, `spec.nodeLabels.cloud.google.com/gke-spot` \
 `unset` → `true`
 
-**Policy findings** of this pull request: 0 mandatory, 7 advisory (0 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 5 advisory (0 new, 0 resolved)
 """
 
 
 LADDER_REVERSED = """\
-### Stack `dev`: 0 to create, 5 to update, 0 to replace, 0 to delete
+### Stack `dev`: 0 to create, 4 to update, 0 to replace, 0 to delete
 
 **Capacity**
 
 | pool group | change |
 |---|---|
-| `multislice` | ladder multislice 1/2 → multislice 2/2 |
-| `multislice-spot` | ladder multislice 2/2 → multislice 1/2 |
+| `multislice` | ladder multislice 2/2 → multislice 1/2 |
+| `multislice-spot` | ladder multislice 1/2 → multislice 2/2 |
 
-In all: TPU chips 52, slices 7, VMs 13.
+In all: TPU chips 36, slices 5, VMs 9.
 
-**Changed in place** (5)
+**Changed in place** (4)
 
 - `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-research-cluster-queue`: inputs: \
-`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice, multislice-spot` → \
-`flex-v6e, multislice-spot, multislice`
+`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice-spot, multislice` → \
+`flex-v6e, multislice, multislice-spot`
 - `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-training-cluster-queue`: inputs: \
-`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice, multislice-spot` → \
-`flex-v6e, multislice-spot, multislice`
-- `kubernetes:kueue.x-k8s.io/v1beta2:Cohort` `queues-cohort-tpu-stack`: inputs: \
-`spec.resourceGroups[0].flavors (order)` `multislice, multislice-spot` → `multislice-spot, multislice`
+`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice-spot, multislice` → \
+`flex-v6e, multislice, multislice-spot`
 - `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-multislice`: inputs: \
-`metadata.labels.tpu-stack/rung` `0` → `1`
-- `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-multislice-spot`: inputs: \
 `metadata.labels.tpu-stack/rung` `1` → `0`
+- `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-multislice-spot`: inputs: \
+`metadata.labels.tpu-stack/rung` `0` → `1`
 
-**Policy findings** of this pull request: 0 mandatory, 7 advisory (0 new, 0 resolved)
+**Policy findings** of this pull request: 0 mandatory, 5 advisory (0 new, 0 resolved)
 """
 
 
@@ -205,8 +208,8 @@ def test_a_renamed_cluster_replaces_every_kubernetes_object_it_held(dev: dict[st
     differs, which replaces them all (into the new cluster), listed as one line with counts by kind; the TPU pools
     are replaced for their `cluster`."""
     lines = _section(dev["base"], dev["cluster"]).splitlines()
-    assert lines[0] == "### Stack `dev`: 7 to create, 2 to update, 152 to replace, 7 to delete"
-    start = lines.index("**Replaced** (152): deleted and created again; what runs on them stops")
+    assert lines[0] == "### Stack `dev`: 7 to create, 2 to update, 150 to replace, 7 to delete"
+    start = lines.index("**Replaced** (150): deleted and created again; what runs on them stops")
     moved = lines[start + 2]
     # 46 objects the program declares with the provider, 99 the charts render (Kueue 78, JobSet 21).
     assert moved.startswith(
@@ -214,16 +217,15 @@ def test_a_renamed_cluster_replaces_every_kubernetes_object_it_held(dev: dict[st
         "52 ClusterRole, 14 NetworkPolicy, 12 CustomResourceDefinition, "
     )
     assert moved.endswith(", 1 Cohort (99 of them rendered by `jobset-chart`, `kueue-chart`)")
-    pools = ["flex-v6e", "multislice-0", "multislice-1", "multislice-2", "multislice-spot-0", "multislice-spot-1",
-             "multislice-spot-2"]  # fmt: skip
-    assert lines[start + 3 : start + 10] == [
+    pools = ["flex-v6e", "multislice-0", "multislice-1", "multislice-2", "multislice-spot"]  # spot: 1 slice
+    assert lines[start + 3 : start + 8] == [
         f"- `gcp:container/nodePool:NodePool` `{pool}`: its provider replaces it when `cluster`, "
         "`nodeConfig.serviceAccount` change; inputs: `cluster` `tpu-dev` → `tpu-dev-b`, `nodeConfig.serviceAccount` "
         "`tpu-dev-nodes@tpu-stack-dev.iam.gserviceaccount.com` → "
         "`tpu-dev-b-nodes@tpu-stack-dev.iam.gserviceaccount.com`"
         for pool in pools
     ]
-    assert lines[start + 10] == ""
+    assert lines[start + 8] == ""
 
 
 K8S = "urn:pulumi:s::p::pulumi:providers:kubernetes::"

@@ -40,24 +40,26 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Preview:
     return _preview(tmp_path_factory.mktemp("prod"), "--stack", "prod")
 
 
+# Dev (Pulumi.dev.yaml): the multislice ladder tries its one spot slice (rung 1/2, 2 VMs, 8 chips, research's share)
+# before the three flex-start slices (rung 2/2); it had three spot slices (24 chips), all the cohort's, tried second.
 DEV_FIRST_SCREEN = """\
 Previewing stack 'dev' of project 'tpu-stack' (offline, mock engine)
 
-Capacity: 3 TPU pool group(s), 7 slice(s), 13 VM(s), 52 chips
+Capacity: 3 TPU pool group(s), 5 slice(s), 9 VM(s), 36 chips
   pool group       machine type      topology  provisioning  ladder          slices  VMs  chips  zone        used by
   flex-v6e         ct6e-standard-4t  2x2       flex-start    -                    1    1      4  us-east5-b  kueue
-  multislice       ct5lp-hightpu-4t  2x4       flex-start    multislice 1/2       3    6     24  us-east5-a  kueue
-  multislice-spot  ct5lp-hightpu-4t  2x4       spot          multislice 2/2       3    6     24  us-east5-a  kueue
+  multislice       ct5lp-hightpu-4t  2x4       flex-start    multislice 2/2       3    6     24  us-east5-a  kueue
+  multislice-spot  ct5lp-hightpu-4t  2x4       spot          multislice 1/2       1    2      8  us-east5-a  kueue
 
 Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)
   team      local queue              cluster queue           flavor           quota  borrowing limit
   research  research/research-queue  research-cluster-queue  flex-v6e             4  unlimited
+                                                             multislice-spot      8  unlimited
                                                              multislice           8  unlimited
-                                                             multislice-spot      0  unlimited
   training  training/training-queue  training-cluster-queue  flex-v6e             0  0
-                                                             multislice           8  8
                                                              multislice-spot      0  unlimited
-  chips no team holds, which cohort tpu-stack lends to any team: multislice 8, multislice-spot 24
+                                                             multislice           8  8
+  chips no team holds, which cohort tpu-stack lends to any team: multislice 8
 """
 
 PROD_FIRST_SCREEN = "\n".join(
@@ -108,11 +110,11 @@ DEV_SUMMARY = {
         "multislice": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "flex-start",
                        "reservation": None, "calendar": False, "slices": 3, "vmsPerSlice": 2, "vms": 6, "chips": 24,
                        "zone": "us-east5-a", "usedBy": "kueue",
-                       "ladder": {"name": "multislice", "rung": 1, "of": 2}},
+                       "ladder": {"name": "multislice", "rung": 2, "of": 2}},
         "multislice-spot": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "spot",
-                            "reservation": None, "calendar": False, "slices": 3, "vmsPerSlice": 2, "vms": 6,
-                            "chips": 24, "zone": "us-east5-a", "usedBy": "kueue",
-                            "ladder": {"name": "multislice", "rung": 2, "of": 2}},
+                            "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 2, "vms": 2,
+                            "chips": 8, "zone": "us-east5-a", "usedBy": "kueue",
+                            "ladder": {"name": "multislice", "rung": 1, "of": 2}},
     },
     "queues": {
         "cohort": "tpu-stack",
@@ -121,14 +123,14 @@ DEV_SUMMARY = {
                          "clusterQueue": "research-cluster-queue",
                          "flavors": {"flex-v6e": {"nominalQuota": 4, "borrowingLimit": None},
                                      "multislice": {"nominalQuota": 8, "borrowingLimit": None},
-                                     "multislice-spot": {"nominalQuota": 0, "borrowingLimit": None}}},
+                                     "multislice-spot": {"nominalQuota": 8, "borrowingLimit": None}}},
             "training": {"namespace": "training", "localQueue": "training-queue",
                          "clusterQueue": "training-cluster-queue",
                          "flavors": {"flex-v6e": {"nominalQuota": 0, "borrowingLimit": 0},
                                      "multislice": {"nominalQuota": 8, "borrowingLimit": 8},
                                      "multislice-spot": {"nominalQuota": 0, "borrowingLimit": None}}},
         },
-        "cohortQuota": {"multislice": 8, "multislice-spot": 24},
+        "cohortQuota": {"multislice": 8},
     },
 }  # fmt: skip
 
@@ -266,15 +268,15 @@ def test_the_summary_agrees_with_the_program_for_one_queue_and_percentage_shares
 
 def test_queue_flavors_are_listed_in_the_order_kueue_tries_them() -> None:
     """dev with the spot rung listed first among the pool groups: the ClusterQueues list the multislice ladder's
-    rungs together, first rung first, where the ladder's first-listed pool group stands (multislice, then
-    multislice-spot, then flex-v6e), and so does the queue table."""
+    rungs together, first rung (spot) first, where the ladder's first-listed pool group stands (multislice-spot,
+    then multislice, then flex-v6e), and so does the queue table."""
     config = read_stack_file(REPO / "Pulumi.dev.yaml")
     pools = config["tpu-stack:tpuPools"]
     config["tpu-stack:tpuPools"] = [pools[2], pools[0], pools[1]]  # multislice-spot, flex-v6e, multislice
     found = summary.from_config(load(_engine_config(config), stack="dev"))
-    order = ["multislice", "multislice-spot", "flex-v6e"]
+    order = ["multislice-spot", "multislice", "flex-v6e"]
     assert [list(team["flavors"]) for team in found["queues"]["teams"].values()] == [order, order]
-    assert list(found["queues"]["cohortQuota"]) == ["multislice", "multislice-spot"]
+    assert list(found["queues"]["cohortQuota"]) == ["multislice"]  # research holds the spot slice
     research = summary.render_queues(found)[2:5]
     assert [row.split()[-3] for row in research] == order
 
@@ -320,8 +322,9 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
         "Bucket data",
         "WorkloadIdentity training-trainer",
         "Monitoring monitoring",
-        # 3 spot slice pools and their flavor beyond the flex-start ones, and their TpuSlicePools component.
-        f"Resources: + {len(plan['resources'])} to create (162 cloud/cluster resources of which 99 rendered from "
+        # 1 spot slice pool and its flavor beyond the flex-start ones, and its TpuSlicePools component (dev had 3
+        # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first).
+        f"Resources: + {len(plan['resources'])} to create (160 cloud/cluster resources of which 99 rendered from "
         "charts, 18 components)",
     ]
     text = "\n".join(lines)

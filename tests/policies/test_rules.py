@@ -771,7 +771,11 @@ def rung(name: str, ladder: str, place: int) -> dict[str, Any]:
     return resource
 
 
-TRY_NEXT = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+TRY_NEXT = {
+    "whenCanBorrow": "TryNextFlavor",
+    "whenCanPreempt": "TryNextFlavor",
+    "preference": "PreemptionOverBorrowing",
+}
 
 
 def laddered_queue(name: str, flavors: list[str], fungibility: dict[str, str] | None = None) -> dict[str, Any]:
@@ -789,6 +793,16 @@ def test_a_ladder_is_listed_whole_in_ladder_order_and_tries_the_next_rung(rules:
         laddered_queue("swapped", ["queued", "reserved", "spot"], TRY_NEXT),
         laddered_queue("short", ["reserved", "spot"], TRY_NEXT),
         laddered_queue("defaults", ["reserved", "queued", "spot"]),
+        # Kueue's default preference (BorrowingOverPreemption) would send an owner to borrow a later rung while
+        # others hold its own earlier one (flavorassigner.go isPreferred).
+        laddered_queue(
+            "borrows", ["reserved", "queued", "spot"], {**TRY_NEXT, "preference": "BorrowingOverPreemption"}
+        ),
+        laddered_queue(
+            "unset",
+            ["reserved", "queued", "spot"],
+            {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+        ),
     ]
     split = laddered_queue("split", ["reserved"], TRY_NEXT)
     split["inputs"]["spec"]["resourceGroups"].append({"flavors": [{"name": "queued"}, {"name": "spot"}]})
@@ -800,6 +814,10 @@ def test_a_ladder_is_listed_whole_in_ladder_order_and_tries_the_next_rung(rules:
          "reserved, queued, spot in that order, in one resource group"),
         ("clusterqueue-defaults", "ClusterQueue 'defaults' lists ladder 'v5e' but would stop at a rung it fits only "
          "by borrowing or preempting; set flavorFungibility whenCanBorrow and whenCanPreempt to TryNextFlavor"),
+        ("clusterqueue-borrows", "ClusterQueue 'borrows' lists ladder 'v5e' but would borrow on a later rung rather "
+         "than take back its own quota on an earlier one; set flavorFungibility preference to PreemptionOverBorrowing"),
+        ("clusterqueue-unset", "ClusterQueue 'unset' lists ladder 'v5e' but would borrow on a later rung rather "
+         "than take back its own quota on an earlier one; set flavorFungibility preference to PreemptionOverBorrowing"),
         ("clusterqueue-split", "ClusterQueue 'split' lists the flavors of ladder 'v5e' as reserved, queued, spot; list "
          "reserved, queued, spot in that order, in one resource group"),
     ]  # fmt: skip

@@ -19,7 +19,8 @@ from components.config.stack import StackConfig
 from components.kueue_queues import queue_objects
 from components.workloads import workloads
 from offline import commands, validate
-from offline.engine import run_stack
+from offline.engine import run_program, run_stack
+from tests.conftest import BASE
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
@@ -135,7 +136,7 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     pod = slices["template"]["spec"]["template"]
     assert pod["spec"]["priorityClassName"] == "high"
     assert pod["spec"]["serviceAccountName"] == "trainer"
-    # dev's multislice is a ladder (flex-start, then spot): the pods ask only for the shape, Kueue adds the rest.
+    # dev's multislice is a ladder (spot, then flex-start): the pods ask only for the shape, Kueue adds the rest.
     assert pod["spec"]["nodeSelector"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
         "cloud.google.com/gke-tpu-topology": "2x4",
@@ -175,7 +176,7 @@ def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -
         (
             ["--pool", "v7"],
             "error: --pool v7: no such pool group; this stack's pool groups are flex-v6e, multislice (ladder: "
-            "multislice, multislice-spot)",
+            "multislice-spot, multislice)",
         ),
         (
             ["--pool", "multislice-spot"],
@@ -184,7 +185,7 @@ def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -
         ),
         (
             ["--slices", "4"],
-            "error: --slices 4: no rung of ladder multislice can take it (multislice: 3 slice(s); multislice-spot: 3 "
+            "error: --slices 4: no rung of ladder multislice can take it (multislice-spot: 1 slice(s); multislice: 3 "
             "slice(s))",
         ),
         (
@@ -230,28 +231,42 @@ def test_a_request_the_stack_cannot_run_is_one_line_and_exit_2(
 
 
 def test_a_ladder_takes_what_one_of_its_rungs_can_hold(outputs: dict[str, Path]) -> None:
-    """dev: training may hold 16 chips of multislice (share 8 + borrowing limit 8) but all 24 spot chips (no
-    limit there), so 3 slices can run on the spot rung; Kueue skips the rung they do not fit."""
+    """dev: the spot rung has one slice, the flex-start rung three. research may hold all 24 flex-start chips (no
+    borrowing limit there), so 3 slices run on the flex-start rung; Kueue skips the spot rung they do not fit.
+    training may hold 16 flex-start chips (share 8 + borrowing limit 8): 3 slices fit no rung."""
     code, out, err = run(
-        "--outputs", outputs["dev"], "submit", "big", "--team", "training", "--pool", "multislice", "--slices", "3",
+        "--outputs", outputs["dev"], "submit", "big", "--team", "research", "--pool", "multislice", "--slices", "3",
         "--image", IMAGE, "--dry-run",
     )  # fmt: skip
     assert (code, err) == (0, "")
     (jobset,) = yaml.safe_load_all(out)
     assert jobset["spec"]["replicatedJobs"][0]["replicas"] == 3
+    code, out, err = run(
+        "--outputs", outputs["dev"], "submit", "big", "--team", "training", "--pool", "multislice", "--slices", "3",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    assert (code, out, err) == (
+        2,
+        "",
+        "error: --slices 3: no rung of ladder multislice can take it (multislice-spot: 1 slice(s); multislice: 24 TPU "
+        "chips, but team training may hold 16 (share 8 + borrowing limit 8))\n",
+    )
 
 
 def test_queued_groups_take_one_slice_per_workload(outputs: dict[str, Path]) -> None:
-    """prod's train ladder: research may hold 16 train chips (borrowing limit), one slice; burst is queued."""
-    code, _, err = run(
-        "--outputs", outputs["prod"], "submit", "big", "--team", "research", "--pool", "train", "--slices", "2",
-        "--image", IMAGE,
-    )  # fmt: skip
-    assert (code, err) == (
-        2,
-        "error: --slices 2: no rung of ladder train can take it (train: 32 TPU chips, but team research may hold 16 "
-        "(share 0 + borrowing limit 16); burst: queued provisioning, one slice per workload)\n",
-    )
+    """prod's train ladder: burst is queued, so no workload of the ladder may take two slices, whatever the team
+    may hold of train (training 32 chips, research 16)."""
+    for team in ("training", "research"):
+        code, _, err = run(
+            "--outputs", outputs["prod"], "submit", "big", "--team", team, "--pool", "train", "--slices", "2",
+            "--image", IMAGE,
+        )  # fmt: skip
+        assert (code, err) == (
+            2,
+            "error: --slices 2: rung burst of ladder train is queued provisioning, which provisions one slice per "
+            "workload, and Kueue may admit the workload on any rung whose quota holds it; submit one slice per "
+            "workload, as `make workloads` does\n",
+        ), team
     code, _, err = run(
         "--outputs", outputs["prod"], "submit", "x", "--team", "training", "--pool", "serve", "--image", IMAGE
     )
@@ -259,6 +274,32 @@ def test_queued_groups_take_one_slice_per_workload(outputs: dict[str, Path]) -> 
         2,
         "error: --pool serve: Saxml's model servers hold this pool group; it is not Kueue capacity\n",
     )
+
+
+def test_a_ladder_with_a_queued_rung_takes_one_slice_even_where_its_quota_holds_more(tmp_path: Path) -> None:
+    """A reservation of 2 v5e 2x4 slices, then a queued group of 2: a 2-slice JobSet fits both rungs' quotas (16
+    chips each), so Kueue could admit it on the queued rung when the reservation is busy, and its ProvisioningRequest
+    would ask for two slices of pods, which queued provisioning does not provision (one slice per workload). It was
+    accepted, since the reservation could take it."""
+    pools = [
+        {"name": "reserved", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2,
+         "provisioning": "reservation", "reservation": "r", "zone": "us-central1-a"},
+        {"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "provisioning": "queued",
+         "zone": "us-central1-a"},
+    ]  # fmt: skip
+    config = {**BASE, "tpu-stack:tpuPools": pools, "tpu-stack:queues": {"ladders": {"v5e": ["reserved", "dws"]}}}
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(run_program(config, stack="dev").outputs))
+    code, out, err = run("--outputs", path, "submit", "two", "--slices", "2", "--image", IMAGE, "--dry-run")
+    assert (code, out, err) == (
+        2,
+        "",
+        "error: --slices 2: rung dws of ladder v5e is queued provisioning, which provisions one slice per workload, "
+        "and Kueue may admit the workload on any rung whose quota holds it; submit one slice per workload, as `make "
+        "workloads` does\n",
+    )
+    code, out, err = run("--outputs", path, "submit", "one", "--image", IMAGE, "--dry-run")
+    assert (code, err) == (0, "")
 
 
 def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
@@ -271,7 +312,7 @@ def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
     code, out, err = run(*argv)
     assert (code, err) == (0, "")
     assert out.splitlines() == [
-        "submitted JobSet training/train-2: 2 slice(s) of ladder multislice (multislice, then multislice-spot) (16 TPU "
+        "submitted JobSet training/train-2: 2 slice(s) of ladder multislice (multislice-spot, then multislice) (16 TPU "
         "chips) via training/training-queue",
         "  mounts /data <- gs://tpu-stack-dev-dev-tpu-stack/datasets (read-only)",
         "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack/checkpoints/training (read-write)",
