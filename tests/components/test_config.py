@@ -435,14 +435,14 @@ DEV_STACK = Path(__file__).resolve().parents[2] / "Pulumi.dev.yaml"
 DUPLICATED_POOL = """    - name: flex-v6e
       machineType: ct6e-standard-4t
       provisioning: flex-start
-      zone: us-east5-b
+      zone: us-central1-b
 """
 # One defect in the real dev stack file, and the one line it must give. Before, each of these gave the listed
 # follow-on lines instead (or nothing at all):
 ONE_DEFECT = [
-    # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-east5-a'".
-    ("zone as region", ("gcp:region: us-east5", "gcp:region: us-east5-a"),
-     "gcp:region: 'us-east5-a' is a zone; gcp:region takes its region: us-east5"),
+    # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-central1-a'".
+    ("zone as region", ("gcp:region: us-central1", "gcp:region: us-central1-a"),
+     "gcp:region: 'us-central1-a' is a zone; gcp:region takes its region: us-central1"),
     # 6 lines about the teams' shares naming pools that do not exist; the pools themselves were silently dropped.
     ("typo in the namespace of the pools", ("  tpu-stack:tpuPools:", "  tpu-stak:tpuPools:"),
      "tpu-stak:tpuPools: 'tpu-stak' is not a config namespace this stack reads, so everything under it would be "

@@ -124,7 +124,7 @@ def _on_demand_rung(config: dict[str, Any]) -> None:
     """A third rung for the multislice ladder: one on-demand v5e 2x4 slice, tried after spot and flex-start. Its
     label keeps the pods Kueue admits on it off the spot and flex-start nodes (which carry the shape labels too)."""
     config["tpu-stack:tpuPools"].append({
-        "name": "multislice-on-demand", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-east5-a",
+        "name": "multislice-on-demand", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a",
         "labels": {"pool": "multislice-on-demand"}})  # fmt: skip
     config["tpu-stack:queues"]["ladders"]["multislice"].append("multislice-on-demand")
 
@@ -250,7 +250,7 @@ def _calendar(days: int, **window: Any) -> Any:
     def change(config: dict[str, Any]) -> None:
         end = START + timedelta(days=days)
         config["tpu-stack:tpuPools"].append({
-            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": "us-east5-a",
+            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": "us-central1-a",
             "provisioning": "reservation",
             "futureReservation": {"startTime": START.isoformat(), "endTime": end.isoformat(), **window}})  # fmt: skip
 

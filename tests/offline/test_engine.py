@@ -14,7 +14,7 @@ STACK = """\
 secretsprovider: gcpkms://projects/p/locations/global/keyRings/pulumi/cryptoKeys/dev
 config:
   gcp:project: tpu-stack-dev
-  gcp:region: us-east5
+  gcp:region: us-central1
   tpu-stack:cluster:
     name: tpu-dev
     systemPool:
@@ -58,7 +58,7 @@ def test_the_same_key_in_different_mappings_is_fine(tmp_path: Path) -> None:
 def test_the_committed_stack_files_have_no_key_twice() -> None:
     root = Path(__file__).resolve().parents[2]
     for stack in ("dev", "prod"):
-        assert read_stack_file(root / f"Pulumi.{stack}.yaml")["gcp:region"] == "us-east5"
+        assert read_stack_file(root / f"Pulumi.{stack}.yaml")["gcp:region"] == "us-central1"
 
 
 def test_an_unquoted_date_or_time_is_one_line_asking_for_quotes(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_preview_prints_grouped_plan_totals_and_writes_artifacts(
     assert cli.main(["preview", "--stack", "dev", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "TpuSlicePools multislice" in out and "GkeCluster tpu-dev" in out
-    assert "ct5lp-hightpu-4t 2x4 nodes=0..2 flex-start us-east5-a" in out
+    assert "ct5lp-hightpu-4t 2x4 nodes=0..2 flex-start us-central1-a" in out
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert f"Resources: + {len(plan['resources'])} to create" in out
     assert (tmp_path / "graph.mmd").read_text().startswith("graph LR")
