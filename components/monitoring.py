@@ -171,12 +171,13 @@ def dashboard(config: StackConfig) -> dict[str, Any]:
     for cluster_queue in cluster_queues(config):
         row, y = _row(y, f"ClusterQueue {cluster_queue}", queue_widgets(cluster_queue))
         tiles += row
-    return proto3_json(
+    layout: dict[str, Any] = proto3_json(
         {
             "displayName": f"tpu-stack {config.stack}: TPU fleet and queues ({config.cluster.name})",
             "mosaicLayout": {"columns": COLUMNS, "tiles": tiles},
         }
     )
+    return layout
 
 
 def alert_queries(config: StackConfig) -> dict[str, tuple[str, int]]:
