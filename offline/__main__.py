@@ -23,6 +23,7 @@ SHARED_MODULES = (
     "offline.commands",
     "pulumi_gcp.container",
     "pulumi_gcp.monitoring",
+    "pulumi_gcp.organizations",
     "pulumi_gcp.projects",
     "pulumi_gcp.serviceaccount",
     "pulumi_gcp.storage",
@@ -30,14 +31,15 @@ SHARED_MODULES = (
     "pulumi_kubernetes.apps.v1",
     "pulumi_kubernetes.core.v1",
     "pulumi_kubernetes.helm.v4",
+    "pulumi_kubernetes.meta.v1",
     "pulumi_kubernetes.networking.v1",
     "pulumi_kubernetes.rbac.v1",
     "pulumi_kubernetes.scheduling.v1",
 )
-"""What a preview's two runs both load: the preview itself and the typed SDK modules every stack's program uses. The
-SDKs load a module on its first use (pulumi_gcp.compute, which only private nodes and calendar reservations use,
-loads then); loaded before the fork, these are loaded once instead of once per process, and they are most of a
-preview's start-up. Only a matter of time: a module missing here loads when the program uses it."""
+"""What a preview's two runs both load: the preview itself and the typed SDK modules the stacks' programs use. The
+SDKs load a module on its first use (pulumi_gcp.compute, most of a second, which only private nodes and calendar
+reservations use, loads then); loaded before the fork, these are loaded once instead of once per process, and they
+are most of a preview's start-up. Only a matter of time: a module missing here loads when the program uses it."""
 
 
 def _parser() -> argparse.ArgumentParser:
