@@ -181,8 +181,8 @@ def policies(saxml: SaxmlConfig, namespace: str) -> list[network_policies.Policy
     ]
 
 
-def load_balancer_address(status: k8s.core.v1.outputs.ServiceStatus | None) -> str:
-    """A LoadBalancer Service's first ingress address; empty until the load balancer exists (and in previews)."""
+def _load_balancer_ip(status: k8s.core.v1.outputs.ServiceStatus | None) -> str:
+    """The Service's first ingress address; empty until the load balancer exists (and in previews)."""
     balancer = status.load_balancer if status else None
     ingress = (balancer.ingress if balancer else None) or []
     return (ingress[0].ip or ingress[0].hostname or "") if ingress else ""
@@ -289,7 +289,7 @@ class Saxml(pulumi.ComponentResource):
             network_policies.network_policy(name, policy, in_cluster, namespace=namespace)
             for policy in policies(saxml, saxml.namespace)
         ]
-        self.http_address: pulumi.Output[str] = self.service.status.apply(load_balancer_address)
+        self.http_address: pulumi.Output[str] = self.service.status.apply(_load_balancer_ip)
         self.urls: pulumi.Output[dict[str, str]] = self.http_address.apply(
             lambda ip: {path: f"http://{ip}:{HTTP_PORT}/{path}" for path in HTTP_PATHS} if ip else {}
         )
