@@ -173,8 +173,8 @@ if llm_serving:
 monitoring = Monitoring("monitoring", config=config, opts=protected)
 
 # --- outputs ---
-pulumi.export("clusterName", cluster.cluster.output("name"))
-pulumi.export("clusterEndpoint", cluster.cluster.output("endpoint"))
+pulumi.export("clusterName", cluster.cluster.name)
+pulumi.export("clusterEndpoint", cluster.cluster.endpoint)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export(
     "tpuPools",

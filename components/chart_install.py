@@ -15,8 +15,6 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes_object import KubernetesObject
-
 
 class ChartInstall(pulumi.ComponentResource):
     """Namespace `<namespace>` and the chart `release` in it; dependants wait on `chart` (CRDs, webhooks)."""
@@ -37,9 +35,9 @@ class ChartInstall(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(type_token, name, None, opts)
-        self.namespace: KubernetesObject = KubernetesObject(
+        self.namespace: k8s.core.v1.Namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            metadata={"name": namespace},
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
         self.chart: k8s.helm.v4.Chart = k8s.helm.v4.Chart(
@@ -47,7 +45,7 @@ class ChartInstall(pulumi.ComponentResource):
             name=release,
             chart=chart,
             version=version,
-            namespace=self.namespace.metadata.apply(lambda m: m["name"]),
+            namespace=self.namespace.metadata.name,
             values=values,
             opts=pulumi.ResourceOptions(
                 parent=self, provider=provider, depends_on=list(depends_on), transforms=list(transforms) or None

@@ -16,7 +16,6 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes_object import KubernetesObject
 from components.network_policies import GMP_NAMESPACE, METRICS_PORT
 
 READER = "gmp-metrics-reader"
@@ -24,82 +23,33 @@ TOKEN_SECRET = f"{READER}-token"
 TOKEN_KEY = "token"
 TOKEN_TYPE = "kubernetes.io/service-account-token"
 SCRAPE_INTERVAL = "30s"
-RBAC = "rbac.authorization.k8s.io/v1"
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
-def scrape_objects(namespace: str, release: str, pod_labels: dict[str, str]) -> list[dict[str, Any]]:
-    """The reader KSA, its token, the RBAC around them and the PodMonitoring of the `release` controller."""
-    secret_reader = f"{GMP_NAMESPACE}-collector-reads-{TOKEN_SECRET}"
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": READER, "namespace": namespace}},
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "type": TOKEN_TYPE,
-            "metadata": {
-                "name": TOKEN_SECRET,
-                "namespace": namespace,
-                "annotations": {"kubernetes.io/service-account.name": READER},
-            },
-        },
-        {
-            "apiVersion": RBAC,
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": f"{release}-{READER}"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": f"{release}-metrics-reader",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": READER, "namespace": namespace}],
-        },
-        {
-            "apiVersion": RBAC,
-            "kind": "Role",
-            "metadata": {"name": secret_reader, "namespace": namespace},
-            "rules": [
-                {
-                    "apiGroups": [""],
-                    "resources": ["secrets"],
-                    "resourceNames": [TOKEN_SECRET],
-                    "verbs": ["get", "list", "watch"],
-                }
-            ],
-        },
-        {
-            "apiVersion": RBAC,
-            "kind": "RoleBinding",
-            "metadata": {"name": secret_reader, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": secret_reader},
-            "subjects": [{"kind": "ServiceAccount", "name": "collector", "namespace": GMP_NAMESPACE}],
-        },
-        {
-            "apiVersion": "monitoring.googleapis.com/v1",
-            "kind": "PodMonitoring",
-            "metadata": {"name": f"{release}-controller", "namespace": namespace},
-            "spec": {
-                "selector": {"matchLabels": pod_labels},
-                "endpoints": [
-                    {
-                        "port": METRICS_PORT,
-                        "path": "/metrics",
-                        "scheme": "https",
-                        "interval": SCRAPE_INTERVAL,
-                        "tls": {"insecureSkipVerify": True},
-                        "authorization": {
-                            "type": "Bearer",
-                            "credentials": {"secret": {"name": TOKEN_SECRET, "key": TOKEN_KEY}},
-                        },
-                    }
-                ],
-            },
-        },
-    ]
+def pod_monitoring(pod_labels: dict[str, str]) -> dict[str, Any]:
+    """The PodMonitoring's spec: the controller's HTTPS metrics port, with the reader's token."""
+    return {
+        "selector": {"matchLabels": pod_labels},
+        "endpoints": [
+            {
+                "port": METRICS_PORT,
+                "path": "/metrics",
+                "scheme": "https",
+                "interval": SCRAPE_INTERVAL,
+                "tls": {"insecureSkipVerify": True},
+                "authorization": {
+                    "type": "Bearer",
+                    "credentials": {"secret": {"name": TOKEN_SECRET, "key": TOKEN_KEY}},
+                },
+            }
+        ],
+    }
 
 
 class ControllerMetrics(pulumi.ComponentResource):
-    """The scrape objects of one controller; `depends_on`: its chart (the ClusterRole and the pods it selects).
-    The token Secret also waits for its ServiceAccount."""
+    """The reader KSA, its token, the RBAC around them and the PodMonitoring of the `release` controller in
+    `namespace`. `depends_on`: its chart (the ClusterRole and the pods it selects). The token Secret also waits for
+    its ServiceAccount."""
 
     def __init__(
         self,
@@ -114,16 +64,57 @@ class ControllerMetrics(pulumi.ComponentResource):
     ) -> None:
         super().__init__("tpu-stack:index:ControllerMetrics", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
-        objects = scrape_objects(namespace, release, pod_labels)
-        (account,) = [obj for obj in objects if obj["kind"] == "ServiceAccount"]
-        (token,) = [obj for obj in objects if obj.get("type") == TOKEN_TYPE]
-        self.service_account: KubernetesObject = KubernetesObject(f"{name}-serviceaccount", account, opts=child)
+        secret_reader = f"{GMP_NAMESPACE}-collector-reads-{TOKEN_SECRET}"
+        self.service_account: k8s.core.v1.ServiceAccount = k8s.core.v1.ServiceAccount(
+            f"{name}-serviceaccount", metadata={"name": READER, "namespace": namespace}, opts=child
+        )
         # Kubernetes' token controller deletes a token Secret whose ServiceAccount does not exist (tokens_controller.go,
         # syncSecret): the Secret is created only once the account is.
-        after_account = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.service_account]))
-        self.objects: list[KubernetesObject] = [self.service_account] + [
-            KubernetesObject(f"{name}-{obj['kind'].lower()}", obj, opts=after_account if obj is token else child)
-            for obj in objects
-            if obj is not account
-        ]
+        self.token: k8s.core.v1.Secret = k8s.core.v1.Secret(
+            f"{name}-secret",
+            type=TOKEN_TYPE,
+            metadata={
+                "name": TOKEN_SECRET,
+                "namespace": namespace,
+                "annotations": {"kubernetes.io/service-account.name": READER},
+            },
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.service_account])),
+        )
+        # The reader may read the controller's metrics (the chart's `<release>-metrics-reader` ClusterRole) ...
+        self.reader_binding: k8s.rbac.v1.ClusterRoleBinding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-clusterrolebinding",
+            metadata={"name": f"{release}-{READER}"},
+            role_ref={"api_group": RBAC_GROUP, "kind": "ClusterRole", "name": f"{release}-metrics-reader"},
+            subjects=[{"kind": "ServiceAccount", "name": READER, "namespace": namespace}],
+            opts=child,
+        )
+        # ... and the managed collectors may read its token, that one Secret only.
+        self.secret_role: k8s.rbac.v1.Role = k8s.rbac.v1.Role(
+            f"{name}-role",
+            metadata={"name": secret_reader, "namespace": namespace},
+            rules=[
+                {
+                    "api_groups": [""],
+                    "resources": ["secrets"],
+                    "resource_names": [TOKEN_SECRET],
+                    "verbs": ["get", "list", "watch"],
+                }
+            ],
+            opts=child,
+        )
+        self.secret_binding: k8s.rbac.v1.RoleBinding = k8s.rbac.v1.RoleBinding(
+            f"{name}-rolebinding",
+            metadata={"name": secret_reader, "namespace": namespace},
+            role_ref={"api_group": RBAC_GROUP, "kind": "Role", "name": secret_reader},
+            subjects=[{"kind": "ServiceAccount", "name": "collector", "namespace": GMP_NAMESPACE}],
+            opts=child,
+        )
+        self.pod_monitoring: k8s.apiextensions.CustomResource = k8s.apiextensions.CustomResource(
+            f"{name}-podmonitoring",
+            api_version="monitoring.googleapis.com/v1",
+            kind="PodMonitoring",
+            metadata={"name": f"{release}-controller", "namespace": namespace},
+            spec=pod_monitoring(pod_labels),
+            opts=child,
+        )
         self.register_outputs({})

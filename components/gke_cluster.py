@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
+from pulumi_gcp import compute, container, projects, serviceaccount
 
 from components.config.cluster import SYSTEM_POOL_NAME, MaintenanceConfig, version_below_floor
 from components.config.stack import StackConfig
-from components.gcp_resource import GcpResource
 from components.network_policies import JOBSET_API_SERVER_PORTS, KUEUE_API_SERVER_PORTS
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-SHIELDED = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+SHIELDED: container.NodePoolNodeConfigShieldedInstanceConfigArgsDict = {
+    "enable_secure_boot": True,
+    "enable_integrity_monitoring": True,
+}
 # Never below the provider's defaults (pulumi-gcp 10.x bridges the Terraform provider: clusters 90 minutes,
 # node pools 2 hours): a shorter timeout only makes a long create fail sooner and leaves it half-recorded.
 CLUSTER_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="90m")
@@ -62,10 +65,14 @@ def kubeconfig(name: str, dns_endpoint: str) -> str:
     )
 
 
+T = TypeVar("T")
+
+
 class GkeCluster(pulumi.ComponentResource):
     """Standard cluster (default pool removed, Workload Identity, system pool) or Autopilot.
 
-    Attributes are annotated where assigned: class annotations of resources are evaluated by the SDK.
+    Attributes are annotated where assigned: the SDK evaluates a resource class's own annotations (for its outputs),
+    which would load every SDK module they name on every run.
     """
 
     def __init__(self, name: str, *, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -73,112 +80,114 @@ class GkeCluster(pulumi.ComponentResource):
         cluster_config = config.cluster
         child = pulumi.ResourceOptions(parent=self)
 
-        self.node_service_account: GcpResource = GcpResource(
-            "gcp:serviceaccount/account:Account",
+        self.node_service_account: serviceaccount.Account = serviceaccount.Account(
             f"{name}-nodes",
-            {
-                "accountId": cluster_config.node_service_account_id,
-                "displayName": f"GKE nodes of {cluster_config.name}",
-                "project": config.project,
-            },
-            outputs=("email", "name", "member"),
+            account_id=cluster_config.node_service_account_id,
+            display_name=f"GKE nodes of {cluster_config.name}",
+            project=config.project,
             opts=child,
         )
-        self.node_service_account_email: pulumi.Output[str] = self.node_service_account.output("email")
+        self.node_service_account_email: pulumi.Output[str] = self.node_service_account.email
         node_member = self.node_service_account_email.apply(lambda email: f"serviceAccount:{email}")
-        self.node_roles = [
-            GcpResource(
-                "gcp:projects/iAMMember:IAMMember",
+        self.node_roles: list[projects.IAMMember] = [
+            projects.IAMMember(
                 f"{name}-nodes-{role.split('/')[-1].replace('.', '-')}",
-                {"project": config.project, "role": role, "member": node_member},
+                project=config.project,
+                role=role,
+                member=node_member,
                 opts=child,
             )
             for role in cluster_config.node_service_account_roles
         ]
 
-        protect = config.protected
-        common: dict[str, Any] = {
-            "name": cluster_config.name,
-            "project": config.project,
-            "location": config.cluster_location,
-            "releaseChannel": {"channel": cluster_config.release_channel},
-            "minMasterVersion": config.initial_master_version,
-            "deletionProtection": cluster_config.deletion_protection,
-            "network": cluster_config.network,
-            "subnetwork": cluster_config.subnetwork,
-            "resourceLabels": config.resource_labels,
-            "maintenancePolicy": _maintenance_policy(cluster_config.maintenance),
+        autopilot = cluster_config.mode == "autopilot"
+        plane = cluster_config.control_plane
+        self.cluster: container.Cluster = container.Cluster(
+            name,
+            name=cluster_config.name,
+            project=config.project,
+            location=config.cluster_location,
+            release_channel={"channel": cluster_config.release_channel},
+            min_master_version=config.initial_master_version,
+            deletion_protection=cluster_config.deletion_protection,
+            network=cluster_config.network,
+            subnetwork=cluster_config.subnetwork,
+            resource_labels=config.resource_labels,
+            maintenance_policy=_maintenance_policy(cluster_config.maintenance),
             # Dataplane V2: eBPF datapath that enforces the stack's NetworkPolicies.
-            "datapathProvider": "ADVANCED_DATAPATH",
-            "enableShieldedNodes": True,
+            datapath_provider="ADVANCED_DATAPATH",
+            enable_shielded_nodes=True,
             # Pods mount the stack's bucket through Cloud Storage FUSE (components/gcs_fuse.py).
-            "addonsConfig": {"gcsFuseCsiDriverConfig": {"enabled": True}},
+            addons_config={"gcs_fuse_csi_driver_config": {"enabled": True}},
             # Managed collection runs the PodMonitorings of the Kueue and JobSet controllers
             # (on by default since GKE 1.27; stated, not assumed).
-            "monitoringConfig": {"managedPrometheus": {"enabled": True}},
-            **_access(config),
-        }
-        computed = ("endpoint", "masterVersion", "controlPlaneEndpointsConfig", "privateClusterConfig")
-        if cluster_config.mode == "autopilot":
-            self.cluster: GcpResource = GcpResource(
-                "gcp:container/cluster:Cluster",
-                name,
+            monitoring_config={"managed_prometheus": {"enabled": True}},
+            # Clients reach the control plane by its DNS endpoint; the IP endpoint only when asked for.
+            control_plane_endpoints_config={
+                "dns_endpoint_config": {"allow_external_traffic": True},
+                "ip_endpoints_config": {"enabled": config.ip_endpoint},
+            },
+            # The provider turns authorized networks on whenever this is sent, so it is sent only with the IP
+            # endpoint on, and then always with networks (the config refuses an IP endpoint without any).
+            master_authorized_networks_config=(
                 {
-                    **common,
-                    "enableAutopilot": True,
-                    "clusterAutoscaling": {
-                        "autoProvisioningDefaults": {
-                            "serviceAccount": self.node_service_account_email,
-                            "oauthScopes": [CLOUD_PLATFORM_SCOPE],
-                        }
-                    },
-                },
-                outputs=computed,
-                opts=pulumi.ResourceOptions(parent=self, protect=protect, custom_timeouts=CLUSTER_TIMEOUTS),
-            )
-            self.system_pool: GcpResource | None = None
-        else:
-            self.cluster = GcpResource(
-                "gcp:container/cluster:Cluster",
-                name,
+                    "cidr_blocks": [{"cidr_block": c, "display_name": c} for c in plane.authorized_networks],
+                    "gcp_public_cidrs_access_enabled": False,
+                }
+                if config.ip_endpoint
+                else None
+            ),
+            private_cluster_config={"enable_private_nodes": True} if config.private_nodes else None,
+            # Autopilot provisions nodes itself, as the node service account.
+            enable_autopilot=True if autopilot else None,
+            cluster_autoscaling=(
                 {
-                    **common,
-                    "removeDefaultNodePool": True,
-                    "initialNodeCount": 1,
-                    "workloadIdentityConfig": {"workloadPool": config.workload_pool},
-                    # The default pool only lives until removal; it still must not run as the default compute SA.
-                    "nodeConfig": {
-                        "serviceAccount": self.node_service_account_email,
-                        "oauthScopes": [CLOUD_PLATFORM_SCOPE],
-                        "workloadMetadataConfig": {"mode": "GKE_METADATA"},
-                    },
-                },
-                outputs=computed,
-                opts=pulumi.ResourceOptions(
-                    parent=self,
-                    protect=protect,
-                    custom_timeouts=CLUSTER_TIMEOUTS,
-                    ignore_changes=["nodeConfig", "initialNodeCount"],
-                ),
-            )
-            self.system_pool = self._system_pool(name, config)
+                    "auto_provisioning_defaults": {
+                        "service_account": self.node_service_account_email,
+                        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+                    }
+                }
+                if autopilot
+                else None
+            ),
+            remove_default_node_pool=None if autopilot else True,
+            initial_node_count=None if autopilot else 1,
+            workload_identity_config=None if autopilot else {"workload_pool": config.workload_pool},
+            # The default pool only lives until removal; it still must not run as the default compute SA.
+            node_config=(
+                None
+                if autopilot
+                else {
+                    "service_account": self.node_service_account_email,
+                    "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+                    "workload_metadata_config": {"mode": "GKE_METADATA"},
+                }
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=config.protected,
+                custom_timeouts=CLUSTER_TIMEOUTS,
+                ignore_changes=None if autopilot else ["nodeConfig", "initialNodeCount"],
+            ),
+        )
+        self.system_pool: container.NodePool | None = None if autopilot else self._system_pool(name, config)
 
         floor = cluster_config.min_master_version
         # Registered as an output, so a failed check fails the update (an unused apply would not).
-        self.master_version: pulumi.Output[str] = self.cluster.output("masterVersion").apply(
+        self.master_version: pulumi.Output[str] = self.cluster.master_version.apply(
             lambda version: check_version_floor(version, floor)
         )
-        self.nat: GcpResource | None = self._nat(name, config) if config.private_nodes else None
-        self.webhook_firewall: GcpResource | None = (
+        self.nat: compute.RouterNat | None = self._nat(name, config) if config.private_nodes else None
+        self.webhook_firewall: compute.Firewall | None = (
             self._webhook_firewall(name, config) if config.private_nodes else None
         )
         # Every client (this program's provider, CI, operators) uses the DNS endpoint: IAM decides who gets in,
         # from any network, whether or not the IP endpoint is on.
-        self.dns_endpoint: pulumi.Output[str] = self._reported("controlPlaneEndpointsConfig").apply(_dns_endpoint)
+        self.dns_endpoint: pulumi.Output[str] = self._reported(self.cluster.control_plane_endpoints_config).apply(
+            _dns_endpoint
+        )
         self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
-            pulumi.Output.all(self.cluster.output("name"), self.dns_endpoint).apply(
-                lambda args: kubeconfig(args[0], args[1])
-            )
+            pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(lambda args: kubeconfig(args[0], args[1]))
         )
         # In-cluster objects need schedulable CPU nodes (controllers, webhooks) and, on private nodes, the
         # control plane's way to the webhooks; TPU pools are not waited for.
@@ -201,90 +210,82 @@ class GkeCluster(pulumi.ComponentResource):
         )
         self.register_outputs(
             {
-                "name": self.cluster.output("name"),
-                "endpoint": self.cluster.output("endpoint"),
+                "name": self.cluster.name,
+                "endpoint": self.cluster.endpoint,
                 "masterVersion": self.master_version,
             }
         )
 
-    def _reported(self, key: str) -> pulumi.Output[Any]:
-        """A cluster output GKE completes (the endpoints in controlPlaneEndpointsConfig, privateClusterConfig), read
-        once GKE has reported the cluster: these outputs also carry the program's own inputs, known even before the
-        cluster exists (a new stack's preview), and those name no endpoint. `endpoint` exists only in GKE's answer."""
-        return pulumi.Output.all(self.cluster.output("endpoint"), self.cluster.output(key)).apply(lambda v: v[1])
+    def _reported(self, output: pulumi.Output[T]) -> pulumi.Output[T]:
+        """A cluster output GKE completes (the endpoints in control_plane_endpoints_config, private_cluster_config),
+        read once GKE has reported the cluster: these outputs also carry the program's own inputs, known even before
+        the cluster exists (a new stack's preview), and those name no endpoint. `endpoint` exists only in GKE's
+        answer. (Output.all would hand the typed value on as a plain dict.)"""
+        return self.cluster.endpoint.apply(lambda _: output)
 
-    def _nat(self, name: str, config: StackConfig) -> GcpResource:
+    def _nat(self, name: str, config: StackConfig) -> compute.RouterNat:
         """Egress for private nodes (image pulls, pip, Google APIs): a Cloud Router with NAT in the region."""
-        network = config.cluster.network or "default"
-        router = GcpResource(
-            "gcp:compute/router:Router",
+        router = compute.Router(
             f"{name}-router",
-            {"name": f"{config.cluster.name}-nat", "project": config.project, "region": config.region,
-             "network": network},
+            name=f"{config.cluster.name}-nat",
+            project=config.project,
+            region=config.region,
+            network=config.cluster.network or "default",
             opts=pulumi.ResourceOptions(parent=self),
-        )  # fmt: skip
-        return GcpResource(
-            "gcp:compute/routerNat:RouterNat",
+        )
+        return compute.RouterNat(
             f"{name}-nat",
-            {
-                "name": f"{config.cluster.name}-nat",
-                "project": config.project,
-                "region": config.region,
-                "router": router.output("name"),
-                "natIpAllocateOption": "AUTO_ONLY",
-                "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES",
-                "logConfig": {"enable": True, "filter": "ERRORS_ONLY"},
-            },
+            name=f"{config.cluster.name}-nat",
+            project=config.project,
+            region=config.region,
+            router=router.name,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            log_config={"enable": True, "filter": "ERRORS_ONLY"},
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _webhook_firewall(self, name: str, config: StackConfig) -> GcpResource:
+    def _webhook_firewall(self, name: str, config: StackConfig) -> compute.Firewall:
         """Private nodes: GKE's own rule lets the control plane reach only 443 and 10250, but the charts' webhooks
         and APIServices (failurePolicy Fail) listen on other pod ports; without this rule every Kueue object,
         JobSet and Job is refused. Only the stack's nodes (its node service account) are opened."""
-        return GcpResource(
-            "gcp:compute/firewall:Firewall",
+        return compute.Firewall(
             f"{name}-cp-webhooks",
-            {
-                "name": config.cluster.webhook_firewall_name,
-                "project": config.project,
-                "network": config.cluster.network or "default",
-                "description": f"GKE control plane of {config.cluster.name} to the webhooks on its nodes",
-                "direction": "INGRESS",
-                "sourceRanges": self._reported("privateClusterConfig").apply(control_plane_source_ranges),
-                "targetServiceAccounts": [self.node_service_account_email],
-                "allows": [{"protocol": "tcp", "ports": [str(port) for port in WEBHOOK_PORTS]}],
-            },
+            name=config.cluster.webhook_firewall_name,
+            project=config.project,
+            network=config.cluster.network or "default",
+            description=f"GKE control plane of {config.cluster.name} to the webhooks on its nodes",
+            direction="INGRESS",
+            source_ranges=self._reported(self.cluster.private_cluster_config).apply(control_plane_source_ranges),
+            target_service_accounts=[self.node_service_account_email],
+            allows=[{"protocol": "tcp", "ports": [str(port) for port in WEBHOOK_PORTS]}],
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _system_pool(self, name: str, config: StackConfig) -> GcpResource:
+    def _system_pool(self, name: str, config: StackConfig) -> container.NodePool:
         pool = config.cluster.system_pool
-        return GcpResource(
-            "gcp:container/nodePool:NodePool",
+        return container.NodePool(
             f"{name}-system",
-            {
-                "name": SYSTEM_POOL_NAME,
-                "project": config.project,
-                "cluster": self.cluster.output("name"),
-                "location": config.cluster_location,
-                # Per zone (GKE's meaning); minNodes/maxNodes are totals over the pool's zones.
-                "initialNodeCount": config.system_pool_initial_nodes_per_zone,
-                "autoscaling": {
-                    "totalMinNodeCount": pool.min_nodes,
-                    "totalMaxNodeCount": pool.max_nodes,
-                    "locationPolicy": "BALANCED",
-                },
-                "management": {"autoRepair": True, "autoUpgrade": True},
-                "nodeConfig": {
-                    "machineType": pool.machine_type,
-                    "diskSizeGb": pool.disk_size_gb,
-                    "serviceAccount": self.node_service_account_email,
-                    "oauthScopes": [CLOUD_PLATFORM_SCOPE],
-                    "workloadMetadataConfig": {"mode": "GKE_METADATA"},
-                    "shieldedInstanceConfig": SHIELDED,
-                    "resourceLabels": config.resource_labels,
-                },
+            name=SYSTEM_POOL_NAME,
+            project=config.project,
+            cluster=self.cluster.name,
+            location=config.cluster_location,
+            # Per zone (GKE's meaning); min_nodes/max_nodes are totals over the pool's zones.
+            initial_node_count=config.system_pool_initial_nodes_per_zone,
+            autoscaling={
+                "total_min_node_count": pool.min_nodes,
+                "total_max_node_count": pool.max_nodes,
+                "location_policy": "BALANCED",
+            },
+            management={"auto_repair": True, "auto_upgrade": True},
+            node_config={
+                "machine_type": pool.machine_type,
+                "disk_size_gb": pool.disk_size_gb,
+                "service_account": self.node_service_account_email,
+                "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+                "workload_metadata_config": {"mode": "GKE_METADATA"},
+                "shielded_instance_config": SHIELDED,
+                "resource_labels": config.resource_labels,
             },
             opts=pulumi.ResourceOptions(
                 parent=self,
@@ -294,32 +295,10 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
 
-def _access(config: StackConfig) -> dict[str, Any]:
-    """Cluster arguments for private nodes and control-plane access (config.private_nodes, config.ip_endpoint).
-
-    The provider turns authorized networks on whenever masterAuthorizedNetworksConfig is sent, so it is sent only
-    with the IP endpoint on, and then always with networks (the config refuses an IP endpoint without any)."""
-    plane = config.cluster.control_plane
-    args: dict[str, Any] = {
-        "controlPlaneEndpointsConfig": {
-            "dnsEndpointConfig": {"allowExternalTraffic": True},
-            "ipEndpointsConfig": {"enabled": config.ip_endpoint},
-        },
-    }
-    if config.ip_endpoint:
-        args["masterAuthorizedNetworksConfig"] = {
-            "cidrBlocks": [{"cidrBlock": c, "displayName": c} for c in plane.authorized_networks],
-            "gcpPublicCidrsAccessEnabled": False,
-        }
-    if config.private_nodes:
-        args["privateClusterConfig"] = {"enablePrivateNodes": True}
-    return args
-
-
-def _dns_endpoint(endpoints: Any) -> str:
+def _dns_endpoint(endpoints: container.outputs.ClusterControlPlaneEndpointsConfig | None) -> str:
     """The control plane's DNS name (`gke-<id>.<region>.gke.goog`), which GKE always reports for a cluster."""
-    dns = (endpoints or {}).get("dnsEndpointConfig") or {}
-    endpoint = str(dns.get("endpoint") or "")
+    dns = endpoints.dns_endpoint_config if endpoints else None
+    endpoint = (dns.endpoint if dns else None) or ""
     if not endpoint:
         raise pulumi.RunError(
             "the cluster reports no DNS endpoint (controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint); the "
@@ -328,15 +307,14 @@ def _dns_endpoint(endpoints: Any) -> str:
     return endpoint
 
 
-def control_plane_source_ranges(private: Any) -> list[str]:
+def control_plane_source_ranges(private: container.outputs.ClusterPrivateClusterConfig | None) -> list[str]:
     """Where the control plane's calls to the nodes come from: the peered /28 of a VPC-peering cluster
     (masterIpv4CidrBlock), else the internal endpoint GKE gives a Private Service Connect cluster in its subnet
     (privateEndpoint). Never empty: a firewall rule without sources admits every address."""
-    private = private or {}
-    cidr = private.get("masterIpv4CidrBlock")
+    cidr = private.master_ipv4_cidr_block if private else None
     if cidr:
-        return [str(cidr)]
-    endpoint = private.get("privateEndpoint")
+        return [cidr]
+    endpoint = private.private_endpoint if private else None
     if endpoint:
         return [f"{endpoint}/32"]
     raise pulumi.RunError(
@@ -359,32 +337,28 @@ def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _maintenance_policy(maintenance: MaintenanceConfig) -> dict[str, Any] | None:
+def _maintenance_policy(maintenance: MaintenanceConfig) -> container.ClusterMaintenancePolicyArgsDict | None:
     """When GKE may upgrade; None leaves GKE's default (any time). Exclusions need a window (config checks)."""
     if not maintenance.has_window:
         return None
+    policy: container.ClusterMaintenancePolicyArgsDict = {}
+    if maintenance.daily_start_time is not None:
+        policy["daily_maintenance_window"] = {"start_time": maintenance.daily_start_time}
     window = maintenance.recurring_window
-    return {
-        "dailyMaintenanceWindow": (
-            {"startTime": maintenance.daily_start_time} if maintenance.daily_start_time is not None else None
-        ),
-        "recurringWindow": (
+    if window is not None:
+        policy["recurring_window"] = {
+            "start_time": _rfc3339(window.start_time),
+            "end_time": _rfc3339(window.end_time),
+            "recurrence": window.recurrence,
+        }
+    if maintenance.exclusions:
+        policy["maintenance_exclusions"] = [
             {
-                "startTime": _rfc3339(window.start_time),
-                "endTime": _rfc3339(window.end_time),
-                "recurrence": window.recurrence,
-            }
-            if window is not None
-            else None
-        ),
-        "maintenanceExclusions": [
-            {
-                "exclusionName": exclusion.name,
-                "startTime": _rfc3339(exclusion.start_time),
-                "endTime": _rfc3339(exclusion.end_time),
-                "exclusionOptions": {"scope": exclusion.scope},
+                "exclusion_name": exclusion.name,
+                "start_time": _rfc3339(exclusion.start_time),
+                "end_time": _rfc3339(exclusion.end_time),
+                "exclusion_options": {"scope": exclusion.scope},
             }
             for exclusion in maintenance.exclusions
         ]
-        or None,
-    }
+    return policy

@@ -21,7 +21,6 @@ import pulumi_kubernetes as k8s
 from components import tpu_catalog
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
-    PriorityClassConfig,
     cohort_chips,
     covered_resources,
     flavor_labels,
@@ -32,7 +31,6 @@ from components.config.queues import (
     team_chips,
 )
 from components.config.stack import StackConfig
-from components.kubernetes_object import KubernetesObject
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUED_CLASS = "queued-provisioning.gke.io"
@@ -179,31 +177,12 @@ def cohort(config: StackConfig) -> dict[str, Any]:
     return _object("Cohort", config.queues.cohort, {"resourceGroups": groups} if groups else {})
 
 
-def priority_class(priority: PriorityClassConfig) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": priority.name},
-        "value": priority.value,
-        "globalDefault": priority.global_default,
-    }
-    if priority.description:
-        obj["description"] = priority.description
-    return obj
-
-
-def namespace_object(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-
-
-def queue_objects(config: StackConfig) -> list[dict[str, Any]]:
-    """Every object of the batch-scheduling queues, in an order `kubectl apply` would accept."""
+def kueue_objects(config: StackConfig) -> list[dict[str, Any]]:
+    """Every Kueue object of the batch-scheduling queues, each after the objects it names (`references`)."""
     queues = config.queues
     pools = config.queue_pools
-    objects = [namespace_object(name) for name in queue_namespaces(config.queues)]
-    objects += [priority_class(priority) for priority in queues.priority_classes]
     places = rung_places(queues)
-    objects += [resource_flavor(pool, places.get(pool.name)) for pool in config.queue_flavors]
+    objects = [resource_flavor(pool, places.get(pool.name)) for pool in config.queue_flavors]
     for pool in config.queue_flavors:
         if pool.provisioning == "queued":
             objects += [provisioning_request_config(pool), admission_check(pool)]
@@ -249,11 +228,10 @@ def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
     return names
 
 
-def resource_name(component: str, obj: dict[str, Any]) -> str:
+def resource_name(component: str, kind: str, name: str, namespace: str | None = None) -> str:
     """Pulumi name of an object: unique per kind, namespace and name."""
-    metadata = obj["metadata"]
-    where = f"{metadata['namespace']}-" if "namespace" in metadata else ""
-    return f"{component}-{obj['kind'].lower()}-{where}{metadata['name']}"
+    where = f"{namespace}-" if namespace else ""
+    return f"{component}-{kind.lower()}-{where}{name}"
 
 
 def lifecycle_options(kind: str) -> pulumi.ResourceOptions:
@@ -267,7 +245,8 @@ def lifecycle_options(kind: str) -> pulumi.ResourceOptions:
 
 
 class KueueQueues(pulumi.ComponentResource):
-    """Every object of `queue_objects`; Kueue kinds depend on `kueue_chart`, whose webhook validates them.
+    """The teams' namespaces, the PriorityClasses and every object of `kueue_objects`; Kueue kinds depend on
+    `kueue_chart`, whose webhook validates them.
 
     The namespaces wait for both charts too. They hold the teams' JobSets and Jobs, whose Workloads carry a
     finalizer only Kueue's controller removes (`kueue.x-k8s.io/resource-in-use`): `pulumi destroy` deletes a
@@ -289,35 +268,50 @@ class KueueQueues(pulumi.ComponentResource):
         super().__init__("tpu-stack:index:KueueQueues", name, None, opts)
         in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
         controllers = pulumi.ResourceOptions(depends_on=[kueue_chart, jobset_chart])
-        self.namespaces: dict[str, KubernetesObject] = {}
-        self.priority_classes: list[KubernetesObject] = []
-        self.kueue_objects: list[KubernetesObject] = []
-        declared_by_name: dict[tuple[str, str], KubernetesObject] = {}
-        for obj in queue_objects(config):
+        self.namespaces: dict[str, k8s.core.v1.Namespace] = {
+            namespace: k8s.core.v1.Namespace(
+                resource_name(name, "Namespace", namespace),
+                metadata={"name": namespace},
+                opts=pulumi.ResourceOptions.merge(in_cluster, controllers),
+            )
+            for namespace in queue_namespaces(config.queues)
+        }
+        self.priority_classes: list[k8s.scheduling.v1.PriorityClass] = [
+            k8s.scheduling.v1.PriorityClass(
+                resource_name(name, "PriorityClass", priority.name),
+                metadata={"name": priority.name},
+                value=priority.value,
+                global_default=priority.global_default,
+                description=priority.description or None,
+                opts=pulumi.ResourceOptions.merge(in_cluster, lifecycle_options("PriorityClass")),
+            )
+            for priority in config.queues.priority_classes
+        ]
+        self.kueue_objects: list[k8s.apiextensions.CustomResource] = []
+        declared_by_name: dict[tuple[str, str], k8s.apiextensions.CustomResource] = {}
+        for obj in kueue_objects(config):
             kind, metadata = obj["kind"], obj["metadata"]
-            resource_id = resource_name(name, obj)
-            declared = pulumi.ResourceOptions.merge(in_cluster, lifecycle_options(kind))
-            if kind == "Namespace":
-                namespace_opts = pulumi.ResourceOptions.merge(declared, controllers)
-                self.namespaces[metadata["name"]] = KubernetesObject(resource_id, obj, opts=namespace_opts)
-            elif kind == "PriorityClass":
-                self.priority_classes.append(KubernetesObject(resource_id, obj, opts=declared))
-            else:
-                namespace_resource = self.namespaces.get(metadata.get("namespace", ""))
-                depends_on: list[pulumi.Resource] = [kueue_chart]
-                if namespace_resource is not None:
-                    depends_on.append(namespace_resource)
-                depends_on += [declared_by_name[ref] for ref in references(obj) if ref in declared_by_name]
-                resource = KubernetesObject(
-                    resource_id,
-                    obj,
-                    opts=pulumi.ResourceOptions.merge(declared, pulumi.ResourceOptions(depends_on=depends_on)),
-                )
-                declared_by_name[(kind, metadata["name"])] = resource
-                self.kueue_objects.append(resource)
+            namespace_resource = self.namespaces.get(metadata.get("namespace", ""))
+            depends_on: list[pulumi.Resource] = [kueue_chart]
+            if namespace_resource is not None:
+                depends_on.append(namespace_resource)
+            depends_on += [declared_by_name[ref] for ref in references(obj) if ref in declared_by_name]
+            resource = k8s.apiextensions.CustomResource(
+                resource_name(name, kind, metadata["name"], metadata.get("namespace")),
+                api_version=obj["apiVersion"],
+                kind=kind,
+                metadata=metadata,
+                spec=obj["spec"],
+                opts=pulumi.ResourceOptions.merge(
+                    pulumi.ResourceOptions.merge(in_cluster, lifecycle_options(kind)),
+                    pulumi.ResourceOptions(depends_on=depends_on),
+                ),
+            )
+            declared_by_name[(kind, metadata["name"])] = resource
+            self.kueue_objects.append(resource)
         self.register_outputs({})
 
     def namespace_name(self, name: str) -> pulumi.Input[str]:
         """`name` as an input that waits for the namespace when this component creates it."""
         namespace = self.namespaces.get(name)
-        return namespace.metadata.apply(lambda m: m["name"]) if namespace is not None else name
+        return namespace.metadata.name if namespace is not None else name

@@ -17,6 +17,7 @@ configured, is read from a Secret the operator creates, mounted as a file: its v
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import shlex
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ from components.config.llm_serving import (
     ServerShape,
 )
 from components.config.stack import StackConfig
-from components.kubernetes_object import KubernetesObject
+from components.pod_template import pod_template
 from components.workload_identity import BucketRole, WorkloadIdentity
 
 LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
@@ -173,17 +174,17 @@ def server_pod(shape: ServerShape, serving: LlmServingConfig, bucket: str, *, ro
     return {"metadata": {"labels": {**labels(shape), **component, **PART_OF}, "annotations": annotations}, "spec": pod}
 
 
-def deployment_spec(shape: ServerShape, serving: LlmServingConfig, bucket: str) -> dict[str, Any]:
+def deployment_spec(shape: ServerShape, serving: LlmServingConfig, bucket: str) -> k8s.apps.v1.DeploymentSpecArgsDict:
     """Single-host slices: one pod per replica; a rollout adds one on a spare slice first when there is one."""
     return {
         "replicas": shape.server.replicas,
-        "progressDeadlineSeconds": ROLLOUT_DEADLINE_SECONDS,
-        "selector": {"matchLabels": labels(shape)},
+        "progress_deadline_seconds": ROLLOUT_DEADLINE_SECONDS,
+        "selector": {"match_labels": labels(shape)},
         "strategy": {
             "type": "RollingUpdate",
-            "rollingUpdate": {"maxSurge": shape.max_surge, "maxUnavailable": shape.max_unavailable},
+            "rolling_update": {"max_surge": shape.max_surge, "max_unavailable": shape.max_unavailable},
         },
-        "template": server_pod(shape, serving, bucket, role=API_SERVER),
+        "template": pod_template(server_pod(shape, serving, bucket, role=API_SERVER)),
     }
 
 
@@ -207,20 +208,20 @@ def leader_worker_set_spec(shape: ServerShape, serving: LlmServingConfig, bucket
     }
 
 
-def load_balancer(shape: ServerShape, serving: LlmServingConfig) -> dict[str, Any]:
+def load_balancer(shape: ServerShape, serving: LlmServingConfig) -> k8s.core.v1.ServiceSpecArgsDict:
     """`<server>-lb`, an internal load balancer to the API servers, for the listed client ranges only. Not named
     after the server: LeaderWorkerSet names its own headless Service (the group's DNS) after the set."""
     return {
         "type": "LoadBalancer",
         "selector": {**labels(shape), "app.kubernetes.io/component": API_SERVER},
-        "ports": [{"name": "http", "protocol": "TCP", "port": SERVER_PORT, "targetPort": SERVER_PORT}],
-        "loadBalancerSourceRanges": list(serving.service.source_ranges),
+        "ports": [{"name": "http", "protocol": "TCP", "port": SERVER_PORT, "target_port": SERVER_PORT}],
+        "load_balancer_source_ranges": list(serving.service.source_ranges),
         # Local keeps the clients' addresses, which the namespace's NetworkPolicy admits by range.
-        "externalTrafficPolicy": "Local",
+        "external_traffic_policy": "Local",
     }
 
 
-def policies(shapes: Sequence[ServerShape], serving: LlmServingConfig) -> list[dict[str, Any]]:
+def policies(shapes: Sequence[ServerShape], serving: LlmServingConfig) -> list[network_policies.Policy]:
     """Default deny; clients reach only the API servers' port; the hosts of a multi-host server reach each other
     on any port (Ray, the TPU runtime), nothing else does."""
     namespace = serving.namespace
@@ -235,8 +236,7 @@ def policies(shapes: Sequence[ServerShape], serving: LlmServingConfig) -> list[d
         )
         if shape.multi_host:
             group = network_policies.allow_same_namespace(namespace, labels(shape))
-            group["metadata"]["name"] = f"allow-{name}-group"
-            found.append(group)
+            found.append(dataclasses.replace(group, name=f"allow-{name}-group"))
     return found
 
 
@@ -248,10 +248,11 @@ def exceptions(shape: ServerShape) -> dict[str, str]:
     return found
 
 
-def _load_balancer_address(status: Any) -> str:
+def _load_balancer_address(status: k8s.core.v1.outputs.ServiceStatus | None) -> str:
     """The Service's first ingress address; empty until the load balancer exists (and in previews)."""
-    ingress = ((status or {}).get("load_balancer") or (status or {}).get("loadBalancer") or {}).get("ingress") or []
-    return str(ingress[0].get("ip") or ingress[0].get("hostname") or "") if ingress else ""
+    balancer = status.load_balancer if status else None
+    ingress = (balancer.ingress if balancer else None) or []
+    return (ingress[0].ip or ingress[0].hostname or "") if ingress else ""
 
 
 class LlmServing(pulumi.ComponentResource):
@@ -278,12 +279,10 @@ class LlmServing(pulumi.ComponentResource):
         shapes = config.server_shapes
         in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
 
-        self.namespace: KubernetesObject = KubernetesObject(
-            f"{name}-namespace",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": serving.namespace, "labels": PART_OF}},
-            opts=in_cluster,
+        self.namespace: k8s.core.v1.Namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": serving.namespace, "labels": PART_OF}, opts=in_cluster
         )
-        namespace: pulumi.Output[str] = self.namespace.metadata.apply(lambda m: m["name"])
+        namespace: pulumi.Output[str] = self.namespace.metadata.name
         self.identity: WorkloadIdentity = WorkloadIdentity(
             f"{name}-identity",
             config=config,
@@ -303,49 +302,39 @@ class LlmServing(pulumi.ComponentResource):
             parent=self, provider=provider, depends_on=[self.identity.service_account, *self.identity.bindings]
         )
         bucket = pulumi.Output.from_input(bucket_name)
-        self.servers: dict[str, KubernetesObject] = {}
-        self.services: dict[str, KubernetesObject] = {}
+        self.servers: dict[str, k8s.apps.v1.Deployment | k8s.apiextensions.CustomResource] = {}
+        self.services: dict[str, k8s.core.v1.Service] = {}
         for shape in shapes:
             server = shape.server.name
             skips = pod_security.skip_annotations(exceptions(shape))
             if shape.multi_host:
-                manifest = {
-                    "apiVersion": LWS_API_VERSION,
-                    "kind": "LeaderWorkerSet",
-                    "metadata": _meta(server, namespace, {EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL, **skips}),
-                    "spec": bucket.apply(functools.partial(leader_worker_set_spec, shape, serving)),
-                }
-                after = pulumi.ResourceOptions(depends_on=[lws_chart] if lws_chart else [])
-                opts_server = pulumi.ResourceOptions.merge(ready, after)
+                self.servers[server] = k8s.apiextensions.CustomResource(
+                    f"{name}-{server}",
+                    api_version=LWS_API_VERSION,
+                    kind="LeaderWorkerSet",
+                    metadata=_meta(server, namespace, {EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL, **skips}),
+                    spec=bucket.apply(functools.partial(leader_worker_set_spec, shape, serving)),
+                    opts=pulumi.ResourceOptions.merge(
+                        ready, pulumi.ResourceOptions(depends_on=[lws_chart] if lws_chart else [])
+                    ),
+                )
             else:
                 # A model loads for longer than the provider's 10-minute Deployment await: `pulumi up` declares the
                 # rollout, the probes and the load balancer decide when a replica serves.
-                manifest = {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "metadata": _meta(server, namespace, {SKIP_AWAIT: "true", **skips}),
-                    "spec": bucket.apply(functools.partial(deployment_spec, shape, serving)),
-                }
-                opts_server = ready
-            self.servers[server] = KubernetesObject(f"{name}-{server}", manifest, opts=opts_server)
-            self.services[server] = KubernetesObject(
+                self.servers[server] = k8s.apps.v1.Deployment(
+                    f"{name}-{server}",
+                    metadata=_meta(server, namespace, {SKIP_AWAIT: "true", **skips}),
+                    spec=bucket.apply(functools.partial(deployment_spec, shape, serving)),
+                    opts=ready,
+                )
+            self.services[server] = k8s.core.v1.Service(
                 f"{name}-{server}-lb",
-                {
-                    "apiVersion": "v1",
-                    "kind": "Service",
-                    "metadata": _meta(
-                        f"{server}-lb", namespace, {INTERNAL_LB: "Internal", WAIT_FOR: LOAD_BALANCER_ADDRESS}
-                    ),
-                    "spec": load_balancer(shape, serving),
-                },
+                metadata=_meta(f"{server}-lb", namespace, {INTERNAL_LB: "Internal", WAIT_FOR: LOAD_BALANCER_ADDRESS}),
+                spec=load_balancer(shape, serving),
                 opts=in_cluster,
             )
-        self.network_policies: list[KubernetesObject] = [
-            KubernetesObject(
-                f"{name}-{policy['metadata']['name']}",
-                {**policy, "metadata": {**policy["metadata"], "namespace": namespace}},
-                opts=in_cluster,
-            )
+        self.network_policies: list[k8s.networking.v1.NetworkPolicy] = [
+            network_policies.network_policy(name, policy, in_cluster, namespace=namespace)
             for policy in policies(shapes, serving)
         ]
         self.endpoints: dict[str, pulumi.Output[str]] = {
@@ -357,8 +346,10 @@ class LlmServing(pulumi.ComponentResource):
         self.register_outputs({"endpoints": self.endpoints})
 
 
-def _meta(name: str, namespace: pulumi.Input[str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(PART_OF)}
+def _meta(
+    name: str, namespace: pulumi.Input[str], annotations: dict[str, str] | None = None
+) -> k8s.meta.v1.ObjectMetaArgsDict:
+    meta: k8s.meta.v1.ObjectMetaArgsDict = {"name": name, "namespace": namespace, "labels": dict(PART_OF)}
     if annotations:
         meta["annotations"] = annotations
     return meta

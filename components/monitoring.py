@@ -16,12 +16,12 @@ import json
 from typing import Any
 
 import pulumi
+from pulumi_gcp import monitoring
 
 from components import tpu_catalog
 from components.config.pools import TpuPoolConfig
 from components.config.queues import queue_refs
 from components.config.stack import StackConfig
-from components.gcp_resource import GcpResource
 
 DUTY_CYCLE = "kubernetes.io/container/accelerator/duty_cycle"
 TENSORCORE = "kubernetes.io/node/accelerator/tensorcore_utilization"
@@ -171,12 +171,13 @@ def dashboard(config: StackConfig) -> dict[str, Any]:
     for cluster_queue in cluster_queues(config):
         row, y = _row(y, f"ClusterQueue {cluster_queue}", queue_widgets(cluster_queue))
         tiles += row
-    return proto3_json(
+    layout: dict[str, Any] = proto3_json(
         {
             "displayName": f"tpu-stack {config.stack}: TPU fleet and queues ({config.cluster.name})",
             "mosaicLayout": {"columns": COLUMNS, "tiles": tiles},
         }
     )
+    return layout
 
 
 def alert_queries(config: StackConfig) -> dict[str, tuple[str, int]]:
@@ -213,10 +214,10 @@ class Monitoring(pulumi.ComponentResource):
     def __init__(self, name: str, *, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("tpu-stack:index:Monitoring", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.dashboard: GcpResource = GcpResource(
-            "gcp:monitoring/dashboard:Dashboard",
+        self.dashboard: monitoring.Dashboard = monitoring.Dashboard(
             f"{name}-dashboard",
-            {"project": config.project, "dashboardJson": json.dumps(dashboard(config), sort_keys=True)},
+            project=config.project,
+            dashboard_json=json.dumps(dashboard(config), sort_keys=True),
             opts=child,
         )
         project = config.project
@@ -227,28 +228,25 @@ class Monitoring(pulumi.ComponentResource):
             )
         )
         channels = list(config.monitoring.notification_channels)
-        self.alerts: list[GcpResource] = [
-            GcpResource(
-                "gcp:monitoring/alertPolicy:AlertPolicy",
+        self.alerts: list[monitoring.AlertPolicy] = [
+            monitoring.AlertPolicy(
                 f"{name}-{alert}",
-                {
-                    "project": config.project,
-                    "displayName": f"tpu-stack {config.stack}: {alert}",
-                    "combiner": "OR",
-                    "conditions": [
-                        {
-                            "displayName": alert,
-                            "conditionPrometheusQueryLanguage": {
-                                "query": query,
-                                "duration": f"{minutes * 60}s",
-                                "evaluationInterval": "60s",
-                                "disableMetricValidation": reads_scraped_series(query),
-                            },
-                        }
-                    ],
-                    "notificationChannels": channels,
-                    "userLabels": config.resource_labels,
-                },
+                project=config.project,
+                display_name=f"tpu-stack {config.stack}: {alert}",
+                combiner="OR",
+                conditions=[
+                    {
+                        "display_name": alert,
+                        "condition_prometheus_query_language": {
+                            "query": query,
+                            "duration": f"{minutes * 60}s",
+                            "evaluation_interval": "60s",
+                            "disable_metric_validation": reads_scraped_series(query),
+                        },
+                    }
+                ],
+                notification_channels=channels,
+                user_labels=config.resource_labels,
                 opts=child,
             )
             for alert, (query, minutes) in alert_queries(config).items()

@@ -10,77 +10,84 @@ model servers, ICI) and only the configured client ranges to reach the HTTP serv
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes_object import KubernetesObject
-
-API_VERSION = "networking.k8s.io/v1"
 # GKE metadata server (Workload Identity tokens), as GKE's Workload Identity page asks of a strict egress
 # policy: 169.254.169.252/32 on 988 always, and on Dataplane V2 also 169.254.169.254/32 on 80.
 METADATA_EGRESS = (("169.254.169.254/32", 80), ("169.254.169.252/32", 988))
 HTTPS = 443
 
 
-def _policy(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "NetworkPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
+@dataclass(frozen=True)
+class Policy:
+    """One NetworkPolicy: its name, its namespace and its spec."""
+
+    name: str
+    namespace: str
+    spec: k8s.networking.v1.NetworkPolicySpecArgsDict
 
 
-def default_deny(namespace: str) -> dict[str, Any]:
+def _selector(labels: dict[str, str] | None) -> k8s.meta.v1.LabelSelectorArgsDict:
+    """Pods carrying `labels`; every pod of the namespace without."""
+    return {"match_labels": labels} if labels else {}
+
+
+def _namespace_named(name: str) -> k8s.meta.v1.LabelSelectorArgsDict:
+    return {"match_labels": {"kubernetes.io/metadata.name": name}}
+
+
+def default_deny(namespace: str) -> Policy:
     """Every pod of the namespace: no ingress, no egress, unless another policy allows it."""
-    return _policy("default-deny", namespace, {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]})
+    return Policy("default-deny", namespace, {"pod_selector": {}, "policy_types": ["Ingress", "Egress"]})
 
 
-def allow_platform_egress(namespace: str) -> dict[str, Any]:
+def allow_platform_egress(namespace: str) -> Policy:
     """DNS to kube-dns, the metadata server, and HTTPS anywhere (Google APIs have no fixed ranges here)."""
-    dns_ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
-    kube_dns = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+    kube_dns: k8s.networking.v1.NetworkPolicyPeerArgsDict = {
+        "namespace_selector": _namespace_named("kube-system"),
+        "pod_selector": {"match_labels": {"k8s-app": "kube-dns"}},
     }
-    egress: list[dict[str, Any]] = [{"to": [kube_dns], "ports": dns_ports}]
+    egress: list[k8s.networking.v1.NetworkPolicyEgressRuleArgsDict] = [
+        {"to": [kube_dns], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    ]
     egress += [
-        {"to": [{"ipBlock": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": port}]}
+        {"to": [{"ip_block": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": port}]}
         for cidr, port in METADATA_EGRESS
     ]
-    egress.append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": HTTPS}]})
-    return _policy("allow-platform-egress", namespace, {"podSelector": {}, "policyTypes": ["Egress"], "egress": egress})
+    egress.append({"to": [{"ip_block": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": HTTPS}]})
+    return Policy(
+        "allow-platform-egress", namespace, {"pod_selector": {}, "policy_types": ["Egress"], "egress": egress}
+    )
 
 
-def allow_same_namespace(namespace: str, pod_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def allow_same_namespace(namespace: str, pod_labels: dict[str, str] | None = None) -> Policy:
     """Pods (matching `pod_labels`, else all) reach each other on any port: workers of one job, Saxml servers."""
-    peers = [{"podSelector": {"matchLabels": pod_labels} if pod_labels else {}}]
-    return _policy(
+    peers: list[k8s.networking.v1.NetworkPolicyPeerArgsDict] = [{"pod_selector": _selector(pod_labels)}]
+    return Policy(
         "allow-same-namespace",
         namespace,
         {
-            "podSelector": {"matchLabels": pod_labels} if pod_labels else {},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": peers}],
+            "pod_selector": _selector(pod_labels),
+            "policy_types": ["Ingress", "Egress"],
+            "ingress": [{"from_": peers}],
             "egress": [{"to": peers}],
         },
     )
 
 
-def allow_clients(
-    namespace: str, name: str, pod_labels: dict[str, str], port: int, ranges: Sequence[str]
-) -> dict[str, Any]:
+def allow_clients(namespace: str, name: str, pod_labels: dict[str, str], port: int, ranges: Sequence[str]) -> Policy:
     """Ingress to `pod_labels` on `port` from the listed client ranges only."""
-    return _policy(
+    return Policy(
         name,
         namespace,
         {
-            "podSelector": {"matchLabels": pod_labels},
-            "policyTypes": ["Ingress"],
+            "pod_selector": {"match_labels": pod_labels},
+            "policy_types": ["Ingress"],
             "ingress": [
-                {"from": [{"ipBlock": {"cidr": c}} for c in ranges], "ports": [{"protocol": "TCP", "port": port}]}
+                {"from_": [{"ip_block": {"cidr": c}} for c in ranges], "ports": [{"protocol": "TCP", "port": port}]}
             ],
         },
     )
@@ -99,17 +106,17 @@ controller's `webhook-server` port) behind its mutating and validating webhooks 
 and the CRD's conversion webhook. With private nodes GKE's control-plane-to-node firewall must admit tcp:9443."""
 
 
-def controller_policies(namespace: str, ports: Sequence[int]) -> list[dict[str, Any]]:
+def controller_policies(namespace: str, ports: Sequence[int]) -> list[Policy]:
     """A chart's controller namespace: deny, then the API server's calls in on `ports` (pod ports, after the
     Service's translation) and the controller's calls out (HTTPS).
 
     The control plane has no pod-network address to select, so these ports admit any source."""
-    webhooks = _policy(
+    webhooks = Policy(
         "allow-api-server-calls",
         namespace,
         {
-            "podSelector": {},
-            "policyTypes": ["Ingress"],
+            "pod_selector": {},
+            "policy_types": ["Ingress"],
             "ingress": [{"ports": [{"protocol": "TCP", "port": port} for port in ports]}],
         },
     )
@@ -122,39 +129,54 @@ GMP_NAMESPACE = "gmp-system"
 """Where GKE runs the collectors of Google Cloud Managed Service for Prometheus."""
 
 
-def allow_metrics_scrape(namespace: str) -> dict[str, Any]:
+def allow_metrics_scrape(namespace: str) -> Policy:
     """The managed Prometheus collectors reach the controllers' metrics port, nothing else."""
-    collectors = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GMP_NAMESPACE}}}
-    return _policy(
+    return Policy(
         "allow-metrics-scrape",
         namespace,
         {
-            "podSelector": {},
-            "policyTypes": ["Ingress"],
-            "ingress": [{"from": [collectors], "ports": [{"protocol": "TCP", "port": METRICS_PORT}]}],
+            "pod_selector": {},
+            "policy_types": ["Ingress"],
+            "ingress": [
+                {
+                    "from_": [{"namespace_selector": _namespace_named(GMP_NAMESPACE)}],
+                    "ports": [{"protocol": "TCP", "port": METRICS_PORT}],
+                }
+            ],
         },
     )
 
 
-def training_policies(namespace: str) -> list[dict[str, Any]]:
+def training_policies(namespace: str) -> list[Policy]:
     return [default_deny(namespace), allow_platform_egress(namespace), allow_same_namespace(namespace)]
 
 
+def network_policy(
+    name: str, policy: Policy, opts: pulumi.ResourceOptions, namespace: pulumi.Input[str] | None = None
+) -> k8s.networking.v1.NetworkPolicy:
+    """`policy` as the resource `<name>-<policy name>`; `namespace` (an output of the namespace resource, so the
+    policy waits for it) instead of the policy's own."""
+    return k8s.networking.v1.NetworkPolicy(
+        f"{name}-{policy.name}",
+        metadata={"name": policy.name, "namespace": policy.namespace if namespace is None else namespace},
+        spec=policy.spec,
+        opts=opts,
+    )
+
+
 class NamespacePolicies(pulumi.ComponentResource):
-    """The NetworkPolicy objects of one namespace; `namespace` waits for the namespace resource."""
+    """The NetworkPolicy objects of one namespace; `depends_on` the namespace resource."""
 
     def __init__(
         self,
         name: str,
         *,
-        policies: list[dict[str, Any]],
+        policies: list[Policy],
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:NamespacePolicies", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
-        self.policies: list[KubernetesObject] = [
-            KubernetesObject(f"{name}-{p['metadata']['name']}", p, opts=child) for p in policies
-        ]
+        self.policies: list[k8s.networking.v1.NetworkPolicy] = [network_policy(name, p, child) for p in policies]
         self.register_outputs({})

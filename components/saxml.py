@@ -21,7 +21,7 @@ from components.config.cluster import SYSTEM_NODE_SELECTOR
 from components.config.pools import TpuPoolConfig
 from components.config.serving import WRITER_ROLE, SaxmlConfig, file_cache_gib, saxml_mounts
 from components.config.stack import StackConfig
-from components.kubernetes_object import KubernetesObject
+from components.pod_template import pod_template
 from components.workload_identity import BucketRole, WorkloadIdentity
 
 ADMIN_PORT = 10000
@@ -41,7 +41,7 @@ def sax_root(bucket: str) -> str:
     return f"gs://{bucket}/sax-root"
 
 
-def admin_server(saxml: SaxmlConfig, bucket: str) -> dict[str, Any]:
+def admin_server(saxml: SaxmlConfig, bucket: str) -> k8s.apps.v1.DeploymentSpecArgsDict:
     """Deployment spec of the admin server: it tracks model servers and keeps its state in the bucket."""
     return _cpu_deployment(
         "sax-admin-server",
@@ -53,7 +53,7 @@ def admin_server(saxml: SaxmlConfig, bucket: str) -> dict[str, Any]:
     )
 
 
-def http_server(saxml: SaxmlConfig, bucket: str) -> dict[str, Any]:
+def http_server(saxml: SaxmlConfig, bucket: str) -> k8s.apps.v1.DeploymentSpecArgsDict:
     """Deployment spec of the HTTP server: publish, list, generate, unpublish over REST."""
     return _cpu_deployment(
         "sax-http",
@@ -67,21 +67,18 @@ def http_server(saxml: SaxmlConfig, bucket: str) -> dict[str, Any]:
 
 def _cpu_deployment(
     app: str, saxml: SaxmlConfig, *, image: str, port: int, env: list[dict[str, str]], resources: dict[str, Any]
-) -> dict[str, Any]:
+) -> k8s.apps.v1.DeploymentSpecArgsDict:
     """A restricted CPU pod on the system pool: non-root, read-only root, no API token (Saxml never calls it)."""
     container = {"name": app, "image": image, "ports": [{"containerPort": port}], "env": env, "resources": resources}
-    return {
-        "replicas": 1,
-        "selector": {"matchLabels": {"app": app}},
-        "template": {
-            "metadata": {"labels": {"app": app, **PART_OF}},
-            "spec": {
-                "serviceAccountName": saxml.service_account,
-                "nodeSelector": dict(SYSTEM_NODE_SELECTOR),  # Saxml needs TPU pools: always a Standard cluster
-                **pod_security.cpu_pod(container, port=port),
-            },
+    pod = {
+        "metadata": {"labels": {"app": app, **PART_OF}},
+        "spec": {
+            "serviceAccountName": saxml.service_account,
+            "nodeSelector": dict(SYSTEM_NODE_SELECTOR),  # Saxml needs TPU pools: always a Standard cluster
+            **pod_security.cpu_pod(container, port=port),
         },
     }
+    return {"replicas": 1, "selector": {"match_labels": {"app": app}}, "template": pod_template(pod)}
 
 
 def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str, *, cache_gib: int) -> dict[str, Any]:
@@ -144,16 +141,16 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str, *, ca
     }
 
 
-def http_service(saxml: SaxmlConfig) -> tuple[dict[str, str], dict[str, Any]]:
+def http_service(saxml: SaxmlConfig) -> tuple[dict[str, str], k8s.core.v1.ServiceSpecArgsDict]:
     """(annotations, spec) of `sax-http-lb`: internal unless external is configured, always range-limited then."""
     annotations = {} if saxml.service.external else {INTERNAL_LB: "Internal"}
-    spec: dict[str, Any] = {
+    spec: k8s.core.v1.ServiceSpecArgsDict = {
         "type": "LoadBalancer",
         "selector": {"app": "sax-http"},
-        "ports": [{"name": "http", "protocol": "TCP", "port": HTTP_PORT, "targetPort": HTTP_PORT}],
+        "ports": [{"name": "http", "protocol": "TCP", "port": HTTP_PORT, "target_port": HTTP_PORT}],
         # Internal or not, only the listed clients; Local keeps their addresses for the NetworkPolicy.
-        "loadBalancerSourceRanges": list(saxml.service.source_ranges),
-        "externalTrafficPolicy": "Local",
+        "load_balancer_source_ranges": list(saxml.service.source_ranges),
+        "external_traffic_policy": "Local",
     }
     return annotations, spec
 
@@ -172,7 +169,7 @@ def model_server_exceptions(saxml: SaxmlConfig) -> dict[str, str]:
     }
 
 
-def policies(saxml: SaxmlConfig, namespace: str) -> list[dict[str, Any]]:
+def policies(saxml: SaxmlConfig, namespace: str) -> list[network_policies.Policy]:
     """Default deny; Saxml pods reach each other (admin only from them); clients reach only the HTTP port."""
     return [
         network_policies.default_deny(namespace),
@@ -184,10 +181,11 @@ def policies(saxml: SaxmlConfig, namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-def _load_balancer_ip(status: Any) -> str:
+def _load_balancer_ip(status: k8s.core.v1.outputs.ServiceStatus | None) -> str:
     """The Service's first ingress address; empty until the load balancer exists (and in previews)."""
-    ingress = ((status or {}).get("load_balancer") or (status or {}).get("loadBalancer") or {}).get("ingress") or []
-    return str(ingress[0].get("ip") or ingress[0].get("hostname") or "") if ingress else ""
+    balancer = status.load_balancer if status else None
+    ingress = (balancer.ingress if balancer else None) or []
+    return (ingress[0].ip or ingress[0].hostname or "") if ingress else ""
 
 
 class Saxml(pulumi.ComponentResource):
@@ -218,19 +216,13 @@ class Saxml(pulumi.ComponentResource):
 
         # A built-in namespace (`default`, as in the Saxml tutorial) is used, never declared: the stack would
         # own it, and `pulumi destroy` would delete it.
-        self.namespace: KubernetesObject | None = (
-            KubernetesObject(
-                f"{name}-namespace",
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": saxml.namespace}},
-                opts=in_cluster,
-            )
+        self.namespace: k8s.core.v1.Namespace | None = (
+            k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": saxml.namespace}, opts=in_cluster)
             if saxml.declares_namespace
             else None
         )
         namespace: pulumi.Output[str] = (
-            self.namespace.metadata.apply(lambda m: m["name"])
-            if self.namespace
-            else pulumi.Output.from_input(saxml.namespace)
+            self.namespace.metadata.name if self.namespace else pulumi.Output.from_input(saxml.namespace)
         )
         self.identity: WorkloadIdentity = WorkloadIdentity(
             f"{name}-identity",
@@ -249,32 +241,26 @@ class Saxml(pulumi.ComponentResource):
         )
         bucket = pulumi.Output.from_input(bucket_name)
 
-        self.admin_server: KubernetesObject = KubernetesObject(
+        self.admin_server: k8s.apps.v1.Deployment = k8s.apps.v1.Deployment(
             f"{name}-admin-server",
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": _meta(
-                    "sax-admin-server",
-                    namespace,
-                    pod_security.skip_annotations(image_exceptions(saxml.images.admin_server)),
-                ),
-                "spec": bucket.apply(lambda b: admin_server(saxml, b)),
-            },
+            metadata=_meta(
+                "sax-admin-server",
+                namespace,
+                pod_security.skip_annotations(image_exceptions(saxml.images.admin_server)),
+            ),
+            spec=bucket.apply(lambda b: admin_server(saxml, b)),
             opts=ready,
         )
-        self.model_servers: KubernetesObject = KubernetesObject(
+        self.model_servers: k8s.apiextensions.CustomResource = k8s.apiextensions.CustomResource(
             f"{name}-model-servers",
-            {
-                "apiVersion": "jobset.x-k8s.io/v1alpha2",
-                "kind": "JobSet",
-                "metadata": _meta(
-                    MODEL_SERVER_SET,
-                    namespace,
-                    {**ONE_SLICE_PER_NODE_POOL, **pod_security.skip_annotations(model_server_exceptions(saxml))},
-                ),
-                "spec": bucket.apply(lambda b: model_server_set(saxml, pool, b, cache_gib=cache_gib)),
-            },
+            api_version="jobset.x-k8s.io/v1alpha2",
+            kind="JobSet",
+            metadata=_meta(
+                MODEL_SERVER_SET,
+                namespace,
+                {**ONE_SLICE_PER_NODE_POOL, **pod_security.skip_annotations(model_server_exceptions(saxml))},
+            ),
+            spec=bucket.apply(lambda b: model_server_set(saxml, pool, b, cache_gib=cache_gib)),
             opts=pulumi.ResourceOptions.merge(
                 ready,
                 pulumi.ResourceOptions(
@@ -284,35 +270,23 @@ class Saxml(pulumi.ComponentResource):
                 ),
             ),
         )
-        self.http_server: KubernetesObject = KubernetesObject(
+        self.http_server: k8s.apps.v1.Deployment = k8s.apps.v1.Deployment(
             f"{name}-http",
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": _meta(
-                    "sax-http", namespace, pod_security.skip_annotations(image_exceptions(saxml.images.http_server))
-                ),
-                "spec": bucket.apply(lambda b: http_server(saxml, b)),
-            },
+            metadata=_meta(
+                "sax-http", namespace, pod_security.skip_annotations(image_exceptions(saxml.images.http_server))
+            ),
+            spec=bucket.apply(lambda b: http_server(saxml, b)),
             opts=ready,
         )
         annotations, service_spec = http_service(saxml)
-        self.service: KubernetesObject = KubernetesObject(
+        self.service: k8s.core.v1.Service = k8s.core.v1.Service(
             f"{name}-http-lb",
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": _meta("sax-http-lb", namespace, annotations=annotations),
-                "spec": service_spec,
-            },
+            metadata=_meta("sax-http-lb", namespace, annotations=annotations),
+            spec=service_spec,
             opts=in_cluster,
         )
-        self.network_policies: list[KubernetesObject] = [
-            KubernetesObject(
-                f"{name}-{policy['metadata']['name']}",
-                {**policy, "metadata": {**policy["metadata"], "namespace": namespace}},
-                opts=in_cluster,
-            )
+        self.network_policies: list[k8s.networking.v1.NetworkPolicy] = [
+            network_policies.network_policy(name, policy, in_cluster, namespace=namespace)
             for policy in policies(saxml, saxml.namespace)
         ]
         self.http_address: pulumi.Output[str] = self.service.status.apply(_load_balancer_ip)
@@ -322,8 +296,10 @@ class Saxml(pulumi.ComponentResource):
         self.register_outputs({"httpAddress": self.http_address, "urls": self.urls})
 
 
-def _meta(name: str, namespace: pulumi.Input[str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(PART_OF)}
+def _meta(
+    name: str, namespace: pulumi.Input[str], annotations: dict[str, str] | None = None
+) -> k8s.meta.v1.ObjectMetaArgsDict:
+    meta: k8s.meta.v1.ObjectMetaArgsDict = {"name": name, "namespace": namespace, "labels": dict(PART_OF)}
     if annotations:
         meta["annotations"] = annotations
     return meta

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pulumi
+from pulumi_gcp import compute, container
 
 from components.config.pools import TpuPoolConfig
 from components.config.stack import StackConfig
-from components.gcp_resource import GcpResource
 from components.gke_cluster import CLOUD_PLATFORM_SCOPE, NODE_POOL_TIMEOUTS
 
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
@@ -26,37 +24,34 @@ class TpuSlicePools(pulumi.ComponentResource):
         *,
         config: StackConfig,
         pool: TpuPoolConfig,
-        cluster: GcpResource,
+        cluster: container.Cluster,
         node_service_account_email: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:TpuSlicePools", name, None, opts)
-        self.future_reservation: GcpResource | None = self._future_reservation(name, config, pool)
+        self.future_reservation: compute.FutureReservation | None = self._future_reservation(name, config, pool)
         depends_on: list[pulumi.Resource] = [self.future_reservation] if self.future_reservation else []
         ignore = AUTOSCALED_FIELDS if pool.autoscaled else []
         node_config = _node_config(config, pool, node_service_account_email)
-        self.node_pools: list[GcpResource] = [
-            GcpResource(
-                "gcp:container/nodePool:NodePool",
+        self.node_pools: list[container.NodePool] = [
+            container.NodePool(
                 node_pool_name,
-                {
-                    "name": node_pool_name,
-                    "project": config.project,
-                    "cluster": cluster.output("name"),
-                    "location": config.cluster_location,
-                    "nodeLocations": [pool.zone] if pool.zone else None,
-                    "initialNodeCount": 0 if pool.autoscaled else None,
-                    "nodeCount": None if pool.autoscaled else pool.vms_per_slice,
-                    "autoscaling": _autoscaling(pool),
-                    "management": {"autoRepair": pool.auto_repair, "autoUpgrade": config.auto_upgrade(pool)},
-                    # `type` is required by the provider schema, but GKE never reports it for TPU pools: an
-                    # empty string is left out of the API request (as gcloud does) and reads back equal.
-                    "placementPolicy": (
-                        {"type": "", "tpuTopology": pool.explicit_topology} if pool.explicit_topology else None
-                    ),
-                    "queuedProvisioning": {"enabled": True} if pool.provisioning == "queued" else None,
-                    "nodeConfig": node_config,
-                },
+                name=node_pool_name,
+                project=config.project,
+                cluster=cluster.name,
+                location=config.cluster_location,
+                node_locations=[pool.zone] if pool.zone else None,
+                initial_node_count=0 if pool.autoscaled else None,
+                node_count=None if pool.autoscaled else pool.vms_per_slice,
+                autoscaling=_autoscaling(pool),
+                management={"auto_repair": pool.auto_repair, "auto_upgrade": config.auto_upgrade(pool)},
+                # `type` is required by the provider schema, but GKE never reports it for TPU pools: an empty
+                # string is left out of the API request (as gcloud does) and reads back equal.
+                placement_policy=(
+                    {"type": "", "tpu_topology": pool.explicit_topology} if pool.explicit_topology else None
+                ),
+                queued_provisioning={"enabled": True} if pool.provisioning == "queued" else None,
+                node_config=node_config,
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     depends_on=depends_on,
@@ -72,9 +67,11 @@ class TpuSlicePools(pulumi.ComponentResource):
             )
             for node_pool_name in pool.node_pool_names
         ]
-        self.register_outputs({"nodePools": [p.output("name") for p in self.node_pools]})
+        self.register_outputs({"nodePools": [p.name for p in self.node_pools]})
 
-    def _future_reservation(self, name: str, config: StackConfig, pool: TpuPoolConfig) -> GcpResource | None:
+    def _future_reservation(
+        self, name: str, config: StackConfig, pool: TpuPoolConfig
+    ) -> compute.FutureReservation | None:
         """The calendar-mode request, built as gcloud builds TPU requests: an aggregate reservation of chips.
 
         A submitted request cannot be modified, cancelled or deleted, so any change submits a new request under a
@@ -87,31 +84,28 @@ class TpuSlicePools(pulumi.ComponentResource):
         if window is None or calendar is None:
             return None
         accelerator_type = f"projects/{config.project}/zones/{pool.zone}/acceleratorTypes/{calendar.accelerator_type}"
-        return GcpResource(
-            "gcp:compute/futureReservation:FutureReservation",
+        return compute.FutureReservation(
             f"{name}-calendar",
-            {
-                "name": pool.reservation_name,
-                "reservationName": pool.reservation_name,
-                "project": config.project,
-                "zone": pool.zone,
-                "reservationMode": "CALENDAR",
-                "planningStatus": "SUBMITTED",
-                "timeWindow": {
-                    "startTime": window.start_time.isoformat().replace("+00:00", "Z"),
-                    "endTime": window.end_time.isoformat().replace("+00:00", "Z"),
-                },
-                "aggregateReservation": {
-                    "vmFamily": calendar.vm_family,
-                    "workloadType": window.workload_type,
-                    "reservedResources": [
-                        {"accelerator": {"acceleratorCount": pool.total_chips, "acceleratorType": accelerator_type}}
-                    ],
-                },
-                # Calendar mode requires auto-delete of the auto-created reservation at the window's end.
-                "autoDeleteAutoCreatedReservations": True,
-                "specificReservationRequired": True,
+            name=pool.reservation_name,
+            reservation_name=pool.reservation_name,
+            project=config.project,
+            zone=pool.zone,
+            reservation_mode="CALENDAR",
+            planning_status="SUBMITTED",
+            time_window={
+                "start_time": window.start_time.isoformat().replace("+00:00", "Z"),
+                "end_time": window.end_time.isoformat().replace("+00:00", "Z"),
             },
+            aggregate_reservation={
+                "vm_family": calendar.vm_family,
+                "workload_type": window.workload_type,
+                "reserved_resources": [
+                    {"accelerator": {"accelerator_count": pool.total_chips, "accelerator_type": accelerator_type}}
+                ],
+            },
+            # Calendar mode requires auto-delete of the auto-created reservation at the window's end.
+            auto_delete_auto_created_reservations=True,
+            specific_reservation_required=True,
             opts=pulumi.ResourceOptions(
                 parent=self,
                 retain_on_delete=True,
@@ -143,39 +137,44 @@ CALENDAR_REQUEST_FIELDS = [
 """What a submitted calendar-mode request asks for; Compute refuses to modify any of it."""
 
 
-def _autoscaling(pool: TpuPoolConfig) -> dict[str, Any] | None:
+def _autoscaling(pool: TpuPoolConfig) -> container.NodePoolAutoscalingArgsDict | None:
     if pool.provisioning == "queued":
         # gcloud --enable-queued-provisioning --flex-start --total-max-nodes=N --location-policy=ANY
-        return {"totalMaxNodeCount": pool.vms_per_slice, "locationPolicy": "ANY"}
+        return {"total_max_node_count": pool.vms_per_slice, "location_policy": "ANY"}
     if pool.autoscaled:
         # Flex-start, and calendar-mode pools that hold a slice only while their reservation is active.
         # gcloud --min-nodes/--max-nodes are per-zone bounds: a multi-host slice has exactly one zone (required),
         # a single-host pool without `zone` may hold one VM in each of the cluster's zones.
-        return {"minNodeCount": 0, "maxNodeCount": pool.vms_per_slice}
+        return {"min_node_count": 0, "max_node_count": pool.vms_per_slice}
     return None
 
 
-def _node_config(config: StackConfig, pool: TpuPoolConfig, service_account: pulumi.Input[str]) -> dict[str, Any]:
-    affinity = pool.reservation_affinity
-    seconds = pool.max_run_duration_seconds
-    return {
-        "machineType": pool.machine.name,
-        "serviceAccount": service_account,
-        "oauthScopes": [CLOUD_PLATFORM_SCOPE],
-        "workloadMetadataConfig": {"mode": "GKE_METADATA"},
-        "flexStart": True if pool.flex_start else None,
-        "spot": True if pool.provisioning == "spot" else None,
-        "reservationAffinity": (
-            {
-                "consumeReservationType": affinity[0],
-                "key": RESERVATION_NAME_KEY if affinity[1] else None,
-                "values": affinity[1] or None,
-            }
-            if affinity
-            else None
-        ),
-        "maxRunDuration": f"{seconds}s" if seconds else None,
-        "labels": pool.labels or None,
-        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints] or None,
-        "resourceLabels": {**config.resource_labels, "tpu-pool": pool.name},
+def _node_config(
+    config: StackConfig, pool: TpuPoolConfig, service_account: pulumi.Input[str]
+) -> container.NodePoolNodeConfigArgsDict:
+    node_config: container.NodePoolNodeConfigArgsDict = {
+        "machine_type": pool.machine.name,
+        "service_account": service_account,
+        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+        "workload_metadata_config": {"mode": "GKE_METADATA"},
+        "resource_labels": {**config.resource_labels, "tpu-pool": pool.name},
     }
+    if pool.flex_start:
+        node_config["flex_start"] = True
+    if pool.provisioning == "spot":
+        node_config["spot"] = True
+    affinity = pool.reservation_affinity
+    if affinity:
+        reservation: container.NodePoolNodeConfigReservationAffinityArgsDict = {"consume_reservation_type": affinity[0]}
+        if affinity[1]:
+            reservation["key"] = RESERVATION_NAME_KEY
+            reservation["values"] = list(affinity[1])
+        node_config["reservation_affinity"] = reservation
+    seconds = pool.max_run_duration_seconds
+    if seconds:
+        node_config["max_run_duration"] = f"{seconds}s"
+    if pool.labels:
+        node_config["labels"] = pool.labels
+    if pool.taints:
+        node_config["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints]
+    return node_config

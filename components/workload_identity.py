@@ -15,12 +15,11 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_gcp import organizations, serviceaccount, storage
 
 from components.config.serving import WorkloadRef
 from components.config.stack import StackConfig
-from components.gcp_resource import GcpResource, get_project_number
 from components.iam_roles import PRIMITIVE_ROLES
-from components.kubernetes_object import KubernetesObject
 
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
 WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
@@ -61,7 +60,7 @@ def project_number(config: StackConfig) -> pulumi.Output[str] | None:
         return None
     if config.bucket.project_number is not None:
         return pulumi.Output.from_input(str(config.bucket.project_number))
-    return get_project_number(config.project)
+    return organizations.get_project_output(project_id=config.project).number
 
 
 def _slug(role: str) -> str:
@@ -97,32 +96,25 @@ class WorkloadIdentity(pulumi.ComponentResource):
         ns, ksa = workload.namespace, workload.service_account
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[cluster])
 
-        self.google_service_account: GcpResource | None = None
-        self.impersonation: GcpResource | None = None
+        self.google_service_account: serviceaccount.Account | None = None
+        self.impersonation: serviceaccount.IAMMember | None = None
         annotations: dict[str, pulumi.Input[str]] = {}
         if workload.identity == "iamServiceAccount":
-            self.google_service_account = GcpResource(
-                "gcp:serviceaccount/account:Account",
+            self.google_service_account = serviceaccount.Account(
                 f"{name}-gsa",
-                {
-                    "accountId": workload.iam_account_id,
-                    "displayName": f"Workload Identity of {workload.key}",
-                    "project": config.project,
-                },
-                outputs=("email", "name", "member"),
+                account_id=workload.iam_account_id,
+                display_name=f"Workload Identity of {workload.key}",
+                project=config.project,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            self.impersonation = GcpResource(
-                "gcp:serviceaccount/iAMMember:IAMMember",
+            self.impersonation = serviceaccount.IAMMember(
                 f"{name}-wi-user",
-                {
-                    "serviceAccountId": self.google_service_account.output("name"),
-                    "role": WORKLOAD_IDENTITY_USER,
-                    "member": service_account_member(pool, ns, ksa),
-                },
+                service_account_id=self.google_service_account.name,
+                role=WORKLOAD_IDENTITY_USER,
+                member=service_account_member(pool, ns, ksa),
                 opts=after_cluster,
             )
-            email: pulumi.Output[str] = self.google_service_account.output("email")
+            email: pulumi.Output[str] = self.google_service_account.email
             annotations[GSA_ANNOTATION] = email
             self.member: pulumi.Output[str] = email.apply(lambda address: f"serviceAccount:{address}")
         else:
@@ -132,30 +124,35 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 lambda number: principal(number, pool, ns, ksa)
             )
 
-        metadata: dict[str, Any] = {
+        metadata: k8s.meta.v1.ObjectMetaArgsDict = {
             "name": ksa,
             "namespace": namespace if namespace is not None else ns,
             "labels": {"app.kubernetes.io/managed-by": "pulumi"},
         }
         if annotations:
             metadata["annotations"] = annotations
-        self.service_account: KubernetesObject = KubernetesObject(
+        self.service_account: k8s.core.v1.ServiceAccount = k8s.core.v1.ServiceAccount(
             f"{name}-ksa",
-            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata},
+            metadata=metadata,
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
         # A principal member names the pool itself; a Google service account member does not need it.
         binding_opts = after_cluster if workload.identity == "principal" else pulumi.ResourceOptions(parent=self)
-        self.bindings: list[GcpResource] = [
-            GcpResource(
-                "gcp:storage/bucketIAMMember:BucketIAMMember",
+        self.bindings: list[storage.BucketIAMMember] = [
+            storage.BucketIAMMember(
                 f"{name}-{grant.label}-{_slug(grant.role)}",
-                {
-                    "bucket": grant.bucket,
-                    "role": grant.role,
-                    "member": self.member,
-                    **({"condition": grant.condition} if grant.condition else {}),
-                },
+                bucket=grant.bucket,
+                role=grant.role,
+                member=self.member,
+                condition=(
+                    storage.BucketIAMMemberConditionArgsDict(
+                        title=grant.condition["title"],
+                        description=grant.condition.get("description"),
+                        expression=grant.condition["expression"],
+                    )
+                    if grant.condition
+                    else None
+                ),
                 opts=binding_opts,
             )
             for grant in bucket_roles
@@ -163,7 +160,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         self.key = workload.key
         self.roles = [r.role for r in bucket_roles]
         self.google_service_account_email: pulumi.Output[str] | None = (
-            self.google_service_account.output("email") if self.google_service_account else None
+            self.google_service_account.email if self.google_service_account else None
         )
         self.register_outputs({"kubernetesServiceAccount": self.key, "member": self.member, "roles": self.roles})
 

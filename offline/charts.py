@@ -44,7 +44,6 @@ from typing import Any
 import pulumi
 import yaml
 
-from components.kubernetes_object import type_token
 from offline import helm
 from offline.markers import SECRET, contains_unknown
 from offline.vendor import CHART_DIR, REPO
@@ -113,6 +112,13 @@ _OPTIONS_NOT_RECORDED = (
     "hide_diffs", "version", "import_", "id", "urn",
 )  # fmt: skip
 """Options a transform could set that a rendered child's record does not show: setting one fails the render."""
+
+
+def type_token(api_version: str, kind: str) -> str:
+    """The type token the provider registers a rendered object with, as the typed classes of pulumi_kubernetes do:
+    `kubernetes:core/v1:Namespace`, `kubernetes:apps/v1:Deployment`, `kubernetes:kueue.x-k8s.io/v1beta2:...`."""
+    group_version = api_version if "/" in api_version else f"core/{api_version}"
+    return f"kubernetes:{group_version}:{kind}"
 
 
 def _name(transform: pulumi.ResourceTransform) -> str:

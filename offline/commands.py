@@ -1,8 +1,7 @@
 """The offline commands behind `python -m offline`: preview (plan, policy report, manifests) and workloads.
 
-`offline/__main__.py` parses the command line and forks the new-stack view before importing this module (and
-with it the SDK and the program's components), so the fork copies a small process and both processes import
-side by side.
+`offline/__main__.py` parses the command line, loads this module and the SDK modules every program uses, then
+forks the new-stack view, so both processes share what is loaded.
 """
 
 from __future__ import annotations
@@ -101,8 +100,8 @@ def evaluate(
 ) -> Plan:
     """Run the program (as deployed, and as a new stack) and the policy pack in both real-engine views.
 
-    The new-stack view runs beside the deployed one (`new_stack`, started by the CLI in a forked child before
-    its imports; offline/parallel.py), or inline here when no one started it.
+    The new-stack view runs beside the deployed one (`new_stack`, started by the CLI in a forked child;
+    offline/parallel.py), or inline here when no one started it.
     """
     pack_config = read_policy_config(policy_config)
     rules = policy_check.load_rules()

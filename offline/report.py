@@ -263,7 +263,7 @@ def manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
     for resource in plan.resources:
         inputs = resource["inputs"]
         if resource["type"].startswith("kubernetes:") and "apiVersion" in inputs and "kind" in inputs:
-            # Whole objects (`status` is the KubernetesObject output placeholder, not part of the manifest).
+            # Whole objects as applied (`status` is the API server's to write, never part of what is applied).
             obj = {k: v for k, v in inputs.items() if k != "status"}
             grouped[component[resource["urn"]]].append(obj)
     return dict(grouped)

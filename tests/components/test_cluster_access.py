@@ -40,7 +40,8 @@ import pulumi
 program = runpy.run_path({str(REPO / "__main__.py")!r}, run_name="__main__")
 cluster = program["cluster"]
 pulumi.export("kubeconfigText", pulumi.Output.unsecret(cluster.kubeconfig))
-pulumi.export("reportedEndpoints", cluster.cluster.output("controlPlaneEndpointsConfig"))
+reported = cluster.cluster.control_plane_endpoints_config
+pulumi.export("reportedDnsEndpoint", reported.apply(lambda c: c.dns_endpoint_config.endpoint))
 pulumi.export("masterVersion", cluster.master_version)
 """
 
@@ -73,7 +74,7 @@ def test_kubeconfig_points_at_the_dns_endpoint_without_the_cluster_ca(tmp_path: 
     (user,) = config["users"]
     assert user["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
     # The endpoint it names is the one GKE reports for this cluster, and the stack lets clients reach it.
-    assert host == plan.outputs["reportedEndpoints"]["dnsEndpointConfig"]["endpoint"]
+    assert host == plan.outputs["reportedDnsEndpoint"]
     assert one(plan, CLUSTER)["inputs"]["controlPlaneEndpointsConfig"]["dnsEndpointConfig"] == {
         "allowExternalTraffic": True
     }
@@ -87,11 +88,19 @@ def test_the_kubeconfig_writer_leaves_the_ca_out() -> None:
 
 
 def test_a_cluster_without_a_dns_endpoint_stops_the_update_instead_of_an_empty_server() -> None:
+    from pulumi_gcp.container.outputs import (
+        ClusterControlPlaneEndpointsConfig as Endpoints,
+    )
+    from pulumi_gcp.container.outputs import (
+        ClusterControlPlaneEndpointsConfigDnsEndpointConfig as Dns,
+    )
+
     from components.gke_cluster import _dns_endpoint
 
-    assert _dns_endpoint({"dnsEndpointConfig": {"endpoint": "gke-1.us-east5.gke.goog"}}) == "gke-1.us-east5.gke.goog"
+    reported = Endpoints(dns_endpoint_config=Dns(endpoint="gke-1.us-east5.gke.goog"))
+    assert _dns_endpoint(reported) == "gke-1.us-east5.gke.goog"
     with pytest.raises(pulumi.RunError, match=r"the cluster reports no DNS endpoint"):
-        _dns_endpoint({"dnsEndpointConfig": {"allowExternalTraffic": True}})
+        _dns_endpoint(Endpoints(dns_endpoint_config=Dns(allow_external_traffic=True)))
 
 
 # --- defect 2: the IP endpoint is off unless asked for, and then only for its networks ---------------------
@@ -191,13 +200,17 @@ def test_autopilot_private_nodes_open_the_ports_to_its_node_account(run: StackRu
 
 
 def test_the_control_plane_range_is_the_peered_block_or_the_private_endpoint() -> None:
+    from pulumi_gcp.container.outputs import ClusterPrivateClusterConfig as Private
+
     from components.gke_cluster import control_plane_source_ranges
 
-    peered = {"masterIpv4CidrBlock": "172.16.0.32/28", "privateEndpoint": "172.16.0.34"}
+    peered = Private(master_ipv4_cidr_block="172.16.0.32/28", private_endpoint="172.16.0.34")
     assert control_plane_source_ranges(peered) == ["172.16.0.32/28"]
-    assert control_plane_source_ranges({"privateEndpoint": "10.0.0.5", "enablePrivateNodes": True}) == ["10.0.0.5/32"]
+    assert control_plane_source_ranges(Private(private_endpoint="10.0.0.5", enable_private_nodes=True)) == [
+        "10.0.0.5/32"
+    ]
     with pytest.raises(pulumi.RunError, match=r"neither privateClusterConfig.masterIpv4CidrBlock nor privateEndpoint"):
-        control_plane_source_ranges({"enablePrivateNodes": True})  # an empty source list would admit everyone
+        control_plane_source_ranges(Private(enable_private_nodes=True))  # an empty source list would admit everyone
 
 
 # --- defect 6: a kubeconfig change updates the provider, a new cluster replaces it ------------------------
@@ -224,4 +237,4 @@ def test_a_new_cluster_gives_the_provider_a_new_identity() -> None:
 def test_the_channel_version_reaches_the_floor_check(tmp_path: Path) -> None:
     plan = run_with_kubeconfig(tmp_path, "prod")
     assert plan.outputs["masterVersion"] == "1.33.5-gke.1308000"
-    assert plan.outputs["clusterEndpoint"] == plan.outputs["reportedEndpoints"]["dnsEndpointConfig"]["endpoint"]
+    assert plan.outputs["clusterEndpoint"] == plan.outputs["reportedDnsEndpoint"]

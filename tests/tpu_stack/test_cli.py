@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from components.config.stack import StackConfig
-from components.kueue_queues import queue_objects
+from components.kueue_queues import kueue_objects
 from components.workloads import workloads
 from offline import commands, validate
 from offline.engine import run_program, run_stack
@@ -791,7 +791,7 @@ def test_the_stacks_provisioning_configs_keep_kueues_retry_defaults() -> None:
     """`why` counts queued-provisioning attempts out of 1 + 3: Kueue's default backoffLimitCount applies because the
     stack's ProvisioningRequestConfigs set no retryStrategy (provisioningrequestconfig_types.go)."""
     configs = [
-        o for o in queue_objects(commands.stack_config("prod", None)) if o["kind"] == "ProvisioningRequestConfig"
+        o for o in kueue_objects(commands.stack_config("prod", None)) if o["kind"] == "ProvisioningRequestConfig"
     ]
     assert configs
     assert [sorted(o["spec"]) for o in configs] == [["managedResources", "provisioningClassName"]] * len(configs)
