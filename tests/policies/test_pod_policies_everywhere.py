@@ -318,3 +318,27 @@ def test_a_deny_in_another_namespace_does_not_count(rules: ModuleType) -> None:
 def test_a_deny_passes(rules: ModuleType, specs: list[dict[str, Any]]) -> None:
     assert deny_findings(rules, namespace_with(*copy.deepcopy(specs))) == []
 
+
+INGRESS_DENY = {"podSelector": {}, "policyTypes": ["Ingress"]}
+EGRESS_DENY = {"podSelector": {}, "policyTypes": ["Egress"]}
+
+
+@pytest.mark.parametrize(
+    "specs",
+    [
+        [INGRESS_DENY, EGRESS_DENY],
+        # policyTypes left out: the API server sets Ingress (and Egress only for a policy with egress rules).
+        [{"podSelector": {}}, EGRESS_DENY],
+        # Both types governed, only egress allowed somewhere: every pod's ingress is still closed.
+        [{**DENY, "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]}, EGRESS_DENY],
+    ],
+    ids=["one-per-direction", "ingress-by-default", "ingress-closed-beside-egress-rules"],
+)
+def test_a_deny_split_over_two_policies_passes(rules: ModuleType, specs: list[dict[str, Any]]) -> None:
+    """Kubernetes' own default policies deny ingress and egress in two objects (kubernetes.io, Network Policies,
+    "Default policies"); together they close the namespace as one would."""
+    assert deny_findings(rules, namespace_with(*copy.deepcopy(specs))) == []
+
+
+def test_two_ingress_denies_still_leave_egress_open(rules: ModuleType) -> None:
+    assert deny_findings(rules, namespace_with(INGRESS_DENY, {"podSelector": {}})) == [MISSING]
