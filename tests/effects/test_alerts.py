@@ -196,8 +196,8 @@ def evaluated(plans: dict[str, Plan]) -> dict[str, dict[str, str]]:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_alert_fires_when_it_should_and_only_then(evaluated: dict[str, dict[str, str]], stack: str) -> None:
-    failed = {case: report for case, report in evaluated[stack].items() if report}
-    assert failed == {}
+    failed = [f"{case}\n{report}" for case, report in evaluated[stack].items() if report]
+    assert not failed, "\n".join(["promtool disagrees:", *failed])
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
