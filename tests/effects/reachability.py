@@ -107,20 +107,22 @@ def analyze(
 _CUBE = re.compile(r"\{protocols:(?P<protocols>[A-Z]+(?:, [A-Z]+)*)(?:,dst_ports:(?P<ports>[0-9,\-]+))?\}")
 
 
-def connections(text: str) -> str:
-    """NCA's connection text in the matrix's form: `all`, or per protocol its destination ports (`TCP 80,443; UDP
-    53`); a protocol without ports is open on every port (`TCP 1-65535`)."""
-    if text == "All connections":
+def connections(*texts: str) -> str:
+    """NCA's connection texts for one pair (it may write a pair on several lines) in the matrix's form: `all`, or per
+    protocol its destination ports (`TCP 80,443; UDP 53`); a protocol without ports is open on every port."""
+    if "All connections" in texts:
         return "all"
     ports: dict[str, list[tuple[int, int]]] = {}
-    for cube in _CUBE.finditer(text):
-        ranges = [(1, 65535)]
-        if cube["ports"]:
-            ranges = [_port_range(part) for part in cube["ports"].split(",")]
-        for protocol in cube["protocols"].split(", "):
-            ports.setdefault(protocol, []).extend(ranges)
-    if not ports or _CUBE.sub("", text).strip(","):
-        raise ValueError(f"connections NCA wrote in a form this reader does not know: {text!r}")
+    for text in texts:
+        cubes = list(_CUBE.finditer(text))
+        if not cubes or _CUBE.sub("", text).strip(","):
+            raise ValueError(f"connections NCA wrote in a form this reader does not know: {text!r}")
+        for cube in cubes:
+            ranges = [(1, 65535)]
+            if cube["ports"]:
+                ranges = [_port_range(part) for part in cube["ports"].split(",")]
+            for protocol in cube["protocols"].split(", "):
+                ports.setdefault(protocol, []).extend(ranges)
     return "; ".join(f"{protocol} {_ranges_text(ranges)}" for protocol, ranges in sorted(ports.items()))
 
 
@@ -169,13 +171,13 @@ def matrix(
     """(source, destination) -> connections for every allowed pair with a pod of a `guarded` namespace (one the
     stack writes policies for) at either end; pods elsewhere and outside addresses talk freely among themselves."""
     watched = set(guarded)
-    found: Matrix = {}
+    texts: dict[tuple[str, str], list[str]] = {}
     for source, destination, text in analyze(policies, pods, namespaces):
         for src in _endpoints(source, addresses):
             for dst in _endpoints(destination, addresses):
                 if src.split("/", 1)[0] in watched or dst.split("/", 1)[0] in watched:
-                    found[(src, dst)] = connections(text)
-    return found
+                    texts.setdefault((src, dst), []).append(text)
+    return {pair: connections(*found) for pair, found in texts.items()}
 
 
 def differences(expected: Matrix, found: Matrix) -> list[str]:

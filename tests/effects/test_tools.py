@@ -25,6 +25,11 @@ def test_connections_in_the_matrix_form(text: str, expected: str) -> None:
     assert connections(text) == expected
 
 
+def test_a_pair_written_on_several_lines_is_one_entry() -> None:
+    assert connections("{protocols:TCP,dst_ports:53,80}", "{protocols:UDP,dst_ports:53}") == "TCP 53,80; UDP 53"
+    assert connections("{protocols:TCP,dst_ports:53}", "All connections") == "all"
+
+
 @pytest.mark.parametrize("text", ["All but {protocols:TCP,dst_ports:22}", "{protocols:TCP,src_ports:80}", "none"])
 def test_a_form_the_reader_does_not_know_is_an_error_not_a_guess(text: str) -> None:
     with pytest.raises(ValueError, match="does not know"):
