@@ -22,6 +22,10 @@ API_VERSION = "networking.k8s.io/v1"
 # policy: 169.254.169.252/32 on 988 always, and on Dataplane V2 also 169.254.169.254/32 on 80.
 METADATA_EGRESS = (("169.254.169.254/32", 80), ("169.254.169.252/32", 988))
 HTTPS = 443
+# Cluster DNS answers where the cluster's DNS provider runs: kube-dns's pods (Standard's default), else on the node,
+# at addresses no pod selector matches: Cloud DNS (the only provider of Autopilot) through the node's metadata
+# server, NodeLocal DNSCache (always on in Autopilot) on its link-local address.
+NODE_DNS = ("169.254.169.254/32", "169.254.20.10/32")
 
 
 def _policy(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -39,13 +43,15 @@ def default_deny(namespace: str) -> dict[str, Any]:
 
 
 def allow_platform_egress(namespace: str) -> dict[str, Any]:
-    """DNS to kube-dns, the metadata server, and HTTPS anywhere (Google APIs have no fixed ranges here)."""
+    """DNS (kube-dns or the node's resolvers), the metadata server, and HTTPS anywhere (Google APIs have no fixed
+    ranges here)."""
     dns_ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
     kube_dns = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
     }
-    egress: list[dict[str, Any]] = [{"to": [kube_dns], "ports": dns_ports}]
+    node_dns = [{"ipBlock": {"cidr": cidr}} for cidr in NODE_DNS]
+    egress: list[dict[str, Any]] = [{"to": [kube_dns, *node_dns], "ports": dns_ports}]
     egress += [
         {"to": [{"ipBlock": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": port}]}
         for cidr, port in METADATA_EGRESS

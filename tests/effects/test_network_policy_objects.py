@@ -37,7 +37,9 @@ def platform_egress(namespace: str) -> dict[str, Any]:
                         {
                             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
                             "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-                        }
+                        },
+                        {"ipBlock": {"cidr": "169.254.169.254/32"}},
+                        {"ipBlock": {"cidr": "169.254.20.10/32"}},
                     ],
                     "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
                 },

@@ -4,11 +4,13 @@ matrix written by hand per stack.
 The pods are the stack's own (controllers with their chart's pod labels, two workers per team namespace, Saxml's
 servers with the labels the stack gives them), beside what GKE runs (kube-dns, the Managed Prometheus collectors,
 both on the pod network) and a workload the stack does not manage. Outside the cluster: the control plane, a
-Saxml client in the configured range, another VPC host, the internet, Google APIs (private.googleapis.com) and
-the node's metadata server (169.254.169.254, and 169.254.169.252 where GKE's metadata server answers Workload
-Identity on port 988). What every pod needs, from GKE's Workload Identity and Dataplane V2 pages: DNS to kube-dns
-on 53 (UDP and TCP), 169.254.169.252:988 and 169.254.169.254:80, HTTPS to Google APIs (no fixed range: 443
-anywhere). The API server calls the webhooks on their pod ports (Kueue 9443 and 8082, JobSet 9443); the
+Saxml client in the configured range, another VPC host, the internet, Google APIs (private.googleapis.com), the
+node's metadata server (169.254.169.254, and 169.254.169.252 where GKE's metadata server answers Workload Identity
+on port 988) and the node's DNS cache (169.254.20.10). What every pod needs, from GKE's Workload Identity and
+Dataplane V2 pages: 169.254.169.252:988 and 169.254.169.254:80, HTTPS to Google APIs (no fixed range: 443
+anywhere), and DNS on 53 (UDP and TCP) wherever the cluster answers it: kube-dns's pods (Standard's default),
+the node's metadata server (Cloud DNS, the only provider of Autopilot), the node's NodeLocal DNSCache (always on
+in Autopilot). The API server calls the webhooks on their pod ports (Kueue 9443 and 8082, JobSet 9443); the
 collectors scrape 8443. Everything not listed is denied.
 """
 
@@ -33,6 +35,7 @@ OUTSIDE = {
     "google-apis": "199.36.153.8",
     "metadata": "169.254.169.254",
     "metadata-wi": "169.254.169.252",
+    "node-local-dns": "169.254.20.10",
 }
 GKE_PODS = (
     Pod("kube-system/kube-dns", {"k8s-app": "kube-dns"}),
@@ -121,8 +124,10 @@ DNS = "TCP 53; UDP 53"
 HTTPS = "TCP 443"
 PLATFORM = {
     "kube-system/kube-dns": DNS,
-    "metadata": "TCP 80,443",
+    # Cloud DNS answers pods on the node's metadata server.
+    "metadata": "TCP 53,80,443; UDP 53",
     "metadata-wi": "TCP 443,988",
+    "node-local-dns": "TCP 53,443; UDP 53",
     "google-apis": HTTPS,
     # HTTPS goes anywhere outside the cluster: Google APIs have no fixed range to name.
     "internet": HTTPS,
@@ -133,7 +138,7 @@ PLATFORM = {
 """What every pod of the stack's namespaces may reach outside its own namespace."""
 KUEUE = "kueue-system/kueue-controller-manager"
 JOBSET = "jobset-system/jobset-controller"
-OUTSIDE_CALLERS = ("control-plane", "saxml-client", "vpc-host", "internet", "google-apis", "metadata", "metadata-wi")
+OUTSIDE_CALLERS = tuple(OUTSIDE)
 """The webhook ports admit any source: the control plane has no pod-network identity a policy could select (on
 private nodes the VPC firewall admits only the control plane's range to them)."""
 UNGUARDED_PODS = ("kube-system/kube-dns", "default/other")
@@ -192,6 +197,8 @@ def test_the_matrices_name_what_the_issue_asks_for() -> None:
     another; Saxml takes clients from the configured range only."""
     for stack in (DEV, PROD):
         assert stack[("training/worker-0", "kube-system/kube-dns")] == "TCP 53; UDP 53"
+        assert "UDP 53" in stack[("training/worker-0", "metadata")]
+        assert "UDP 53" in stack[("training/worker-0", "node-local-dns")]
         assert stack[("training/worker-0", "metadata-wi")] == "TCP 443,988"
         assert stack[("training/worker-0", "google-apis")] == "TCP 443"
         assert stack[("training/worker-0", "training/worker-1")] == "all"
