@@ -96,9 +96,11 @@ $(MUTATE_STAMP): requirements-mutate.txt requirements-dev.txt requirements-cli.t
 	$(MUTATE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-mutate.txt -c constraints.txt
 	touch $(MUTATE_STAMP)
 
+# MUTANTS: mutmut's names of the mutants to run (e.g. "components.gcs_fuse*"), all of them when empty.
+MUTANTS ?=
 mutate: $(MUTATE_STAMP) $(HELM) $(NCA_STAMP) $(PROMTOOL)
 	rm -rf mutants
-	$(MUTATE_VENV)/bin/mutmut run --max-children 2
+	$(MUTATE_VENV)/bin/mutmut run --max-children 2 $(MUTANTS)
 	$(MUTATE_VENV)/bin/mutmut results
 
 clean:
