@@ -8,7 +8,8 @@ Platform rules the access model applies (GKE's control-plane access and network 
   whenever `masterAuthorizedNetworksConfig` is sent: only its CIDRs (and Google Cloud's public ranges if
   `gcpPublicCidrsAccessEnabled`) reach the public IP endpoint; sent without it, any address does;
 - in-cluster clients (the Managed Prometheus collectors, the kubelets) use the cluster's internal endpoint and the
-  cluster CA their service account token or kubelet credentials carry; private nodes have no external address;
+  cluster CA their service account token or kubelet credentials carry (what the collectors may read there:
+  test_metrics_chain.py); private nodes have no external address;
 - GKE's own firewall rule lets the control plane reach private nodes on tcp 443 and 10250 only;
 - Cloud NAT with ALL_SUBNETWORKS_ALL_IP_RANGES translates the primary and secondary (pod) ranges of every subnetwork
   of the router's network in the router's region.
@@ -21,8 +22,10 @@ import ipaddress
 from typing import Any
 
 import pytest
+import yaml
 
-from offline.engine import Plan
+from offline.engine import Plan, read_stack_file, run_program
+from offline.vendor import REPO
 from tests.conftest import StackRunner
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -72,6 +75,76 @@ def access(plan: Plan) -> dict[str, Any]:
         )
         if private
         else "any (public nodes)",
+    }
+
+
+# The real program, exporting what the stack hands its clients: the kubeconfig (a secret output) in clear.
+PROGRAM = f"""
+import runpy
+import pulumi
+program = runpy.run_path({str(REPO / "__main__.py")!r}, run_name="__main__")
+pulumi.export("kubeconfigText", pulumi.Output.unsecret(program["cluster"].kubeconfig))
+pulumi.export("reportedEndpoints", program["cluster"].cluster.output("controlPlaneEndpointsConfig"))
+"""
+
+
+@pytest.fixture(scope="module")
+def handed_out(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    program = tmp_path_factory.mktemp("program") / "program.py"
+    program.write_text(PROGRAM)
+    outputs = {}
+    for stack in ("dev", "prod"):
+        plan = run_program(read_stack_file(REPO / f"Pulumi.{stack}.yaml"), stack=stack, program=program)
+        outputs[stack] = plan.outputs
+    return outputs
+
+
+def kubeconfig_access(outputs: dict[str, Any]) -> dict[str, str]:
+    """Where the stack's kubeconfig sends CI and operators, trusting what, authenticated how."""
+    config = yaml.safe_load(outputs["kubeconfigText"])
+    (cluster,) = config["clusters"]
+    (user,) = config["users"]
+    dns = outputs["reportedEndpoints"]["dnsEndpointConfig"]["endpoint"]
+    server = cluster["cluster"]["server"]
+    trusted = "cluster CA only" if "certificate-authority-data" in cluster["cluster"] else "the system's public roots"
+    if cluster["cluster"].get("insecure-skip-tls-verify"):
+        trusted = "nothing (TLS unverified)"
+    return {
+        "endpoint": "DNS endpoint" if server == f"https://{dns}" else server,
+        "trusts": trusted,
+        "authenticates": user["user"].get("exec", {}).get("command", "a stored credential"),
+    }
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_ci_and_operators_use_the_dns_endpoint_and_its_public_certificate(
+    handed_out: dict[str, dict[str, Any]], stack: str
+) -> None:
+    assert kubeconfig_access(handed_out[stack]) == {
+        "endpoint": "DNS endpoint",
+        "trusts": "the system's public roots",
+        "authenticates": "gke-gcloud-auth-plugin",
+    }
+
+
+def test_the_kubeconfig_reading_sees_a_pinned_cluster_ca() -> None:
+    """The reading is not vacuous: the cluster CA named in the kubeconfig would be the only root, and fail."""
+    text = yaml.safe_dump(
+        {
+            "clusters": [
+                {"cluster": {"server": "https://gke-1.us-east5.gke.goog", "certificate-authority-data": "bW9jaw=="}}
+            ],
+            "users": [{"user": {"token": "t"}}],
+        }
+    )
+    outputs = {
+        "kubeconfigText": text,
+        "reportedEndpoints": {"dnsEndpointConfig": {"endpoint": "gke-1.us-east5.gke.goog"}},
+    }
+    assert kubeconfig_access(outputs) == {
+        "endpoint": "DNS endpoint",
+        "trusts": "cluster CA only",
+        "authenticates": "a stored credential",
     }
 
 
