@@ -362,3 +362,48 @@ def test_node_roles_are_the_minimum(plans: dict[str, Plan], stack: str) -> None:
         ("roles/container.defaultNodeServiceAccount", account, f"tpu-stack-{stack}"),
         ("roles/artifactregistry.reader", account, f"tpu-stack-{stack}"),
     }
+
+
+def test_the_kubeconfig_whole() -> None:
+    """Every field counts: kubectl needs the context and current-context, the plugin needs the cluster info."""
+    from components.gke_cluster import kubeconfig
+
+    assert yaml.safe_load(kubeconfig("tpu-prod", "gke-0123.us-east5.gke.goog")) == {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "tpu-prod", "cluster": {"server": "https://gke-0123.us-east5.gke.goog"}}],
+        "users": [
+            {
+                "name": "tpu-prod",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "gke-gcloud-auth-plugin",
+                        "provideClusterInfo": True,
+                        "installHint": "gcloud components install gke-gcloud-auth-plugin",
+                    }
+                },
+            }
+        ],
+        "contexts": [{"name": "tpu-prod", "context": {"cluster": "tpu-prod", "user": "tpu-prod"}}],
+        "current-context": "tpu-prod",
+    }
+
+
+def test_missing_endpoints_stop_the_update_with_what_is_missing() -> None:
+    import pulumi
+
+    from components.gke_cluster import _dns_endpoint, control_plane_source_ranges
+
+    with pytest.raises(pulumi.RunError) as dns:
+        _dns_endpoint(None)
+    assert str(dns.value) == (
+        "the cluster reports no DNS endpoint (controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint); the "
+        "kubeconfig and the kubernetes provider need it"
+    )
+    with pytest.raises(pulumi.RunError) as ranges:
+        control_plane_source_ranges(None)
+    assert str(ranges.value) == (
+        "the cluster reports neither privateClusterConfig.masterIpv4CidrBlock nor privateEndpoint; the firewall "
+        "rule to the webhooks needs the control plane's address"
+    )
