@@ -27,6 +27,7 @@ import yaml
 from offline.engine import Plan, read_stack_file, run_program
 from offline.vendor import REPO
 from tests.conftest import StackRunner
+from tests.effects.conftest import shared
 
 CLUSTER = "gcp:container/cluster:Cluster"
 FIREWALL = "gcp:compute/firewall:Firewall"
@@ -88,7 +89,7 @@ pulumi.export("reportedEndpoints", program["cluster"].cluster.output("controlPla
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared)
 def handed_out(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     program = tmp_path_factory.mktemp("program") / "program.py"
     program.write_text(PROGRAM)

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from offline.engine import Plan
+from tests.effects.conftest import PerStack, shared
 from tests.effects.reachability import Matrix, Pod, differences, matrix
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -112,10 +113,10 @@ def analyzed(plan: Plan, policies: list[dict[str, Any]]) -> Matrix:
     return matrix(policies, [*GKE_PODS, *stack_pods(plan)], namespaces(plan), OUTSIDE, guarded=guarded)
 
 
-@pytest.fixture(scope="session")
-def reachability(plans: dict[str, Plan]) -> dict[str, Matrix]:
-    """The analyzer's matrix per stack, one run each per session."""
-    return {stack: analyzed(plan, network_policies(plan)) for stack, plan in plans.items()}
+@pytest.fixture(scope=shared)
+def reachability(plans: PerStack[Plan]) -> PerStack[Matrix]:
+    """The analyzer's matrix per stack, one run each."""
+    return PerStack(lambda stack: analyzed(plans[stack], network_policies(plans[stack])))
 
 
 # ---- the matrices, written by hand ---------------------------------------------------------------------------------
@@ -186,7 +187,7 @@ EXPECTED = {"dev": DEV, "prod": PROD}
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_the_stack_is_reachable_exactly_as_written(reachability: dict[str, Matrix], stack: str) -> None:
+def test_the_stack_is_reachable_exactly_as_written(reachability: PerStack[Matrix], stack: str) -> None:
     lines = differences(EXPECTED[stack], reachability[stack])
     assert not lines, "\n".join(["the analyzer disagrees with the matrix:", *lines])
 
