@@ -408,3 +408,32 @@ def test_missing_endpoints_stop_the_update_with_what_is_missing() -> None:
         "the cluster reports neither privateClusterConfig.masterIpv4CidrBlock nor privateEndpoint; the firewall "
         "rule to the webhooks needs the control plane's address"
     )
+
+
+def test_prods_network_objects_belong_to_the_cluster_and_are_protected(plans: dict[str, Plan]) -> None:
+    """Children of the cluster's component: its protection covers them, and `destroy` cannot drop the path the
+    control plane takes to the webhooks or the nodes' way out while the cluster stays."""
+    component = "urn:pulumi:prod::tpu-stack::pulumi:pulumi:Stack$tpu-stack:index:GkeCluster::tpu-prod"
+    for type_token, name in (
+        ("gcp:compute/router:Router", "tpu-prod-router"),
+        ("gcp:compute/routerNat:RouterNat", "tpu-prod-nat"),
+        (FIREWALL, "tpu-prod-cp-webhooks"),
+    ):
+        resource = plans["prod"].one(type_token, name)
+        assert (resource["parent"], resource["protect"]) == (component, True), name
+
+
+def test_maintenance_times_are_written_in_utc_whatever_the_machines_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from components.gke_cluster import _rfc3339
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        assert _rfc3339(datetime(2026, 1, 3, 2, 0, tzinfo=UTC)) == "2026-01-03T02:00:00Z"
+        assert _rfc3339(datetime(2026, 1, 3, 3, 0, tzinfo=timezone(timedelta(hours=1)))) == "2026-01-03T02:00:00Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()

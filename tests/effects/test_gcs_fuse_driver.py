@@ -331,3 +331,17 @@ def test_the_sidecar_model_splits_settings_from_flags_as_the_driver_does() -> No
     assert got.flags == {"implicit-dirs": "", "uid": "1001"}
     assert got.settings == {"metadata-cache:ttl-secs": "-1", "logging:severity": "error"}
     assert got.dropped == ["temp-dir=/tmp/x"]
+
+
+def test_a_one_gib_cache_is_still_a_cache() -> None:
+    pod, _ = attached([READ], cache_gib=1)
+    (datasets, cache) = pod["volumes"]
+    assert mount(datasets).file_cache_mib == 921  # 1024 MiB * 90%, rounded down
+    assert cache == {"name": CACHE_VOLUME, "emptyDir": {"sizeLimit": "1Gi"}}
+
+
+def test_a_volume_built_without_a_cache_size_caches_no_file() -> None:
+    assert mount(gcs_fuse.volume("bucket", READ)).file_cache_mib is None
+    assert "file-cache" not in gcs_fuse.mount_options(READ)
+    assert mount(gcs_fuse.volume("bucket", READ, 1)).file_cache_mib == 1
+    assert gcs_fuse.read_options(0) == gcs_fuse.read_options(-5)

@@ -342,3 +342,64 @@ def test_a_deny_split_over_two_policies_passes(rules: ModuleType, specs: list[di
 
 def test_two_ingress_denies_still_leave_egress_open(rules: ModuleType) -> None:
     assert deny_findings(rules, namespace_with(INGRESS_DENY, {"podSelector": {}})) == [MISSING]
+
+
+# ---- the messages name what to change --------------------------------------------------------------------------------
+
+
+def test_every_privileged_container_is_named(rules: ModuleType) -> None:
+    pod = pod_with("containers", {"securityContext": {"privileged": True}})
+    pod["containers"][0]["securityContext"] = {"privileged": True}
+    assert findings(rules, workload("Deployment", pod)) == [
+        (
+            "no-privileged-containers",
+            "container(s) main, odd run privileged: remove securityContext.privileged (TPUs do not need it)",
+        )
+    ]
+
+
+def test_a_container_without_an_image_is_unpinned(rules: ModuleType) -> None:
+    pod: PodSpec = {"containers": [{"name": "bare"}]}
+    assert findings(rules, workload("Pod", pod)) == [
+        ("pinned-charts-and-images", "container 'bare': image '' has no tag: pin a version tag or a digest")
+    ]
+    assert (
+        "images-by-digest",
+        "container 'bare': image '' is not pinned by digest and stack 'prod' is protected: "
+        "append @sha256:<digest>, or list the image with its reason under images-by-digest.exceptions in the "
+        "policy config",
+    ) in findings(rules, workload("Pod", pod, stack="prod"), stack="prod")
+
+
+def test_an_unpinned_chart_is_named(rules: ModuleType) -> None:
+    chart = res(
+        "kubernetes:helm.sh/v4:Chart",
+        "kueue",
+        {"chart": "oci://registry.k8s.io/kueue/charts/kueue", "version": "^0.19.0"},
+    )
+    assert findings(rules, chart) == [
+        (
+            "pinned-charts-and-images",
+            "chart 'oci://registry.k8s.io/kueue/charts/kueue' version '^0.19.0': set `version` to one exact release",
+        )
+    ]
+
+
+def test_allowed_ranges_may_be_written_with_host_bits_and_every_entry_is_checked(rules: ModuleType) -> None:
+    config = {"no-open-load-balancer": {"allowedSourceRanges": ["10.0.0.1/8", "192.168.0.0/16"]}}
+    resource = service({}, ["not-a-cidr", "10.1.0.0/16", "203.0.113.0/24"])
+    assert findings(rules, resource, config=config) == [
+        ("no-open-load-balancer", "spec.loadBalancerSourceRanges entry 'not-a-cidr' is not a CIDR range"),
+        (
+            "no-open-load-balancer",
+            "spec.loadBalancerSourceRanges entry 203.0.113.0/24 is outside the allowed ranges "
+            "(10.0.0.1/8, 192.168.0.0/16): narrow it or add it to allowedSourceRanges",
+        ),
+    ]
+
+
+def test_egress_rules_without_policy_types_leave_egress_open(rules: ModuleType) -> None:
+    """The API server then sets policyTypes to Ingress and Egress; the rules keep egress open, ingress is closed."""
+    allows_dns = {"podSelector": {}, "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]}
+    assert deny_findings(rules, namespace_with(allows_dns)) == [MISSING]
+    assert deny_findings(rules, namespace_with(allows_dns, EGRESS_DENY)) == []
