@@ -138,12 +138,11 @@ def validate_host_namespaces(args: ResourceValidationArgs, report: ReportViolati
 
 def _closed_directions(spec: Mapping[str, Any]) -> set[str]:
     """The directions a NetworkPolicy closes for every pod of its namespace: those it governs with no rule at all.
-    Left out, policyTypes is what the API server sets: Ingress, and Egress when the policy has egress rules."""
+    Left out, policyTypes is what the API server sets: Ingress, and Egress only for a policy with egress rules,
+    which then leave egress open, so only Ingress can be closed."""
     if prop(spec, "podSelector.matchLabels") or prop(spec, "podSelector.matchExpressions"):
         return set()
-    types = {str(t) for t in as_list(spec.get("policyTypes"))}
-    if not types:
-        types = {"Ingress", "Egress"} if spec.get("egress") else {"Ingress"}
+    types = {str(t) for t in as_list(spec.get("policyTypes"))} or {"Ingress"}
     return {t for t in types if not spec.get(t.lower())}
 
 
