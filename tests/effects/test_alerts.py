@@ -219,3 +219,77 @@ def test_prometheus_tells_a_broken_query_apart(plans: dict[str, Plan]) -> None:
     report = run_promtool(group, CASES["dev"][:4])
     assert report["pending-training-cluster-queue: a workload pending 40 minutes"] == ""
     assert "got:[" in report["pending-training-cluster-queue: only another queue waits"]
+
+
+# ---- the alert policies, whole --------------------------------------------------------------------------------------
+
+LABELS = {"app": "tpu-stack", "env": "prod", "managed-by": "pulumi", "team": "ml-platform"}
+
+
+def policy(alert: str, query: str, seconds: int) -> dict[str, Any]:
+    return {
+        "project": "tpu-stack-prod",
+        "displayName": f"tpu-stack prod: {alert}",
+        "combiner": "OR",
+        "conditions": [
+            {
+                "displayName": alert,
+                "conditionPrometheusQueryLanguage": {
+                    "query": query,
+                    "duration": f"{seconds}s",
+                    "evaluationInterval": "60s",
+                    # Kueue's series exist only after the first scrape: validation would refuse a new project's policy.
+                    "disableMetricValidation": True,
+                },
+            }
+        ],
+        "notificationChannels": [],
+        "userLabels": LABELS,
+    }
+
+
+PROD_POLICIES = {
+    "monitoring-pending-research-cluster-queue": policy(
+        "pending-research-cluster-queue",
+        'sum(kueue_pending_workloads{cluster_queue="research-cluster-queue"}) > 0',
+        1800,
+    ),
+    "monitoring-pending-training-cluster-queue": policy(
+        "pending-training-cluster-queue",
+        'sum(kueue_pending_workloads{cluster_queue="training-cluster-queue"}) > 0',
+        1800,
+    ),
+    "monitoring-tpu-idle-while-waiting": policy(
+        "tpu-idle-while-waiting",
+        '(max(kubernetes_io:node_accelerator_tensorcore_utilization{monitored_resource="k8s_node",cluster_name="tpu-prod"})'
+        " < 1) and on() (sum(kueue_pending_workloads) > 0)",
+        1800,
+    ),
+    "monitoring-queued-provisioning-not-granted": policy(
+        "queued-provisioning-not-granted",
+        "sum by (cluster_queue) (kueue_reserving_active_workloads) - sum by (cluster_queue) "
+        "(kueue_admitted_active_workloads) > 0",
+        7200,
+    ),
+}
+
+
+def test_prods_alert_policies_whole(plans: PerStack[Plan]) -> None:
+    component = "urn:pulumi:prod::tpu-stack::pulumi:pulumi:Stack$tpu-stack:index:Monitoring::monitoring"
+    found = {p["name"]: p for p in plans["prod"].by_type(ALERT)}
+    assert {name: p["inputs"] for name, p in found.items()} == PROD_POLICIES
+    assert {(p["parent"], p["protect"]) for p in found.values()} == {(component, True)}
+
+
+def test_no_queue_no_alert_and_no_tpu_pool_no_idle_alert() -> None:
+    from components import monitoring
+    from components.config.stack import load
+
+    base = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
+    assert monitoring.alert_queries(load(base, stack="dev")) == {}
+    assert monitoring.dashboard(load(base, stack="dev"))["mosaicLayout"] == {"columns": 48}
+    capacity = '{"autopilotCapacity": [{"tpuVersion": "v5e", "topology": "2x4", "provisioning": "flex-start"}]}'
+    autopilot = load({**base, "tpu-stack:cluster": '{"mode": "autopilot"}', "tpu-stack:queues": capacity}, stack="dev")
+    assert monitoring.alert_queries(autopilot) == {
+        "pending-cluster-queue": ('sum(kueue_pending_workloads{cluster_queue="cluster-queue"}) > 0', 30)
+    }

@@ -24,6 +24,7 @@ from offline.engine import Plan
 RELEASES = {"kueue": "kueue-system", "jobset": "jobset-system"}
 CONTROLLERS = {"kueue": "kueue-controller-manager", "jobset": "jobset-controller"}
 COLLECTOR = ("gmp-system", "collector")
+INSTALLS = {"kueue": "KueueInstall", "jobset": "JobSetInstall"}
 
 
 def objects(plan: Plan) -> list[dict[str, Any]]:
@@ -236,3 +237,36 @@ def test_the_stack_declares_exactly_these_objects_for_kueue(plans: dict[str, Pla
     ]
     key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
     assert sorted(declared, key=key) == sorted(KUEUE_SCRAPE, key=key)
+
+
+@pytest.mark.parametrize("release", ["kueue", "jobset"])
+def test_the_scrape_objects_go_to_the_cluster_and_only_the_token_waits_for_its_account(
+    plans: dict[str, Plan], release: str
+) -> None:
+    """Through the cluster's own provider (any other would write them to another cluster), protected with prod,
+    after the chart and the namespace; the token Secret also after its ServiceAccount, which nothing else waits for."""
+    plan = plans["prod"]
+    prefix = "urn:pulumi:prod::tpu-stack::"
+    component = f"{prefix}pulumi:pulumi:Stack$tpu-stack:index:ControllerMetrics::{release}-metrics"
+    install = f"{prefix}tpu-stack:index:{INSTALLS[release]}$"
+    waits = {
+        f"{install}kubernetes:core/v1:Namespace::{release}-namespace",
+        f"{install}kubernetes:helm.sh/v4:Chart::{release}-chart",
+    }
+    account = (
+        f"{prefix}tpu-stack:index:ControllerMetrics$kubernetes:core/v1:ServiceAccount::{release}-metrics-serviceaccount"
+    )
+    children = [r for r in plan.resources if r["parent"] == component]
+    assert sorted(r["type"].rsplit(":", 1)[1] for r in children) == [
+        "ClusterRoleBinding",
+        "PodMonitoring",
+        "Role",
+        "RoleBinding",
+        "Secret",
+        "ServiceAccount",
+    ]
+    for child in children:
+        assert child["provider"] == f"{prefix}tpu-stack:index:GkeCluster$pulumi:providers:kubernetes::tpu-prod-k8s"
+        assert child["protect"] is True
+        extra = {account} if child["type"] == "kubernetes:core/v1:Secret" else set()
+        assert set(child["dependencies"]) == waits | extra, child["name"]
