@@ -1,4 +1,4 @@
-"""What the tests of effects share: each stack's plan (charts rendered) and config model, built once a session.
+"""What the tests of effects share: each stack's plan (charts rendered) and config model, built once per test run.
 
 Under `make mutate` every test builds its own instead: mutmut runs, for a mutant, only the tests during which
 the mutated function ran, and a plan built once would be credited to the first test that asked for it.
@@ -20,7 +20,7 @@ T = TypeVar("T")
 
 
 def shared(fixture_name: str, config: pytest.Config) -> Literal["session", "function"]:
-    """The scope of a fixture built from the program: the session, or each test under mutmut (which sets
+    """The scope of a fixture built from the program: the whole test run, or each test under mutmut (which sets
     MUTANT_UNDER_TEST for its runs)."""
     return "function" if "MUTANT_UNDER_TEST" in os.environ else "session"
 

@@ -226,7 +226,7 @@ def test_dev_example_workloads_run_where_no_bucket_account_is_and_mount_nothing(
 
 
 def attached(mounts: list[BucketMount], cache_gib: int) -> tuple[dict[str, Any], dict[str, str]]:
-    pod: dict[str, Any] = {"containers": [{"name": "main"}, {"name": "helper"}]}
+    pod: dict[str, Any] = {"containers": [{"name": "main"}, {"name": "loader"}]}
     annotations = gcs_fuse.attach(pod, "bucket", mounts, cache_gib=cache_gib)
     return pod, annotations
 
@@ -268,7 +268,7 @@ def test_without_a_cache_no_volume_folder_caches_files() -> None:
 
 def test_no_mounts_no_sidecar() -> None:
     pod, annotations = attached([], cache_gib=33)
-    assert annotations == {} and pod == {"containers": [{"name": "main"}, {"name": "helper"}]}
+    assert annotations == {} and pod == {"containers": [{"name": "main"}, {"name": "loader"}]}
 
 
 def test_the_pods_own_security_context_is_kept() -> None:
