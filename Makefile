@@ -8,7 +8,7 @@ STACK ?= dev
 # The team's policy config (reviewed exceptions, e.g. prod's tag-pinned images); the workflows pass the same file.
 POLICY_CONFIG ?= policies/config.json
 
-.PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm config-docs
+.PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm config-docs analyzers
 
 $(STAMP): requirements.txt requirements-cli.txt requirements-dev.txt policies/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,22 @@ $(HELM): offline/helm.py | $(STAMP)
 	$(PY) -m offline.helm
 
 helm: $(HELM)
+
+# The tests' analyzers of effects (tests/effects/): IBM's network-config-analyzer in its own virtualenv (it pins
+# another PyYAML than the stack), and promtool from Debian's prometheus package (tests/effects/promtool.py).
+NCA_VENV := .nca-venv
+NCA_STAMP := $(NCA_VENV)/.installed-stamp
+PROMTOOL := .promtool/bin/promtool
+
+$(NCA_STAMP): requirements-nca.txt constraints-nca.txt
+	test -x $(NCA_VENV)/bin/python || $(PYTHON) -m venv $(NCA_VENV)
+	$(NCA_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-nca.txt -c constraints-nca.txt
+	touch $(NCA_STAMP)
+
+$(PROMTOOL): tests/effects/promtool.py | $(STAMP)
+	$(PY) -m tests.effects.promtool
+
+analyzers: $(NCA_STAMP) $(PROMTOOL)
 
 # Bytecode of the project's own modules, which Python reads even where PYTHONDONTWRITEBYTECODE stops it writing
 # any (pip compiles installed packages at install the same way): a tenth of a preview. Only changed files recompile.
@@ -41,7 +57,7 @@ lint: $(STAMP)
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/check-jsonschema --schemafile schema/stack.schema.json Pulumi.*.yaml
 
-unit: $(STAMP) $(HELM)
+unit: $(STAMP) $(HELM) $(NCA_STAMP) $(PROMTOOL)
 	$(PY) -m pytest -q
 
 bench: $(STAMP) $(HELM)
@@ -86,10 +102,12 @@ $(MUTATE_STAMP): requirements-mutate.txt requirements-dev.txt requirements-cli.t
 	$(MUTATE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-mutate.txt -c constraints.txt
 	touch $(MUTATE_STAMP)
 
-mutate: $(MUTATE_STAMP) $(HELM)
+# MUTANTS: mutmut's names of the mutants to run (e.g. "components.gcs_fuse*"), all of them when empty.
+MUTANTS ?=
+mutate: $(MUTATE_STAMP) $(HELM) $(NCA_STAMP) $(PROMTOOL)
 	rm -rf mutants
-	$(MUTATE_VENV)/bin/mutmut run --max-children 2
+	$(MUTATE_VENV)/bin/mutmut run --max-children 2 $(MUTANTS)
 	$(MUTATE_VENV)/bin/mutmut results
 
 clean:
-	rm -rf build .tools .pytest_cache .mypy_cache .ruff_cache mutants
+	rm -rf build .tools .promtool .pytest_cache .mypy_cache .ruff_cache mutants

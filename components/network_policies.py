@@ -19,6 +19,10 @@ import pulumi_kubernetes as k8s
 # policy: 169.254.169.252/32 on 988 always, and on Dataplane V2 also 169.254.169.254/32 on 80.
 METADATA_EGRESS = (("169.254.169.254/32", 80), ("169.254.169.252/32", 988))
 HTTPS = 443
+# Cluster DNS answers where the cluster's DNS provider runs: kube-dns's pods (Standard's default), else on the node,
+# at addresses no pod selector matches: Cloud DNS (the only provider of Autopilot) through the node's metadata
+# server, NodeLocal DNSCache (always on in Autopilot) on its link-local address.
+NODE_DNS = ("169.254.169.254/32", "169.254.20.10/32")
 
 
 @dataclass(frozen=True)
@@ -45,13 +49,15 @@ def default_deny(namespace: str) -> Policy:
 
 
 def allow_platform_egress(namespace: str) -> Policy:
-    """DNS to kube-dns, the metadata server, and HTTPS anywhere (Google APIs have no fixed ranges here)."""
+    """DNS (kube-dns or the node's resolvers), the metadata server, and HTTPS anywhere (Google APIs have no fixed
+    ranges here)."""
     kube_dns: k8s.networking.v1.NetworkPolicyPeerArgsDict = {
         "namespace_selector": _namespace_named("kube-system"),
         "pod_selector": {"match_labels": {"k8s-app": "kube-dns"}},
     }
+    node_dns: list[k8s.networking.v1.NetworkPolicyPeerArgsDict] = [{"ip_block": {"cidr": cidr}} for cidr in NODE_DNS]
     egress: list[k8s.networking.v1.NetworkPolicyEgressRuleArgsDict] = [
-        {"to": [kube_dns], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+        {"to": [kube_dns, *node_dns], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
     ]
     egress += [
         {"to": [{"ip_block": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": port}]}

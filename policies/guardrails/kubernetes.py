@@ -136,19 +136,26 @@ def validate_host_namespaces(args: ResourceValidationArgs, report: ReportViolati
                 say(report, f"container {container.get('name')} adds capabilities {caps}: drop ALL and add none")
 
 
+def _closed_directions(spec: Mapping[str, Any]) -> set[str]:
+    """The directions a NetworkPolicy closes for every pod of its namespace: those it governs with no rule at all.
+    Left out, policyTypes is what the API server sets: Ingress, and Egress only for a policy with egress rules,
+    which then leave egress open, so only Ingress can be closed."""
+    if prop(spec, "podSelector.matchLabels") or prop(spec, "podSelector.matchExpressions"):
+        return set()
+    types = {str(t) for t in as_list(spec.get("policyTypes"))} or {"Ingress"}
+    return {t for t in types if not spec.get(t.lower())}
+
+
 def validate_default_deny(args: StackValidationArgs, report: ReportViolation) -> None:
-    """Every namespace the stack creates has a NetworkPolicy that denies all ingress and egress by default."""
+    """Every namespace the stack creates denies all ingress and egress by default: one NetworkPolicy or, as
+    Kubernetes' own default policies do, one per direction."""
     created = {str(prop(r.props, "metadata.name")) for r in args.resources if r.resource_type == NAMESPACE}
-    denied = set()
+    closed: dict[str, set[str]] = {}
     for r in args.resources:
-        if r.resource_type != NETWORK_POLICY:
-            continue
-        spec = r.props.get("spec") or {}
-        types = {str(t) for t in as_list(spec.get("policyTypes"))}
-        selects_all = not prop(spec, "podSelector.matchLabels") and not prop(spec, "podSelector.matchExpressions")
-        allows = spec.get("ingress") or spec.get("egress")
-        if selects_all and types >= {"Ingress", "Egress"} and not allows:
-            denied.add(str(prop(r.props, "metadata.namespace")))
+        if r.resource_type == NETWORK_POLICY:
+            namespace = str(prop(r.props, "metadata.namespace"))
+            closed.setdefault(namespace, set()).update(_closed_directions(r.props.get("spec") or {}))
+    denied = {namespace for namespace, directions in closed.items() if directions >= {"Ingress", "Egress"}}
     for namespace in sorted(created - denied):
         say(
             report,

@@ -76,5 +76,12 @@ def test_controllers_reach_dns_the_metadata_server_and_https_only(plan: Plan, na
     egress = policies(plan, namespace)["allow-platform-egress"]["egress"]
     blocks = {(peer["ipBlock"]["cidr"], port["port"]) for rule in egress for peer in rule["to"] if "ipBlock" in peer
               for port in rule["ports"]}  # fmt: skip
-    assert blocks == {("169.254.169.252/32", 988), ("169.254.169.254/32", 80), ("0.0.0.0/0", 443)}
+    assert blocks == {
+        ("169.254.169.252/32", 988),
+        ("169.254.169.254/32", 80),
+        ("0.0.0.0/0", 443),
+        # DNS where Cloud DNS (the node's metadata server) and NodeLocal DNSCache answer it
+        ("169.254.169.254/32", 53),
+        ("169.254.20.10/32", 53),
+    }
     assert policies(plan, namespace)["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}

@@ -1,0 +1,296 @@
+"""Every alert policy of dev and prod evaluated by Prometheus itself: `promtool test rules` over synthetic series.
+
+Each AlertPolicy's PromQL condition becomes a Prometheus alerting rule as Cloud Monitoring runs it: the query, held
+for the condition's `duration` (`for`), evaluated every `evaluationInterval` (60s). The series are written by hand
+as Managed Service for Prometheus stores them: Kueue's gauges by their Prometheus names (`kueue_pending_workloads`
+with `cluster_queue` and `status`, `kueue_reserving_active_workloads` and `kueue_admitted_active_workloads` per
+`cluster_queue`, from Kueue's pkg/metrics), GKE's TPU metric under its PromQL name
+`kubernetes_io:node_accelerator_tensorcore_utilization` with the k8s_node resource labels. For each alert one case
+fires and others must not; all cases of a stack run in one promtool call.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from offline.engine import Plan
+from tests.effects import promtool
+from tests.effects.conftest import PerStack, shared
+
+ALERT = "gcp:monitoring/alertPolicy:AlertPolicy"
+PENDING = "kueue_pending_workloads"
+RESERVING = "kueue_reserving_active_workloads"
+ADMITTED = "kueue_admitted_active_workloads"
+TENSORCORE = "kubernetes_io:node_accelerator_tensorcore_utilization"
+
+
+@dataclass(frozen=True)
+class Case:
+    """`series` (selector -> promtool's expanding notation, one sample a minute) evaluated at `at`; `fires` holds the
+    labels the alert carries when it must fire (beside alertname), None when it must not."""
+
+    alert: str
+    title: str
+    series: dict[str, str]
+    at: str
+    fires: dict[str, str] | None = field(default=None)
+
+
+def pending(queue: str, values: str, status: str = "active") -> dict[str, str]:
+    return {f'{PENDING}{{cluster_queue="{queue}",status="{status}"}}': values}
+
+
+def tensorcore(cluster: str, node: str, values: str) -> dict[str, str]:
+    labels = (
+        f'monitored_resource="k8s_node",project_id="p",location="us-central1",cluster_name="{cluster}",'
+        f'node_name="{node}"'
+    )
+    return {f"{TENSORCORE}{{{labels}}}": values}
+
+
+def pending_cases(queue: str, other: str) -> list[Case]:
+    alert = f"pending-{queue}"
+    return [
+        Case(alert, "a workload pending 40 minutes", pending(queue, "2x40"), "40m", fires={}),
+        Case(alert, "inadmissible workloads count too", pending(queue, "1x40", status="inadmissible"), "40m", {}),
+        Case(alert, "pending 25 minutes, then admitted: below the 30 minutes", pending(queue, "2x25 0x15"), "40m"),
+        Case(alert, "only another queue waits", {**pending(other, "3x60"), **pending(queue, "0x60")}, "60m"),
+    ]
+
+
+def idle_cases(cluster: str) -> list[Case]:
+    alert = "tpu-idle-while-waiting"
+    waiting = pending("training-cluster-queue", "1x60")
+    return [
+        Case(
+            alert,
+            "every TPU node idle while a workload waits",
+            {**tensorcore(cluster, "tpu-a", "0x60"), **tensorcore(cluster, "tpu-b", "0.5x60"), **waiting},
+            "60m",
+            {},
+        ),
+        Case(
+            alert,
+            "one TPU node busy",
+            {**tensorcore(cluster, "tpu-a", "0x60"), **tensorcore(cluster, "tpu-b", "40x60"), **waiting},
+            "60m",
+        ),
+        Case(
+            alert,
+            "TPUs idle, nothing waits",
+            {**tensorcore(cluster, "tpu-a", "0x60"), **pending("training-cluster-queue", "0x60")},
+            "60m",
+        ),
+        Case(alert, "only another cluster's TPUs idle", {**tensorcore("other", "tpu-a", "0x60"), **waiting}, "60m"),
+        Case(alert, "idle 20 minutes, then busy", {**tensorcore(cluster, "tpu-a", "0x20 60x40"), **waiting}, "60m"),
+    ]
+
+
+def reserving(queue: str, reserved: str, admitted: str) -> dict[str, str]:
+    return {f'{RESERVING}{{cluster_queue="{queue}"}}': reserved, f'{ADMITTED}{{cluster_queue="{queue}"}}': admitted}
+
+
+def provisioning_cases() -> list[Case]:
+    alert = "queued-provisioning-not-granted"
+    queue = "research-cluster-queue"
+    return [
+        Case(
+            alert,
+            "quota reserved 130 minutes, never admitted",
+            reserving(queue, "1x130", "0x130"),
+            "130m",
+            fires={"cluster_queue": queue},
+        ),
+        Case(alert, "reserved and admitted", reserving(queue, "1x130", "1x130"), "130m"),
+        Case(alert, "admitted after 100 minutes", reserving(queue, "1x130", "0x100 1x30"), "130m"),
+        Case(
+            alert,
+            "one queue waits, the other is admitted",
+            {**reserving(queue, "1x130", "0x130"), **reserving("training-cluster-queue", "2x130", "2x130")},
+            "130m",
+            fires={"cluster_queue": queue},
+        ),
+    ]
+
+
+CASES = {
+    "dev": [
+        *pending_cases("training-cluster-queue", "research-cluster-queue"),
+        *pending_cases("research-cluster-queue", "training-cluster-queue"),
+        *idle_cases("tpu-dev"),
+    ],
+    "prod": [
+        *pending_cases("training-cluster-queue", "research-cluster-queue"),
+        *pending_cases("research-cluster-queue", "training-cluster-queue"),
+        *idle_cases("tpu-prod"),
+        *provisioning_cases(),
+    ],
+}
+
+
+def rules(plan: Plan) -> dict[str, Any]:
+    """The stack's alert policies as one Prometheus rule group, as Cloud Monitoring evaluates their conditions."""
+    group_rules = []
+    interval = set()
+    for policy in plan.by_type(ALERT):
+        (condition,) = policy["inputs"]["conditions"]
+        promql = condition["conditionPrometheusQueryLanguage"]
+        interval.add(promql["evaluationInterval"])
+        group_rules.append({"alert": condition["displayName"], "expr": promql["query"], "for": promql["duration"]})
+    (every,) = interval
+    return {"groups": [{"name": f"tpu-stack-{plan.stack}", "interval": every, "rules": group_rules}]}
+
+
+def unit_test(case: Case) -> dict[str, Any]:
+    expected = [] if case.fires is None else [{"exp_labels": case.fires}]
+    return {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": series, "values": values} for series, values in case.series.items()],
+                "alert_rule_test": [{"eval_time": case.at, "alertname": case.alert, "exp_alerts": expected}],
+            }
+        ],
+    }
+
+
+def run_promtool(rule_group: dict[str, Any], cases: list[Case]) -> dict[str, str]:
+    """One `promtool test rules` over every case; case title -> "" when it passed, else promtool's report."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        (folder / "rules.yaml").write_text(yaml.safe_dump(rule_group, sort_keys=False))
+        files = []
+        for index, case in enumerate(cases):
+            name = f"case-{index:02d}.yaml"
+            (folder / name).write_text(yaml.safe_dump(unit_test(case), sort_keys=False))
+            files.append(name)
+        done = subprocess.run(
+            [str(promtool.binary()), "test", "rules", *files],
+            cwd=folder,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    reports = {}
+    for block in done.stdout.split("Unit Testing:")[1:]:
+        name, _, report = block.strip().partition("\n")
+        reports[name.strip()] = "" if report.strip() == "SUCCESS" else report.strip()
+    if len(reports) != len(cases):
+        raise RuntimeError(f"promtool answered for {len(reports)} of {len(cases)} files:\n{done.stdout}")
+    return {f"{case.alert}: {case.title}": reports[files[i]] for i, case in enumerate(cases)}
+
+
+@pytest.fixture(scope=shared)
+def evaluated(plans: PerStack[Plan]) -> PerStack[dict[str, str]]:
+    """promtool's verdict on every case of a stack, one call each."""
+    return PerStack(lambda stack: run_promtool(rules(plans[stack]), CASES[stack]))
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_alert_fires_when_it_should_and_only_then(evaluated: PerStack[dict[str, str]], stack: str) -> None:
+    failed = [f"{case}\n{report}" for case, report in evaluated[stack].items() if report]
+    assert not failed, "\n".join(["promtool disagrees:", *failed])
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_alert_has_a_case_that_fires_and_one_that_must_not(plans: dict[str, Plan], stack: str) -> None:
+    alerts = {p["inputs"]["conditions"][0]["displayName"] for p in plans[stack].by_type(ALERT)}
+    assert alerts == {case.alert for case in CASES[stack]}
+    for alert in alerts:
+        outcomes = {case.fires is not None for case in CASES[stack] if case.alert == alert}
+        assert outcomes == {True, False}, alert
+
+
+def test_prometheus_tells_a_broken_query_apart(plans: dict[str, Plan]) -> None:
+    """The cases are not vacuous: with `>= 0` in place of `> 0` the pending alert fires on an empty queue."""
+    group = rules(plans["dev"])
+    for rule in group["groups"][0]["rules"]:
+        rule["expr"] = rule["expr"].replace("> 0", ">= 0")
+    report = run_promtool(group, CASES["dev"][:4])
+    assert report["pending-training-cluster-queue: a workload pending 40 minutes"] == ""
+    assert "got:[" in report["pending-training-cluster-queue: only another queue waits"]
+
+
+# ---- the alert policies, whole --------------------------------------------------------------------------------------
+
+LABELS = {"app": "tpu-stack", "env": "prod", "managed-by": "pulumi", "team": "ml-platform"}
+
+
+def policy(alert: str, query: str, seconds: int) -> dict[str, Any]:
+    return {
+        "project": "tpu-stack-prod",
+        "displayName": f"tpu-stack prod: {alert}",
+        "combiner": "OR",
+        "conditions": [
+            {
+                "displayName": alert,
+                "conditionPrometheusQueryLanguage": {
+                    "query": query,
+                    "duration": f"{seconds}s",
+                    "evaluationInterval": "60s",
+                    # Kueue's series exist only after the first scrape: validation would refuse a new project's policy.
+                    "disableMetricValidation": True,
+                },
+            }
+        ],
+        "notificationChannels": [],
+        "userLabels": LABELS,
+    }
+
+
+PROD_POLICIES = {
+    "monitoring-pending-research-cluster-queue": policy(
+        "pending-research-cluster-queue",
+        'sum(kueue_pending_workloads{cluster_queue="research-cluster-queue"}) > 0',
+        1800,
+    ),
+    "monitoring-pending-training-cluster-queue": policy(
+        "pending-training-cluster-queue",
+        'sum(kueue_pending_workloads{cluster_queue="training-cluster-queue"}) > 0',
+        1800,
+    ),
+    "monitoring-tpu-idle-while-waiting": policy(
+        "tpu-idle-while-waiting",
+        '(max(kubernetes_io:node_accelerator_tensorcore_utilization{monitored_resource="k8s_node",cluster_name="tpu-prod"})'
+        " < 1) and on() (sum(kueue_pending_workloads) > 0)",
+        1800,
+    ),
+    "monitoring-queued-provisioning-not-granted": policy(
+        "queued-provisioning-not-granted",
+        "sum by (cluster_queue) (kueue_reserving_active_workloads) - sum by (cluster_queue) "
+        "(kueue_admitted_active_workloads) > 0",
+        7200,
+    ),
+}
+
+
+def test_prods_alert_policies_whole(plans: PerStack[Plan]) -> None:
+    component = "urn:pulumi:prod::tpu-stack::pulumi:pulumi:Stack$tpu-stack:index:Monitoring::monitoring"
+    found = {p["name"]: p for p in plans["prod"].by_type(ALERT)}
+    assert {name: p["inputs"] for name, p in found.items()} == PROD_POLICIES
+    assert {(p["parent"], p["protect"]) for p in found.values()} == {(component, True)}
+
+
+def test_no_queue_no_alert_and_no_tpu_pool_no_idle_alert() -> None:
+    from components import monitoring
+    from components.config.stack import load
+
+    base = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
+    assert monitoring.alert_queries(load(base, stack="dev")) == {}
+    assert monitoring.dashboard(load(base, stack="dev"))["mosaicLayout"] == {"columns": 48}
+    capacity = '{"autopilotCapacity": [{"tpuVersion": "v5e", "topology": "2x4", "provisioning": "flex-start"}]}'
+    autopilot = load({**base, "tpu-stack:cluster": '{"mode": "autopilot"}', "tpu-stack:queues": capacity}, stack="dev")
+    assert monitoring.alert_queries(autopilot) == {
+        "pending-cluster-queue": ('sum(kueue_pending_workloads{cluster_queue="cluster-queue"}) > 0', 30)
+    }

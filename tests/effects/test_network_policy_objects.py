@@ -1,0 +1,143 @@
+"""The NetworkPolicies of each kind of namespace, compared whole to objects written by hand: every field of a
+NetworkPolicy decides who gets in or out (a selector, a port, a policy type left out changes the answer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from offline.engine import Plan
+
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+API = "networking.k8s.io/v1"
+
+
+def deny(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "default-deny", "namespace": namespace},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+    }
+
+
+def platform_egress(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-platform-egress", "namespace": namespace},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                        },
+                        {"ipBlock": {"cidr": "169.254.169.254/32"}},
+                        {"ipBlock": {"cidr": "169.254.20.10/32"}},
+                    ],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                },
+                {"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}], "ports": [{"protocol": "TCP", "port": 80}]},
+                {"to": [{"ipBlock": {"cidr": "169.254.169.252/32"}}], "ports": [{"protocol": "TCP", "port": 988}]},
+                {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]},
+            ],
+        },
+    }
+
+
+def same_namespace(namespace: str, selector: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-same-namespace", "namespace": namespace},
+        "spec": {
+            "podSelector": selector,
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": selector}]}],
+            "egress": [{"to": [{"podSelector": selector}]}],
+        },
+    }
+
+
+def api_server_calls(namespace: str, ports: list[int]) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-api-server-calls", "namespace": namespace},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"ports": [{"protocol": "TCP", "port": port} for port in ports]}],
+        },
+    }
+
+
+def metrics_scrape(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-metrics-scrape", "namespace": namespace},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gmp-system"}}}],
+                    "ports": [{"protocol": "TCP", "port": 8443}],
+                }
+            ],
+        },
+    }
+
+
+SAXML = {"app.kubernetes.io/part-of": "saxml"}
+SAXML_CLIENTS = {
+    "apiVersion": API,
+    "kind": "NetworkPolicy",
+    "metadata": {"name": "allow-http-clients", "namespace": "saxml"},
+    "spec": {
+        "podSelector": {"matchLabels": {"app": "sax-http"}},
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"ipBlock": {"cidr": "10.20.0.0/24"}}], "ports": [{"protocol": "TCP", "port": 8888}]}],
+    },
+}
+EXPECTED = {
+    "dev": {
+        "kueue-system": [
+            deny("kueue-system"),
+            platform_egress("kueue-system"),
+            api_server_calls("kueue-system", [9443, 8082]),
+            metrics_scrape("kueue-system"),
+        ],
+        "jobset-system": [
+            deny("jobset-system"),
+            platform_egress("jobset-system"),
+            api_server_calls("jobset-system", [9443]),
+            metrics_scrape("jobset-system"),
+        ],
+        "research": [deny("research"), platform_egress("research"), same_namespace("research", {})],
+        "training": [deny("training"), platform_egress("training"), same_namespace("training", {})],
+    },
+}
+EXPECTED["prod"] = {
+    **EXPECTED["dev"],
+    "saxml": [deny("saxml"), platform_egress("saxml"), same_namespace("saxml", {"matchLabels": SAXML}), SAXML_CLIENTS],
+}
+
+
+def by_namespace(plan: Plan) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for resource in plan.by_type(NETWORK_POLICY):
+        found.setdefault(resource["inputs"]["metadata"]["namespace"], []).append(resource["inputs"])
+    return {ns: sorted(policies, key=lambda p: p["metadata"]["name"]) for ns, policies in found.items()}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_namespace_gets_exactly_its_policies(plans: dict[str, Plan], stack: str) -> None:
+    expected = {ns: sorted(p, key=lambda p: p["metadata"]["name"]) for ns, p in EXPECTED[stack].items()}
+    assert by_namespace(plans[stack]) == expected
