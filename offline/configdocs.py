@@ -35,7 +35,7 @@ from components.config.base import PROJECT, ConfigModel
 from components.config.stack import GCP_KEYS, NAMESPACES, STACK_KEYS, StackConfig
 
 REPO = Path(__file__).resolve().parent.parent
-README = REPO / "README.md"
+README = REPO / "docs" / "config.md"
 PROJECT_FILE = REPO / "Pulumi.yaml"
 SCHEMA_FILE = REPO / "schema" / "stack.schema.json"
 SCHEMA_PATH = "./schema/stack.schema.json"

@@ -36,7 +36,7 @@ def test_the_stack_schema_is_generated_from_the_models() -> None:
 def test_the_readme_config_reference_is_generated_from_the_models() -> None:
     readme = configdocs.README.read_text()
     committed = _between(readme, configdocs.README_BEGIN, configdocs.README_END)
-    assert committed == configdocs.readme_block(), "README.md's config reference is stale: run `make config-docs`"
+    assert committed == configdocs.readme_block(), "docs/config.md is stale: run `make config-docs`"
 
 
 def test_pulumi_yaml_config_is_generated_from_the_models() -> None:

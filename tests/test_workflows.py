@@ -150,7 +150,7 @@ def test_stack_files_name_the_cloud_kms_secrets_provider_of_their_project(stack:
 
 
 def test_readme_documents_every_secret_and_variable_the_workflows_read() -> None:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "README.md").read_text() + "".join(p.read_text() for p in (REPO / "docs").glob("*.md"))
     read = set()
     for path in WORKFLOWS.glob("*.yml"):
         read |= set(re.findall(r"\$\{\{ (?:secrets|vars)\.([A-Z_]+) \}\}", path.read_text()))

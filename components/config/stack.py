@@ -361,7 +361,7 @@ def _user_message(error: Mapping[str, Any], field: str) -> str:
     """Pydantic's message in the user's words: what was given and what the key takes, no Python type names."""
     kind, value, ctx = str(error["type"]), error.get("input"), error.get("ctx") or {}
     if kind == "extra_forbidden":
-        return "unknown key; check the spelling against the README's config reference"
+        return "unknown key; check the spelling against the config reference (docs/config.md)"
     if kind == "missing":
         return "required; add it"
     if kind in ("int_parsing", "int_type", "int_from_float"):

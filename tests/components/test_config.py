@@ -54,7 +54,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:tpuPools: '[train' starts like JSON but is not (Expecting value at column 2); give a YAML mapping "
      "or list"),
     ("unknown pool key", pools(pool(topolgy="4x4")),
-     f"{P0}.topolgy: unknown key; check the spelling against the README's config reference"),
+     f"{P0}.topolgy: unknown key; check the spelling against the config reference (docs/config.md)"),
     ("bad topology for the machine type", pools(pool(topology="4x5")),
      f"{P0}.topology: '4x5' is not a v6e topology for ct6e-standard-4t; valid: {VALID_TOPOLOGIES}"),
     ("topology of the wrong dimension", pools(pool(topology="2x2x2")),
@@ -142,8 +142,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "or reserve 16 chips or more"),
     ("calendar limits are Compute's, not config",
      pools(pool(provisioning="reservation", futureReservation={**window(SOON, 7), "maxDurationDays": 14})),
-     f"{P0}.futureReservation.maxDurationDays: unknown key; check the spelling against the README's config "
-     "reference"),
+     f"{P0}.futureReservation.maxDurationDays: unknown key; check the spelling against the config reference "
+     "(docs/config.md)"),
     ("queued run longer than 7 days", pools(pool(provisioning="queued", maxRunDuration="8d")),
      f"{P0}.maxRunDuration: 8d exceeds the 7-day limit of queued pools (they run on flex-start capacity); use 7d "
      "or less"),
