@@ -197,3 +197,10 @@ def source_range(cidr: str) -> str:
             "or narrower"
         )
     return cidr
+
+
+def image_digest(digest: str | None) -> str | None:
+    """An optional controller image digest (`sha256:` and 64 hex digits), as the charts' pinning keys take it."""
+    if digest is not None and not DIGEST.match(digest):
+        raise ValueError(f"{digest!r} is not an image digest; write sha256: and its 64 hex digits")
+    return digest

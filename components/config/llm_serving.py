@@ -26,10 +26,10 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from components import tpu_catalog
 from components.config.base import (
     BUILT_IN_NAMESPACES,
-    DIGEST,
     PROJECT,
     RESERVED_NAMESPACES,
     ConfigModel,
+    image_digest,
     kubernetes_name,
     source_range,
 )
@@ -268,12 +268,7 @@ class LlmServingConfig(ConfigModel):
             raise ValueError(f"{version!r} is not an LWS chart version like v0.10.0 (its chart versions keep the 'v')")
         return version
 
-    @field_validator("lws_image_digest")
-    @classmethod
-    def _digest(cls, digest: str | None) -> str | None:
-        if digest is not None and not DIGEST.match(digest):
-            raise ValueError(f"{digest!r} is not an image digest; write sha256: and its 64 hex digits")
-        return digest
+    _digest = field_validator("lws_image_digest")(image_digest)
 
     @property
     def lws_image_tag(self) -> str | None:

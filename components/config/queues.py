@@ -13,10 +13,10 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from components import tpu_catalog
 from components.config.base import (
-    DIGEST,
     PROJECT,
     RESERVED_NAMESPACES,
     ConfigModel,
+    image_digest,
     kubernetes_name,
     optional_kubernetes_name,
 )
@@ -53,12 +53,7 @@ class ChartsConfig(ConfigModel):
             raise ValueError(f"{version!r} is not a chart version like 0.19.2 (OCI chart versions have no 'v')")
         return version
 
-    @field_validator("kueue_image_digest", "jobset_image_digest")
-    @classmethod
-    def _digest(cls, digest: str | None) -> str | None:
-        if digest is not None and not DIGEST.match(digest):
-            raise ValueError(f"{digest!r} is not an image digest; write sha256: and its 64 hex digits")
-        return digest
+    _digest = field_validator("kueue_image_digest", "jobset_image_digest")(image_digest)
 
     @property
     def kueue_image_tag(self) -> str | None:
