@@ -438,3 +438,34 @@ def test_maintenance_times_are_written_in_utc_whatever_the_machines_zone(monkeyp
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+GKE_CLUSTER = "urn:pulumi:prod::tpu-stack::pulumi:pulumi:Stack$tpu-stack:index:GkeCluster::tpu-prod"
+CHILD = "urn:pulumi:prod::tpu-stack::tpu-stack:index:GkeCluster$"
+OPTIONS = {
+    # GKE writes the default pool's config and size back; the pool is removed right after creation.
+    (CLUSTER, "tpu-prod"): {
+        "parent": GKE_CLUSTER,
+        "protect": True,
+        "ignoreChanges": ["nodeConfig", "initialNodeCount"],
+        "customTimeouts": {"create": "90m", "update": "90m", "delete": "90m"},
+        "dependencies": [f"{CHILD}gcp:serviceaccount/account:Account::tpu-prod-nodes"],
+    },
+    # The autoscaler owns the size: an update must never reset it to the initial count.
+    ("gcp:container/nodePool:NodePool", "tpu-prod-system"): {
+        "parent": GKE_CLUSTER,
+        "protect": True,
+        "ignoreChanges": ["initialNodeCount", "nodeCount"],
+        "customTimeouts": {"create": "120m", "update": "120m", "delete": "120m"},
+        "dependencies": [
+            f"{CHILD}gcp:container/cluster:Cluster::tpu-prod",
+            f"{CHILD}gcp:serviceaccount/account:Account::tpu-prod-nodes",
+        ],
+    },
+}
+
+
+def test_the_cluster_and_its_pool_keep_what_gke_changes_and_their_timeouts(plans: dict[str, Plan]) -> None:
+    for (type_token, name), expected in OPTIONS.items():
+        resource = plans["prod"].one(type_token, name)
+        assert {key: resource[key] for key in expected} == expected, name

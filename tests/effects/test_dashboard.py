@@ -216,3 +216,16 @@ def test_each_queue_chart_plots_its_queue_only(plans: dict[str, Plan]) -> None:
             check=False,
         )
     assert done.returncode == 0, done.stdout
+
+
+def test_the_dashboard_belongs_to_monitoring_and_its_url_opens_it(plans: dict[str, Plan]) -> None:
+    plan = plans["prod"]
+    (resource,) = plan.by_type("gcp:monitoring/dashboard:Dashboard")
+    assert (
+        resource["parent"] == "urn:pulumi:prod::tpu-stack::pulumi:pulumi:Stack$tpu-stack:index:Monitoring::monitoring"
+    )
+    assert resource["protect"] is True
+    # The console URL takes the dashboard's own id, the last part of the name the API gives it.
+    assert plan.outputs["dashboardUrl"] == (
+        "https://console.cloud.google.com/monitoring/dashboards/custom/monitoring-dashboard-id?project=tpu-stack-prod"
+    )
