@@ -541,3 +541,18 @@ def test_an_autopilot_cluster_whole(run: StackRunner) -> None:
 def test_a_daily_maintenance_window(run: StackRunner) -> None:
     (cluster,) = run({"tpu-stack:cluster": {"maintenance": {"dailyStartTime": "03:00"}}}).by_type(CLUSTER)
     assert cluster["inputs"]["maintenancePolicy"] == {"dailyMaintenanceWindow": {"startTime": "03:00"}}
+
+
+def test_a_named_network_carries_the_cluster_its_nat_and_its_webhook_rule(run: StackRunner) -> None:
+    cluster_config = {"name": "c", "network": "tpu-vpc", "subnetwork": "tpu-subnet", "privateNodes": True}
+    plan = run({"tpu-stack:cluster": cluster_config})
+    cluster = plan.one(CLUSTER, "c")["inputs"]
+    assert (cluster["network"], cluster["subnetwork"]) == ("tpu-vpc", "tpu-subnet")
+    assert plan.one("gcp:compute/router:Router", "c-router")["inputs"]["network"] == "tpu-vpc"
+    assert plan.one(FIREWALL, "c-cp-webhooks")["inputs"]["network"] == "tpu-vpc"
+
+
+def test_the_node_grants_belong_to_the_cluster_and_are_protected(plans: dict[str, Plan]) -> None:
+    for member in plans["prod"].by_type("gcp:projects/iAMMember:IAMMember"):
+        if member["name"].startswith("tpu-prod-nodes-"):
+            assert (member["parent"], member["protect"]) == (GKE_CLUSTER, True), member["name"]
