@@ -127,6 +127,9 @@ def test_ci_and_operators_use_the_dns_endpoint_and_its_public_certificate(
         "trusts": "the system's public roots",
         "authenticates": "gke-gcloud-auth-plugin",
     }
+    config = yaml.safe_load(handed_out[stack]["kubeconfigText"])
+    names = {config["current-context"], config["clusters"][0]["name"], config["users"][0]["name"]}
+    assert names == {f"tpu-{stack}"}  # gcloud names all three after the cluster
 
 
 def test_the_kubeconfig_reading_sees_a_pinned_cluster_ca() -> None:
@@ -364,6 +367,12 @@ def test_node_roles_are_the_minimum(plans: dict[str, Plan], stack: str) -> None:
         ("roles/container.defaultNodeServiceAccount", account, f"tpu-stack-{stack}"),
         ("roles/artifactregistry.reader", account, f"tpu-stack-{stack}"),
     }
+    # Named after the role: a new name would replace the grant (revoked, then granted again).
+    names = {m["name"] for m in plans[stack].by_type("gcp:projects/iAMMember:IAMMember") if "-nodes-" in m["name"]}
+    assert names == {
+        f"tpu-{stack}-nodes-container-defaultNodeServiceAccount",
+        f"tpu-{stack}-nodes-artifactregistry-reader",
+    }
 
 
 def test_the_kubeconfig_whole() -> None:
@@ -469,3 +478,83 @@ def test_the_cluster_and_its_pool_keep_what_gke_changes_and_their_timeouts(plans
     for (type_token, name), expected in OPTIONS.items():
         resource = plans["prod"].one(type_token, name)
         assert {key: resource[key] for key in expected} == expected, name
+
+
+def test_prods_kubernetes_provider_whole(plans: dict[str, Plan]) -> None:
+    """Server-side apply, ConfigMaps patched in place, identified by the DNS endpoint, created once the system pool (controllers, webhooks) and
+    the control plane's way to the webhooks exist."""
+    (provider,) = plans["prod"].by_type("pulumi:providers:kubernetes")
+    dns_endpoint = plans["prod"].outputs["clusterEndpoint"]  # with the IP endpoint off, GKE's endpoint is the DNS one
+    assert dns_endpoint.endswith(".us-central1.gke.goog")
+    assert provider["inputs"] == {
+        "enableServerSideApply": "true",
+        "enableConfigMapMutable": "true",
+        "clusterIdentifier": dns_endpoint,
+        "kubeconfig": "[secret]",
+    }
+    assert sorted(provider["dependencies"]) == [
+        f"{CHILD}gcp:compute/firewall:Firewall::tpu-prod-cp-webhooks",
+        f"{CHILD}gcp:container/cluster:Cluster::tpu-prod",
+        f"{CHILD}gcp:container/nodePool:NodePool::tpu-prod-system",
+    ]
+    assert (provider["parent"], provider["protect"]) == (GKE_CLUSTER, True)
+
+
+def test_an_autopilot_cluster_whole(run: StackRunner) -> None:
+    """No pools of its own: GKE provisions nodes, as the stack's node account with the cloud-platform scope."""
+    cluster_config = {
+        "name": "ap",
+        "mode": "autopilot",
+        "privateNodes": True,
+        "releaseChannel": "REGULAR",
+        "deletionProtection": True,
+    }
+    plan = run({"tpu-stack:cluster": cluster_config}, stack="prod")
+    cluster = plan.one(CLUSTER, "ap")
+    assert cluster["inputs"] == {
+        "name": "ap",
+        "project": "proj-1234",
+        "location": "us-central1",
+        "releaseChannel": {"channel": "REGULAR"},
+        "deletionProtection": True,
+        "resourceLabels": {"app": "tpu-stack", "env": "prod", "managed-by": "pulumi"},
+        "datapathProvider": "ADVANCED_DATAPATH",
+        "enableShieldedNodes": True,
+        "addonsConfig": {"gcsFuseCsiDriverConfig": {"enabled": True}},
+        "monitoringConfig": {"managedPrometheus": {"enabled": True}},
+        "controlPlaneEndpointsConfig": {
+            "dnsEndpointConfig": {"allowExternalTraffic": True},
+            "ipEndpointsConfig": {"enabled": False},
+        },
+        "privateClusterConfig": {"enablePrivateNodes": True},
+        "enableAutopilot": True,
+        "clusterAutoscaling": {
+            "autoProvisioningDefaults": {
+                "serviceAccount": "ap-nodes@proj-1234.iam.gserviceaccount.com",
+                "oauthScopes": [SCOPE],
+            }
+        },
+    }
+    component = "urn:pulumi:prod::tpu-stack::pulumi:pulumi:Stack$tpu-stack:index:GkeCluster::ap"
+    assert (cluster["parent"], cluster["protect"], cluster["ignoreChanges"]) == (component, True, [])
+    assert cluster["customTimeouts"] == {"create": "90m", "update": "90m", "delete": "90m"}
+
+
+def test_a_daily_maintenance_window(run: StackRunner) -> None:
+    (cluster,) = run({"tpu-stack:cluster": {"maintenance": {"dailyStartTime": "03:00"}}}).by_type(CLUSTER)
+    assert cluster["inputs"]["maintenancePolicy"] == {"dailyMaintenanceWindow": {"startTime": "03:00"}}
+
+
+def test_a_named_network_carries_the_cluster_its_nat_and_its_webhook_rule(run: StackRunner) -> None:
+    cluster_config = {"name": "c", "network": "tpu-vpc", "subnetwork": "tpu-subnet", "privateNodes": True}
+    plan = run({"tpu-stack:cluster": cluster_config})
+    cluster = plan.one(CLUSTER, "c")["inputs"]
+    assert (cluster["network"], cluster["subnetwork"]) == ("tpu-vpc", "tpu-subnet")
+    assert plan.one("gcp:compute/router:Router", "c-router")["inputs"]["network"] == "tpu-vpc"
+    assert plan.one(FIREWALL, "c-cp-webhooks")["inputs"]["network"] == "tpu-vpc"
+
+
+def test_the_node_grants_belong_to_the_cluster_and_are_protected(plans: dict[str, Plan]) -> None:
+    for member in plans["prod"].by_type("gcp:projects/iAMMember:IAMMember"):
+        if member["name"].startswith("tpu-prod-nodes-"):
+            assert (member["parent"], member["protect"]) == (GKE_CLUSTER, True), member["name"]

@@ -229,3 +229,11 @@ def test_the_dashboard_belongs_to_monitoring_and_its_url_opens_it(plans: dict[st
     assert plan.outputs["dashboardUrl"] == (
         "https://console.cloud.google.com/monitoring/dashboards/custom/monitoring-dashboard-id?project=tpu-stack-prod"
     )
+
+
+def test_the_api_form_leaves_out_every_default() -> None:
+    """proto3 JSON: false, 0, "", empty lists and objects, and null are left out at every depth; true stays."""
+    from components.monitoring import proto3_json
+
+    sent = {"a": False, "b": True, "c": None, "d": 0, "e": [], "f": {"g": "", "h": 1.5}, "i": [{"j": 0}, "k"]}
+    assert proto3_json(sent) == {"b": True, "f": {"h": 1.5}, "i": [{}, "k"]}

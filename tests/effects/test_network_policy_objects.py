@@ -141,3 +141,35 @@ def by_namespace(plan: Plan) -> dict[str, list[dict[str, Any]]]:
 def test_every_namespace_gets_exactly_its_policies(plans: dict[str, Plan], stack: str) -> None:
     expected = {ns: sorted(p, key=lambda p: p["metadata"]["name"]) for ns, p in EXPECTED[stack].items()}
     assert by_namespace(plans[stack]) == expected
+
+
+NAMESPACES = {
+    "kueue-system": "KueueInstall$kubernetes:core/v1:Namespace::kueue-namespace",
+    "jobset-system": "JobSetInstall$kubernetes:core/v1:Namespace::jobset-namespace",
+    "training": "KueueQueues$kubernetes:core/v1:Namespace::queues-namespace-training",
+    "research": "KueueQueues$kubernetes:core/v1:Namespace::queues-namespace-research",
+}
+COMPONENTS = {
+    "kueue-system": "kueue-policies",
+    "jobset-system": "jobset-policies",
+    "training": "training-policies",
+    "research": "research-policies",
+}
+
+
+def test_prods_policies_go_to_the_cluster_after_their_namespace(plans: dict[str, Plan]) -> None:
+    """Through the cluster's provider (another would write them to another cluster), protected with prod, each
+    after its namespace (a policy in a namespace that does not exist yet is refused)."""
+    prefix = "urn:pulumi:prod::tpu-stack::"
+    provider = f"{prefix}tpu-stack:index:GkeCluster$pulumi:providers:kubernetes::tpu-prod-k8s"
+    for resource in plans["prod"].by_type(NETWORK_POLICY):
+        namespace = resource["inputs"]["metadata"]["namespace"]
+        if namespace == "saxml":
+            continue  # Saxml's component writes its own (components/saxml.py)
+        assert resource["provider"] == provider and resource["protect"] is True, resource["name"]
+        assert (
+            resource["parent"]
+            == f"{prefix}pulumi:pulumi:Stack$tpu-stack:index:NamespacePolicies::{COMPONENTS[namespace]}"
+        )
+        assert resource["dependencies"] == [f"{prefix}tpu-stack:index:{NAMESPACES[namespace]}"], resource["name"]
+        assert resource["name"] == f"{COMPONENTS[namespace]}-{resource['inputs']['metadata']['name']}"
