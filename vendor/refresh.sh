@@ -12,7 +12,7 @@ raw=https://raw.githubusercontent.com
 
 fetch() { curl --fail --silent --show-error --location "$1" -o "$2"; }
 
-for kind in admissionchecks clusterqueues cohorts localqueues provisioningrequestconfigs resourceflavors \
+for kind in admissionchecks clusterqueues cohorts localqueues multikueueclusters multikueueconfigs provisioningrequestconfigs resourceflavors \
   topologies workloadpriorityclasses; do
   fetch "$raw/kubernetes-sigs/kueue/$kueue/config/components/crd/bases/kueue.x-k8s.io_$kind.yaml" \
     "$here/crds/kueue/kueue.x-k8s.io_$kind.yaml"
