@@ -4,6 +4,9 @@ Only wiring lives here; each component owns one responsibility and every derived
 validated config model (components/config/).
 """
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import pulumi
 
 from components import workload_identity
@@ -11,6 +14,7 @@ from components.bucket import Bucket
 from components.config import load_from_pulumi
 from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, LWS_NAMESPACE
 from components.config.queues import flavor_labels, queue_refs
+from components.config.stack import StackConfig
 from components.controller_metrics import ControllerMetrics
 from components.gke_cluster import GkeCluster
 from components.jobset_install import CONTROLLER_LABELS as JOBSET_LABELS
@@ -21,6 +25,7 @@ from components.kueue_queues import KueueQueues
 from components.llm_serving import LlmServing
 from components.lws_install import LwsInstall
 from components.monitoring import Monitoring
+from components.multikueue import MultiKueueManager, MultiKueueWorker
 from components.network_policies import (
     JOBSET_API_SERVER_PORTS,
     KUEUE_API_SERVER_PORTS,
@@ -38,30 +43,129 @@ config = load_from_pulumi()
 # rendered objects from the Chart): `pulumi destroy` and replacements stop until `pulumi state unprotect`.
 protected = pulumi.ResourceOptions(protect=config.protected)
 
-cluster = GkeCluster(config.cluster.name, config=config, opts=protected)
-pools = {
-    pool.name: TpuSlicePools(
-        pool.name,
-        config=config,
-        pool=pool,
-        cluster=cluster.cluster,
-        node_service_account_email=cluster.node_service_account_email,
+
+@dataclass
+class Worker:
+    """What the manager needs of a worker: its DNS endpoint, its token for the manager, and what must exist there
+    before the manager dispatches to it."""
+
+    endpoint: pulumi.Output[str]
+    token: pulumi.Output[str]
+    ready: list[pulumi.Resource]
+
+
+@dataclass
+class BatchCluster:
+    """One cluster of the stack and what its batch scheduling is made of."""
+
+    cluster: GkeCluster
+    jobset: JobSetInstall
+    kueue: KueueInstall
+    queues: KueueQueues
+    monitoring: Monitoring
+
+
+def batch_cluster(
+    cluster_config: StackConfig, *, prefix: str = "", workers: Mapping[str, Worker] | None = None
+) -> BatchCluster:
+    """A cluster, its TPU pool groups, JobSet, Kueue, the queues, their network policies, metrics and monitoring.
+    `prefix` keeps a worker's resource names apart from the manager's (the stack's own cluster has none);
+    `workers`: a MultiKueue manager's workers, which its queues dispatch to."""
+    cluster = GkeCluster(cluster_config.cluster.name, config=cluster_config, opts=protected)
+    for pool in cluster_config.tpu_pools:
+        TpuSlicePools(
+            pool.name,
+            config=cluster_config,
+            pool=pool,
+            cluster=cluster.cluster,
+            node_service_account_email=cluster.node_service_account_email,
+            opts=protected,
+        )
+    jobset = JobSetInstall(f"{prefix}jobset", config=cluster_config, provider=cluster.provider, opts=protected)
+    kueue = KueueInstall(
+        f"{prefix}kueue", config=cluster_config, provider=cluster.provider, depends_on=[jobset.chart], opts=protected
+    )
+    admission_checks: list[pulumi.Resource] = []
+    if workers:
+        manager = MultiKueueManager(
+            "multikueue",
+            workers={name: (w.endpoint, w.token, w.ready) for name, w in workers.items()},
+            provider=cluster.provider,
+            namespace=kueue.namespace,
+            kueue_chart=kueue.chart,
+            opts=protected,
+        )
+        admission_checks.append(manager.admission_check)
+    queues = KueueQueues(
+        f"{prefix}queues",
+        # A manager's queues are derived from its workers' pool groups.
+        config=cluster_config.manager_queues if cluster_config.is_manager else cluster_config,
+        provider=cluster.provider,
+        kueue_chart=kueue.chart,
+        jobset_chart=jobset.chart,
+        admission_checks=admission_checks,
         opts=protected,
     )
-    for pool in config.tpu_pools
-}
+    # Default deny in every namespace the stack creates; then what the controllers and training pods need.
+    for release, install, namespace_name, ports in (
+        ("jobset", jobset, JOBSET_NAMESPACE, JOBSET_API_SERVER_PORTS),
+        ("kueue", kueue, KUEUE_NAMESPACE, KUEUE_API_SERVER_PORTS),
+    ):
+        NamespacePolicies(
+            f"{prefix}{release}-policies",
+            policies=controller_policies(namespace_name, ports),
+            provider=cluster.provider,
+            depends_on=[install.namespace],
+            opts=protected,
+        )
+    # Managed Service for Prometheus scrapes both controllers (their namespaces admit it on the metrics port).
+    for release, install, namespace_name, labels in (
+        ("jobset", jobset, JOBSET_NAMESPACE, JOBSET_LABELS),
+        ("kueue", kueue, KUEUE_NAMESPACE, KUEUE_LABELS),
+    ):
+        ControllerMetrics(
+            f"{prefix}{release}-metrics",
+            namespace=namespace_name,
+            release=release,
+            pod_labels=labels,
+            provider=cluster.provider,
+            depends_on=[install.namespace, install.chart],
+            opts=protected,
+        )
+    for name, namespace in queues.namespaces.items():
+        NamespacePolicies(
+            f"{prefix}{name}-policies",
+            policies=training_policies(name),
+            provider=cluster.provider,
+            depends_on=[namespace],
+            opts=protected,
+        )
+    # The dashboard and alert policies from the pools and queues; several clusters share one project's metrics.
+    monitoring = Monitoring(
+        f"{prefix}monitoring", config=cluster_config, cluster_scoped=config.is_manager, opts=protected
+    )
+    return BatchCluster(cluster, jobset, kueue, queues, monitoring)
 
-# --- batch scheduling: JobSet, Kueue and the queues derived from the pools ---
-jobset = JobSetInstall("jobset", config=config, provider=cluster.provider, opts=protected)
-kueue = KueueInstall("kueue", config=config, provider=cluster.provider, depends_on=[jobset.chart], opts=protected)
-queues = KueueQueues(
-    "queues",
-    config=config,
-    provider=cluster.provider,
-    kueue_chart=kueue.chart,
-    jobset_chart=jobset.chart,
-    opts=protected,
-)
+
+# --- MultiKueue workers: full clusters in other regions, created alongside the manager ---
+workers: dict[str, Worker] = {}
+for worker_config in config.worker_configs:
+    worker_name = worker_config.cluster.name
+    built = batch_cluster(worker_config, prefix=f"{worker_name}-")
+    access = MultiKueueWorker(
+        f"{worker_name}-multikueue",
+        token_generation=config.multi_kueue.token_generation if config.multi_kueue else 1,
+        provider=built.cluster.provider,
+        namespace=built.kueue.namespace,
+        opts=protected,
+    )
+    workers[worker_name] = Worker(
+        built.cluster.dns_endpoint, access.token, [built.kueue.chart, built.queues, access.binding]
+    )
+
+# --- the stack's cluster (a MultiKueue stack's manager): batch scheduling from the pools or the workers ---
+main = batch_cluster(config, workers=workers)
+cluster, jobset, kueue, queues, monitoring = main.cluster, main.jobset, main.kueue, main.queues, main.monitoring
 pulumi.export(
     "queues",
     {
@@ -69,43 +173,9 @@ pulumi.export(
         for team, ref in queue_refs(config.queues).items()
     },
 )
-pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in config.queue_pools})
+pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in config.manager_queues.queue_pools})
 # Capacity ladders: ladder -> its pool groups (flavors) in the order Kueue tries them.
-pulumi.export("ladders", {name: [pool.name for pool in rungs] for name, rungs in config.ladders.items()})
-# Default deny in every namespace the stack creates; then what the controllers and training pods need.
-for prefix, install_namespace, namespace_name, ports in (
-    ("jobset", jobset.namespace, JOBSET_NAMESPACE, JOBSET_API_SERVER_PORTS),
-    ("kueue", kueue.namespace, KUEUE_NAMESPACE, KUEUE_API_SERVER_PORTS),
-):
-    NamespacePolicies(
-        f"{prefix}-policies",
-        policies=controller_policies(namespace_name, ports),
-        provider=cluster.provider,
-        depends_on=[install_namespace],
-        opts=protected,
-    )
-# Managed Service for Prometheus scrapes both controllers (their namespaces admit it on the metrics port).
-for release, install, namespace_name, labels in (
-    ("jobset", jobset, JOBSET_NAMESPACE, JOBSET_LABELS),
-    ("kueue", kueue, KUEUE_NAMESPACE, KUEUE_LABELS),
-):
-    ControllerMetrics(
-        f"{release}-metrics",
-        namespace=namespace_name,
-        release=release,
-        pod_labels=labels,
-        provider=cluster.provider,
-        depends_on=[install.namespace, install.chart],
-        opts=protected,
-    )
-for name, namespace in queues.namespaces.items():
-    NamespacePolicies(
-        f"{name}-policies",
-        policies=training_policies(name),
-        provider=cluster.provider,
-        depends_on=[namespace],
-        opts=protected,
-    )
+pulumi.export("ladders", {name: [pool.name for pool in rungs] for name, rungs in config.manager_queues.ladders.items()})
 
 # --- serving and identity: bucket, Workload Identity, Saxml ---
 bucket = Bucket("data", config=config, opts=protected)
@@ -169,8 +239,6 @@ llm_serving = (
 if llm_serving:
     identities.append(llm_serving.identity)
 
-# --- observability: dashboard and alert policies from the pools and queues ---
-monitoring = Monitoring("monitoring", config=config, opts=protected)
 
 # --- outputs ---
 pulumi.export("clusterName", cluster.cluster.name)

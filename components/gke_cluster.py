@@ -124,7 +124,11 @@ class GkeCluster(pulumi.ComponentResource):
             monitoring_config={"managed_prometheus": {"enabled": True}},
             # Clients reach the control plane by its DNS endpoint; the IP endpoint only when asked for.
             control_plane_endpoints_config={
-                "dns_endpoint_config": {"allow_external_traffic": True},
+                "dns_endpoint_config": (
+                    {"allow_external_traffic": True, "enable_k8s_tokens_via_dns": True}
+                    if plane.kubernetes_tokens_via_dns
+                    else {"allow_external_traffic": True}
+                ),
                 "ip_endpoints_config": {"enabled": config.ip_endpoint},
             },
             # The provider turns authorized networks on whenever this is sent, so it is sent only with the IP

@@ -26,6 +26,15 @@ KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 HOST_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+MULTIKUEUE_SETTINGS = {
+    "gcInterval": "1m0s",
+    "origin": "multikueue",
+    "workerLostTimeout": "15m0s",
+    "dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
+}
+"""A MultiKueue manager's settings, Kueue v0.19.2's defaults stated (apis/config/v1beta2/defaults.go): every worker
+gets a copy at once and the first to admit keeps it, orphaned copies are collected every minute, and a workload on a
+worker unreachable for 15 minutes is dispatched again."""
 CONTROLLER_LABELS = {
     "app.kubernetes.io/name": "kueue",
     "app.kubernetes.io/instance": "kueue",
@@ -48,7 +57,7 @@ def controller_config(config: StackConfig) -> dict[str, Any]:
         "manageJobsWithoutQueueName": False,
         "integrations": {"frameworks": list(FRAMEWORKS)},
         "resources": {"excludeResourcePrefixes": [r for r in HOST_RESOURCES if r not in covered]},
-    }
+    } | ({"multiKueue": dict(MULTIKUEUE_SETTINGS)} if config.is_manager else {})
 
 
 def chart_values(config: StackConfig) -> dict[str, Any]:

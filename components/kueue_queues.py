@@ -13,12 +13,13 @@ The object builders are pure (config -> dict): the component, the workload gener
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import tpu_catalog
+from components import multikueue, tpu_catalog
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
     cohort_chips,
@@ -156,11 +157,17 @@ def cluster_queue(
         spec["cohortName"] = queues.cohort
     if queues.ladders:
         spec["flavorFungibility"] = dict(FLAVOR_FUNGIBILITY)
-    checks = [
-        {"name": admission_check_name(pool), "onFlavors": [pool.name]}
-        for pool in config.queue_flavors
-        if pool.provisioning == "queued"
-    ]
+    # A MultiKueue manager's workloads wait for a worker to admit them (on every flavor); the provisioning of
+    # queued capacity is the worker's own check.
+    checks: list[dict[str, Any]] = (
+        [{"name": multikueue.ADMISSION_CHECK}]
+        if config.is_manager
+        else [
+            {"name": admission_check_name(pool), "onFlavors": [pool.name]}
+            for pool in config.queue_flavors
+            if pool.provisioning == "queued"
+        ]
+    )
     if checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": checks}
     return _object("ClusterQueue", name, spec)
@@ -184,7 +191,7 @@ def kueue_objects(config: StackConfig) -> list[dict[str, Any]]:
     places = rung_places(queues)
     objects = [resource_flavor(pool, places.get(pool.name)) for pool in config.queue_flavors]
     for pool in config.queue_flavors:
-        if pool.provisioning == "queued":
+        if pool.provisioning == "queued" and not config.is_manager:
             objects += [provisioning_request_config(pool), admission_check(pool)]
     if not pools:
         return objects
@@ -263,6 +270,7 @@ class KueueQueues(pulumi.ComponentResource):
         provider: k8s.Provider,
         kueue_chart: pulumi.Resource,
         jobset_chart: pulumi.Resource,
+        admission_checks: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:KueueQueues", name, None, opts)
@@ -296,6 +304,8 @@ class KueueQueues(pulumi.ComponentResource):
             if namespace_resource is not None:
                 depends_on.append(namespace_resource)
             depends_on += [declared_by_name[ref] for ref in references(obj) if ref in declared_by_name]
+            if kind == "ClusterQueue":
+                depends_on += admission_checks  # declared elsewhere: the MultiKueue check (components/multikueue.py)
             resource = k8s.apiextensions.CustomResource(
                 resource_name(name, kind, metadata["name"], metadata.get("namespace")),
                 api_version=obj["apiVersion"],

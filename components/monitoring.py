@@ -103,9 +103,9 @@ def pool_widgets(config: StackConfig, pool: TpuPoolConfig) -> list[dict[str, Any
     ]
 
 
-def queue_widgets(cluster_queue: str) -> list[dict[str, Any]]:
-    """Pending and admitted workloads and TPU quota use of one ClusterQueue."""
-    selector = f'cluster_queue="{cluster_queue}"'
+def queue_widgets(cluster_queue: str, cluster: str | None = None) -> list[dict[str, Any]]:
+    """Pending and admitted workloads and TPU quota use of one ClusterQueue (of `cluster` only, when given)."""
+    selector = _kueue_selector(cluster, f'cluster_queue="{cluster_queue}"')
     tpu = f'{selector},resource="{tpu_catalog.TPU_RESOURCE}"'
     return [
         _chart(f"Pending workloads, {cluster_queue}", [_promql(f"sum by (status) ({PENDING}{{{selector}}})")]),
@@ -138,7 +138,15 @@ def _row(y: int, title: str, widgets: list[dict[str, Any]]) -> tuple[list[dict[s
 
 
 def cluster_queues(config: StackConfig) -> list[str]:
-    return sorted({ref.cluster_queue for ref in queue_refs(config.queues).values()}) if config.queue_pools else []
+    """The ClusterQueues of the cluster: over its own pool groups, or a MultiKueue manager's over its workers'."""
+    has_queues = config.queue_pools or config.is_manager
+    return sorted({ref.cluster_queue for ref in queue_refs(config.queues).values()}) if has_queues else []
+
+
+def _kueue_selector(cluster: str | None, *matchers: str) -> str:
+    """A series selector's matchers; in a stack of several clusters (MultiKueue), the collectors' `cluster` label
+    tells their Kueue series apart (the manager's and the workers' queues have the same names)."""
+    return ",".join([*matchers, *([f'cluster="{cluster}"'] if cluster else [])])
 
 
 def proto3_json(value: Any) -> Any:
@@ -161,15 +169,17 @@ def _is_default(value: Any) -> bool:
     return value is None
 
 
-def dashboard(config: StackConfig) -> dict[str, Any]:
-    """The dashboard in the API's own form (proto3_json): one row per TPU pool group, then one per ClusterQueue."""
+def dashboard(config: StackConfig, *, cluster_scoped: bool = False) -> dict[str, Any]:
+    """The dashboard in the API's own form (proto3_json): one row per TPU pool group, then one per ClusterQueue.
+    `cluster_scoped`: one of several clusters in the project (MultiKueue), whose Kueue series it selects."""
+    cluster = config.cluster.name if cluster_scoped else None
     tiles: list[dict[str, Any]] = []
     y = 0
     for pool in config.tpu_pools:
         row, y = _row(y, f"TPU pool group {pool.name}", pool_widgets(config, pool))
         tiles += row
     for cluster_queue in cluster_queues(config):
-        row, y = _row(y, f"ClusterQueue {cluster_queue}", queue_widgets(cluster_queue))
+        row, y = _row(y, f"ClusterQueue {cluster_queue}", queue_widgets(cluster_queue, cluster))
         tiles += row
     layout: dict[str, Any] = proto3_json(
         {
@@ -180,24 +190,26 @@ def dashboard(config: StackConfig) -> dict[str, Any]:
     return layout
 
 
-def alert_queries(config: StackConfig) -> dict[str, tuple[str, int]]:
-    """Alert name -> (PromQL condition, minutes it must hold)."""
+def alert_queries(config: StackConfig, *, cluster_scoped: bool = False) -> dict[str, tuple[str, int]]:
+    """Alert name -> (PromQL condition, minutes it must hold); `cluster_scoped` as for the dashboard."""
     settings = config.monitoring
-    alerts = {
-        f"pending-{cq}": (f'sum({PENDING}{{cluster_queue="{cq}"}}) > 0', settings.pending_minutes)
-        for cq in cluster_queues(config)
-    }
+    cluster = config.cluster.name if cluster_scoped else None
+    alerts = {}
+    for cq in cluster_queues(config):
+        selector = _kueue_selector(cluster, f'cluster_queue="{cq}"')
+        alerts[f"pending-{cq}"] = (f"sum({PENDING}{{{selector}}}) > 0", settings.pending_minutes)
+    scope = f"{{{_kueue_selector(cluster)}}}" if cluster else ""
     if config.tpu_pools and alerts:
         tensorcore = "kubernetes_io:node_accelerator_tensorcore_utilization"
         alerts["tpu-idle-while-waiting"] = (
             f'(max({tensorcore}{{monitored_resource="k8s_node",cluster_name="{config.cluster.name}"}}) < 1)'
-            f" and on() (sum({PENDING}) > 0)",
+            f" and on() (sum({PENDING}{scope}) > 0)",
             settings.idle_minutes,
         )
     if any(pool.provisioning == "queued" for pool in config.queue_pools):
         # Quota reserved but not admitted: the workload waits on its admission check, the ProvisioningRequest.
         alerts["queued-provisioning-not-granted"] = (
-            f"sum by (cluster_queue) ({RESERVING}) - sum by (cluster_queue) ({ADMITTED}) > 0",
+            f"sum by (cluster_queue) ({RESERVING}{scope}) - sum by (cluster_queue) ({ADMITTED}{scope}) > 0",
             settings.provisioning_minutes,
         )
     return alerts
@@ -211,13 +223,20 @@ def reads_scraped_series(query: str) -> bool:
 class Monitoring(pulumi.ComponentResource):
     """The dashboard and alert policies; `url` opens the dashboard in the console."""
 
-    def __init__(self, name: str, *, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: StackConfig,
+        cluster_scoped: bool = False,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
         super().__init__("tpu-stack:index:Monitoring", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.dashboard: monitoring.Dashboard = monitoring.Dashboard(
             f"{name}-dashboard",
             project=config.project,
-            dashboard_json=json.dumps(dashboard(config), sort_keys=True),
+            dashboard_json=json.dumps(dashboard(config, cluster_scoped=cluster_scoped), sort_keys=True),
             opts=child,
         )
         project = config.project
@@ -228,11 +247,12 @@ class Monitoring(pulumi.ComponentResource):
             )
         )
         channels = list(config.monitoring.notification_channels)
+        suffix = f" ({config.cluster.name})" if cluster_scoped else ""
         self.alerts: list[monitoring.AlertPolicy] = [
             monitoring.AlertPolicy(
                 f"{name}-{alert}",
                 project=config.project,
-                display_name=f"tpu-stack {config.stack}: {alert}",
+                display_name=f"tpu-stack {config.stack}: {alert}{suffix}",
                 combiner="OR",
                 conditions=[
                     {
@@ -249,6 +269,6 @@ class Monitoring(pulumi.ComponentResource):
                 user_labels=config.resource_labels,
                 opts=child,
             )
-            for alert, (query, minutes) in alert_queries(config).items()
+            for alert, (query, minutes) in alert_queries(config, cluster_scoped=cluster_scoped).items()
         ]
         self.register_outputs({"url": self.url})

@@ -33,6 +33,7 @@ from pulumi_policy import (
     EnforcementLevel,
     Policy,
     PolicyCustomTimeouts,
+    PolicyProviderResource,
     PolicyResource,
     PolicyResourceOptions,
     ResourceValidationArgs,
@@ -272,6 +273,13 @@ def evaluate(
     for resource, policy_resource in entries:
         policy_resource.parent = by_urn.get(resource.get("parent") or "")
         policy_resource.dependencies = [by_urn[d] for d in resource.get("dependencies") or [] if d in by_urn]
+        # As the engine hands stack policies each resource's provider: its URN, type, name and inputs
+        # (pulumi pkg/resource/deploy/step_generator.go, AnalyzeResources).
+        provider = by_urn.get(resource.get("provider") or "")
+        if provider is not None:
+            policy_resource.provider = PolicyProviderResource(
+                provider.resource_type, provider.props, provider.urn, provider.name
+            )
     everything = [policy_resource for _, policy_resource in entries]
     for policy, level, properties in active:
         if isinstance(policy, StackValidationPolicy):

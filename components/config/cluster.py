@@ -155,6 +155,9 @@ class ControlPlaneConfig(ConfigModel):
     """Direct IP access to the control plane, for clients that cannot use the DNS endpoint."""
     authorized_networks: tuple[Annotated[str, AfterValidator(lambda c: source_range(c))], ...] = ()
     """CIDRs that may use the IP endpoint (Google Cloud public IPs never may)."""
+    kubernetes_tokens_via_dns: bool = False
+    """Let the DNS endpoint accept Kubernetes service account tokens besides Google credentials: MultiKueue's manager
+    reaches its workers with a token of their own (on for every worker; IAM still decides for Google identities)."""
 
     def problems(self) -> list[tuple[str, str]]:
         """(field under cluster.controlPlane, message). GKE turns authorized networks on whenever they are sent:

@@ -37,6 +37,7 @@ from components.config.llm_serving import (
     serving_pools,
 )
 from components.config.monitoring import MonitoringConfig
+from components.config.multikueue import MultiKueueConfig, WorkerConfig
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
     ChartsConfig,
@@ -85,6 +86,10 @@ class StackConfig(ConfigModel):
 
     Default: off"""
     monitoring: MonitoringConfig = MonitoringConfig()
+    multi_kueue: MultiKueueConfig | None = None
+    """Worker clusters in other regions this stack's cluster dispatches the teams' workloads to (Kueue's MultiKueue).
+
+    Default: off, one cluster"""
 
     @field_validator("project")
     @classmethod
@@ -227,6 +232,66 @@ class StackConfig(ConfigModel):
         pool = self.pool(self.saxml.pool)
         assert pool is not None, "checked in stack_problems"
         return pool
+
+    @property
+    def workers(self) -> tuple[WorkerConfig, ...]:
+        return self.multi_kueue.workers if self.multi_kueue else ()
+
+    @property
+    def is_manager(self) -> bool:
+        """The cluster is a MultiKueue manager: its queues admit against the workers' capacity and dispatch."""
+        return bool(self.workers)
+
+    @property
+    def worker_pools(self) -> tuple[TpuPoolConfig, ...]:
+        return tuple(pool for worker in self.workers for pool in worker.tpu_pools)
+
+    def worker_config(self, worker: WorkerConfig) -> StackConfig:
+        """The worker as a stack of its own: this stack's settings, its region, cluster name and pool groups; the
+        teams' shares, borrowing limits, host resources and ladders of its pool groups only; no serving, no workers.
+        Its queues are therefore the manager's queue names with the worker's real quotas."""
+        names = {pool.name for pool in worker.tpu_pools}
+        queues = self.queues
+        teams = tuple(
+            team.model_copy(
+                update={
+                    "shares": {pool: v for pool, v in team.shares.items() if pool in names},
+                    "borrowing_limit": {pool: v for pool, v in team.borrowing_limit.items() if pool in names},
+                }
+            )
+            for team in queues.teams
+        )
+        worker_queues = queues.model_copy(
+            update={
+                "teams": teams,
+                "host_resources": {pool: v for pool, v in queues.host_resources.items() if pool in names},
+                "ladders": {name: rungs for name, rungs in queues.ladders.items() if set(rungs) <= names},
+            }
+        )
+        # The manager's Kueue authenticates to the worker's DNS endpoint with the worker's own service account token.
+        plane = self.cluster.control_plane.model_copy(update={"kubernetes_tokens_via_dns": True})
+        cluster = self.cluster.model_copy(update={"name": worker.name, "location": None, "control_plane": plane})
+        return self.model_copy(
+            update={
+                "region": worker.region,
+                "cluster": cluster,
+                "tpu_pools": worker.tpu_pools,
+                "queues": worker_queues,
+                "saxml": None,
+                "serving": None,
+                "multi_kueue": None,
+            }
+        )
+
+    @property
+    def worker_configs(self) -> list[StackConfig]:
+        return [self.worker_config(worker) for worker in self.workers]
+
+    @property
+    def manager_queues(self) -> StackConfig:
+        """What the manager's Kueue objects are derived from: this stack with every worker's pool groups as its own,
+        so its flavors, quotas and ladders are the sum of the workers' (placement is the workers' business)."""
+        return self.model_copy(update={"tpu_pools": self.worker_pools}) if self.is_manager else self
 
     def auto_upgrade(self, pool: TpuPoolConfig) -> bool:
         """Node auto-upgrade of a TPU pool: always on a release channel (GKE refuses off), else off by default."""
@@ -431,14 +496,15 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         problems.append(
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
         )
-    # --- queue checks (batch scheduling) ---
-    problems += queue_problems(
-        config.queues,
-        config.queue_pools,
-        autopilot=config.cluster.mode == "autopilot",
-        serving_pools=config.serving_pools,
-        serving_namespaces=config.serving_namespaces,
-    )
+    # --- queue checks (batch scheduling); a MultiKueue manager's queues are checked per worker below ---
+    if not config.is_manager:
+        problems += queue_problems(
+            config.queues,
+            config.queue_pools,
+            autopilot=config.cluster.mode == "autopilot",
+            serving_pools=config.serving_pools,
+            serving_namespaces=config.serving_namespaces,
+        )
     problems += serving_shape_problems(config.tpu_pools, config.serving_pools)
     # --- serving checks (bucket, identity, Saxml) ---
     if config.throwaway and config.protected:
@@ -463,6 +529,82 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     location = config.cluster_location
     if is_zone(location) and not location.startswith(config.region + "-"):
         problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
+    problems += _multikueue_problems(config, now)
+    return list(dict.fromkeys(problems))
+
+
+def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
+    """A manager runs no TPU capacity itself; each worker is checked as a stack of its own (config.worker_config),
+    its problems named by the worker's keys; the teams' and ladders' pool groups must be the workers'."""
+    if not config.is_manager:
+        return []
+    key = f"{PROJECT}:multiKueue.workers"
+    problems: list[str] = []
+    if config.tpu_pools:
+        problems.append(
+            f"{PROJECT}:tpuPools: the MultiKueue manager runs no TPU pool groups; move them to a worker "
+            "(multiKueue.workers[].tpuPools)"
+        )
+    for field, value in (("saxml", config.saxml), ("serving", config.serving)):
+        if value is not None:
+            problems.append(
+                f"{PROJECT}:{field}: servers run on the cluster's own pool groups and the MultiKueue manager has none; "
+                "remove it, or serve from a stack without multiKueue"
+            )
+    if config.cluster.mode == "autopilot":
+        problems.append(
+            f"{PROJECT}:cluster.mode: MultiKueue's clusters are Standard clusters (workers run TPU pools); use standard"
+        )
+    if config.cluster.subnetwork is not None:
+        problems.append(
+            f"{PROJECT}:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it "
+            "(each cluster takes its network's subnetwork in its region)"
+        )
+    clusters = {config.cluster.name: "cluster.name"}
+    accounts = {config.cluster.node_service_account_id: "cluster.name"}
+    pools: dict[str, str] = {}
+    owner: dict[str, int] = {}
+    for index, worker in enumerate(config.workers):
+        where = f"{key}[{index}]"
+        derived = config.worker_config(worker)
+        if worker.name in clusters:
+            problems.append(f"{where}.name: {worker.name!r} is already the name of {clusters[worker.name]}")
+        elif derived.cluster.node_service_account_id in accounts:
+            problems.append(
+                f"{where}.name: its node service account {derived.cluster.node_service_account_id!r} (the name's first "
+                f"24 characters) is already {accounts[derived.cluster.node_service_account_id]}'s; change the start "
+                "of the name"
+            )
+        clusters.setdefault(worker.name, f"workers[{index}]")
+        accounts.setdefault(derived.cluster.node_service_account_id, f"workers[{index}]")
+        for pool_index, pool in enumerate(worker.tpu_pools):
+            if pool.name in pools:
+                problems.append(f"{where}.tpuPools[{pool_index}].name: {pool.name!r} is already {pools[pool.name]}")
+            pools.setdefault(pool.name, f"workers[{index}].tpuPools[{pool_index}]")
+            owner.setdefault(pool.name, index)
+        for line in stack_problems(derived, now):
+            line = line.replace(f"{PROJECT}:tpuPools", f"{where}.tpuPools")
+            problems.append(line.replace("gcp:region", f"{where}.region"))
+    names = ", ".join(pools)
+    for team_index, team in enumerate(config.queues.teams):
+        for field, values in (("shares", team.shares), ("borrowingLimit", team.borrowing_limit)):
+            problems += [
+                f"{PROJECT}:queues.teams[{team_index}].{field}.{name}: {name!r} names no worker's pool group; "
+                f"pools: {names}"
+                for name in values
+                if name not in owner
+            ]
+    for ladder, rungs in config.queues.ladders.items():
+        unknown = [rung for rung in rungs if rung not in owner]
+        if unknown:
+            problems.append(
+                f"{PROJECT}:queues.ladders.{ladder}: {unknown[0]!r} names no worker's pool group; pools: {names}"
+            )
+        elif len({owner[rung] for rung in rungs}) > 1:
+            problems.append(
+                f"{PROJECT}:queues.ladders.{ladder}: its rungs are in different workers, and each worker's Kueue walks "
+                "only its own; keep a ladder's pool groups in one worker"
+            )
     return problems
 
 

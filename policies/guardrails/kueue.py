@@ -13,6 +13,9 @@ from components import tpu_catalog
 from .gke import pool_machine, pool_max_nodes, pool_topology
 from .props import CLUSTER, KUEUE_GROUP, NODE_POOL, as_list, prop
 
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+"""controllerName of Kueue's MultiKueue AdmissionCheck (the pack does not import the program's components)."""
+
 
 def _kueue(resource: PolicyResource, kind: str) -> bool:
     return resource.resource_type.startswith(KUEUE_GROUP) and resource.resource_type.endswith(f":{kind}")
@@ -72,8 +75,16 @@ def _tolerated(taint: Taint, tolerations: list[Any]) -> bool:
     return False
 
 
-def _pool_chips(resources: list[PolicyResource]) -> list[tuple[dict[str, str], list[Taint], int]]:
-    """(node labels, taints, chips at full scale) of every TPU node pool."""
+def _cluster_of(resource: PolicyResource | None) -> str | None:
+    """URN of the GKE cluster a node pool or a kubernetes provider depends on (a node pool names its cluster, a
+    provider's kubeconfig is made from it); None when there is none, as in a stack of one cluster's tests."""
+    if resource is None:
+        return None
+    return next((d.urn for d in resource.dependencies if d.resource_type == CLUSTER), None)
+
+
+def _pool_chips(resources: list[PolicyResource]) -> list[tuple[str | None, dict[str, str], list[Taint], int]]:
+    """(cluster, node labels, taints, chips at full scale) of every TPU node pool."""
     pools = []
     for resource in resources:
         if resource.resource_type != NODE_POOL:
@@ -84,8 +95,23 @@ def _pool_chips(resources: list[PolicyResource]) -> list[tuple[dict[str, str], l
             continue
         nodes = pool_max_nodes(resource.props) or 0
         labels = _pool_labels(resource, machine, topology)
-        pools.append((labels, _pool_taints(resource.props), nodes * machine.chips_per_vm))
+        pools.append((_cluster_of(resource), labels, _pool_taints(resource.props), nodes * machine.chips_per_vm))
     return pools
+
+
+def _object_cluster(resource: PolicyResource, by_urn: dict[str, PolicyResource]) -> str | None:
+    """The cluster a Kubernetes object is written to: its provider's cluster (None: the default provider's)."""
+    return _cluster_of(by_urn.get(resource.provider.urn)) if resource.provider is not None else None
+
+
+def _dispatching_clusters(resources: list[PolicyResource], by_urn: dict[str, PolicyResource]) -> set[str | None]:
+    """Clusters that are MultiKueue managers (an AdmissionCheck of the MultiKueue controller): Kueue admits there
+    only what a worker admits, so their flavors count the chips of every cluster's pools."""
+    return {
+        _object_cluster(r, by_urn)
+        for r in resources
+        if _kueue(r, "AdmissionCheck") and prop(r.props, "spec.controllerName") == MULTIKUEUE_CONTROLLER
+    }
 
 
 _QUANTITY = re.compile(r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
@@ -153,33 +179,42 @@ def validate_quota(args: StackValidationArgs, report: ReportViolation) -> None:
     share the shape labels, are each held to their own pools). Its quota is the sum of nominalQuota over
     ClusterQueues and Cohorts (borrowing limits move quota around, they add none). A flavor no pool matches is
     skipped when the cluster provisions nodes itself (Autopilot, auto-provisioning); otherwise its quota must be 0.
+    In a stack of several clusters, quotas and pools count per cluster (the provider's and the pool's cluster), but
+    a MultiKueue manager's flavors count every cluster's pools: it admits only what one of its workers admits.
     """
     resources = list(args.resources)
+    by_urn = {resource.urn: resource for resource in resources}
     pools = _pool_chips(resources)
-    quota: dict[str, Decimal] = {}
+    managers = _dispatching_clusters(resources, by_urn)
+    quota: dict[tuple[str | None, str], Decimal] = {}
     for resource in resources:
         if _kueue(resource, "ClusterQueue") or _kueue(resource, "Cohort"):
             amounts, problems = _nominal_tpu(resource)
             for problem in problems:
                 report(problem, resource.urn)
+            cluster = _object_cluster(resource, by_urn)
             for name, amount in amounts.items():
-                quota[name] = quota.get(name, Decimal(0)) + amount
+                quota[(cluster, name)] = quota.get((cluster, name), Decimal(0)) + amount
     self_provisioning = _provisions_itself(resources)
     for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
         name = str(prop(flavor.props, "metadata.name") or flavor.name)
+        cluster = _object_cluster(flavor, by_urn)
         wanted = {str(k): str(v) for k, v in prop(flavor.props, "spec.nodeLabels", {}).items()}
         tolerations = as_list(prop(flavor.props, "spec.tolerations"))
         matching = [
             chips
-            for labels, taints, chips in pools
-            if wanted.items() <= labels.items() and all(_tolerated(taint, tolerations) for taint in taints)
+            for pool_cluster, labels, taints, chips in pools
+            if (cluster in managers or pool_cluster == cluster or None in (cluster, pool_cluster))
+            and wanted.items() <= labels.items()
+            and all(_tolerated(taint, tolerations) for taint in taints)
         ]
         if not matching and self_provisioning:
             continue
         chips = sum(matching)
-        if quota.get(name, 0) > chips:
+        held = quota.get((cluster, name), Decimal(0))
+        if held > chips:
             report(
-                f"ResourceFlavor {name!r}: queues hold {quota[name].normalize():f} {tpu_catalog.TPU_RESOURCE} "
+                f"ResourceFlavor {name!r}: queues hold {held.normalize():f} {tpu_catalog.TPU_RESOURCE} "
                 "nominal quota but "
                 f"the {len(matching)} matching node pool(s) provide {chips} chips; lower the ClusterQueue "
                 "nominalQuota or add slices",

@@ -43,7 +43,7 @@ P0 = "tpu-stack:tpuPools[0]"
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown top-level key", {"tpu-stack:clusterr": {"name": "x"}},
      "tpu-stack:clusterr: unknown config key; known tpu-stack keys: bucket, charts, cluster, labels, monitoring, "
-     "queues, saxml, serving, throwaway, tpuPools"),
+     "multiKueue, queues, saxml, serving, throwaway, tpuPools"),
     # The engine passes structured config as JSON text: text that only looks like JSON is a config error too.
     ("labels that are not JSON", {"tpu-stack:labels": "{team: ml"},
      "tpu-stack:labels: '{team: ml' starts like JSON but is not (Expecting property name enclosed in double quotes "

@@ -11,10 +11,11 @@ BELOW = {
     "cluster": {"base"},
     "monitoring": {"base"},
     "pools": {"base"},
+    "multikueue": {"base", "pools"},
     "queues": {"base", "pools"},
     "serving": {"base", "pools"},
     "llm_serving": {"base", "pools", "serving"},
-    "stack": {"base", "cluster", "monitoring", "pools", "queues", "serving", "llm_serving"},
+    "stack": {"base", "cluster", "monitoring", "multikueue", "pools", "queues", "serving", "llm_serving"},
 }
 
 

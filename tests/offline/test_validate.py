@@ -218,6 +218,8 @@ def test_known_custom_kinds_are_the_vendored_crds_versions() -> None:
         "ClusterQueue",
         "Cohort",
         "LocalQueue",
+        "MultiKueueCluster",
+        "MultiKueueConfig",
         "ProvisioningRequestConfig",
         "ResourceFlavor",
         "Topology",

@@ -1,0 +1,53 @@
+"""MultiKueue: one manager cluster (the stack's own) that dispatches the teams' workloads to worker clusters in other
+regions, each a full cluster of this stack with its own TPU pool groups.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from components.config.base import REGION, ConfigModel, dns_label_problem, zone_region
+from components.config.pools import TpuPoolConfig
+
+
+class WorkerConfig(ConfigModel):
+    """A worker cluster: a GKE cluster of this stack in its own region, with its own TPU pool groups, JobSet, Kueue,
+    the teams' queues over its pools, network policies and monitoring. The manager's Kueue sends it workloads."""
+
+    name: str
+    """GKE name of the worker cluster (a DNS label of at most 40 characters), also its MultiKueueCluster's name."""
+    region: str
+    """Region of the worker cluster, e.g. `us-east5`; every zone of its pool groups must be in it."""
+    tpu_pools: tuple[TpuPoolConfig, ...] = Field(min_length=1)
+    """The worker's TPU pool groups, with the same keys and checks as `tpuPools`; their names are unique across the
+    whole stack, and teams' `shares` and `ladders` name them like any pool group."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        problem = dns_label_problem(name, "cluster name")
+        if problem:
+            raise ValueError(problem)
+        return name
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, region: str) -> str:
+        zone_of = zone_region(region)
+        if zone_of is not None:
+            raise ValueError(f"{region!r} is a zone; a worker's region is its region: {zone_of}")
+        if not REGION.match(region):
+            raise ValueError(f"{region!r} is not a region like us-east5")
+        return region
+
+
+class MultiKueueConfig(ConfigModel):
+    """Worker clusters in other regions that the stack's cluster, the manager, dispatches workloads to: a workload
+    submitted to a team's LocalQueue on the manager is copied to every worker and runs on the first that admits it.
+    The manager then runs no TPU pools of its own (`tpuPools` empty), no Saxml and no vLLM servers."""
+
+    workers: tuple[WorkerConfig, ...] = Field(min_length=1)
+    """The worker clusters, each in its own region."""
+    token_generation: int = Field(default=1, ge=1)
+    """Raise by one to rotate the manager's tokens: each worker gets a new token Secret, the manager's kubeconfigs
+    name the new token, then the old Secret is deleted, which revokes the old token."""
