@@ -257,9 +257,44 @@ pulumi.export(
             "provisioning": pool.provisioning,
             "nodeSelector": pool.node_selector,
         }
-        for pool in config.tpu_pools
+        for pool in config.manager_queues.tpu_pools  # a MultiKueue manager's: its workers'
     },
 )
+if config.is_manager:
+    # Where a workload submitted to the manager can run: each worker's region and pool groups, and per TPU shape the
+    # clusters that have it (a workload runs on the first of them that admits it).
+    shapes: dict[str, list[str]] = {}
+    for worker in config.workers:
+        for pool in worker.tpu_pools:
+            where = f"{worker.name} ({worker.region})"
+            shape = shapes.setdefault(f"{pool.machine.name} {pool.slice_topology}", [])
+            if where not in shape:
+                shape.append(where)
+    pulumi.export(
+        "multiKueue",
+        {
+            "manager": config.cluster.name,
+            "submit": "to the teams' LocalQueues on the manager (output queues), with its kubeconfig",
+            "workers": {
+                worker.name: {
+                    "region": worker.region,
+                    "clusterEndpoint": workers[worker.name].endpoint,
+                    "pools": {
+                        pool.name: {
+                            "machineType": pool.machine.name,
+                            "topology": pool.slice_topology,
+                            "provisioning": pool.provisioning,
+                            "zone": pool.zone,
+                            "chips": pool.total_chips,
+                        }
+                        for pool in worker.tpu_pools
+                    },
+                }
+                for worker in config.workers
+            },
+            "shapes": shapes,
+        },
+    )
 # The validated config as deployed: `tpu-stack submit` builds workloads from it with components/workloads.py.
 pulumi.export("stackConfig", config.model_dump(mode="json", by_alias=True, exclude_none=True))
 pulumi.export("bucketName", bucket.name)

@@ -114,7 +114,8 @@ def _queues(config: StackConfig) -> dict[str, Any]:
 
 
 def from_config(config: StackConfig) -> Summary:
-    return {"capacity": _capacity(config), "queues": _queues(config)}
+    """A MultiKueue manager's capacity and queues are its workers' pool groups (config.manager_queues)."""
+    return {"capacity": _capacity(config.manager_queues), "queues": _queues(config.manager_queues)}
 
 
 def from_outputs(outputs: Mapping[str, Any]) -> Summary:

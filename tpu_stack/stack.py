@@ -57,9 +57,10 @@ class Stack:
 
     def config(self) -> StackConfig:
         """The config model the stack was deployed with (output `stackConfig`). Its checks that depend on the
-        date (a future reservation's lead time) ran at deployment and are not run again."""
+        date (a future reservation's lead time) ran at deployment and are not run again. A MultiKueue manager's is
+        its queues' view: workloads are submitted to the manager for the workers' pool groups."""
         try:
-            return StackConfig.model_validate(self._output("stackConfig"))
+            return StackConfig.model_validate(self._output("stackConfig")).manager_queues
         except ValidationError as error:
             raise StackError(f"{self.source}: output stackConfig is not this version's config: {error}") from None
 
