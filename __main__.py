@@ -13,7 +13,7 @@ from components import workload_identity
 from components.bucket import Bucket
 from components.config import load_from_pulumi
 from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, LWS_NAMESPACE
-from components.config.queues import flavor_labels, queue_refs
+from components.config.queues import flavor_labels, queue_namespaces, queue_refs
 from components.config.stack import StackConfig
 from components.controller_metrics import ControllerMetrics
 from components.gke_cluster import GkeCluster
@@ -36,7 +36,7 @@ from components.network_policies import (
 )
 from components.saxml import Saxml
 from components.tpu_slice_pools import TpuSlicePools
-from components.workload_identity import BucketRole, WorkloadIdentity
+from components.workload_identity import BucketRole, WorkloadIdentity, WorkloadServiceAccounts
 
 config = load_from_pulumi()
 # In protected stacks every resource is protected (children inherit it from their component, a chart's
@@ -141,14 +141,20 @@ def batch_cluster(
             opts=protected,
         )
     # The dashboard and alert policies from the pools and queues; several clusters share one project's metrics.
+    # A MultiKueue worker's pending copies are the manager's pending workloads: the manager alerts on them.
     monitoring = Monitoring(
-        f"{prefix}monitoring", config=cluster_config, cluster_scoped=config.is_manager, opts=protected
+        f"{prefix}monitoring",
+        config=cluster_config,
+        cluster_scoped=config.is_manager,
+        pending_alerts=not (config.is_manager and not cluster_config.is_manager),
+        opts=protected,
     )
     return BatchCluster(cluster, jobset, kueue, queues, monitoring)
 
 
 # --- MultiKueue workers: full clusters in other regions, created alongside the manager ---
 workers: dict[str, Worker] = {}
+worker_clusters: dict[str, BatchCluster] = {}
 for worker_config in config.worker_configs:
     worker_name = worker_config.cluster.name
     built = batch_cluster(worker_config, prefix=f"{worker_name}-")
@@ -157,10 +163,12 @@ for worker_config in config.worker_configs:
         token_generation=config.multi_kueue.token_generation if config.multi_kueue else 1,
         provider=built.cluster.provider,
         namespace=built.kueue.namespace,
+        team_namespaces={ns: built.queues.namespaces.get(ns) for ns in queue_namespaces(worker_config.queues)},
         opts=protected,
     )
+    worker_clusters[worker_name] = built
     workers[worker_name] = Worker(
-        built.cluster.dns_endpoint, access.token, [built.kueue.chart, built.queues, access.binding]
+        built.cluster.dns_endpoint, access.token, [built.kueue.chart, built.queues, *access.bindings]
     )
 
 # --- the stack's cluster (a MultiKueue stack's manager): batch scheduling from the pools or the workers ---
@@ -194,6 +202,15 @@ identities = [
     )
     for _field, _index, workload, role in config.bucket.grants
 ]
+# The manager's workloads run on the workers, as the same Kubernetes service accounts.
+for worker_name, built in worker_clusters.items():
+    WorkloadServiceAccounts(
+        f"{worker_name}-identities",
+        identities=identities,
+        provider=built.cluster.provider,
+        namespace_name=built.queues.namespace_name,
+        opts=protected,
+    )
 saxml = (
     Saxml(
         "saxml",

@@ -208,6 +208,9 @@ class GkeCluster(pulumi.ComponentResource):
             # stack refuses: the charts' controller configs (Kueue's is derived from the queues) update in place,
             # and the charts roll their controllers on a config checksum.
             enable_config_map_mutable=True,
+            # Likewise a Secret whose data changes (MultiKueue's kubeconfigs when their token rotates) is updated in
+            # place instead of replaced (diff.go forceNewProperties).
+            enable_secret_mutable=True,
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=[r for r in [self.system_pool, self.webhook_firewall] if r]
             ),

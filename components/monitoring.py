@@ -190,16 +190,20 @@ def dashboard(config: StackConfig, *, cluster_scoped: bool = False) -> dict[str,
     return layout
 
 
-def alert_queries(config: StackConfig, *, cluster_scoped: bool = False) -> dict[str, tuple[str, int]]:
-    """Alert name -> (PromQL condition, minutes it must hold); `cluster_scoped` as for the dashboard."""
+def alert_queries(
+    config: StackConfig, *, cluster_scoped: bool = False, pending_alerts: bool = True
+) -> dict[str, tuple[str, int]]:
+    """Alert name -> (PromQL condition, minutes it must hold); `cluster_scoped` as for the dashboard. Without
+    `pending_alerts` (a MultiKueue worker, whose pending copies the manager's alerts already count) no alert per
+    ClusterQueue."""
     settings = config.monitoring
     cluster = config.cluster.name if cluster_scoped else None
     alerts = {}
-    for cq in cluster_queues(config):
+    for cq in cluster_queues(config) if pending_alerts else []:
         selector = _kueue_selector(cluster, f'cluster_queue="{cq}"')
         alerts[f"pending-{cq}"] = (f"sum({PENDING}{{{selector}}}) > 0", settings.pending_minutes)
     scope = f"{{{_kueue_selector(cluster)}}}" if cluster else ""
-    if config.tpu_pools and alerts:
+    if config.tpu_pools and cluster_queues(config):
         tensorcore = "kubernetes_io:node_accelerator_tensorcore_utilization"
         alerts["tpu-idle-while-waiting"] = (
             f'(max({tensorcore}{{monitored_resource="k8s_node",cluster_name="{config.cluster.name}"}}) < 1)'
@@ -229,6 +233,7 @@ class Monitoring(pulumi.ComponentResource):
         *,
         config: StackConfig,
         cluster_scoped: bool = False,
+        pending_alerts: bool = True,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:Monitoring", name, None, opts)
@@ -248,6 +253,7 @@ class Monitoring(pulumi.ComponentResource):
         )
         channels = list(config.monitoring.notification_channels)
         suffix = f" ({config.cluster.name})" if cluster_scoped else ""
+        queries = alert_queries(config, cluster_scoped=cluster_scoped, pending_alerts=pending_alerts)
         self.alerts: list[monitoring.AlertPolicy] = [
             monitoring.AlertPolicy(
                 f"{name}-{alert}",
@@ -269,6 +275,6 @@ class Monitoring(pulumi.ComponentResource):
                 user_labels=config.resource_labels,
                 opts=child,
             )
-            for alert, (query, minutes) in alert_queries(config, cluster_scoped=cluster_scoped).items()
+            for alert, (query, minutes) in queries.items()
         ]
         self.register_outputs({"url": self.url})

@@ -38,21 +38,26 @@ WORKER_ACCOUNT = "multikueue-manager"
 """The ServiceAccount in `kueue-system` on each worker that the manager's Kueue acts as."""
 KUBECONFIG_KEY = "kubeconfig"
 """The key of the manager's Secret that Kueue reads (kueue.MultiKueueConfigSecretKey)."""
-_DISPATCH = ["create", "delete", "get", "list", "watch"]
-WORKER_RULES: list[k8s.rbac.v1.PolicyRuleArgsDict] = [
-    {"api_groups": ["batch"], "resources": ["jobs"], "verbs": _DISPATCH},
+_READ = ["get", "list", "watch"]
+READ_RULES: list[k8s.rbac.v1.PolicyRuleArgsDict] = [
+    {"api_groups": ["batch"], "resources": ["jobs"], "verbs": _READ},
     {"api_groups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
-    {"api_groups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _DISPATCH},
+    {"api_groups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _READ},
     {"api_groups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
-    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*_DISPATCH, "update", "patch"]},
-    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
-    {
-        "api_groups": ["kueue.x-k8s.io"],
-        "resources": ["clusterqueues", "localqueues"],
-        "verbs": ["get", "list", "watch"],
-    },
+    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": _READ},
+    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get"]},
+    {"api_groups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": _READ},
 ]
-"""What the manager may do on a worker: the two job kinds the stack runs, their Workloads, and reading queues."""
+"""What the manager reads on a worker, cluster-wide: its clients watch Jobs, JobSets and Workloads everywhere."""
+DISPATCH_RULES: list[k8s.rbac.v1.PolicyRuleArgsDict] = [
+    {"api_groups": ["batch"], "resources": ["jobs"], "verbs": ["create", "delete"]},
+    {"api_groups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["create", "delete"]},
+    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["create", "delete", "update", "patch"]},
+    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch", "update"]},
+]
+"""What the manager writes on a worker, only in the teams' namespaces (RoleBindings): the copies of the workloads and
+their Jobs or JobSets. Together with READ_RULES, the rules of Kueue's create-multikueue-kubeconfig.sh for the Job and
+JobSet adapters; creating Jobs only where the teams' LocalQueues are keeps the token from running pods elsewhere."""
 
 
 def _object(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +125,13 @@ def _kubeconfig_output(worker: str, endpoint: pulumi.Input[str], token: pulumi.I
 
 
 class MultiKueueWorker(pulumi.ComponentResource):
-    """On a worker: the manager's ServiceAccount, its ClusterRole and binding, and its token (`token`, secret)."""
+    """On a worker: the manager's ServiceAccount, what it may read everywhere and write in the teams' namespaces
+    (`team_namespaces`: name -> the namespace resource, or None for one the stack does not create), and its token
+    (`token`, secret).
+
+    The token Secret of each `token_generation` is a resource of its own: a new generation creates the new Secret,
+    the manager's kubeconfigs take its token, then the old Secret is deleted (revoking its token); a protected stack
+    refuses that delete until the old Secret is unprotected."""
 
     def __init__(
         self,
@@ -129,6 +140,7 @@ class MultiKueueWorker(pulumi.ComponentResource):
         token_generation: int,
         provider: k8s.Provider,
         namespace: k8s.core.v1.Namespace,
+        team_namespaces: Mapping[str, k8s.core.v1.Namespace | None],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:MultiKueueWorker", name, None, opts)
@@ -140,22 +152,54 @@ class MultiKueueWorker(pulumi.ComponentResource):
             automount_service_account_token=False,
             opts=in_cluster,
         )
-        self.role: k8s.rbac.v1.ClusterRole = k8s.rbac.v1.ClusterRole(
-            f"{name}-role", metadata={"name": WORKER_ACCOUNT, "labels": labels}, rules=WORKER_RULES, opts=in_cluster
-        )
-        self.binding: k8s.rbac.v1.ClusterRoleBinding = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-binding",
-            metadata={"name": WORKER_ACCOUNT, "labels": labels},
-            role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": self.role.metadata.name},
-            subjects=[
-                {"kind": "ServiceAccount", "name": self.service_account.metadata.name, "namespace": KUEUE_NAMESPACE}
-            ],
+        subjects: list[k8s.rbac.v1.SubjectArgsDict] = [
+            {"kind": "ServiceAccount", "name": self.service_account.metadata.name, "namespace": KUEUE_NAMESPACE}
+        ]
+        self.read_role: k8s.rbac.v1.ClusterRole = k8s.rbac.v1.ClusterRole(
+            f"{name}-read",
+            metadata={"name": f"{WORKER_ACCOUNT}-read", "labels": labels},
+            rules=READ_RULES,
             opts=in_cluster,
         )
+        self.read_binding: k8s.rbac.v1.ClusterRoleBinding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-read",
+            metadata={"name": f"{WORKER_ACCOUNT}-read", "labels": labels},
+            role_ref={
+                "api_group": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": self.read_role.metadata.name,
+            },
+            subjects=subjects,
+            opts=in_cluster,
+        )
+        self.dispatch_role: k8s.rbac.v1.ClusterRole = k8s.rbac.v1.ClusterRole(
+            f"{name}-dispatch",
+            metadata={"name": f"{WORKER_ACCOUNT}-dispatch", "labels": labels},
+            rules=DISPATCH_RULES,
+            opts=in_cluster,
+        )
+        self.dispatch_bindings: list[k8s.rbac.v1.RoleBinding] = [
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-dispatch-{team_namespace}",
+                metadata={
+                    "name": f"{WORKER_ACCOUNT}-dispatch",
+                    "namespace": resource.metadata.name if resource is not None else team_namespace,
+                    "labels": labels,
+                },
+                role_ref={
+                    "api_group": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": self.dispatch_role.metadata.name,
+                },
+                subjects=subjects,
+                opts=in_cluster,
+            )
+            for team_namespace, resource in team_namespaces.items()
+        ]
         # The token controller fills the Secret only once its ServiceAccount exists; the provider waits for the
         # token before it reports the Secret created.
         self.token_secret: k8s.core.v1.Secret = k8s.core.v1.Secret(
-            f"{name}-token",
+            f"{name}-token-{token_generation}",
             metadata={
                 "name": token_secret_name(token_generation),
                 "namespace": namespace.metadata.name,
@@ -168,6 +212,7 @@ class MultiKueueWorker(pulumi.ComponentResource):
         self.token: pulumi.Output[str] = pulumi.Output.secret(
             self.token_secret.data.apply(lambda data: base64.b64decode((data or {}).get("token", "")).decode())
         )
+        self.bindings: list[pulumi.Resource] = [self.read_binding, *self.dispatch_bindings]
         self.register_outputs({})
 
 

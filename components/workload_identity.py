@@ -9,7 +9,7 @@ Either way roles are bound on the resources asked for, never on the project: the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,6 +158,8 @@ class WorkloadIdentity(pulumi.ComponentResource):
             for grant in bucket_roles
         ]
         self.key = workload.key
+        self.workload = workload
+        self.annotations = annotations
         self.roles = [r.role for r in bucket_roles]
         self.google_service_account_email: pulumi.Output[str] | None = (
             self.google_service_account.email if self.google_service_account else None
@@ -171,3 +173,39 @@ class WorkloadIdentity(pulumi.ComponentResource):
             "googleServiceAccount": self.google_service_account_email,
             "roles": self.roles,
         }
+
+
+class WorkloadServiceAccounts(pulumi.ComponentResource):
+    """The Kubernetes service accounts of `identities` on another cluster of the stack (a MultiKueue worker, where the
+    manager's workloads run as them). A Workload Identity principal names the project's pool, the namespace and the
+    account, never the cluster, so the bucket grants made once cover every cluster of the project; a Google service
+    account is named by the same annotation. `namespace_name` gives the namespace as an input that waits for it."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        identities: Sequence[WorkloadIdentity],
+        provider: k8s.Provider,
+        namespace_name: Callable[[str], pulumi.Input[str]],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("tpu-stack:index:WorkloadServiceAccounts", name, None, opts)
+        self.service_accounts: list[k8s.core.v1.ServiceAccount] = []
+        for identity in identities:
+            workload = identity.workload
+            metadata: k8s.meta.v1.ObjectMetaArgsDict = {
+                "name": workload.service_account,
+                "namespace": namespace_name(workload.namespace),
+                "labels": {"app.kubernetes.io/managed-by": "pulumi"},
+            }
+            if identity.annotations:
+                metadata["annotations"] = identity.annotations
+            self.service_accounts.append(
+                k8s.core.v1.ServiceAccount(
+                    f"{name}-{workload.namespace}-{workload.service_account}",
+                    metadata=metadata,
+                    opts=pulumi.ResourceOptions(parent=self, provider=provider),
+                )
+            )
+        self.register_outputs({})

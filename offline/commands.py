@@ -56,7 +56,7 @@ def stack_config(stack: str, config_file: Path | None) -> StackConfig:
 
 def write_workloads(stack: str, config_file: Path | None, out: Path | None) -> int:
     """One YAML file per workload in <out>/workloads/ (old files there are removed first)."""
-    found = workloads.workloads(stack_config(stack, config_file))
+    found = workloads.workloads(stack_config(stack, config_file).manager_queues)  # a manager's: its workers' pools
     out_dir = (out or REPO / "build" / stack) / "workloads"
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob("*.yaml"):

@@ -18,6 +18,10 @@ class WorkerConfig(ConfigModel):
     """GKE name of the worker cluster (a DNS label of at most 40 characters), also its MultiKueueCluster's name."""
     region: str
     """Region of the worker cluster, e.g. `us-east5`; every zone of its pool groups must be in it."""
+    subnetwork: str | None = None
+    """Subnetwork of the worker's nodes in its region (a custom-mode network has no default one).
+
+    Default: the network's subnetwork in the region"""
     tpu_pools: tuple[TpuPoolConfig, ...] = Field(min_length=1)
     """The worker's TPU pool groups, with the same keys and checks as `tpuPools`; their names are unique across the
     whole stack, and teams' `shares` and `ladders` name them like any pool group."""

@@ -270,7 +270,9 @@ class StackConfig(ConfigModel):
         )
         # The manager's Kueue authenticates to the worker's DNS endpoint with the worker's own service account token.
         plane = self.cluster.control_plane.model_copy(update={"kubernetes_tokens_via_dns": True})
-        cluster = self.cluster.model_copy(update={"name": worker.name, "location": None, "control_plane": plane})
+        cluster = self.cluster.model_copy(
+            update={"name": worker.name, "location": None, "subnetwork": worker.subnetwork, "control_plane": plane}
+        )
         return self.model_copy(
             update={
                 "region": worker.region,
@@ -557,10 +559,11 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
         )
     if config.cluster.subnetwork is not None:
         problems.append(
-            f"{PROJECT}:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it "
-            "(each cluster takes its network's subnetwork in its region)"
+            f"{PROJECT}:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it, "
+            "or set each worker's own (multiKueue.workers[].subnetwork)"
         )
     clusters = {config.cluster.name: "cluster.name"}
+    regions = {config.region: "gcp:region"}
     accounts = {config.cluster.node_service_account_id: "cluster.name"}
     pools: dict[str, str] = {}
     owner: dict[str, int] = {}
@@ -575,6 +578,13 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
                 f"24 characters) is already {accounts[derived.cluster.node_service_account_id]}'s; change the start "
                 "of the name"
             )
+        if worker.region in regions:
+            problems.append(
+                f"{where}.region: {worker.region!r} already has a cluster of this stack ({regions[worker.region]}); "
+                "put each worker in a region of its own (a cluster's Cloud NAT covers every subnetwork of its region, "
+                "and Compute refuses a second NAT that does)"
+            )
+        regions.setdefault(worker.region, f"workers[{index}].region")
         clusters.setdefault(worker.name, f"workers[{index}]")
         accounts.setdefault(derived.cluster.node_service_account_id, f"workers[{index}]")
         for pool_index, pool in enumerate(worker.tpu_pools):

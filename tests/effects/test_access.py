@@ -481,7 +481,7 @@ def test_the_cluster_and_its_pool_keep_what_gke_changes_and_their_timeouts(plans
 
 
 def test_prods_kubernetes_provider_whole(plans: dict[str, Plan]) -> None:
-    """Server-side apply, ConfigMaps patched in place, identified by the DNS endpoint, created once the system pool
+    """Server-side apply, ConfigMaps and Secrets patched in place, identified by the DNS endpoint, created once the system pool
     (controllers, webhooks) and the control plane's way to the webhooks exist."""
     (provider,) = plans["prod"].by_type("pulumi:providers:kubernetes")
     dns_endpoint = plans["prod"].outputs["clusterEndpoint"]  # with the IP endpoint off, GKE's endpoint is the DNS one
@@ -489,6 +489,7 @@ def test_prods_kubernetes_provider_whole(plans: dict[str, Plan]) -> None:
     assert provider["inputs"] == {
         "enableServerSideApply": "true",
         "enableConfigMapMutable": "true",
+        "enableSecretMutable": "true",
         "clusterIdentifier": dns_endpoint,
         "kubeconfig": "[secret]",
     }
