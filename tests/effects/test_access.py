@@ -481,8 +481,8 @@ def test_the_cluster_and_its_pool_keep_what_gke_changes_and_their_timeouts(plans
 
 
 def test_prods_kubernetes_provider_whole(plans: dict[str, Plan]) -> None:
-    """Server-side apply, ConfigMaps and Secrets patched in place, identified by the DNS endpoint, created once the system pool
-    (controllers, webhooks) and the control plane's way to the webhooks exist."""
+    """Server-side apply, ConfigMaps and Secrets patched in place, identified by the DNS endpoint, created once the
+    system pool (controllers, webhooks) and the control plane's way to the webhooks exist."""
     (provider,) = plans["prod"].by_type("pulumi:providers:kubernetes")
     dns_endpoint = plans["prod"].outputs["clusterEndpoint"]  # with the IP endpoint off, GKE's endpoint is the DNS one
     assert dns_endpoint.endswith(".us-central1.gke.goog")
