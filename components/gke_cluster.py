@@ -208,6 +208,10 @@ class GkeCluster(pulumi.ComponentResource):
             # stack refuses: the charts' controller configs (Kueue's is derived from the queues) update in place,
             # and the charts roll their controllers on a config checksum.
             enable_config_map_mutable=True,
+            # A MultiKueue manager's kubeconfig Secrets name each worker's token: a new token updates them in place.
+            # Replaced (the provider's default for a Secret's data) they would be deleted first, their names being
+            # fixed, and Kueue would lose the worker until the new one is written.
+            enable_secret_mutable=True if config.is_manager else None,
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=[r for r in [self.system_pool, self.webhook_firewall] if r]
             ),

@@ -423,6 +423,25 @@ def test_workers_accept_kubernetes_tokens_on_their_dns_endpoint_and_the_manager_
     }
 
 
+def test_each_cluster_has_its_own_provider_and_only_the_managers_updates_secrets_in_place(plan: Plan) -> None:
+    """Each provider is identified by its cluster's DNS endpoint. The manager's kubeconfig Secrets change with every
+    token generation: its provider updates a Secret's data in place (the default replaces it, deleting first)."""
+    providers = {r["name"]: r["inputs"] for r in plan.by_type("pulumi:providers:kubernetes")}
+    assert sorted(providers) == ["tpu-mr-east5-k8s", "tpu-mr-euw4-k8s", "tpu-mr-manager-k8s"]
+    for cluster, region in ((MANAGER, "us-central1"), (EAST, "us-east5"), (EUW4, "europe-west4")):
+        inputs = providers[f"{cluster}-k8s"]
+        assert re.fullmatch(rf"gke-[0-9a-f]{{36}}\.{region}\.gke\.goog", inputs["clusterIdentifier"]), cluster
+        mutable = {"enableSecretMutable": "true"} if cluster == MANAGER else {}
+        assert inputs == {
+            "enableServerSideApply": "true",
+            "enableConfigMapMutable": "true",
+            **mutable,
+            "clusterIdentifier": inputs["clusterIdentifier"],
+            "kubeconfig": SECRET,
+        }
+    assert len({inputs["clusterIdentifier"] for inputs in providers.values()}) == 3
+
+
 def test_each_worker_runs_its_own_pools_in_its_region(plan: Plan) -> None:
     """One node pool per slice, named after the group (`-<i>` with more than one slice), in the worker's cluster and
     zone; the manager has only its system pool."""
