@@ -260,6 +260,25 @@ def test_without_mutable_secrets_a_rotation_would_delete_the_kubeconfigs_first(m
     assert only(steps, "update") == []
 
 
+def test_the_managers_rights_on_a_worker_change_in_place_but_a_new_role_ref_replaces_the_binding(
+    multiregion: Records,
+) -> None:
+    """A ClusterRole's rules update in place; a ClusterRoleBinding's roleRef is immutable (kubernetes
+    pkg/apis/rbac/validation ValidateClusterRoleBindingUpdate), which the provider answers with a replacement, the
+    old binding deleted first (its name is fixed)."""
+    edited = copy.deepcopy(multiregion)
+    role = named(edited, "tpu-mr-east5-multikueue-role")
+    role["inputs"]["rules"][0]["verbs"] = ["get", "list", "watch"]
+    binding = named(edited, "tpu-mr-euw4-multikueue-binding")
+    binding["inputs"]["roleRef"]["name"] = "multikueue-manager-v2"
+    steps = step(multiregion, edited)
+    assert steps.refused == []
+    assert [(s.op, s.name, s.why) for s in steps.steps if s.op != "same"] == [
+        ("update", "tpu-mr-east5-multikueue-role", "changes rules[0].verbs"),
+        ("replace", "tpu-mr-euw4-multikueue-binding", "changes roleRef.name"),
+    ]
+
+
 # --- destroy ------------------------------------------------------------------------------------------------------
 
 
