@@ -62,9 +62,13 @@ def manager(self, name, **kwargs):
     managers.append(self)
 
 
+# The classes are the ones every later run in this process imports: patched for this run only.
 multikueue.MultiKueueWorker.__init__ = worker
 multikueue.MultiKueueManager.__init__ = manager
-runpy.run_path({str(REPO / "__main__.py")!r}, run_name="__main__")
+try:
+    runpy.run_path({str(REPO / "__main__.py")!r}, run_name="__main__")
+finally:
+    multikueue.MultiKueueWorker.__init__, multikueue.MultiKueueManager.__init__ = worker_init, manager_init
 (only,) = managers
 pulumi.export("kubeconfigs", {{w: pulumi.Output.unsecret(s.string_data) for w, s in only.kubeconfigs.items()}})
 """
@@ -80,6 +84,14 @@ def with_tokens(tmp_path_factory: pytest.TempPathFactory) -> Plan:
     program = tmp_path_factory.mktemp("multikueue") / "program.py"
     program.write_text(PROGRAM)
     return run_program(read_stack_file(REPO / "Pulumi.multiregion.yaml"), stack="multiregion", program=program)
+
+
+def test_the_token_patch_is_for_its_own_run_only(with_tokens: Plan) -> None:
+    """Runs after `with_tokens` share this process's modules: they see the real classes again."""
+    import components.multikueue as multikueue
+
+    assert multikueue.MultiKueueWorker.__init__.__qualname__ == "MultiKueueWorker.__init__"
+    assert multikueue.MultiKueueManager.__init__.__qualname__ == "MultiKueueManager.__init__"
 
 
 def provider_cluster(plan: Plan, record: dict[str, Any]) -> str | None:
