@@ -158,6 +158,36 @@ def chart(records: Sequence[Record], name: str) -> Record | None:
     return next((r for r in of_type(records, ":Chart") if r["name"] == f"{name}-chart"), None)
 
 
+def writers(records: Sequence[Record]) -> dict[str, str | None]:
+    """URN -> the kubernetes provider that writes the resource (its own, else its parent's, as a chart's objects):
+    which cluster it is in, in a stack of several (a MultiKueue manager and its workers)."""
+    records_by_urn = by_urn(records)
+    found: dict[str, str | None] = {}
+
+    def writer(record: Record) -> str | None:
+        urn = str(record["urn"])
+        if urn not in found:
+            parent = records_by_urn.get(str(record.get("parent") or ""))
+            found[urn] = record.get("provider") or (writer(parent) if parent is not None else None)
+        return found[urn]
+
+    for record in records:
+        writer(record)
+    return found
+
+
+def cluster_chart(records: Sequence[Record], name: str) -> Callable[[Record], Record | None]:
+    """record -> the `name` chart of its cluster: the stack's own `<name>-chart` or a MultiKueue worker's
+    `<worker>-<name>-chart`, whichever the same provider writes."""
+    written_by = writers(records)
+    charts = {
+        written_by[str(r["urn"])]: r
+        for r in of_type(records, ":Chart")
+        if r["name"] == f"{name}-chart" or str(r["name"]).endswith(f"-{name}-chart")
+    }
+    return lambda record: charts.get(written_by.get(str(record["urn"])))
+
+
 def waits_for(records: Sequence[Record], record: Record, other: Record | None) -> bool:
     return other is not None and depends_on(by_urn(records), str(record["urn"]), str(other["urn"]))
 
@@ -298,6 +328,20 @@ REPLACES = [
             "WorkloadPriorityClass", "Topology",
         )
     ),
+    *(
+        Replaces(
+            f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}",
+            _NAMED,
+            _K8S_DIFF,
+            "a custom kind: the provider replaces only on a new name or namespace. Kueue v0.19.2 has no webhook for "
+            "it (the chart's templates/webhook/manifests.yaml lists none for multikueueclusters or "
+            "multikueueconfigs) and its CRD no transition rule: the only rules are create-time ones "
+            "(MultiKueueCluster clusterSource: exactly one of kubeConfig, clusterProfileRef; MultiKueueConfig "
+            "clusters unique), which offline/validate.py evaluates, so a worker list or kubeconfig location changes "
+            "in place (the CRDs as vendored in vendor/crds/kueue from " + _KUEUE + "config/components/crd/bases)",
+        )
+        for kind in ("MultiKueueCluster", "MultiKueueConfig")
+    ),
     Replaces("kubernetes:helm.sh/v4:Chart", (), "pulumi/pulumi-kubernetes provider/pkg/provider/helm/v4/chart.go",
              "a remote component: its rendered objects are diffed one by one as its children"),
     *(
@@ -305,6 +349,7 @@ REPLACES = [
         for component in (
             "GkeCluster", "TpuSlicePools", "JobSetInstall", "KueueInstall", "KueueQueues", "NamespacePolicies",
             "ControllerMetrics", "Bucket", "WorkloadIdentity", "Saxml", "Monitoring", "LwsInstall", "LlmServing",
+            "MultiKueueManager", "MultiKueueWorker",
         )
     ),
 ]  # fmt: skip
@@ -362,21 +407,22 @@ def _in_group(record: Record, group: str) -> bool:
 
 
 def _kueue_objects_wait_for_kueue(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
-    kueue = chart(records, "kueue")
+    kueue = cluster_chart(records, "kueue")
     return [
         f"{r['name']} is created before the Kueue chart serves its webhooks"
         for r in records
-        if _in_group(r, "kueue.x-k8s.io") and not waits_for(records, r, kueue)
+        if _in_group(r, "kueue.x-k8s.io") and not waits_for(records, r, kueue(r))
     ]
 
 
 def _jobsets_wait_for_both_charts(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    charts = {name: cluster_chart(records, name) for name in ("jobset", "kueue")}
     return [
         f"{r['name']} is created before the {name} chart serves its JobSet webhook"
         for r in records
         if _in_group(r, "jobset.x-k8s.io")
-        for name in ("jobset", "kueue")
-        if not waits_for(records, r, chart(records, name))
+        for name, of_cluster in charts.items()
+        if not waits_for(records, r, of_cluster(r))
     ]
 
 
@@ -386,11 +432,11 @@ def _leaderworkersets_wait_for_lws(records: Sequence[Record], _outputs: Mapping[
     sets = [r for r in records if _in_group(r, "leaderworkerset.x-k8s.io")]
     if not sets:
         return []
-    lws = chart(records, "lws")
+    lws = cluster_chart(records, "lws")
     problems = [
         f"{r['name']} is created before the LWS chart serves its webhooks"
         for r in sets
-        if not waits_for(records, r, lws)
+        if not waits_for(records, r, lws(r))
     ]
     for controller in records:
         if not (
@@ -411,6 +457,7 @@ def _leaderworkersets_wait_for_lws(records: Sequence[Record], _outputs: Mapping[
 
 
 def _token_secrets_wait_for_their_account(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    written_by = writers(records)
     problems = []
     for secret in records:
         inputs = secret.get("inputs") or {}
@@ -423,6 +470,7 @@ def _token_secrets_wait_for_their_account(records: Sequence[Record], _outputs: M
             for r in of_type(records, "core/v1:ServiceAccount")
             if (r["inputs"].get("metadata") or {}).get("name") == account
             and (r["inputs"].get("metadata") or {}).get("namespace") == metadata.get("namespace")
+            and written_by[str(r["urn"])] == written_by[str(secret["urn"])]
         ]
         if len(owners) != 1 or not waits_for(records, secret, owners[0]):
             problems.append(f"{secret['name']} may be created before its ServiceAccount {account!r}")
@@ -430,13 +478,18 @@ def _token_secrets_wait_for_their_account(records: Sequence[Record], _outputs: M
 
 
 def _queue_namespaces_go_before_kueue(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
-    kueue = chart(records, "kueue")
-    queued = {(r["inputs"].get("metadata") or {}).get("namespace") for r in of_type(records, ":LocalQueue")}
+    kueue, written_by = cluster_chart(records, "kueue"), writers(records)
+    queued = {
+        (written_by[str(r["urn"])], (r["inputs"].get("metadata") or {}).get("namespace"))
+        for r in of_type(records, ":LocalQueue")
+    }
     return [
         f"{r['name']}: namespace {r['inputs']['metadata']['name']} (Kueue workloads) may outlive the Kueue "
         "controller on destroy"
         for r in of_type(records, "core/v1:Namespace")
-        if not r.get("rendered") and r["inputs"]["metadata"]["name"] in queued and not waits_for(records, r, kueue)
+        if not r.get("rendered")
+        and (written_by[str(r["urn"])], r["inputs"]["metadata"]["name"]) in queued
+        and not waits_for(records, r, kueue(r))
     ]
 
 
@@ -644,18 +697,20 @@ def _checks_on_listed_flavors(records: Sequence[Record], _outputs: Mapping[str, 
 
 
 def _queues_after_their_flavors(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
-    named = {(obj["kind"], obj["metadata"]["name"]): r for kind in ("ResourceFlavor", "AdmissionCheck")
-             for r, obj in _kueue_inputs(records, kind)}  # fmt: skip
+    written_by = writers(records)
+    named = {(written_by[str(r["urn"])], obj["kind"], obj["metadata"]["name"]): r
+             for kind in ("ResourceFlavor", "AdmissionCheck") for r, obj in _kueue_inputs(records, kind)}  # fmt: skip
     problems = []
     for record, queue in _kueue_inputs(records, "ClusterQueue"):
         spec = queue["spec"]
+        cluster = written_by[str(record["urn"])]
         refs = [("ResourceFlavor", name) for group in _flavor_names(spec) for name in group]
         refs += [("AdmissionCheck", c["name"]) for c in (spec.get("admissionChecksStrategy") or {}).get(
             "admissionChecks") or ()]  # fmt: skip
         problems += [
             f"{record['name']} may be created before its {kind} {name} (and deleted after it)"
             for kind, name in refs
-            if (kind, name) in named and not waits_for(records, record, named[(kind, name)])
+            if (cluster, kind, name) in named and not waits_for(records, record, named[(cluster, kind, name)])
         ]
     return problems
 

@@ -35,7 +35,7 @@ from celpy import celtypes
 from jsonschema.exceptions import ValidationError
 from packaging.version import Version
 
-from offline.markers import SECRET
+from offline.markers import SECRET, UNKNOWN
 from offline.vendor import CRD_DIR
 
 CRD_GROUPS = frozenset({"kueue.x-k8s.io", "jobset.x-k8s.io", "leaderworkerset.x-k8s.io", "monitoring.googleapis.com"})
@@ -117,8 +117,9 @@ def validate_object(obj: Mapping[str, Any], *, kubernetes_version: str = "1.33")
     data = _plain(obj)
     if not isinstance(data, dict):
         return [f"<not an object>: expected a mapping, got {type(obj).__name__}"]
-    # A field the plan holds as a secret (a Secret's data) is encrypted in the engine: opaque, nothing to check.
-    data = {key: value for key, value in data.items() if value != SECRET}
+    # A field the plan holds as a secret (a Secret's data) is encrypted in the engine: opaque, nothing to check; so is
+    # a secret the engine cannot know yet (made from a new resource's output: a worker's token), which it shows unknown.
+    data = {key: value for key, value in data.items() if value not in (SECRET, UNKNOWN)}
     api_version, kind = data.get("apiVersion"), data.get("kind")
     who = f"{kind if isinstance(kind, str) and kind else '<no kind>'}/{_name_of(data)}"
     if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:

@@ -270,8 +270,15 @@ class StackConfig(ConfigModel):
         )
         # The manager's Kueue authenticates to the worker's DNS endpoint with the worker's own service account token.
         plane = self.cluster.control_plane.model_copy(update={"kubernetes_tokens_via_dns": True})
+        # A worker runs node pools: Standard, also when the manager's mode is refused (only that line is reported).
         cluster = self.cluster.model_copy(
-            update={"name": worker.name, "location": None, "subnetwork": worker.subnetwork, "control_plane": plane}
+            update={
+                "name": worker.name,
+                "location": None,
+                "subnetwork": worker.subnetwork,
+                "control_plane": plane,
+                "mode": "standard",
+            }
         )
         return self.model_copy(
             update={
@@ -364,7 +371,7 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError([_pydantic_line(e) for e in error.errors()]) from None
+        raise ConfigError([_pydantic_line(e) for e in error.errors() if not _only_follows(e)]) from None
     problems = stack_problems(config, now or datetime.now(UTC))
     if problems:
         raise ConfigError(problems)
@@ -378,6 +385,13 @@ def _namespace_problem(key: str, namespace: str, name: str) -> str:
         f"{key}: {namespace!r} is not a config namespace this stack reads, so everything under it would be ignored; "
         f"{fix}namespaces: {', '.join(NAMESPACES)}"
     )
+
+
+def _only_follows(error: Mapping[str, Any]) -> bool:
+    """A list reported too short although it has enough items: pydantic counts only the items that validated, so
+    an item's own error (a worker's region) would also report its list as too short."""
+    given = error.get("input")
+    return error["type"] == "too_short" and isinstance(given, list | tuple) and len(given) >= error["ctx"]["min_length"]
 
 
 def _pydantic_line(error: Mapping[str, Any]) -> str:
@@ -405,6 +419,7 @@ LIST_OF = {
     "nodeServiceAccountRoles": "IAM roles",
     "sourceRanges": "CIDR ranges",
     "authorizedNetworks": "CIDR ranges",
+    "workers": "worker clusters",
 }
 """What each list of the config holds, in the README's words."""
 
@@ -445,6 +460,9 @@ def _user_message(error: Mapping[str, Any], field: str) -> str:
         return f"{_what(value)} is not accepted; use {ctx.get('expected')}"
     if kind in ("list_type", "tuple_type"):
         return f"expected a list of {LIST_OF.get(field, 'values')} ('-' items), got {_what(value)}"
+    if kind == "too_short":
+        given = f"has {len(value)}" if value else "is empty"
+        return f"{given}; it lists {LIST_OF.get(field, 'values')} ('-' items) and needs at least {ctx['min_length']}"
     if kind in ("dict_type", "model_type", "model_attributes_type"):
         return f"expected a mapping (key: value lines), got {_what(value)}"
     if kind.startswith(("datetime", "date_")):
@@ -514,16 +532,19 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             f"{PROJECT}:throwaway: the {config.stack} stack is protected and keeps its data (its bucket is protected); "
             "remove it"
         )
+    # A MultiKueue manager's servers are refused as a whole (_multikueue_problems); their own checks against the
+    # manager's pool groups (it has none) would only follow from that.
+    saxml, serving = (None, None) if config.is_manager else (config.saxml, config.serving)
     problems += serving_problems(
         config.bucket,
-        config.saxml,
+        saxml,
         name=config.bucket_name,
         namespaces=["default", *queue_namespaces(config.queues)],
         pools=config.tpu_pools,
     )
-    if config.serving is not None:
+    if serving is not None:
         problems += llm_serving_problems(
-            config.serving,
+            serving,
             pools=config.tpu_pools,
             taken_namespaces={config.saxml.namespace: "Saxml"} if config.saxml else {},
             saxml_pool=config.saxml.pool if config.saxml else None,

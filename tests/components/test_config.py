@@ -40,6 +40,18 @@ def pools(*items: dict[str, Any]) -> dict[str, Any]:
 
 VALID_TOPOLOGIES = "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
 P0 = "tpu-stack:tpuPools[0]"
+# MultiKueue: the stack's cluster (us-central1, default name tpu-cluster) is the manager of workers in other regions.
+EAST = {"name": "east", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-east5-b"}
+EUW4 = {"name": "euw4", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "europe-west4-a"}
+EAST5 = {"name": "tpu-east5", "region": "us-east5", "tpuPools": [EAST]}
+EUROPE = {"name": "tpu-euw4", "region": "europe-west4", "tpuPools": [EUW4]}
+MK = "tpu-stack:multiKueue.workers"
+
+
+def workers(*items: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"tpu-stack:multiKueue": {"workers": list(items), **fields}}
+
+
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown top-level key", {"tpu-stack:clusterr": {"name": "x"}},
      "tpu-stack:clusterr: unknown config key; known tpu-stack keys: bucket, charts, cluster, labels, monitoring, "
@@ -327,6 +339,77 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("calendar start not a time",
      pools(pool(provisioning="reservation", futureReservation={"startTime": "soon", "endTime": "2027-01-09T00:00Z"})),
      f"{P0}.futureReservation.startTime: the text 'soon' is not a date and time like 2026-12-01T00:00:00Z"),
+    # MultiKueue: the manager runs no TPU capacity and no servers of its own.
+    ("pools on a MultiKueue manager", {**workers(EAST5), **pools(pool())},
+     "tpu-stack:tpuPools: the MultiKueue manager runs no TPU pool groups; move them to a worker "
+     "(multiKueue.workers[].tpuPools)"),
+    # Before: also "saxml.pool: 'east' names no TPU pool; tpuPools: none", which only followed from this.
+    ("Saxml on a MultiKueue manager",
+     {**workers(EAST5), "tpu-stack:saxml": {"pool": "east", "service": {"sourceRanges": ["10.0.0.0/8"]}}},
+     "tpu-stack:saxml: servers run on the cluster's own pool groups and the MultiKueue manager has none; remove it, "
+     "or serve from a stack without multiKueue"),
+    # Before: also "serving.servers: no server is listed" and "serving.service.sourceRanges: required".
+    ("vLLM serving on a MultiKueue manager", {**workers(EAST5), "tpu-stack:serving": {"servers": []}},
+     "tpu-stack:serving: servers run on the cluster's own pool groups and the MultiKueue manager has none; remove it, "
+     "or serve from a stack without multiKueue"),
+    # Before: also "multiKueue.workers[0].tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools": the
+    # worker inherited the manager's mode.
+    ("Autopilot MultiKueue manager", {**workers(EAST5), "tpu-stack:cluster": {"mode": "autopilot"}},
+     "tpu-stack:cluster.mode: MultiKueue's clusters are Standard clusters (workers run TPU pools); use standard"),
+    ("subnetwork with MultiKueue workers",
+     {**workers(EAST5), "tpu-stack:cluster": {"subnetwork": "projects/proj-1234/regions/us-central1/subnetworks/s"}},
+     "tpu-stack:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it (each "
+     "cluster takes its network's subnetwork in its region)"),
+    ("two workers of one name", workers(EAST5, {**EUROPE, "name": "tpu-east5"}),
+     f"{MK}[1].name: 'tpu-east5' is already the name of workers[0]"),
+    ("worker named like the manager", workers({**EAST5, "name": "tpu-cluster"}),
+     f"{MK}[0].name: 'tpu-cluster' is already the name of cluster.name"),
+    # Node service account ids are the cluster name's first 24 characters and -nodes (30 at most).
+    ("worker whose node account is the manager's",
+     {"tpu-stack:cluster": {"name": "tpu-multiregion-cluster-manager"},
+      **workers({**EAST5, "name": "tpu-multiregion-cluster-east5"})},
+     f"{MK}[0].name: its node service account 'tpu-multiregion-cluster-nodes' (the name's first 24 characters) is "
+     "already cluster.name's; change the start of the name"),
+    ("two workers with one node account",
+     workers({**EAST5, "name": "tpu-multiregion-worker-east5"}, {**EUROPE, "name": "tpu-multiregion-worker-euw4"}),
+     f"{MK}[1].name: its node service account 'tpu-multiregion-worker-e-nodes' (the name's first 24 characters) is "
+     "already workers[0]'s; change the start of the name"),
+    ("worker name not a DNS label", workers({**EAST5, "name": "East_5"}),
+     f"{MK}[0].name: cluster name 'East_5' must be a DNS label: lowercase letters, digits and '-', starting with a "
+     "letter"),
+    ("one pool group name in two workers", workers(EAST5, {**EUROPE, "tpuPools": [{**EUW4, "name": "east"}]}),
+     f"{MK}[1].tpuPools[0].name: 'east' is already workers[0].tpuPools[0]"),
+    ("share of no worker's pool group",
+     {**workers(EAST5, EUROPE), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"east": 4, "west": 4}}]}},
+     "tpu-stack:queues.teams[0].shares.west: 'west' names no worker's pool group; pools: east, euw4"),
+    ("borrowing limit of no worker's pool group",
+     {**workers(EAST5), "tpu-stack:queues": {"teams": [{"name": "a", "borrowingLimit": {"west": 4}}]}},
+     "tpu-stack:queues.teams[0].borrowingLimit.west: 'west' names no worker's pool group; pools: east"),
+    ("ladder rung of no worker's pool group",
+     {**workers(EAST5), "tpu-stack:queues": {"ladders": {"v6e": ["east", "west"]}}},
+     "tpu-stack:queues.ladders.v6e: 'west' names no worker's pool group; pools: east"),
+    ("ladder across two workers",
+     {**workers(EAST5, EUROPE), "tpu-stack:queues": {"ladders": {"v6e": ["east", "euw4"]}}},
+     "tpu-stack:queues.ladders.v6e: its rungs are in different workers, and each worker's Kueue walks only its own; "
+     "keep a ladder's pool groups in one worker"),
+    # Before (and for the next three): also "multiKueue.workers: Tuple should have at least 1 item after validation,
+    # not 0", pydantic counting only the workers that validated.
+    ("worker region given as a zone", workers({**EAST5, "region": "us-east5-b"}),
+     f"{MK}[0].region: 'us-east5-b' is a zone; a worker's region is its region: us-east5"),
+    ("worker region not a region", workers({**EAST5, "region": "east"}),
+     f"{MK}[0].region: 'east' is not a region like us-east5"),
+    ("worker without pool groups", workers({**EAST5, "tpuPools": []}),
+     f"{MK}[0].tpuPools: is empty; it lists pool groups ('-' items) and needs at least 1"),
+    # A worker's pool groups are checked as the worker's stack: their zones against the worker's region.
+    ("worker pool zone outside the worker's region",
+     workers(EAST5, {**EUROPE, "tpuPools": [EUW4, {**EUW4, "name": "euw4-4x4", "topology": "4x4",
+                                                   "zone": "us-east5-b"}]}),
+     f"{MK}[1].tpuPools[1].zone: 'us-east5-b' is not in {MK}[1].region 'europe-west4'"),
+    ("worker pool zone given as a region", workers({**EAST5, "tpuPools": [{**EAST, "zone": "us-east5"}]}),
+     f"{MK}[0].tpuPools[0].zone: 'us-east5' is a region; give one of its zones, e.g. us-east5-a"),
+    ("no workers", workers(), f"{MK}: is empty; it lists worker clusters ('-' items) and needs at least 1"),
+    ("token generation 0", workers(EAST5, tokenGeneration=0),
+     "tpu-stack:multiKueue.tokenGeneration: the number 0 is too small; use 1 or more"),
 ]  # fmt: skip
 
 

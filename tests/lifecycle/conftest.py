@@ -61,3 +61,9 @@ def step(old: Records, new: Records, in_cloud: Sequence[Mapping[str, Any]] = ())
 def deployed() -> dict[str, Records]:
     """What dev and prod hold after `pulumi up` of today's stack files."""
     return {stack: plan(stack, stack_config(stack)) for stack in ("dev", "prod")}
+
+
+@pytest.fixture(scope="session")
+def multiregion() -> Records:
+    """What the multiregion stack (a MultiKueue manager and two workers) holds after `pulumi up` of its file."""
+    return plan("multiregion", stack_config("multiregion"))

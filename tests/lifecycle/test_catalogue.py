@@ -14,9 +14,11 @@ from tests.lifecycle.catalogue import CATALOGUE, ENGINE, REFUSES, REPLACES, REQU
 from tests.lifecycle.conftest import Records
 
 
-def test_every_type_the_stacks_declare_has_a_replacement_rule(deployed: dict[str, Records]) -> None:
+def test_every_type_the_stacks_declare_has_a_replacement_rule(
+    deployed: dict[str, Records], multiregion: Records
+) -> None:
     """A new kind of object is a question to research before it ships, not a silent pass."""
-    declared = {r["type"] for records in deployed.values() for r in records}
+    declared = {r["type"] for records in [*deployed.values(), multiregion] for r in records}
     assert sorted(declared - set(CATALOGUE.replaces)) == []
 
 

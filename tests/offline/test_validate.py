@@ -452,6 +452,18 @@ def test_unknown_field_in_deployment_spec_fails_strict() -> None:
     assert v.validate_object(d) == ["Deployment/sax-admin-server: spec.replica: unknown field"]
 
 
+def test_secret_fields_the_plan_holds_encrypted_or_unknown_are_not_checked() -> None:
+    """A Secret's stringData is a secret output: "[secret]" when known, "[unknown]" while it is made from an output
+    the engine does not know yet (a MultiKueue kubeconfig holds a worker's new token); neither is its value."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "w-kubeconfig", "namespace": "kueue-system"},
+              "type": "Opaque"}  # fmt: skip
+    assert v.validate_object({**secret, "stringData": "[secret]"}) == []
+    assert v.validate_object({**secret, "stringData": "[unknown]"}) == []
+    assert v.validate_object({**secret, "stringData": "plain text"}) == [
+        "Secret/w-kubeconfig: stringData: 'plain text' is not of type 'object', 'null'"
+    ]
+
+
 def test_missing_required_field_fails() -> None:
     d = deployment()
     del d["spec"]["template"]["spec"]["containers"][0]["name"]

@@ -762,6 +762,137 @@ def test_each_rung_of_a_ladder_is_held_to_its_own_pools(rules: ModuleType) -> No
     ]
 
 
+# --- kueue-quota-within-chips, per cluster (MultiKueue: a manager and workers in one stack) ---------------
+# Where each object lives is what the engine tells stack policies: a Kubernetes object's provider (its URN, which
+# the pack finds among the stack's resources) depends on the GKE cluster its kubeconfig is made from, and a node
+# pool depends on the cluster it names.
+
+V5E_2X4_FLEX = {"cloud.google.com/gke-tpu-topology": "2x4", "cloud.google.com/gke-flex-start": "true"}
+V5E_4X4_FLEX = {"cloud.google.com/gke-tpu-topology": "4x4", "cloud.google.com/gke-flex-start": "true"}
+MULTIKUEUE_CHECK = {
+    "controllerName": "kueue.x-k8s.io/multikueue",
+    "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "multikueue"},
+}
+
+
+def gke_cluster(name: str) -> list[dict[str, Any]]:
+    """A cluster as the baseline declares one, and the kubernetes provider made from its kubeconfig."""
+    cluster = copy.deepcopy(find(baseline(), "tpu-dev"))
+    cluster.update(res("gcp:container/cluster:Cluster", name, {**cluster["inputs"], "name": name}))
+    provider = res("pulumi:providers:kubernetes", f"{name}-k8s", {"kubeconfig": "[secret]"})
+    provider["dependencies"] = [cluster["urn"]]
+    return [cluster, provider]
+
+
+def slices(cluster: str, name: str, topology: str, vms: int) -> dict[str, Any]:
+    """A flex-start pool of `vms` v5e VMs (4 chips each) in `cluster`; node pool names are unique per cluster only."""
+    node_pool = flex_pool(name, topology, vms)
+    node_pool.update(res("gcp:container/nodePool:NodePool", f"{cluster}-{name}", node_pool["inputs"]))
+    node_pool["inputs"]["cluster"] = cluster
+    node_pool["dependencies"] = [f"urn:pulumi:dev::tpu-stack::gcp:container/cluster:Cluster::{cluster}"]
+    return node_pool
+
+
+def in_cluster(cluster: str, resource: dict[str, Any]) -> dict[str, Any]:
+    """`resource` written by `cluster`'s provider, its Pulumi name prefixed (the same object is in every cluster)."""
+    placed = res(resource["type"], f"{cluster}-{resource['name']}", resource["inputs"])
+    placed["provider"] = f"urn:pulumi:dev::tpu-stack::pulumi:providers:kubernetes::{cluster}-k8s"
+    return placed
+
+
+def quota_violations(rules: ModuleType, resources: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    found = check(rules, resources)
+    assert [v for v in found if v["policy"] != "kueue-quota-within-chips"] == []
+    return [(v["urn"].rsplit("::", 1)[1], v["message"]) for v in found]
+
+
+def test_same_named_flavors_of_two_clusters_count_their_own_clusters_pools(rules: ModuleType) -> None:
+    """Each region has the shape it has: tpu-east's 'flex' is one v5e 2x4 slice (2 VMs, 8 chips), tpu-west's 'flex'
+    one 4x4 slice (4 VMs, 16 chips), and each cluster's queue holds all of its own. Mixed by name, 'flex' would
+    hold 8 + 16 = 24 chips against 8 (east) or 16 (west) matching chips."""
+    resources = [
+        *gke_cluster("tpu-east"), slices("tpu-east", "flex", "2x4", 2),
+        in_cluster("tpu-east", flavor("flex", V5E_2X4_FLEX)),
+        in_cluster("tpu-east", cluster_queue("team", {"flex": 8})),
+        *gke_cluster("tpu-west"), slices("tpu-west", "flex", "4x4", 4),
+        in_cluster("tpu-west", flavor("flex", V5E_4X4_FLEX)),
+        in_cluster("tpu-west", cluster_queue("team", {"flex": 16})),
+    ]  # fmt: skip
+    assert quota_violations(rules, resources) == []
+    # One chip more in the west is the west's violation alone.
+    resources[-1] = in_cluster("tpu-west", cluster_queue("team", {"flex": 17}))
+    assert quota_violations(rules, resources) == [
+        ("tpu-west-flavor-flex", "ResourceFlavor 'flex': queues hold 17 google.com/tpu nominal quota but the 1 "
+         "matching node pool(s) provide 16 chips; lower the ClusterQueue nominalQuota or add slices"),
+    ]  # fmt: skip
+
+
+def test_a_workers_quota_beyond_its_own_pools_is_not_covered_by_another_clusters(rules: ModuleType) -> None:
+    """Both workers have a v5e 2x4 flex-start slice (8 chips) and a flavor whose labels match both; tpu-east's queues
+    hold 16. Kueue on tpu-east admits against tpu-east's nodes only: 16 > 8, whatever tpu-west has idle."""
+    resources = [
+        *gke_cluster("tpu-east"), slices("tpu-east", "flex", "2x4", 2),
+        in_cluster("tpu-east", flavor("flex", V5E_2X4_FLEX)),
+        in_cluster("tpu-east", cluster_queue("team", {"flex": 16})),
+        *gke_cluster("tpu-west"), slices("tpu-west", "flex", "2x4", 2),
+        in_cluster("tpu-west", flavor("flex", V5E_2X4_FLEX)),
+        in_cluster("tpu-west", cluster_queue("team", {"flex": 0})),
+    ]  # fmt: skip
+    assert quota_violations(rules, resources) == [
+        ("tpu-east-flavor-flex", "ResourceFlavor 'flex': queues hold 16 google.com/tpu nominal quota but the 1 "
+         "matching node pool(s) provide 8 chips; lower the ClusterQueue nominalQuota or add slices"),
+    ]  # fmt: skip
+
+
+def manager_and_workers(quota: int) -> list[dict[str, Any]]:
+    """A MultiKueue manager (an AdmissionCheck of the MultiKueue controller, no TPU pools) over tpu-east (two v5e
+    2x4 flex-start slices: 16 chips) and tpu-west (one 2x4 slice, 8 chips; one 4x4 slice, 16 chips). The manager's
+    'v5e-2x4' flavor holds `quota`, its 'v5e-4x4' 16; each worker's queues hold their own pools' chips."""
+    manager = [
+        *gke_cluster("tpu-manager"),
+        in_cluster("tpu-manager", res("kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck", "admissioncheck-multikueue",
+                                      {"kind": "AdmissionCheck", "metadata": {"name": "multikueue"},
+                                       "spec": MULTIKUEUE_CHECK})),
+        in_cluster("tpu-manager", flavor("v5e-2x4", V5E_2X4_FLEX)),
+        in_cluster("tpu-manager", flavor("v5e-4x4", V5E_4X4_FLEX)),
+        in_cluster("tpu-manager", cluster_queue("team", {"v5e-2x4": quota, "v5e-4x4": 16})),
+    ]  # fmt: skip
+    east = [
+        *gke_cluster("tpu-east"), slices("tpu-east", "flex-0", "2x4", 2), slices("tpu-east", "flex-1", "2x4", 2),
+        in_cluster("tpu-east", flavor("v5e-2x4", V5E_2X4_FLEX)),
+        in_cluster("tpu-east", cluster_queue("team", {"v5e-2x4": 16})),
+    ]  # fmt: skip
+    west = [
+        *gke_cluster("tpu-west"), slices("tpu-west", "flex", "2x4", 2), slices("tpu-west", "flex-4x4", "4x4", 4),
+        in_cluster("tpu-west", flavor("v5e-2x4", V5E_2X4_FLEX)),
+        in_cluster("tpu-west", flavor("v5e-4x4", V5E_4X4_FLEX)),
+        in_cluster("tpu-west", cluster_queue("team", {"v5e-2x4": 8, "v5e-4x4": 16})),
+    ]  # fmt: skip
+    return [*manager, *east, *west]
+
+
+def test_a_managers_flavors_count_every_workers_pools(rules: ModuleType) -> None:
+    """The manager admits only what a worker admits, so its 'v5e-2x4' may hold the 2x4 slices of both workers:
+    16 + 8 = 24 chips (3 node pools), and its 'v5e-4x4' tpu-west's 16 (the 4x4 pool only: the topology label)."""
+    assert quota_violations(rules, manager_and_workers(24)) == []
+    assert quota_violations(rules, manager_and_workers(25)) == [
+        ("tpu-manager-flavor-v5e-2x4", "ResourceFlavor 'v5e-2x4': queues hold 25 google.com/tpu nominal quota but "
+         "the 3 matching node pool(s) provide 24 chips; lower the ClusterQueue nominalQuota or add slices"),
+    ]  # fmt: skip
+
+
+def test_without_its_multikueue_check_a_cluster_counts_only_its_own_pools(rules: ModuleType) -> None:
+    """The same manager without the MultiKueue AdmissionCheck is a cluster with no TPU pools: its flavors are backed
+    by nothing, so any quota there is a violation."""
+    resources = [r for r in manager_and_workers(8) if r["name"] != "tpu-manager-admissioncheck-multikueue"]
+    assert quota_violations(rules, resources) == [
+        ("tpu-manager-flavor-v5e-2x4", "ResourceFlavor 'v5e-2x4': queues hold 8 google.com/tpu nominal quota but the "
+         "0 matching node pool(s) provide 0 chips; lower the ClusterQueue nominalQuota or add slices"),
+        ("tpu-manager-flavor-v5e-4x4", "ResourceFlavor 'v5e-4x4': queues hold 16 google.com/tpu nominal quota but "
+         "the 0 matching node pool(s) provide 0 chips; lower the ClusterQueue nominalQuota or add slices"),
+    ]  # fmt: skip
+
+
 # --- kueue-ladder-order ----------------------------------------------------------------------------------
 
 
