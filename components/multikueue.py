@@ -156,13 +156,13 @@ class MultiKueueWorker(pulumi.ComponentResource):
             {"kind": "ServiceAccount", "name": self.service_account.metadata.name, "namespace": KUEUE_NAMESPACE}
         ]
         self.read_role: k8s.rbac.v1.ClusterRole = k8s.rbac.v1.ClusterRole(
-            f"{name}-read",
+            f"{name}-read-role",
             metadata={"name": f"{WORKER_ACCOUNT}-read", "labels": labels},
             rules=READ_RULES,
             opts=in_cluster,
         )
         self.read_binding: k8s.rbac.v1.ClusterRoleBinding = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-read",
+            f"{name}-read-binding",
             metadata={"name": f"{WORKER_ACCOUNT}-read", "labels": labels},
             role_ref={
                 "api_group": "rbac.authorization.k8s.io",
@@ -173,7 +173,7 @@ class MultiKueueWorker(pulumi.ComponentResource):
             opts=in_cluster,
         )
         self.dispatch_role: k8s.rbac.v1.ClusterRole = k8s.rbac.v1.ClusterRole(
-            f"{name}-dispatch",
+            f"{name}-dispatch-role",
             metadata={"name": f"{WORKER_ACCOUNT}-dispatch", "labels": labels},
             rules=DISPATCH_RULES,
             opts=in_cluster,

@@ -349,7 +349,7 @@ REPLACES = [
         for component in (
             "GkeCluster", "TpuSlicePools", "JobSetInstall", "KueueInstall", "KueueQueues", "NamespacePolicies",
             "ControllerMetrics", "Bucket", "WorkloadIdentity", "Saxml", "Monitoring", "LwsInstall", "LlmServing",
-            "MultiKueueManager", "MultiKueueWorker",
+            "MultiKueueManager", "MultiKueueWorker", "WorkloadServiceAccounts",
         )
     ),
 ]  # fmt: skip

@@ -358,8 +358,18 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:cluster.mode: MultiKueue's clusters are Standard clusters (workers run TPU pools); use standard"),
     ("subnetwork with MultiKueue workers",
      {**workers(EAST5), "tpu-stack:cluster": {"subnetwork": "projects/proj-1234/regions/us-central1/subnetworks/s"}},
-     "tpu-stack:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it (each "
-     "cluster takes its network's subnetwork in its region)"),
+     "tpu-stack:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it, or "
+     "set each worker's own (multiKueue.workers[].subnetwork)"),
+    ("worker in the manager's region", workers({**EAST5, "region": "us-east5"}, {**EUROPE, "region": "us-central1",
+     "tpuPools": [{**EUW4, "zone": "us-central1-b"}]}),
+     f"{MK}[1].region: 'us-central1' already has a cluster of this stack (gcp:region); put each worker in a region "
+     "of its own (a cluster's Cloud NAT covers every subnetwork of its region, and Compute refuses a second NAT that "
+     "does)"),
+    ("two workers in one region", workers(EAST5, {**EUROPE, "region": "us-east5",
+     "tpuPools": [{**EUW4, "zone": "us-east5-b"}]}),
+     f"{MK}[1].region: 'us-east5' already has a cluster of this stack (workers[0].region); put each worker in a "
+     "region of its own (a cluster's Cloud NAT covers every subnetwork of its region, and Compute refuses a second "
+     "NAT that does)"),
     ("two workers of one name", workers(EAST5, {**EUROPE, "name": "tpu-east5"}),
      f"{MK}[1].name: 'tpu-east5' is already the name of workers[0]"),
     ("worker named like the manager", workers({**EAST5, "name": "tpu-cluster"}),

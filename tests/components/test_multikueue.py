@@ -7,9 +7,9 @@ slice is 2x2 = 4 chips, a 4x4 slice 16 chips on 4 VMs:
 - worker tpu-mr-east5 (us-east5): east-flex-v6e, 2 flex-start 2x2 slices in us-east5-b = 8 chips; east-queued-v6e,
   one queued 4x4 slice in us-east5-b = 16 chips;
 - worker tpu-mr-euw4 (europe-west4): euw4-flex-v6e, 2 flex-start 2x2 slices in europe-west4-a = 8 chips;
-  euw4-flex-v6e-4x4, one flex-start 4x4 slice in europe-west4-a = 16 chips;
+  euw4-queued-v6e, one queued 4x4 slice in europe-west4-a = 16 chips;
 - research holds east-flex-v6e 4, euw4-flex-v6e 4, east-queued-v6e 16; training east-flex-v6e 4, euw4-flex-v6e 4,
-  euw4-flex-v6e-4x4 16.
+  euw4-queued-v6e 16.
 A team's ClusterQueue lists every flavor of its cluster, 0 where the team has no share (config/queues.py team_chips);
 the Cohort holds what no team holds, and lists only flavors with chips left (kueue_queues.cohort): here none.
 """
@@ -169,7 +169,22 @@ def test_the_stack_outputs_the_teams_queues_once(plan: Plan) -> None:
         "research": {"namespace": "research", "localQueue": "research-queue", "clusterQueue": "research-cluster-queue"},
         "training": {"namespace": "training", "localQueue": "training-queue", "clusterQueue": "training-cluster-queue"},
     }
-    assert plan.outputs["clusterName"] == MANAGER and plan.outputs["tpuPools"] == {}
+    assert plan.outputs["clusterName"] == MANAGER
+    # The pool groups a workload submitted to the manager can name are the workers'.
+    assert sorted(plan.outputs["tpuPools"]) == ["east-flex-v6e", "east-queued-v6e", "euw4-flex-v6e", "euw4-queued-v6e"]
+    assert plan.outputs["multiKueue"]["shapes"] == {
+        "ct6e-standard-4t 2x2": ["tpu-mr-east5 (us-east5)", "tpu-mr-euw4 (europe-west4)"],
+        "ct6e-standard-4t 4x4": ["tpu-mr-east5 (us-east5)", "tpu-mr-euw4 (europe-west4)"],
+    }
+    workers = plan.outputs["multiKueue"]["workers"]
+    assert {name: worker["region"] for name, worker in workers.items()} == {EAST: "us-east5", EUW4: "europe-west4"}
+    assert workers[EUW4]["pools"]["euw4-queued-v6e"] == {
+        "machineType": "ct6e-standard-4t",
+        "topology": "4x4",
+        "provisioning": "queued",
+        "zone": "europe-west4-a",
+        "chips": 16,
+    }
 
 
 # ---- admission checks: MultiKueue on the manager, provisioning on the worker with queued capacity ------------------
@@ -180,38 +195,35 @@ def test_manager_queues_wait_for_a_worker_and_no_worker_queue_names_multikueue(p
         assert queue["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "multikueue"}]}
     assert list(objects(plan, "AdmissionCheck", MANAGER)) == ["multikueue"]
     assert objects(plan, "ProvisioningRequestConfig", MANAGER) == {}
-    # tpu-mr-east5's queued 4x4 slice comes through a ProvisioningRequest, for that flavor only.
-    for queue in objects(plan, "ClusterQueue", EAST).values():
-        assert queue["spec"]["admissionChecksStrategy"] == {
-            "admissionChecks": [{"name": "east-queued-v6e-provisioning", "onFlavors": ["east-queued-v6e"]}]
-        }
-    # tpu-mr-euw4 is flex-start only: no check at all.
-    for queue in objects(plan, "ClusterQueue", EUW4).values():
-        assert "admissionChecksStrategy" not in queue["spec"]
-    assert objects(plan, "AdmissionCheck", EUW4) == {} and objects(plan, "ProvisioningRequestConfig", EUW4) == {}
-    assert objects(plan, "AdmissionCheck", EAST) == {
-        "east-queued-v6e-provisioning": {
-            "apiVersion": API,
-            "kind": "AdmissionCheck",
-            "metadata": {"name": "east-queued-v6e-provisioning"},
-            "spec": {
-                "controllerName": "kueue.x-k8s.io/provisioning-request",
-                "parameters": {
-                    "apiGroup": "kueue.x-k8s.io",
-                    "kind": "ProvisioningRequestConfig",
-                    "name": "east-queued-v6e-provisioning",
+    # Each worker's queued 4x4 slice comes through a ProvisioningRequest, for that flavor only.
+    for cluster, pool in ((EAST, "east-queued-v6e"), (EUW4, "euw4-queued-v6e")):
+        for queue in objects(plan, "ClusterQueue", cluster).values():
+            assert queue["spec"]["admissionChecksStrategy"] == {
+                "admissionChecks": [{"name": f"{pool}-provisioning", "onFlavors": [pool]}]
+            }
+        assert objects(plan, "AdmissionCheck", cluster) == {
+            f"{pool}-provisioning": {
+                "apiVersion": API,
+                "kind": "AdmissionCheck",
+                "metadata": {"name": f"{pool}-provisioning"},
+                "spec": {
+                    "controllerName": "kueue.x-k8s.io/provisioning-request",
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "ProvisioningRequestConfig",
+                        "name": f"{pool}-provisioning",
+                    },
                 },
-            },
+            }
         }
-    }
-    assert objects(plan, "ProvisioningRequestConfig", EAST) == {
-        "east-queued-v6e-provisioning": {
-            "apiVersion": API,
-            "kind": "ProvisioningRequestConfig",
-            "metadata": {"name": "east-queued-v6e-provisioning"},
-            "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": [TPU]},
+        assert objects(plan, "ProvisioningRequestConfig", cluster) == {
+            f"{pool}-provisioning": {
+                "apiVersion": API,
+                "kind": "ProvisioningRequestConfig",
+                "metadata": {"name": f"{pool}-provisioning"},
+                "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": [TPU]},
+            }
         }
-    }
 
 
 # ---- quotas: each worker's from its own pools, the manager's the union ---------------------------------------------
@@ -225,12 +237,12 @@ def test_each_worker_queues_exactly_its_own_pools_chips(plan: Plan) -> None:
     assert flavors(east["research-cluster-queue"]) == {"east-flex-v6e": 4, "east-queued-v6e": 16}
     assert flavors(east["training-cluster-queue"]) == {"east-flex-v6e": 4, "east-queued-v6e": 0}
     euw4 = objects(plan, "ClusterQueue", EUW4)
-    assert flavors(euw4["research-cluster-queue"]) == {"euw4-flex-v6e": 4, "euw4-flex-v6e-4x4": 0}
-    assert flavors(euw4["training-cluster-queue"]) == {"euw4-flex-v6e": 4, "euw4-flex-v6e-4x4": 16}
+    assert flavors(euw4["research-cluster-queue"]) == {"euw4-flex-v6e": 4, "euw4-queued-v6e": 0}
+    assert flavors(euw4["training-cluster-queue"]) == {"euw4-flex-v6e": 4, "euw4-queued-v6e": 16}
     for cluster in (EAST, EUW4, MANAGER):
         assert objects(plan, "Cohort", cluster)["tpu-stack"]["spec"] == {}, cluster
     assert sorted(objects(plan, "ResourceFlavor", EAST)) == ["east-flex-v6e", "east-queued-v6e"]
-    assert sorted(objects(plan, "ResourceFlavor", EUW4)) == ["euw4-flex-v6e", "euw4-flex-v6e-4x4"]
+    assert sorted(objects(plan, "ResourceFlavor", EUW4)) == ["euw4-flex-v6e", "euw4-queued-v6e"]
 
 
 def test_manager_queues_hold_the_workers_chips_together(plan: Plan) -> None:
@@ -238,15 +250,15 @@ def test_manager_queues_hold_the_workers_chips_together(plan: Plan) -> None:
     in the workers' order."""
     manager = objects(plan, "ClusterQueue", MANAGER)
     assert flavors(manager["research-cluster-queue"]) == {
-        "east-flex-v6e": 4, "east-queued-v6e": 16, "euw4-flex-v6e": 4, "euw4-flex-v6e-4x4": 0,
+        "east-flex-v6e": 4, "east-queued-v6e": 16, "euw4-flex-v6e": 4, "euw4-queued-v6e": 0,
     }  # fmt: skip
     assert flavors(manager["training-cluster-queue"]) == {
-        "east-flex-v6e": 4, "east-queued-v6e": 0, "euw4-flex-v6e": 4, "euw4-flex-v6e-4x4": 16,
+        "east-flex-v6e": 4, "east-queued-v6e": 0, "euw4-flex-v6e": 4, "euw4-queued-v6e": 16,
     }  # fmt: skip
     assert list(flavors(manager["research-cluster-queue"])) == [
-        "east-flex-v6e", "east-queued-v6e", "euw4-flex-v6e", "euw4-flex-v6e-4x4"]  # fmt: skip
+        "east-flex-v6e", "east-queued-v6e", "euw4-flex-v6e", "euw4-queued-v6e"]  # fmt: skip
     manager_flavors = objects(plan, "ResourceFlavor", MANAGER)
-    assert sorted(manager_flavors) == ["east-flex-v6e", "east-queued-v6e", "euw4-flex-v6e", "euw4-flex-v6e-4x4"]
+    assert sorted(manager_flavors) == ["east-flex-v6e", "east-queued-v6e", "euw4-flex-v6e", "euw4-queued-v6e"]
     # The same flavors as on the workers: a workload's node selectors mean the same on either side.
     for cluster in (EAST, EUW4):
         for name, flavor in objects(plan, "ResourceFlavor", cluster).items():
@@ -258,7 +270,7 @@ def test_manager_queues_hold_the_workers_chips_together(plan: Plan) -> None:
         {"key": TPU, "operator": "Exists", "effect": "NoSchedule"},
         {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"},
     ]
-    assert plan.outputs["flavors"]["euw4-flex-v6e-4x4"] == {**single, "cloud.google.com/gke-tpu-topology": "4x4"}
+    assert plan.outputs["flavors"]["euw4-queued-v6e"] == {**single, "cloud.google.com/gke-tpu-topology": "4x4"}
 
 
 # ---- the manager's dispatch objects --------------------------------------------------------------------------------
@@ -310,14 +322,15 @@ def test_the_manager_dispatches_only_once_the_worker_can_take_it(plan: Plan) -> 
     for worker in (EAST, EUW4):
         cluster = f"multikueue-multikueuecluster-{worker}"
         for needed in (
-            f"multikueue-{worker}-kubeconfig", f"{worker}-kueue-chart", f"{worker}-multikueue-binding",
+            f"multikueue-{worker}-kubeconfig", f"{worker}-kueue-chart", f"{worker}-multikueue-read-binding",
+            f"{worker}-multikueue-dispatch-research", f"{worker}-multikueue-dispatch-training",
             f"{worker}-queues-clusterqueue-research-cluster-queue",
             f"{worker}-queues-localqueue-training-training-queue", "kueue-chart",
         ):  # fmt: skip
             assert waits(cluster, needed), (cluster, needed)
         assert waits("multikueue-multikueueconfig-multikueue", cluster)
         # The kubeconfig names the worker's token, so it waits for the token Secret (and the endpoint's cluster).
-        assert waits(f"multikueue-{worker}-kubeconfig", f"{worker}-multikueue-token")
+        assert waits(f"multikueue-{worker}-kubeconfig", f"{worker}-multikueue-token-1")
     assert waits("multikueue-admissioncheck-multikueue", "multikueue-multikueueconfig-multikueue")
     for team in ("research", "training"):
         assert waits(f"queues-clusterqueue-{team}-cluster-queue", "multikueue-admissioncheck-multikueue")
@@ -367,39 +380,71 @@ DISPATCH = ["create", "delete", "get", "list", "watch"]
 
 @pytest.mark.parametrize("worker", [EAST, EUW4])
 def test_each_worker_gives_the_manager_an_account_a_role_and_a_token(plan: Plan, worker: str) -> None:
+    """The manager reads Jobs, JobSets, Workloads and queues everywhere (its clients watch every namespace) and
+    creates and deletes only in the teams' namespaces, research and training: never a Job in kube-system."""
     account = record(plan, f"{worker}-multikueue-account")
-    role = record(plan, f"{worker}-multikueue-role")
-    binding = record(plan, f"{worker}-multikueue-binding")
-    token = record(plan, f"{worker}-multikueue-token")
-    assert {provider_cluster(plan, r) for r in (account, role, binding, token)} == {worker}
+    read_role = record(plan, f"{worker}-multikueue-read-role")
+    read_binding = record(plan, f"{worker}-multikueue-read-binding")
+    dispatch_role = record(plan, f"{worker}-multikueue-dispatch-role")
+    dispatch = {team: record(plan, f"{worker}-multikueue-dispatch-{team}") for team in ("research", "training")}
+    token = record(plan, f"{worker}-multikueue-token-1")
+    resources = (account, read_role, read_binding, dispatch_role, token, *dispatch.values())
+    assert {provider_cluster(plan, r) for r in resources} == {worker}
     assert account["inputs"] == {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
         "metadata": {"name": "multikueue-manager", "namespace": "kueue-system", "labels": LABELS},
         "automountServiceAccountToken": False,
     }
-    assert role["inputs"] == {
+    read = ["get", "list", "watch"]
+    assert read_role["inputs"] == {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": {"name": "multikueue-manager", "labels": LABELS},
+        "metadata": {"name": "multikueue-manager-read", "labels": LABELS},
         "rules": [
-            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": DISPATCH},
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": read},
             {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
-            {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": DISPATCH},
+            {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": read},
             {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
-            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*DISPATCH, "update", "patch"]},
-            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
-            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"],
-             "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": read},
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get"]},
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": read},
         ],
-    }  # fmt: skip
-    assert binding["inputs"] == {
+    }
+    subjects = [{"kind": "ServiceAccount", "name": "multikueue-manager", "namespace": "kueue-system"}]
+    assert read_binding["inputs"] == {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": "multikueue-manager", "labels": LABELS},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "multikueue-manager"},
-        "subjects": [{"kind": "ServiceAccount", "name": "multikueue-manager", "namespace": "kueue-system"}],
+        "metadata": {"name": "multikueue-manager-read", "labels": LABELS},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "multikueue-manager-read"},
+        "subjects": subjects,
     }
+    assert dispatch_role["inputs"] == {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "multikueue-manager-dispatch", "labels": LABELS},
+        "rules": [
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "delete"]},
+            {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["create", "delete"]},
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"],
+             "verbs": ["create", "delete", "update", "patch"]},
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch", "update"]},
+        ],
+    }  # fmt: skip
+    for team, binding in dispatch.items():
+        assert binding["inputs"] == {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "multikueue-manager-dispatch", "namespace": team, "labels": LABELS},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "multikueue-manager-dispatch",
+            },
+            "subjects": subjects,
+        }
+        # In the team's namespace, which the worker's queues create.
+        assert record(plan, f"{worker}-queues-namespace-{team}")["urn"] in binding["dependencies"]
     assert token["inputs"] == {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -413,7 +458,27 @@ def test_each_worker_gives_the_manager_an_account_a_role_and_a_token(plan: Plan,
     }
     # The token controller deletes a token Secret whose account does not exist (yet).
     assert account["urn"] in token["dependencies"]
-    assert {account["urn"], role["urn"]} <= set(binding["dependencies"])
+    assert {account["urn"], read_role["urn"]} <= set(read_binding["dependencies"])
+
+
+def test_workers_have_the_bucket_writers_service_account(plan: Plan) -> None:
+    """The manager's workloads run on a worker as their own service account: training/trainer (bucket.writers) exists
+    on every cluster, in the namespace the cluster's queues create; its grant is made once, for the principal of the
+    project's pool, which names no cluster."""
+    accounts = [
+        r for r in plan.by_type("kubernetes:core/v1:ServiceAccount") if r["inputs"]["metadata"]["name"] == "trainer"
+    ]
+    assert sorted(str(provider_cluster(plan, r)) for r in accounts) == [EAST, EUW4, MANAGER]
+    for worker in (EAST, EUW4):
+        (account,) = [r for r in accounts if provider_cluster(plan, r) == worker]
+        assert account["inputs"]["metadata"] == {
+            "name": "trainer",
+            "namespace": "training",
+            "labels": {"app.kubernetes.io/managed-by": "pulumi"},
+        }
+        assert record(plan, f"{worker}-queues-namespace-training")["urn"] in account["dependencies"]
+    grants = [r for r in plan.by_type("gcp:storage/bucketIAMMember:BucketIAMMember")]
+    assert len(grants) == len({r["name"] for r in grants})  # one grant per role, not one per cluster
 
 
 # ---- the GKE clusters ----------------------------------------------------------------------------------------------
@@ -435,19 +500,18 @@ def test_workers_accept_kubernetes_tokens_on_their_dns_endpoint_and_the_manager_
     }
 
 
-def test_each_cluster_has_its_own_provider_and_only_the_managers_updates_secrets_in_place(plan: Plan) -> None:
+def test_each_cluster_has_its_own_provider_and_updates_secrets_in_place(plan: Plan) -> None:
     """Each provider is identified by its cluster's DNS endpoint. The manager's kubeconfig Secrets change with every
-    token generation: its provider updates a Secret's data in place (the default replaces it, deleting first)."""
+    token generation: every provider updates a Secret's data in place (the default replaces it, deleting first)."""
     providers = {r["name"]: r["inputs"] for r in plan.by_type("pulumi:providers:kubernetes")}
     assert sorted(providers) == ["tpu-mr-east5-k8s", "tpu-mr-euw4-k8s", "tpu-mr-manager-k8s"]
     for cluster, region in ((MANAGER, "us-central1"), (EAST, "us-east5"), (EUW4, "europe-west4")):
         inputs = providers[f"{cluster}-k8s"]
         assert re.fullmatch(rf"gke-[0-9a-f]{{36}}\.{region}\.gke\.goog", inputs["clusterIdentifier"]), cluster
-        mutable = {"enableSecretMutable": "true"} if cluster == MANAGER else {}
         assert inputs == {
             "enableServerSideApply": "true",
             "enableConfigMapMutable": "true",
-            **mutable,
+            "enableSecretMutable": "true",
             "clusterIdentifier": inputs["clusterIdentifier"],
             "kubeconfig": SECRET,
         }
@@ -468,7 +532,7 @@ def test_each_worker_runs_its_own_pools_in_its_region(plan: Plan) -> None:
         "east-queued-v6e": (EAST, "us-east5", ["us-east5-b"]),
         "euw4-flex-v6e-0": (EUW4, "europe-west4", ["europe-west4-a"]),
         "euw4-flex-v6e-1": (EUW4, "europe-west4", ["europe-west4-a"]),
-        "euw4-flex-v6e-4x4": (EUW4, "europe-west4", ["europe-west4-a"]),
+        "euw4-queued-v6e": (EUW4, "europe-west4", ["europe-west4-a"]),
     }
     systems = sorted((r["inputs"]["cluster"], r["inputs"]["location"]) for r in plan.by_type(NODE_POOL)
                      if r["inputs"]["name"] == "system")  # fmt: skip
@@ -491,8 +555,8 @@ def test_every_kubernetes_object_of_the_multiregion_stack_is_valid(plan: Plan) -
         "ProvisioningRequestConfig", "ResourceFlavor",
     ]  # fmt: skip
     # Manager: 4 flavors, the Cohort, 2 ClusterQueues, 2 LocalQueues, the check, the config, 2 clusters = 13;
-    # tpu-mr-east5: 2 flavors, the provisioning config and check, the Cohort, 2 + 2 queues = 9; tpu-mr-euw4: 7.
-    assert len(kueue) == 29
+    # each worker: 2 flavors, the provisioning config and check, the Cohort, 2 + 2 queues = 9.
+    assert len(kueue) == 31
     assert validate.validate_all(declared, kubernetes_version="1.33") == []
 
 
@@ -537,7 +601,9 @@ def test_only_the_managers_kueue_runs_multikueue(plan: Plan) -> None:
 
 
 def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
-    """The queues have the same names on all three clusters: each alert reads its cluster's series only."""
+    """The queues have the same names on all three clusters: each alert reads its cluster's series only. Workloads
+    wait on the manager (its alerts); the copies waiting on a worker are the same workloads, so the workers have no
+    pending alerts, only theirs about TPUs and queued provisioning."""
     alerts = {
         r["inputs"]["displayName"]: r["inputs"]["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
         for r in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")
@@ -546,17 +612,17 @@ def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
     assert alerts[f"{prefix}pending-research-cluster-queue (tpu-mr-manager)"] == (
         'sum(kueue_pending_workloads{cluster_queue="research-cluster-queue",cluster="tpu-mr-manager"}) > 0'
     )
-    assert alerts[f"{prefix}pending-training-cluster-queue (tpu-mr-euw4)"] == (
-        'sum(kueue_pending_workloads{cluster_queue="training-cluster-queue",cluster="tpu-mr-euw4"}) > 0'
+    assert alerts[f"{prefix}queued-provisioning-not-granted (tpu-mr-euw4)"] == (
+        'sum by (cluster_queue) (kueue_reserving_active_workloads{cluster="tpu-mr-euw4"}) - '
+        'sum by (cluster_queue) (kueue_admitted_active_workloads{cluster="tpu-mr-euw4"}) > 0'
     )
-    # Queued provisioning only on tpu-mr-east5; no TPU to sit idle on the manager.
+    # No TPU to sit idle on the manager.
     assert sorted(alerts) == sorted(
         f"{prefix}{alert} ({cluster})"
         for cluster, names in (
             (MANAGER, ["pending-research-cluster-queue", "pending-training-cluster-queue"]),
-            (EAST, ["pending-research-cluster-queue", "pending-training-cluster-queue",
-                    "queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
-            (EUW4, ["pending-research-cluster-queue", "pending-training-cluster-queue", "tpu-idle-while-waiting"]),
+            (EAST, ["queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
+            (EUW4, ["queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
         )
         for alert in names
     )  # fmt: skip
@@ -574,3 +640,12 @@ def test_the_multiregion_stack_breaks_no_mandatory_policy(plan: Plan, view: poli
     found = policy_check.evaluate(resources, stack="multiregion", view=view, config=team_config)
     assert [v for v in found if v["level"] == "mandatory"] == []
     assert [v["message"] for v in found if "during preview" in v["message"]] == []
+
+
+def test_a_workers_subnetwork_is_its_clusters_own() -> None:
+    """On a custom-mode network each cluster names its region's subnetwork: a worker's goes to its cluster only."""
+    config = copy.deepcopy(read_stack_file(REPO / "Pulumi.multiregion.yaml"))
+    config["tpu-stack:multiKueue"]["workers"][1]["subnetwork"] = "tpu-europe-west4"
+    clusters = {r["inputs"]["name"]: r["inputs"] for r in run_program(config, stack="multiregion").by_type(CLUSTER)}
+    assert clusters[EUW4]["subnetwork"] == "tpu-europe-west4"
+    assert "subnetwork" not in clusters[EAST] and "subnetwork" not in clusters[MANAGER]

@@ -4,8 +4,9 @@ destroy`, judged by the engine model (offline/lifecycle.py) and the catalogue (c
 
 Expected steps are written out by hand from Pulumi.multiregion.yaml. A worker's resources carry its name as their
 prefix (`tpu-mr-east5-...`, its node pools their pool group's); the manager's have none. A worker's access for the
-manager (ServiceAccount, ClusterRole and binding, token Secret) is `<worker>-multikueue-*`; the manager's dispatch
-objects are `multikueue-*`.
+manager (ServiceAccount, the read ClusterRole and its binding, the dispatch ClusterRole and its RoleBinding per team
+namespace, the token Secret of each generation) is `<worker>-multikueue-*`; the manager's dispatch objects are
+`multikueue-*`.
 """
 
 from __future__ import annotations
@@ -58,13 +59,13 @@ def test_the_catalogue_holds_each_worker_to_its_own_cluster(multiregion: Records
     flavor = named(broken, "tpu-mr-east5-queues-resourceflavor-east-flex-v6e")
     chart = named(broken, "tpu-mr-east5-kueue-chart")
     flavor["dependencies"] = [d for d in flavor["dependencies"] if d != chart["urn"]]
-    token = named(broken, "tpu-mr-euw4-multikueue-token")
+    token = named(broken, "tpu-mr-euw4-multikueue-token-1")
     account = named(broken, "tpu-mr-euw4-multikueue-account")
     token["dependencies"] = [d for d in token["dependencies"] if d != account["urn"]]
     assert CATALOGUE.breaches(broken, {}) == [
         "kueue-objects-after-kueue: tpu-mr-east5-queues-resourceflavor-east-flex-v6e is created before the Kueue "
         "chart serves its webhooks",
-        "token-secret-after-account: tpu-mr-euw4-multikueue-token may be created before its ServiceAccount "
+        "token-secret-after-account: tpu-mr-euw4-multikueue-token-1 may be created before its ServiceAccount "
         "'multikueue-manager'",
     ]
 
@@ -97,8 +98,7 @@ def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion:
     created = only(steps, "create")
     assert [n for n in created if not n.startswith((USE1, "use1-flex-v6e"))] == on_manager
     assert sorted(s.name for s in steps.of("create") if s.type.startswith("gcp:")) == [
-        "tpu-mr-use1", "tpu-mr-use1-monitoring-dashboard", "tpu-mr-use1-monitoring-pending-research-cluster-queue",
-        "tpu-mr-use1-monitoring-pending-training-cluster-queue", "tpu-mr-use1-monitoring-tpu-idle-while-waiting",
+        "tpu-mr-use1", "tpu-mr-use1-monitoring-dashboard", "tpu-mr-use1-monitoring-tpu-idle-while-waiting",
         "tpu-mr-use1-nodes", "tpu-mr-use1-nodes-artifactregistry-reader",
         "tpu-mr-use1-nodes-container-defaultNodeServiceAccount", "tpu-mr-use1-system", "use1-flex-v6e-0",
         "use1-flex-v6e-1",
@@ -113,8 +113,11 @@ def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion:
         "tpu-mr-use1-queues-localqueue-training-training-queue",
         "tpu-mr-use1-queues-resourceflavor-use1-flex-v6e",
     ]
-    for access in ("account", "role", "binding", "token"):
+    for access in ("account", "read-role", "read-binding", "dispatch-role", "dispatch-research", "dispatch-training",
+                   "token-1"):  # fmt: skip
         assert f"tpu-mr-use1-multikueue-{access}" in created
+    # The bucket writer's service account, which the dispatched workloads run as.
+    assert "tpu-mr-use1-identities-training-trainer" in created
     assert "tpu-mr-use1-kueue-chart" in created and "tpu-mr-use1-k8s" in created
     assert only(steps, "update") == [
         "multikueue-multikueueconfig-multikueue", "queues-clusterqueue-research-cluster-queue",
@@ -124,7 +127,7 @@ def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion:
     assert config == {"clusters": ["tpu-mr-east5", "tpu-mr-euw4", "tpu-mr-use1"]}
     # research holds 4 of the 8 new chips everywhere; training none; the Cohorts keep the other 4.
     assert tpu_quota(with_use1, "queues-clusterqueue-research-cluster-queue") == {
-        "east-flex-v6e": 4, "east-queued-v6e": 16, "euw4-flex-v6e": 4, "euw4-flex-v6e-4x4": 0, "use1-flex-v6e": 4,
+        "east-flex-v6e": 4, "east-queued-v6e": 16, "euw4-flex-v6e": 4, "euw4-queued-v6e": 0, "use1-flex-v6e": 4,
     }  # fmt: skip
     assert tpu_quota(with_use1, "queues-clusterqueue-training-cluster-queue")["use1-flex-v6e"] == 0
     assert tpu_quota(with_use1, "queues-cohort-tpu-stack") == {"use1-flex-v6e": 4}
@@ -139,7 +142,8 @@ def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion:
     state = {r["urn"]: r for r in with_use1}
     cluster = named(with_use1, "multikueue-multikueuecluster-tpu-mr-use1")["urn"]
     for needed in ("tpu-mr-use1-kueue-chart", "tpu-mr-use1-queues-clusterqueue-research-cluster-queue",
-                   "tpu-mr-use1-multikueue-binding", "multikueue-tpu-mr-use1-kubeconfig"):  # fmt: skip
+                   "tpu-mr-use1-multikueue-read-binding", "tpu-mr-use1-multikueue-dispatch-research",
+                   "multikueue-tpu-mr-use1-kubeconfig"):  # fmt: skip
         assert depends_on(state, cluster, named(with_use1, needed)["urn"]), needed
     assert CATALOGUE.breaches(with_use1, {}) == []
 
@@ -177,10 +181,11 @@ def test_a_removed_worker_is_deleted_after_the_manager_stops_dispatching_to_it(m
     deleted = only(steps, "delete")
     of_euw4 = sorted(r["name"] for r in multiregion if r["name"].startswith(WORKER_PREFIXES["tpu-mr-euw4"]))
     on_manager = ["multikueue-multikueuecluster-tpu-mr-euw4", "multikueue-tpu-mr-euw4-kubeconfig",
-                  "queues-resourceflavor-euw4-flex-v6e", "queues-resourceflavor-euw4-flex-v6e-4x4"]  # fmt: skip
+                  "queues-resourceflavor-euw4-flex-v6e", "queues-resourceflavor-euw4-queued-v6e"]  # fmt: skip
     assert deleted == sorted(of_euw4 + on_manager)
-    gone = ("tpu-mr-euw4", "euw4-flex-v6e-0", "euw4-flex-v6e-1", "euw4-flex-v6e-4x4", "tpu-mr-euw4-k8s",
-            "tpu-mr-euw4-kueue-chart", "tpu-mr-euw4-multikueue-token", "tpu-mr-euw4-multikueue-binding")  # fmt: skip
+    gone = ("tpu-mr-euw4", "euw4-flex-v6e-0", "euw4-flex-v6e-1", "euw4-queued-v6e", "tpu-mr-euw4-k8s",
+            "tpu-mr-euw4-kueue-chart", "tpu-mr-euw4-multikueue-token-1", "tpu-mr-euw4-multikueue-read-binding",
+            "tpu-mr-euw4-multikueue-dispatch-training", "tpu-mr-euw4-identities-training-trainer")  # fmt: skip
     assert set(gone) <= set(deleted)
     order = [s.name for s in steps.steps if s.op in ("update", "delete")]
     first_delete = min(order.index(name) for name in deleted)
@@ -190,8 +195,9 @@ def test_a_removed_worker_is_deleted_after_the_manager_stops_dispatching_to_it(m
     assert len(worker_kueue) > 10
     assert all(mk_cluster < order.index(name) for name in worker_kueue)
     assert mk_cluster < order.index("multikueue-tpu-mr-euw4-kubeconfig")
-    assert mk_cluster < order.index("tpu-mr-euw4-multikueue-binding")
-    for flavor in ("queues-resourceflavor-euw4-flex-v6e", "queues-resourceflavor-euw4-flex-v6e-4x4"):
+    assert mk_cluster < order.index("tpu-mr-euw4-multikueue-read-binding")
+    assert mk_cluster < order.index("tpu-mr-euw4-multikueue-dispatch-research")
+    for flavor in ("queues-resourceflavor-euw4-flex-v6e", "queues-resourceflavor-euw4-queued-v6e"):
         for team in ("research", "training"):
             assert order.index(f"queues-clusterqueue-{team}-cluster-queue") < order.index(flavor)
     assert CATALOGUE.breaches(without, {}) == []
@@ -218,29 +224,47 @@ def deployed_kubeconfigs(records: Records) -> Records:
 def test_a_new_token_generation_rotates_the_tokens_and_updates_the_kubeconfigs_in_place(
     multiregion: Records,
 ) -> None:
-    """multiKueue.tokenGeneration 1 -> 2: each worker's token Secret is replaced by one of a new name
-    (multikueue-manager-token-2), created before the old one is deleted (a new name: the provider asks for no
-    delete-before-replace, so the engine deletes the old one at the end, after its dependents are updated); the
-    manager's kubeconfig Secrets name the new token and are updated in place (the manager's provider has
-    enableSecretMutable). Nothing else changes."""
+    """multiKueue.tokenGeneration 1 -> 2: each worker gets a token Secret of its own for generation 2
+    (multikueue-manager-token-2), the manager's kubeconfig Secrets name the new token and are updated in place
+    (enableSecretMutable), and the generation-1 Secrets are deleted, which revokes their tokens. The engine deletes
+    after it creates and updates, so the kubeconfigs never name a revoked token. Nothing else changes."""
     rotated = changed(STACK, _rotated)
     steps = step(deployed_kubeconfigs(multiregion), rotated)
     assert steps.refused == []
     assert sorted((s.op, s.name, s.why) for s in steps.steps if s.op != "same") == [
-        ("replace", "tpu-mr-east5-multikueue-token", "changes metadata.name"),
-        ("replace", "tpu-mr-euw4-multikueue-token", "changes metadata.name"),
+        ("create", "tpu-mr-east5-multikueue-token-2", ""),
+        ("create", "tpu-mr-euw4-multikueue-token-2", ""),
+        ("delete", "tpu-mr-east5-multikueue-token-1", ""),
+        ("delete", "tpu-mr-euw4-multikueue-token-1", ""),
         ("update", "multikueue-tpu-mr-east5-kubeconfig", "changes stringData"),
         ("update", "multikueue-tpu-mr-euw4-kubeconfig", "changes stringData"),
     ]
+    order = [s.name for s in steps.steps if s.op != "same"]
     for worker in WORKER_PREFIXES:
-        old, new = named(multiregion, f"{worker}-multikueue-token"), named(rotated, f"{worker}-multikueue-token")
-        assert old["inputs"]["metadata"]["name"] == "multikueue-manager-token-1"
+        new = named(rotated, f"{worker}-multikueue-token-2")
         assert new["inputs"]["metadata"]["name"] == "multikueue-manager-token-2"
-        assert new["deleteBeforeReplace"] is None
-        # The kubeconfig is written from the token Secret: it is updated after the new token exists.
+        # The kubeconfig is written from the new token Secret: it is updated after the new token exists, and the
+        # old token is revoked only after that.
         kubeconfig = named(rotated, f"multikueue-{worker}-kubeconfig")
         assert new["urn"] in kubeconfig["dependencies"]
+        assert order.index(f"multikueue-{worker}-kubeconfig") < order.index(f"{worker}-multikueue-token-1")
     assert named(rotated, "tpu-mr-manager-k8s")["inputs"]["enableSecretMutable"] == "true"
+
+
+def test_a_protected_stack_refuses_to_revoke_the_old_token_until_it_is_unprotected(multiregion: Records) -> None:
+    """In a protected stack every resource is protected: the old token Secrets' delete is refused (the engine stops
+    there, the new token already in use) until `pulumi state unprotect` (docs/multiregion.md)."""
+
+    def protect(records: Records) -> Records:
+        records = copy.deepcopy(records)
+        for record in records:
+            record["protect"] = True
+        return records
+
+    steps = step(protect(deployed_kubeconfigs(multiregion)), protect(changed(STACK, _rotated)))
+    assert only(steps, "refuse") == ["tpu-mr-east5-multikueue-token-1", "tpu-mr-euw4-multikueue-token-1"]
+    assert all("pulumi state unprotect" in line for line in steps.refused)
+    assert only(steps, "create") == ["tpu-mr-east5-multikueue-token-2", "tpu-mr-euw4-multikueue-token-2"]
 
 
 def test_without_mutable_secrets_a_rotation_would_delete_the_kubeconfigs_first(multiregion: Records) -> None:
@@ -253,10 +277,7 @@ def test_without_mutable_secrets_a_rotation_would_delete_the_kubeconfigs_first(m
         return records
 
     steps = step(immutable(deployed_kubeconfigs(multiregion)), immutable(changed(STACK, _rotated)))
-    assert only(steps, "replace") == [
-        "multikueue-tpu-mr-east5-kubeconfig", "multikueue-tpu-mr-euw4-kubeconfig",
-        "tpu-mr-east5-multikueue-token", "tpu-mr-euw4-multikueue-token",
-    ]  # fmt: skip
+    assert only(steps, "replace") == ["multikueue-tpu-mr-east5-kubeconfig", "multikueue-tpu-mr-euw4-kubeconfig"]
     assert only(steps, "update") == []
 
 
@@ -267,15 +288,15 @@ def test_the_managers_rights_on_a_worker_change_in_place_but_a_new_role_ref_repl
     pkg/apis/rbac/validation ValidateClusterRoleBindingUpdate), which the provider answers with a replacement, the
     old binding deleted first (its name is fixed)."""
     edited = copy.deepcopy(multiregion)
-    role = named(edited, "tpu-mr-east5-multikueue-role")
-    role["inputs"]["rules"][0]["verbs"] = ["get", "list", "watch"]
-    binding = named(edited, "tpu-mr-euw4-multikueue-binding")
+    role = named(edited, "tpu-mr-east5-multikueue-read-role")
+    role["inputs"]["rules"][0]["verbs"] = ["get", "list"]
+    binding = named(edited, "tpu-mr-euw4-multikueue-read-binding")
     binding["inputs"]["roleRef"]["name"] = "multikueue-manager-v2"
     steps = step(multiregion, edited)
     assert steps.refused == []
     assert [(s.op, s.name, s.why) for s in steps.steps if s.op != "same"] == [
-        ("update", "tpu-mr-east5-multikueue-role", "changes rules[0].verbs"),
-        ("replace", "tpu-mr-euw4-multikueue-binding", "changes roleRef.name"),
+        ("update", "tpu-mr-east5-multikueue-read-role", "changes rules[0].verbs"),
+        ("replace", "tpu-mr-euw4-multikueue-read-binding", "changes roleRef.name"),
     ]
 
 
@@ -292,7 +313,7 @@ def test_destroying_the_multiregion_stack_deletes_everything(multiregion: Record
     order = [s.name for s in steps.of("delete")]
     for worker in WORKER_PREFIXES:
         mk_cluster = order.index(f"multikueue-multikueuecluster-{worker}")
-        for name in (f"{worker}-kueue-chart", f"{worker}-multikueue-binding", f"{worker}-multikueue-token",
+        for name in (f"{worker}-kueue-chart", f"{worker}-multikueue-read-binding", f"{worker}-multikueue-token-1",
                      f"{worker}-queues-clusterqueue-research-cluster-queue", f"multikueue-{worker}-kubeconfig",
                      worker):  # fmt: skip
             assert mk_cluster < order.index(name), name
