@@ -1,4 +1,4 @@
-"""URN snapshots of the dev, prod, llm and multiregion stacks: a resource whose URN changes is deleted and created again.
+"""URN snapshots of the stacks (dev, prod, llm, multiregion): a resource whose URN changes is replaced.
 
 Renaming a resource, changing its type or moving it under another parent changes its URN, and `pulumi up`
 then replaces it: for a cluster or a TPU slice that is an outage and an hour of provisioning; for a bucket,
