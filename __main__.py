@@ -13,7 +13,7 @@ from components import workload_identity
 from components.bucket import Bucket
 from components.config import load_from_pulumi
 from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, LWS_NAMESPACE
-from components.config.queues import flavor_labels, queue_namespaces, queue_refs
+from components.config.queues import flavor_labels, queue_refs
 from components.config.stack import StackConfig
 from components.controller_metrics import ControllerMetrics
 from components.gke_cluster import GkeCluster
@@ -141,7 +141,8 @@ def batch_cluster(
             opts=protected,
         )
     # The dashboard and alert policies from the pools and queues; several clusters share one project's metrics.
-    # A MultiKueue worker's pending copies are the manager's pending workloads: the manager alerts on them.
+    # A MultiKueue worker's pending copies are the manager's workloads, which its own alerts cover (pending: waiting
+    # for the manager's quota; waiting-for-a-worker: quota held, no worker admitted yet).
     monitoring = Monitoring(
         f"{prefix}monitoring",
         config=cluster_config,
@@ -163,7 +164,11 @@ for worker_config in config.worker_configs:
         token_generation=config.multi_kueue.token_generation if config.multi_kueue else 1,
         provider=built.cluster.provider,
         namespace=built.kueue.namespace,
-        team_namespaces={ns: built.queues.namespaces.get(ns) for ns in queue_namespaces(worker_config.queues)},
+        # Every namespace with a LocalQueue, `default` included (a team's or the single queue's).
+        team_namespaces={
+            ref.namespace: built.queues.namespaces.get(ref.namespace)
+            for ref in queue_refs(worker_config.queues).values()
+        },
         opts=protected,
     )
     worker_clusters[worker_name] = built

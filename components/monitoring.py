@@ -210,6 +210,13 @@ def alert_queries(
             f" and on() (sum({PENDING}{scope}) > 0)",
             settings.idle_minutes,
         )
+    if config.is_manager and alerts:
+        # Quota reserved on the manager but not admitted: no worker has admitted the workload (no capacity in any
+        # region, or a worker that cannot be reached or refuses the copies). Waiting for quota is pending-*.
+        alerts["waiting-for-a-worker"] = (
+            f"sum by (cluster_queue) ({RESERVING}{scope}) - sum by (cluster_queue) ({ADMITTED}{scope}) > 0",
+            settings.provisioning_minutes,
+        )
     if any(pool.provisioning == "queued" for pool in config.queue_pools):
         # Quota reserved but not admitted: the workload waits on its admission check, the ProvisioningRequest.
         alerts["queued-provisioning-not-granted"] = (

@@ -130,8 +130,8 @@ class MultiKueueWorker(pulumi.ComponentResource):
     (`token`, secret).
 
     The token Secret of each `token_generation` is a resource of its own: a new generation creates the new Secret,
-    the manager's kubeconfigs take its token, then the old Secret is deleted (revoking its token); a protected stack
-    refuses that delete until the old Secret is unprotected."""
+    the manager's kubeconfigs take its token, then the old Secret is deleted (revoking its token). In a protected
+    stack that delete is refused at preview, so nothing is applied until the old Secret is unprotected first."""
 
     def __init__(
         self,
@@ -178,6 +178,7 @@ class MultiKueueWorker(pulumi.ComponentResource):
             rules=DISPATCH_RULES,
             opts=in_cluster,
         )
+        # Kueue writes a workload's copies in the workload's own namespace (kueue v0.19.2 multikueue/workload.go).
         self.dispatch_bindings: list[k8s.rbac.v1.RoleBinding] = [
             k8s.rbac.v1.RoleBinding(
                 f"{name}-dispatch-{team_namespace}",

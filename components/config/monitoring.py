@@ -32,4 +32,5 @@ class MonitoringConfig(ConfigModel):
     idle_minutes: int = Field(default=30, ge=1)
     """Minutes TPU TensorCores may idle while workloads are pending before it alerts."""
     provisioning_minutes: int = Field(default=120, ge=1)
-    """Minutes a workload may wait on its queued-provisioning request before it alerts."""
+    """Minutes a workload may wait on its queued-provisioning request (on a MultiKueue manager: for a worker to admit
+    it) before it alerts."""

@@ -602,8 +602,9 @@ def test_only_the_managers_kueue_runs_multikueue(plan: Plan) -> None:
 
 def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
     """The queues have the same names on all three clusters: each alert reads its cluster's series only. Workloads
-    wait on the manager (its alerts); the copies waiting on a worker are the same workloads, so the workers have no
-    pending alerts, only theirs about TPUs and queued provisioning."""
+    wait on the manager (its alerts: for its quota, pending-*; holding quota while no worker admits them,
+    waiting-for-a-worker); the copies waiting on a worker are the same workloads, so the workers have no pending
+    alerts, only theirs about TPUs and queued provisioning."""
     alerts = {
         r["inputs"]["displayName"]: r["inputs"]["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
         for r in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")
@@ -616,11 +617,15 @@ def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
         'sum by (cluster_queue) (kueue_reserving_active_workloads{cluster="tpu-mr-euw4"}) - '
         'sum by (cluster_queue) (kueue_admitted_active_workloads{cluster="tpu-mr-euw4"}) > 0'
     )
+    assert alerts[f"{prefix}waiting-for-a-worker (tpu-mr-manager)"] == (
+        'sum by (cluster_queue) (kueue_reserving_active_workloads{cluster="tpu-mr-manager"}) - '
+        'sum by (cluster_queue) (kueue_admitted_active_workloads{cluster="tpu-mr-manager"}) > 0'
+    )
     # No TPU to sit idle on the manager.
     assert sorted(alerts) == sorted(
         f"{prefix}{alert} ({cluster})"
         for cluster, names in (
-            (MANAGER, ["pending-research-cluster-queue", "pending-training-cluster-queue"]),
+            (MANAGER, ["pending-research-cluster-queue", "pending-training-cluster-queue", "waiting-for-a-worker"]),
             (EAST, ["queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
             (EUW4, ["queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
         )
@@ -649,3 +654,21 @@ def test_a_workers_subnetwork_is_its_clusters_own() -> None:
     clusters = {r["inputs"]["name"]: r["inputs"] for r in run_program(config, stack="multiregion").by_type(CLUSTER)}
     assert clusters[EUW4]["subnetwork"] == "tpu-europe-west4"
     assert "subnetwork" not in clusters[EAST] and "subnetwork" not in clusters[MANAGER]
+
+
+def test_a_queue_in_default_gets_its_dispatch_binding_too() -> None:
+    """Kueue writes a workload's copies in the workload's namespace: every namespace with a worker LocalQueue gets the
+    manager's dispatch RoleBinding, `default` too (no team namespace is created there)."""
+    config = copy.deepcopy(read_stack_file(REPO / "Pulumi.multiregion.yaml"))
+    config["tpu-stack:queues"]["teams"][0]["namespace"] = "default"
+    config["tpu-stack:bucket"] = {}
+    plan = run_program(config, stack="multiregion")
+    for worker in (EAST, EUW4):
+        bindings = {
+            r["inputs"]["metadata"]["namespace"]
+            for r in plan.by_type("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
+            if provider_cluster(plan, r) == worker and r["inputs"]["metadata"]["name"] == "multikueue-manager-dispatch"
+        }
+        assert bindings == {"default", "training"}
+        queues = {obj["metadata"]["namespace"] for obj in objects(plan, "LocalQueue", worker).values()}
+        assert queues == bindings

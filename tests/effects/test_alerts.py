@@ -1,4 +1,4 @@
-"""Every alert policy of dev and prod evaluated by Prometheus itself: `promtool test rules` over synthetic series.
+"""Every alert policy of the stacks evaluated by Prometheus itself: `promtool test rules` over synthetic series.
 
 Each AlertPolicy's PromQL condition becomes a Prometheus alerting rule as Cloud Monitoring runs it: the query, held
 for the condition's `duration` (`for`), evaluated every `evaluationInterval` (60s). The series are written by hand
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from offline.engine import Plan
+from offline.engine import Plan, run_stack
 from tests.effects import promtool
 from tests.effects.conftest import PerStack, shared
 
@@ -294,3 +294,66 @@ def test_no_queue_no_alert_and_no_tpu_pool_no_idle_alert() -> None:
     assert monitoring.alert_queries(autopilot) == {
         "pending-cluster-queue": ('sum(kueue_pending_workloads{cluster_queue="cluster-queue"}) > 0', 30)
     }
+
+
+# ---- the multiregion stack: one rule group per cluster, every series labelled with its cluster ---------------------
+
+MANAGER, EAST = "tpu-mr-manager", "tpu-mr-east5"
+
+
+def of_cluster(cluster: str, selector_values: dict[str, str]) -> dict[str, str]:
+    """The series with the collectors' `cluster` label added (Managed Prometheus labels every series so)."""
+    return {selector.replace("{", f'{{cluster="{cluster}",', 1): values for selector, values in selector_values.items()}
+
+
+def cluster_rules(plan: Plan, cluster: str) -> dict[str, Any]:
+    """The alert policies of one cluster (their display names end with it) as one rule group."""
+    group = rules(plan)["groups"][0]
+    policies = [p for p in plan.by_type(ALERT) if p["inputs"]["displayName"].endswith(f"({cluster})")]
+    names = {p["inputs"]["conditions"][0]["conditionPrometheusQueryLanguage"]["query"] for p in policies}
+    return {"groups": [{**group, "rules": [r for r in group["rules"] if r["expr"] in names]}]}
+
+
+MULTIREGION_CASES = {
+    MANAGER: [
+        Case("pending-research-cluster-queue", "the manager's queue waits 40 minutes",
+             of_cluster(MANAGER, pending("research-cluster-queue", "1x40")), "40m", fires={}),
+        Case("pending-research-cluster-queue", "only a worker's copy waits",
+             of_cluster(EAST, pending("research-cluster-queue", "1x40")), "40m"),
+        Case("pending-training-cluster-queue", "the manager's queue waits 40 minutes",
+             of_cluster(MANAGER, pending("training-cluster-queue", "1x40")), "40m", fires={}),
+        Case("pending-training-cluster-queue", "waited 20 minutes",
+             of_cluster(MANAGER, pending("training-cluster-queue", "1x20 0x20")), "40m"),
+        Case("waiting-for-a-worker", "quota held 130 minutes, no worker admitted",
+             of_cluster(MANAGER, reserving("research-cluster-queue", "1x130", "0x130")), "130m",
+             fires={"cluster_queue": "research-cluster-queue"}),
+        Case("waiting-for-a-worker", "a worker admitted it after 30 minutes",
+             of_cluster(MANAGER, reserving("research-cluster-queue", "1x130", "0x30 1x100")), "130m"),
+        Case("waiting-for-a-worker", "only a worker's copy waits for its provisioning",
+             of_cluster(EAST, reserving("research-cluster-queue", "1x130", "0x130")), "130m"),
+    ],
+    EAST: [
+        Case("queued-provisioning-not-granted", "the slice not granted in 130 minutes",
+             of_cluster(EAST, reserving("research-cluster-queue", "1x130", "0x130")), "130m",
+             fires={"cluster_queue": "research-cluster-queue"}),
+        Case("queued-provisioning-not-granted", "the manager waits, not this worker",
+             of_cluster(MANAGER, reserving("research-cluster-queue", "1x130", "0x130")), "130m"),
+        Case("tpu-idle-while-waiting", "its TPUs idle while a copy waits here",
+             {**tensorcore(EAST, "tpu-a", "0x60"), **of_cluster(EAST, pending("research-cluster-queue", "1x60"))},
+             "60m", fires={}),
+        Case("tpu-idle-while-waiting", "its TPUs idle while only the manager's queue waits",
+             {**tensorcore(EAST, "tpu-a", "0x60"), **of_cluster(MANAGER, pending("research-cluster-queue", "1x60"))},
+             "60m"),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("cluster", [MANAGER, EAST])
+def test_multiregion_alerts_read_their_own_clusters_series(cluster: str) -> None:
+    """The queues have the same names on every cluster: each cluster's alerts fire on its own series only."""
+    plan = run_stack("multiregion")
+    group = cluster_rules(plan, cluster)
+    assert {r["alert"] for r in group["groups"][0]["rules"]} == {case.alert for case in MULTIREGION_CASES[cluster]}
+    report = run_promtool(group, MULTIREGION_CASES[cluster])
+    failed = [f"{case}\n{text}" for case, text in report.items() if text]
+    assert not failed, "\n".join(["promtool disagrees:", *failed])

@@ -252,8 +252,9 @@ def test_a_new_token_generation_rotates_the_tokens_and_updates_the_kubeconfigs_i
 
 
 def test_a_protected_stack_refuses_to_revoke_the_old_token_until_it_is_unprotected(multiregion: Records) -> None:
-    """In a protected stack every resource is protected: the old token Secrets' delete is refused (the engine stops
-    there, the new token already in use) until `pulumi state unprotect` (docs/multiregion.md)."""
+    """In a protected stack every resource is protected: the old token Secrets' delete is refused, and `pulumi up`
+    fails at its preview with nothing applied, so the current token Secrets are unprotected first
+    (docs/multiregion.md)."""
 
     def protect(records: Records) -> Records:
         records = copy.deepcopy(records)
