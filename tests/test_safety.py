@@ -1,4 +1,4 @@
-"""Safety of real `pulumi up` and `pulumi destroy` on dev, prod and the llm example stack.
+"""Safety of real `pulumi up` and `pulumi destroy` on dev, prod and the example stacks.
 
 What GKE changes by itself never shows up as a diff (a diff on a TPU pool replaces the slice), slow creates
 have the time they need, prod cannot be deleted by accident, dev can be destroyed without manual steps, and
@@ -16,7 +16,7 @@ from components import tpu_catalog
 from offline import urns
 from offline.engine import REPO, Plan, read_stack_file, run_stack
 
-STACKS = ("dev", "llm", "prod")
+STACKS = ("dev", "llm", "multiregion", "prod")
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 BUCKET = "gcp:storage/bucket:Bucket"
@@ -89,10 +89,12 @@ def test_no_tpu_pool_sends_a_placement_policy_type(plans: dict[str, Plan], stack
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_cluster_timeouts_are_never_shorter_than_the_providers(plans: dict[str, Plan], stack: str) -> None:
-    (cluster,) = plans[stack].by_type(CLUSTER)
-    timeouts = cluster["customTimeouts"]
-    assert set(timeouts) == {"create", "update", "delete"}
-    assert all(minutes(t) >= PROVIDER_CLUSTER_MINUTES for t in timeouts.values()), timeouts
+    clusters = plans[stack].by_type(CLUSTER)
+    assert len(clusters) == (3 if stack == "multiregion" else 1)  # a MultiKueue manager and two workers
+    for cluster in clusters:
+        timeouts = cluster["customTimeouts"]
+        assert set(timeouts) == {"create", "update", "delete"}
+        assert all(minutes(t) >= PROVIDER_CLUSTER_MINUTES for t in timeouts.values()), timeouts
 
 
 @pytest.mark.parametrize("stack", STACKS)
