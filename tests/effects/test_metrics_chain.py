@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from offline.engine import Plan
 
@@ -265,3 +266,30 @@ def test_the_scrape_objects_go_to_the_cluster_and_only_the_token_waits_for_its_a
         assert child["protect"] is True
         extra = {account} if child["type"] == "kubernetes:core/v1:Secret" else set()
         assert set(child["dependencies"]) == waits | extra, child["name"]
+
+
+# ---- the ports the controller listens on --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_kueue_listens_on_the_ports_it_is_called_and_scraped_on(plans: dict[str, Plan], stack: str) -> None:
+    """The controller reads its listen ports from its Configuration (the `kueue-manager-config` ConfigMap it is
+    started with, `--config`), not from the container ports: a webhook served elsewhere than 9443 refuses every
+    Workload and Job (failurePolicy Fail); metrics served elsewhere than 8443 leave Kueue unscraped and its alerts
+    silent."""
+    objs = objects(plans[stack])
+    config_map = find(objs, "ConfigMap", "kueue-manager-config", "kueue-system")
+    config = yaml.safe_load(config_map["data"]["controller_manager_config.yaml"])
+    assert config["webhook"] == {"port": 9443}
+    assert config["metrics"]["bindAddress"] == ":8443"
+
+    deployment = find(objs, "Deployment", "kueue-controller-manager", "kueue-system")
+    (manager,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--config=/controller_manager_config.yaml" in manager["args"]
+    ports = {p["name"]: p["containerPort"] for p in manager["ports"]}
+    (webhook_port,) = find(objs, "Service", "kueue-webhook-service", "kueue-system")["spec"]["ports"]
+    assert webhook_port["targetPort"] == ports["webhook-server"] == config["webhook"]["port"]
+
+    monitoring = find(objs, "PodMonitoring", "kueue-controller", "kueue-system")
+    (endpoint,) = monitoring["spec"]["endpoints"]
+    assert endpoint["port"] == ports["metrics"] == int(config["metrics"]["bindAddress"].rsplit(":", 1)[1])
