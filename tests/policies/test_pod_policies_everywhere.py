@@ -3,8 +3,9 @@
 Where a pod spec lives, from the Kubernetes API types (core/v1, apps/v1, batch/v1) and the CRDs the stack runs:
 Pod `spec`; ReplicationController, ReplicaSet, Deployment, StatefulSet, DaemonSet and Job `spec.template.spec`;
 CronJob `spec.jobTemplate.spec.template.spec`; JobSet (jobset.x-k8s.io/v1alpha2) `spec.replicatedJobs[].template
-.spec.template.spec`; LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) `spec.leaderWorkerTemplate.leaderTemplate.spec`
-and `.workerTemplate.spec`. Within a pod spec, containers run from `containers`, `initContainers` (sidecars
+.spec.template.spec`, every replicatedJob (a violation also in the second, after a clean first); LeaderWorkerSet
+(leaderworkerset.x-k8s.io/v1) `spec.leaderWorkerTemplate.leaderTemplate.spec` and `.workerTemplate.spec` (a violating
+worker also beside a clean leader). Within a pod spec, containers run from `containers`, `initContainers` (sidecars
 among them) and `ephemeralContainers`. Each violating fixture is refused with its exact message, each legitimate
 exception passes; the resources run through the real pulumi_policy arguments (offline/policy_check.py).
 """
@@ -43,6 +44,17 @@ KINDS: dict[str, tuple[str, Callable[[PodSpec], dict[str, Any]]]] = {
         "jobset.x-k8s.io/v1alpha2",
         lambda pod: {"replicatedJobs": [{"name": "workers", "template": {"spec": _job(pod)}}]},
     ),
+    # A violation past the first pod spec of an object: a clean first replicatedJob (driver beside workers is a
+    # common shape), a clean leader beside the worker.
+    "JobSet/second-replicatedJob": (
+        "jobset.x-k8s.io/v1alpha2",
+        lambda pod: {
+            "replicatedJobs": [
+                {"name": "driver", "template": {"spec": _job({"containers": [{"name": "d", "image": DIGEST}]})}},
+                {"name": "workers", "template": {"spec": _job(pod)}},
+            ]
+        },
+    ),
     "LeaderWorkerSet/leader": (
         "leaderworkerset.x-k8s.io/v1",
         lambda pod: {
@@ -55,6 +67,15 @@ KINDS: dict[str, tuple[str, Callable[[PodSpec], dict[str, Any]]]] = {
     "LeaderWorkerSet/worker": (
         "leaderworkerset.x-k8s.io/v1",
         lambda pod: {"leaderWorkerTemplate": {"workerTemplate": {"spec": pod}}},
+    ),
+    "LeaderWorkerSet/worker-with-leader": (
+        "leaderworkerset.x-k8s.io/v1",
+        lambda pod: {
+            "leaderWorkerTemplate": {
+                "leaderTemplate": {"spec": {"containers": [{"name": "l", "image": DIGEST}]}},
+                "workerTemplate": {"spec": pod},
+            }
+        },
     ),
 }
 PLACES = ("containers", "initContainers", "ephemeralContainers")
