@@ -6,7 +6,9 @@ as Managed Service for Prometheus stores them: Kueue's gauges by their Prometheu
 with `cluster_queue` and `status`, `kueue_reserving_active_workloads` and `kueue_admitted_active_workloads` per
 `cluster_queue`, from Kueue's pkg/metrics), GKE's TPU metric under its PromQL name
 `kubernetes_io:node_accelerator_tensorcore_utilization` with the k8s_node resource labels. For each alert one case
-fires and others must not; all cases of a stack run in one promtool call.
+fires and others must not, among them one whose condition holds at the evaluation but for less than its `for`; all
+cases of a stack run in one promtool call. Every stack holds pending and idle 30 minutes; one configuration with
+three different holds tells them apart.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from offline.engine import Plan, run_stack
+from offline.engine import REPO, Plan, read_stack_file, run_program, run_stack
 from tests.effects import promtool
 from tests.effects.conftest import PerStack, shared
 
@@ -62,6 +64,8 @@ def pending_cases(queue: str, other: str) -> list[Case]:
         Case(alert, "inadmissible workloads count too", pending(queue, "1x40", status="inadmissible"), "40m", {}),
         Case(alert, "pending 25 minutes, then admitted: below the 30 minutes", pending(queue, "2x25 0x15"), "40m"),
         Case(alert, "only another queue waits", {**pending(other, "3x60"), **pending(queue, "0x60")}, "60m"),
+        # Held: pending at the evaluation, but only since minute 16, 24 minutes, under the 30 of `for`.
+        Case(alert, "pending for the last 24 minutes only", pending(queue, "0x15 2x25"), "40m"),
     ]
 
 
@@ -90,6 +94,10 @@ def idle_cases(cluster: str) -> list[Case]:
         ),
         Case(alert, "only another cluster's TPUs idle", {**tensorcore("other", "tpu-a", "0x60"), **waiting}, "60m"),
         Case(alert, "idle 20 minutes, then busy", {**tensorcore(cluster, "tpu-a", "0x20 60x40"), **waiting}, "60m"),
+        # Held: idle at the evaluation, but only since minute 36, 24 minutes, under the 30 of `for`.
+        Case(
+            alert, "idle for the last 24 minutes only", {**tensorcore(cluster, "tpu-a", "60x35 0x25"), **waiting}, "60m"
+        ),
     ]
 
 
@@ -110,6 +118,8 @@ def provisioning_cases() -> list[Case]:
         ),
         Case(alert, "reserved and admitted", reserving(queue, "1x130", "1x130"), "130m"),
         Case(alert, "admitted after 100 minutes", reserving(queue, "1x130", "0x100 1x30"), "130m"),
+        # Held: not admitted at the evaluation, but only since minute 31, 99 minutes, under the 120 of `for`.
+        Case(alert, "not admitted for the last 99 minutes only", reserving(queue, "1x130", "1x30 0x100"), "130m"),
         Case(
             alert,
             "one queue waits, the other is admitted",
@@ -296,6 +306,56 @@ def test_no_queue_no_alert_and_no_tpu_pool_no_idle_alert() -> None:
     }
 
 
+# ---- each alert its own hold ---------------------------------------------------------------------------------------
+
+HOLDS = {"pendingMinutes": 20, "idleMinutes": 45, "provisioningMinutes": 90}
+
+
+@pytest.fixture(scope=shared)
+def held() -> Plan:
+    """Prod with three different holds (every stack file leaves pending and idle at 30 minutes)."""
+    config = read_stack_file(REPO / "Pulumi.prod.yaml")
+    return run_program({**config, "tpu-stack:monitoring": HOLDS}, stack="prod")
+
+
+def test_each_alert_holds_for_its_own_setting(held: Plan) -> None:
+    durations = {
+        p["inputs"]["conditions"][0]["displayName"]: p["inputs"]["conditions"][0]["conditionPrometheusQueryLanguage"][
+            "duration"
+        ]
+        for p in held.by_type(ALERT)
+    }
+    assert durations == {
+        "pending-research-cluster-queue": "1200s",
+        "pending-training-cluster-queue": "1200s",
+        "tpu-idle-while-waiting": "2700s",
+        "queued-provisioning-not-granted": "5400s",
+    }
+
+
+HELD_CASES = [
+    Case("pending-training-cluster-queue", "pending 25 minutes, over the 20", pending("training-cluster-queue", "1x25"),
+         "25m", fires={}),
+    Case("pending-training-cluster-queue", "pending the last 15 minutes only",
+         pending("training-cluster-queue", "0x10 1x15"), "25m"),
+    Case("tpu-idle-while-waiting", "idle 50 minutes, over the 45",
+         {**tensorcore("tpu-prod", "tpu-a", "0x50"), **pending("training-cluster-queue", "1x50")}, "50m", fires={}),
+    Case("tpu-idle-while-waiting", "idle 40 minutes, under the 45",
+         {**tensorcore("tpu-prod", "tpu-a", "0x40"), **pending("training-cluster-queue", "1x40")}, "40m"),
+    Case("queued-provisioning-not-granted", "not granted in 100 minutes, over the 90",
+         reserving("research-cluster-queue", "1x100", "0x100"), "100m",
+         fires={"cluster_queue": "research-cluster-queue"}),
+    Case("queued-provisioning-not-granted", "not granted in 80 minutes, under the 90",
+         reserving("research-cluster-queue", "1x80", "0x80"), "80m"),
+]  # fmt: skip
+
+
+def test_each_alert_fires_after_its_own_hold(held: Plan) -> None:
+    report = run_promtool(rules(held), HELD_CASES)
+    failed = [f"{case}\n{text}" for case, text in report.items() if text]
+    assert not failed, "\n".join(["promtool disagrees:", *failed])
+
+
 # ---- the multiregion stack: one rule group per cluster, every series labelled with its cluster ---------------------
 
 MANAGER, EAST = "tpu-mr-manager", "tpu-mr-east5"
@@ -322,6 +382,8 @@ MULTIREGION_CASES = {
              of_cluster(EAST, pending("research-cluster-queue", "1x40")), "40m"),
         Case("pending-training-cluster-queue", "the manager's queue waits 40 minutes",
              of_cluster(MANAGER, pending("training-cluster-queue", "1x40")), "40m", fires={}),
+        Case("pending-training-cluster-queue", "pending for the last 24 minutes only",
+             of_cluster(MANAGER, pending("training-cluster-queue", "0x15 1x25")), "40m"),
         Case("pending-training-cluster-queue", "waited 20 minutes",
              of_cluster(MANAGER, pending("training-cluster-queue", "1x20 0x20")), "40m"),
         Case("waiting-for-a-worker", "quota held 130 minutes, no worker admitted",
@@ -329,6 +391,8 @@ MULTIREGION_CASES = {
              fires={"cluster_queue": "research-cluster-queue"}),
         Case("waiting-for-a-worker", "a worker admitted it after 30 minutes",
              of_cluster(MANAGER, reserving("research-cluster-queue", "1x130", "0x30 1x100")), "130m"),
+        Case("waiting-for-a-worker", "no worker admitted it for the last 99 minutes only",
+             of_cluster(MANAGER, reserving("research-cluster-queue", "1x130", "1x30 0x100")), "130m"),
         Case("waiting-for-a-worker", "only a worker's copy waits for its provisioning",
              of_cluster(EAST, reserving("research-cluster-queue", "1x130", "0x130")), "130m"),
     ],
@@ -336,11 +400,16 @@ MULTIREGION_CASES = {
         Case("queued-provisioning-not-granted", "the slice not granted in 130 minutes",
              of_cluster(EAST, reserving("research-cluster-queue", "1x130", "0x130")), "130m",
              fires={"cluster_queue": "research-cluster-queue"}),
+        Case("queued-provisioning-not-granted", "not granted for the last 99 minutes only",
+             of_cluster(EAST, reserving("research-cluster-queue", "1x130", "1x30 0x100")), "130m"),
         Case("queued-provisioning-not-granted", "the manager waits, not this worker",
              of_cluster(MANAGER, reserving("research-cluster-queue", "1x130", "0x130")), "130m"),
         Case("tpu-idle-while-waiting", "its TPUs idle while a copy waits here",
              {**tensorcore(EAST, "tpu-a", "0x60"), **of_cluster(EAST, pending("research-cluster-queue", "1x60"))},
              "60m", fires={}),
+        Case("tpu-idle-while-waiting", "its TPUs idle for the last 24 minutes only",
+             {**tensorcore(EAST, "tpu-a", "60x35 0x25"), **of_cluster(EAST, pending("research-cluster-queue", "1x60"))},
+             "60m"),
         Case("tpu-idle-while-waiting", "its TPUs idle while only the manager's queue waits",
              {**tensorcore(EAST, "tpu-a", "0x60"), **of_cluster(MANAGER, pending("research-cluster-queue", "1x60"))},
              "60m"),
