@@ -15,7 +15,9 @@ The driver, as in GoogleCloudPlatform/gcs-fuse-csi-driver at 5fcdc04a (main, Aug
   refused and dropped (DisallowedFlags); `file-cache:max-size-mb` other than 0 turns the file cache on, in the
   volume's own directory of the cache volume (`cache-dir`); without it there is no file cache.
 gcsfuse's settings (GoogleCloudPlatform/gcsfuse cfg/params.yaml at 7b392927): `file-cache.max-size-mb` in MiB,
-`metadata-cache.ttl-secs` -1 = never expire, `metadata-cache.negative-ttl-secs` 0 = no negative cache.
+`metadata-cache.ttl-secs` -1 = never expire, `metadata-cache.negative-ttl-secs` 0 = no negative cache,
+`metadata-cache.stat-cache-max-size-mb` and `type-cache-max-size-mb` -1 = unbounded. Each volume's settings and flags
+are compared whole, per kind of volume (read-only with or without a file cache, writable).
 """
 
 from __future__ import annotations
@@ -138,15 +140,30 @@ class Expected:
     folder: str
     read_only: bool
     file_cache_mib: int | None
-    negative_cache: bool
+    settings: dict[str, str]
+    """The volume's gcsfuse config-file settings, whole."""
 
 
+# Metadata cached for the job's life (ttl -1) and unbounded (-1 MiB): a job's folder is listed once, not per read.
+METADATA = {
+    "metadata-cache:ttl-secs": "-1",
+    "metadata-cache:stat-cache-max-size-mb": "-1",
+    "metadata-cache:type-cache-max-size-mb": "-1",
+}
+CACHED_READ = {
+    **METADATA,
+    "file-cache:max-size-mb": "30412",
+    "file-cache:cache-file-for-range-read": "true",
+    "file-cache:enable-parallel-downloads": "true",
+}
+# A new checkpoint is seen at once: no cache of "not found" (negative ttl 0), no file cache.
+WRITABLE = {**METADATA, "metadata-cache:negative-ttl-secs": "0"}
 TRAINING = {
-    "datasets": Expected("datasets", read_only=True, file_cache_mib=30412, negative_cache=True),
-    "checkpoints": Expected("checkpoints/training", read_only=False, file_cache_mib=None, negative_cache=False),
+    "datasets": Expected("datasets", read_only=True, file_cache_mib=30412, settings=CACHED_READ),
+    "checkpoints": Expected("checkpoints/training", read_only=False, file_cache_mib=None, settings=WRITABLE),
 }
 RESEARCH = {"datasets": TRAINING["datasets"]}
-SAXML = {"models": Expected("models", read_only=True, file_cache_mib=30412, negative_cache=True)}
+SAXML = {"models": Expected("models", read_only=True, file_cache_mib=30412, settings=CACHED_READ)}
 BUCKET = "tpu-stack-prod-prod-tpu-stack"
 # prod's TPU pools keep GKE's 100 GiB boot disk: a 33 GiB cache volume, of which gcsfuse may fill 90%: 30412 MiB
 # (test_gcs_fuse.py derives 33 GiB by hand from the boot disk).
@@ -183,14 +200,9 @@ def check_pod(name: str, template: dict[str, Any], expected: dict[str, Expected]
         assert volumes[volume]["csi"]["volumeAttributes"]["bucketName"] == BUCKET
         assert got.dropped == [] and set(got.flags) | set(got.settings) <= KNOWN_SETTINGS, (name, volume)
         assert got.kernel_options == ({"ro"} if want.read_only else set()), (name, volume)
-        assert got.flags["only-dir"] == want.folder and "implicit-dirs" in got.flags, (name, volume)
+        assert got.flags == {"implicit-dirs": "", "only-dir": want.folder}, (name, volume)
+        assert got.settings == want.settings, (name, volume)
         assert got.file_cache_mib == want.file_cache_mib, (name, volume)
-        assert got.settings["metadata-cache:ttl-secs"] == "-1", (name, volume)  # the job's life
-        # A new checkpoint is seen at once: no cache of "not found".
-        assert ("metadata-cache:negative-ttl-secs" not in got.settings) is want.negative_cache, (name, volume)
-        if want.file_cache_mib:
-            assert got.settings["file-cache:cache-file-for-range-read"] == "true"
-            assert got.settings["file-cache:enable-parallel-downloads"] == "true"
     for container in pod["containers"]:
         mounts = {m["name"]: m["readOnly"] for m in container["volumeMounts"] if m["name"] in fuse}
         assert mounts == {v: e.read_only for v, e in expected.items()}, name
@@ -263,6 +275,7 @@ def test_without_a_cache_no_volume_folder_caches_files() -> None:
     pod, annotations = attached([READ, WRITE], cache_gib=0)
     assert [v["name"] for v in pod["volumes"]] == ["datasets", "checkpoints"]
     assert all(mount(v).file_cache_mib is None for v in pod["volumes"])
+    assert {v["name"]: mount(v).settings for v in pod["volumes"]} == {"datasets": METADATA, "checkpoints": WRITABLE}
     assert "securityContext" not in pod
     assert parse_bool(annotations["gke-gcsfuse/volumes"])
 
