@@ -233,13 +233,21 @@ def webhook_pod_ports(plan: Plan) -> set[int]:
 def test_on_private_nodes_the_control_plane_reaches_every_webhook_port(plans: dict[str, Plan]) -> None:
     plan = plans["prod"]
     (firewall,) = plan.by_type(FIREWALL)
-    opened = GKE_CONTROL_PLANE_RULE | {int(p) for a in firewall["inputs"]["allows"] for p in a["ports"]}
+    # The API server calls webhooks over TCP (HTTPS): a rule for another protocol opens nothing to them.
+    tcp = {int(p) for a in firewall["inputs"]["allows"] if a["protocol"] == "tcp" for p in a["ports"]}
     assert webhook_pod_ports(plan) == {8082, 9443}
-    assert webhook_pod_ports(plan) <= opened
-    # From the control plane only, to the stack's nodes only.
-    assert firewall["inputs"]["sourceRanges"] == ["10.128.0.2/32"]  # the mocked cluster's private endpoint
-    assert firewall["inputs"]["targetServiceAccounts"] == ["tpu-prod-nodes@tpu-stack-prod.iam.gserviceaccount.com"]
-    assert firewall["inputs"]["direction"] == "INGRESS"
+    assert webhook_pod_ports(plan) <= GKE_CONTROL_PLANE_RULE | tcp
+    # Whole: from the control plane only, to the stack's nodes only, ingress, on the cluster's network.
+    assert firewall["inputs"] == {
+        "name": "tpu-prod-cp-webhooks",
+        "project": "tpu-stack-prod",
+        "description": "GKE control plane of tpu-prod to the webhooks on its nodes",
+        "network": "default",
+        "direction": "INGRESS",
+        "allows": [{"protocol": "tcp", "ports": ["8082", "9443"]}],
+        "sourceRanges": ["10.128.0.2/32"],  # the mocked cluster's private endpoint
+        "targetServiceAccounts": ["tpu-prod-nodes@tpu-stack-prod.iam.gserviceaccount.com"],
+    }
 
 
 # ---- the objects, whole --------------------------------------------------------------------------------------------
