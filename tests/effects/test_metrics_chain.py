@@ -8,8 +8,9 @@ the collectors' ServiceAccount `gmp-system/collector`, which RBAC must let `get`
 `kubernetes.io/service-account-token` whose token (key `token`) Kubernetes' token controller fills for the
 ServiceAccount its annotation names; that ServiceAccount must be bound to a role allowing `get` on the
 non-resource URL /metrics (the charts' `<release>-metrics-reader`), which the controller's authorization filter asks
-the API server about. RBAC is evaluated here as Kubernetes does (rbac/v1 PolicyRule matching: verbs, apiGroups,
-resources, resourceNames, nonResourceURLs; "*" matches all).
+the API server about, creating a TokenReview and a SubjectAccessReview under its own ServiceAccount (the charts'
+`kueue-metrics-auth-role` and `jobset-proxy-role`). RBAC is evaluated here as Kubernetes does (rbac/v1 PolicyRule
+matching: verbs, apiGroups, resources, resourceNames, nonResourceURLs; "*" matches all).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ RELEASES = {"kueue": "kueue-system", "jobset": "jobset-system"}
 CONTROLLERS = {"kueue": "kueue-controller-manager", "jobset": "jobset-controller"}
 COLLECTOR = ("gmp-system", "collector")
 INSTALLS = {"kueue": "KueueInstall", "jobset": "JobSetInstall"}
+REVIEWS = (("authentication.k8s.io", "tokenreviews"), ("authorization.k8s.io", "subjectaccessreviews"))
+AUTH_BINDINGS = {"kueue": "kueue-metrics-auth-rolebinding", "jobset": "jobset-proxy-rolebinding"}
+"""The charts' bindings that let each controller create the reviews (roles kueue-metrics-auth-role,
+jobset-proxy-role)."""
 
 
 def objects(plan: Plan) -> list[dict[str, Any]]:
@@ -122,6 +127,29 @@ def test_every_link_from_collector_to_metrics(plans: dict[str, Plan], stack: str
     assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     assert not allowed(objs, (namespace, reader), "get", group="", resource="secrets", name=reference["name"])
     assert not allowed(objs, (namespace, reader), "get", url="/api")
+
+    # 5. The controller may check that token: its metrics filter asks the API server through a TokenReview (who is
+    # it?) and a SubjectAccessReview (may it get /metrics?), both created under the controller's own ServiceAccount.
+    controller = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    assert controller == CONTROLLERS[release]
+    for group, resource in REVIEWS:
+        assert allowed(objs, (namespace, controller), "create", group=group, resource=resource), resource
+
+
+@pytest.mark.parametrize("release", ["kueue", "jobset"])
+def test_without_the_charts_auth_binding_the_controller_could_not_check_a_token(
+    plans: dict[str, Plan], release: str
+) -> None:
+    objs = objects(plans["dev"])
+    without = [
+        o for o in objs if not (o["kind"] == "ClusterRoleBinding" and o["metadata"]["name"] == AUTH_BINDINGS[release])
+    ]
+    assert len(without) == len(objs) - 1
+    subject = (RELEASES[release], CONTROLLERS[release])
+    for group, resource in REVIEWS:
+        assert allowed(objs, subject, "create", group=group, resource=resource)
+        assert not allowed(without, subject, "create", group=group, resource=resource)
+    assert not allowed(objs, subject, "create", group="authentication.k8s.io", resource="subjectaccessreviews")
 
 
 def test_the_rbac_model_tells_a_missing_link() -> None:
@@ -222,17 +250,96 @@ KUEUE_SCRAPE = [
 ]
 
 
+JOBSET_SCRAPE = [
+    {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "gmp-metrics-reader", "namespace": "jobset-system"},
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": {
+            "name": "gmp-metrics-reader-token",
+            "namespace": "jobset-system",
+            "annotations": {"kubernetes.io/service-account.name": "gmp-metrics-reader"},
+        },
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "jobset-gmp-metrics-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "jobset-metrics-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "gmp-metrics-reader", "namespace": "jobset-system"}],
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "gmp-system-collector-reads-gmp-metrics-reader-token", "namespace": "jobset-system"},
+        "rules": [
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "resourceNames": ["gmp-metrics-reader-token"],
+                "verbs": ["get", "list", "watch"],
+            }
+        ],
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "gmp-system-collector-reads-gmp-metrics-reader-token", "namespace": "jobset-system"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": "gmp-system-collector-reads-gmp-metrics-reader-token",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": "collector", "namespace": "gmp-system"}],
+    },
+    {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": "jobset-controller", "namespace": "jobset-system"},
+        "spec": {
+            "selector": {
+                "matchLabels": {
+                    "app.kubernetes.io/name": "jobset",
+                    "app.kubernetes.io/instance": "jobset",
+                    "app.kubernetes.io/component": "controller",
+                }
+            },
+            "endpoints": [
+                {
+                    "port": 8443,
+                    "path": "/metrics",
+                    "scheme": "https",
+                    "interval": "30s",
+                    "tls": {"insecureSkipVerify": True},
+                    "authorization": {
+                        "type": "Bearer",
+                        "credentials": {"secret": {"name": "gmp-metrics-reader-token", "key": "token"}},
+                    },
+                }
+            ],
+        },
+    },
+]
+SCRAPE = {"kueue": KUEUE_SCRAPE, "jobset": JOBSET_SCRAPE}
+
+
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_the_stack_declares_exactly_these_objects_for_kueue(plans: dict[str, Plan], stack: str) -> None:
+@pytest.mark.parametrize("release", ["kueue", "jobset"])
+def test_the_stack_declares_exactly_these_scrape_objects(plans: dict[str, Plan], stack: str, release: str) -> None:
     declared = [
         r["inputs"]
         for r in plans[stack].resources
         if r["type"].startswith("kubernetes:")
         and "ControllerMetrics" in r["urn"]
-        and r["name"].startswith("kueue-metrics")
+        and r["name"].startswith(f"{release}-metrics")
     ]
     key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
-    assert sorted(declared, key=key) == sorted(KUEUE_SCRAPE, key=key)
+    assert sorted(declared, key=key) == sorted(SCRAPE[release], key=key)
 
 
 @pytest.mark.parametrize("release", ["kueue", "jobset"])
