@@ -1,5 +1,6 @@
 """The NetworkPolicies of each kind of namespace, compared whole to objects written by hand: every field of a
-NetworkPolicy decides who gets in or out (a selector, a port, a policy type left out changes the answer)."""
+NetworkPolicy decides who gets in or out (a selector, a port, a policy type left out changes the answer). Every
+namespace of dev and prod; of the llm stack, vLLM's serving namespace and lws-system."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from offline.engine import Plan
+from offline.engine import Plan, run_stack
+from tests.effects.conftest import shared
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 API = "networking.k8s.io/v1"
@@ -141,6 +143,71 @@ def by_namespace(plan: Plan) -> dict[str, list[dict[str, Any]]]:
 def test_every_namespace_gets_exactly_its_policies(plans: dict[str, Plan], stack: str) -> None:
     expected = {ns: sorted(p, key=lambda p: p["metadata"]["name"]) for ns, p in EXPECTED[stack].items()}
     assert by_namespace(plans[stack]) == expected
+
+
+def vllm(server: str, component: str | None = None) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": server}
+    return {"matchLabels": labels | ({"app.kubernetes.io/component": component} if component else {})}
+
+
+def llm_clients(server: str) -> dict[str, Any]:
+    """Clients reach a server's API pods only (not an LWS group's Ray workers), from the client range, on 8000."""
+    return {
+        "apiVersion": API,
+        "kind": "NetworkPolicy",
+        "metadata": {"name": f"allow-{server}-clients", "namespace": "llm"},
+        "spec": {
+            "podSelector": vllm(server, "api-server"),
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"from": [{"ipBlock": {"cidr": "10.20.0.0/24"}}], "ports": [{"protocol": "TCP", "port": 8000}]}
+            ],
+        },
+    }
+
+
+def llm_group(server: str) -> dict[str, Any]:
+    """A multi-host server's pods (leader and workers) reach each other on every port."""
+    return {
+        "apiVersion": API,
+        "kind": "NetworkPolicy",
+        "metadata": {"name": f"allow-{server}-group", "namespace": "llm"},
+        "spec": {
+            "podSelector": vllm(server),
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": vllm(server)}]}],
+            "egress": [{"to": [{"podSelector": vllm(server)}]}],
+        },
+    }
+
+
+LLM = {
+    # llama-31-70b serves from one host; llama-33-70b is a LeaderWorkerSet group.
+    "llm": [
+        deny("llm"),
+        platform_egress("llm"),
+        llm_clients("llama-31-70b"),
+        llm_clients("llama-33-70b"),
+        llm_group("llama-33-70b"),
+    ],
+    "lws-system": [
+        deny("lws-system"),
+        platform_egress("lws-system"),
+        api_server_calls("lws-system", [9443]),
+        metrics_scrape("lws-system"),
+    ],
+}
+
+
+@pytest.fixture(scope=shared)
+def llm_plan() -> Plan:
+    return run_stack("llm")
+
+
+def test_the_llm_stacks_serving_and_lws_namespaces_get_exactly_their_policies(llm_plan: Plan) -> None:
+    found = by_namespace(llm_plan)
+    for namespace, policies in LLM.items():
+        assert found[namespace] == sorted(policies, key=lambda p: p["metadata"]["name"]), namespace
 
 
 NAMESPACES = {
