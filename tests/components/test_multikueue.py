@@ -672,3 +672,29 @@ def test_a_queue_in_default_gets_its_dispatch_binding_too() -> None:
         assert bindings == {"default", "training"}
         queues = {obj["metadata"]["namespace"] for obj in objects(plan, "LocalQueue", worker).values()}
         assert queues == bindings
+
+
+def test_each_clusters_dashboard_charts_its_own_queues(plan: Plan) -> None:
+    """The queues have the same names on every cluster: each dashboard's queue charts select its own cluster."""
+    dashboards = {
+        r["name"]: json.loads(r["inputs"]["dashboardJson"]) for r in plan.by_type("gcp:monitoring/dashboard:Dashboard")
+    }
+    assert sorted(dashboards) == ["monitoring-dashboard", "tpu-mr-east5-monitoring-dashboard",
+                                  "tpu-mr-euw4-monitoring-dashboard"]  # fmt: skip
+    for name, cluster in (("monitoring-dashboard", MANAGER), ("tpu-mr-east5-monitoring-dashboard", EAST)):
+        queries = [
+            data_set["timeSeriesQuery"]["prometheusQuery"]
+            for tile in dashboards[name]["mosaicLayout"]["tiles"]
+            for data_set in tile["widget"].get("xyChart", {}).get("dataSets", [])
+            if "prometheusQuery" in data_set["timeSeriesQuery"]
+        ]
+        assert queries, name
+        assert all(f'cluster="{cluster}"' in q for q in queries), name
+    (pending,) = [
+        tile["widget"]["xyChart"]["dataSets"][0]["timeSeriesQuery"]["prometheusQuery"]
+        for tile in dashboards["monitoring-dashboard"]["mosaicLayout"]["tiles"]
+        if tile["widget"]["title"] == "Pending workloads, research-cluster-queue"
+    ]
+    assert pending == (
+        'sum by (status) (kueue_pending_workloads{cluster_queue="research-cluster-queue",cluster="tpu-mr-manager"})'
+    )
