@@ -147,7 +147,7 @@ def batch_cluster(
         f"{prefix}monitoring",
         config=cluster_config,
         cluster_scoped=config.is_manager,
-        pending_alerts=not (config.is_manager and not cluster_config.is_manager),
+        pending_alerts=cluster_config is config,
         opts=protected,
     )
     return BatchCluster(cluster, jobset, kueue, queues, monitoring)
@@ -283,15 +283,6 @@ pulumi.export(
     },
 )
 if config.is_manager:
-    # Where a workload submitted to the manager can run: each worker's region and pool groups, and per TPU shape the
-    # clusters that have it (a workload runs on the first of them that admits it).
-    shapes: dict[str, list[str]] = {}
-    for worker in config.workers:
-        for pool in worker.tpu_pools:
-            where = f"{worker.name} ({worker.region})"
-            shape = shapes.setdefault(f"{pool.machine.name} {pool.slice_topology}", [])
-            if where not in shape:
-                shape.append(where)
     pulumi.export(
         "multiKueue",
         {
@@ -314,7 +305,7 @@ if config.is_manager:
                 }
                 for worker in config.workers
             },
-            "shapes": shapes,
+            "shapes": config.worker_shapes,
         },
     )
 # The validated config as deployed: `tpu-stack submit` builds workloads from it with components/workloads.py.

@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import multikueue, tpu_catalog
+from components import tpu_catalog
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
     cohort_chips,
@@ -34,6 +34,8 @@ from components.config.queues import (
 from components.config.stack import StackConfig
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
+MULTIKUEUE_CHECK = "multikueue"
+"""The AdmissionCheck every ClusterQueue of a MultiKueue manager carries (components/multikueue.py declares it)."""
 QUEUED_CLASS = "queued-provisioning.gke.io"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -63,7 +65,7 @@ are mutable as the stack writes them: AdmissionCheck's immutable controllerName 
 rules apply only with a topologyName (none set), ClusterQueue's concurrentAdmissionPolicy is not set."""
 
 
-def _object(kind: str, name: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+def kueue_object(kind: str, name: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
     metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
     return {"apiVersion": KUEUE_API, "kind": kind, "metadata": metadata, "spec": spec}
 
@@ -79,7 +81,7 @@ def resource_flavor(pool: TpuPoolConfig, rung: tuple[str, int] | None = None) ->
     """Kueue adds the node labels and tolerations to the pods it admits on this flavor. A ladder's rung carries
     its ladder and place as labels (tpu_catalog.LADDER_LABEL, RUNG_LABEL), for people and the policy that checks
     the order."""
-    flavor = _object(
+    flavor = kueue_object(
         "ResourceFlavor", pool.name, {"nodeLabels": flavor_labels(pool), "tolerations": pool_tolerations(pool)}
     )
     if rung is not None:
@@ -93,7 +95,7 @@ def admission_check_name(pool: TpuPoolConfig) -> str:
 
 def provisioning_request_config(pool: TpuPoolConfig) -> dict[str, Any]:
     """Kueue asks GKE for the whole slice through a ProvisioningRequest of the queued class."""
-    return _object(
+    return kueue_object(
         "ProvisioningRequestConfig",
         admission_check_name(pool),
         {"provisioningClassName": QUEUED_CLASS, "managedResources": [tpu_catalog.TPU_RESOURCE]},
@@ -101,7 +103,7 @@ def provisioning_request_config(pool: TpuPoolConfig) -> dict[str, Any]:
 
 
 def admission_check(pool: TpuPoolConfig) -> dict[str, Any]:
-    return _object(
+    return kueue_object(
         "AdmissionCheck",
         admission_check_name(pool),
         {
@@ -160,7 +162,7 @@ def cluster_queue(
     # A MultiKueue manager's workloads wait for a worker to admit them (on every flavor); the provisioning of
     # queued capacity is the worker's own check.
     checks: list[dict[str, Any]] = (
-        [{"name": multikueue.ADMISSION_CHECK}]
+        [{"name": MULTIKUEUE_CHECK}]
         if config.is_manager
         else [
             {"name": admission_check_name(pool), "onFlavors": [pool.name]}
@@ -170,18 +172,18 @@ def cluster_queue(
     )
     if checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": checks}
-    return _object("ClusterQueue", name, spec)
+    return kueue_object("ClusterQueue", name, spec)
 
 
 def local_queue(name: str, namespace: str, cluster_queue_name: str) -> dict[str, Any]:
-    return _object("LocalQueue", name, {"clusterQueue": cluster_queue_name}, namespace)
+    return kueue_object("LocalQueue", name, {"clusterQueue": cluster_queue_name}, namespace)
 
 
 def cohort(config: StackConfig) -> dict[str, Any]:
     """The teams' cohort; it owns the chips no team was given, which every team may borrow."""
     remainder = {pool: chips for pool, chips in cohort_chips(config.queues, config.queue_pools).items() if chips > 0}
     groups = _resource_groups(config, remainder)
-    return _object("Cohort", config.queues.cohort, {"resourceGroups": groups} if groups else {})
+    return kueue_object("Cohort", config.queues.cohort, {"resourceGroups": groups} if groups else {})
 
 
 def kueue_objects(config: StackConfig) -> list[dict[str, Any]]:

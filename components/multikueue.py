@@ -29,13 +29,14 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.config.base import KUEUE_NAMESPACE
+from components.kueue_queues import MULTIKUEUE_CHECK, kueue_object
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-ADMISSION_CHECK = "multikueue"
+ADMISSION_CHECK = MULTIKUEUE_CHECK
 """The AdmissionCheck every manager ClusterQueue carries, and the MultiKueueConfig it names."""
 WORKER_ACCOUNT = "multikueue-manager"
 """The ServiceAccount in `kueue-system` on each worker that the manager's Kueue acts as."""
+LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "multikueue"}
 KUBECONFIG_KEY = "kubeconfig"
 """The key of the manager's Secret that Kueue reads (kueue.MultiKueueConfigSecretKey)."""
 _READ = ["get", "list", "watch"]
@@ -60,10 +61,6 @@ their Jobs or JobSets. Together with READ_RULES, the rules of Kueue's create-mul
 JobSet adapters; creating Jobs only where the teams' LocalQueues are keeps the token from running pods elsewhere."""
 
 
-def _object(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": KUEUE_API, "kind": kind, "metadata": {"name": name}, "spec": spec}
-
-
 def kubeconfig_secret_name(worker: str) -> str:
     return f"{worker}-kubeconfig"
 
@@ -74,7 +71,7 @@ def token_secret_name(generation: int) -> str:
 
 def admission_check() -> dict[str, Any]:
     """The check that gates every manager ClusterQueue: admitted on the manager means admitted on a worker."""
-    return _object(
+    return kueue_object(
         "AdmissionCheck",
         ADMISSION_CHECK,
         {
@@ -86,11 +83,11 @@ def admission_check() -> dict[str, Any]:
 
 def multikueue_config(workers: Sequence[str]) -> dict[str, Any]:
     """The workers a workload is copied to; quotas on the manager are the stack's (quotaManagement Manual)."""
-    return _object("MultiKueueConfig", ADMISSION_CHECK, {"clusters": list(workers)})
+    return kueue_object("MultiKueueConfig", ADMISSION_CHECK, {"clusters": list(workers)})
 
 
 def multikueue_cluster(worker: str) -> dict[str, Any]:
-    return _object(
+    return kueue_object(
         "MultiKueueCluster",
         worker,
         {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": kubeconfig_secret_name(worker)}}},
@@ -115,6 +112,10 @@ def worker_kubeconfig(worker: str, dns_endpoint: str, token: str) -> str:
         },
         sort_keys=False,
     )
+
+
+def _cluster_role(role: k8s.rbac.v1.ClusterRole) -> k8s.rbac.v1.RoleRefArgsDict:
+    return {"api_group": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.metadata.name}
 
 
 def _kubeconfig_output(worker: str, endpoint: pulumi.Input[str], token: pulumi.Input[str]) -> pulumi.Output[str]:
@@ -145,7 +146,7 @@ class MultiKueueWorker(pulumi.ComponentResource):
     ) -> None:
         super().__init__("tpu-stack:index:MultiKueueWorker", name, None, opts)
         in_cluster = pulumi.ResourceOptions(parent=self, provider=provider)
-        labels = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "multikueue"}
+        labels = LABELS
         self.service_account: k8s.core.v1.ServiceAccount = k8s.core.v1.ServiceAccount(
             f"{name}-account",
             metadata={"name": WORKER_ACCOUNT, "namespace": namespace.metadata.name, "labels": labels},
@@ -164,11 +165,7 @@ class MultiKueueWorker(pulumi.ComponentResource):
         self.read_binding: k8s.rbac.v1.ClusterRoleBinding = k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-read-binding",
             metadata={"name": f"{WORKER_ACCOUNT}-read", "labels": labels},
-            role_ref={
-                "api_group": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": self.read_role.metadata.name,
-            },
+            role_ref=_cluster_role(self.read_role),
             subjects=subjects,
             opts=in_cluster,
         )
@@ -187,11 +184,7 @@ class MultiKueueWorker(pulumi.ComponentResource):
                     "namespace": resource.metadata.name if resource is not None else team_namespace,
                     "labels": labels,
                 },
-                role_ref={
-                    "api_group": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": self.dispatch_role.metadata.name,
-                },
+                role_ref=_cluster_role(self.dispatch_role),
                 subjects=subjects,
                 opts=in_cluster,
             )
@@ -243,7 +236,7 @@ class MultiKueueManager(pulumi.ComponentResource):
             metadata: k8s.meta.v1.ObjectMetaArgsDict = {
                 "name": kubeconfig_secret_name(worker),
                 "namespace": namespace.metadata.name,
-                "labels": {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "multikueue"},
+                "labels": LABELS,
             }
             self.kubeconfigs[worker] = k8s.core.v1.Secret(
                 f"{name}-{worker}-kubeconfig",

@@ -166,6 +166,24 @@ RESERVED_NAMESPACES = (
 )
 
 
+def cluster_name(name: str) -> str:
+    """A GKE cluster name (the stack's, a MultiKueue worker's): a DNS label of at most 40 characters."""
+    problem = dns_label_problem(name, "cluster name")
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+def region_problem(region: str, key: str) -> str | None:
+    """Why `region` (the value of `key`) is no region: a zone names its region."""
+    zone_of = zone_region(region)
+    if zone_of is not None:
+        return f"{region!r} is a zone; {key} takes its region: {zone_of}"
+    if not REGION.match(region):
+        return f"{region!r} is not a region like us-east5"
+    return None
+
+
 def kubernetes_name(name: str) -> str:
     """Queue, team, namespace and service account names: DNS labels of at most 63 characters."""
     if len(name) > 63 or not DNS_LABEL.match(name):

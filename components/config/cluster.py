@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from components import iam_roles, tpu_catalog
-from components.config.base import PROJECT, ConfigModel, dns_label_problem, source_range
+from components.config.base import PROJECT, ConfigModel, cluster_name, source_range
 
 REGIONAL_CLUSTER_ZONES = 3
 """Zones GKE spreads a regional cluster's node pools over by default."""
@@ -255,13 +255,7 @@ class ClusterConfig(ConfigModel):
         """The VPC firewall rule that lets the control plane call webhooks on private nodes (names <= 63)."""
         return f"{self.name}-cp-webhooks"
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, name: str) -> str:
-        problem = dns_label_problem(name, "cluster name")
-        if problem:
-            raise ValueError(problem)
-        return name
+    _name = field_validator("name")(cluster_name)
 
     @field_validator("kubernetes_minor")
     @classmethod

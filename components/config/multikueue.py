@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from components.config.base import REGION, ConfigModel, dns_label_problem, zone_region
+from components.config.base import ConfigModel, cluster_name, region_problem
 from components.config.pools import TpuPoolConfig
 
 
@@ -26,22 +26,14 @@ class WorkerConfig(ConfigModel):
     """The worker's TPU pool groups, with the same keys and checks as `tpuPools`; their names are unique across the
     whole stack, and teams' `shares` and `ladders` name them like any pool group."""
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, name: str) -> str:
-        problem = dns_label_problem(name, "cluster name")
-        if problem:
-            raise ValueError(problem)
-        return name
+    _name = field_validator("name")(cluster_name)
 
     @field_validator("region")
     @classmethod
     def _region(cls, region: str) -> str:
-        zone_of = zone_region(region)
-        if zone_of is not None:
-            raise ValueError(f"{region!r} is a zone; a worker's region is its region: {zone_of}")
-        if not REGION.match(region):
-            raise ValueError(f"{region!r} is not a region like us-east5")
+        problem = region_problem(region, "a worker's region")
+        if problem:
+            raise ValueError(problem)
         return region
 
 

@@ -26,7 +26,7 @@ from components.config.base import (
     gcp_label_value,
     is_zone,
     project_id_problem,
-    zone_region,
+    region_problem,
 )
 from components.config.cluster import REGIONAL_CLUSTER_ZONES, SYSTEM_NODE_SELECTOR, ClusterConfig, node_role_problems
 from components.config.llm_serving import (
@@ -102,11 +102,9 @@ class StackConfig(ConfigModel):
     @field_validator("region")
     @classmethod
     def _region(cls, region: str) -> str:
-        zone_of = zone_region(region)
-        if zone_of is not None:
-            raise ValueError(f"{region!r} is a zone; gcp:region takes its region: {zone_of}")
-        if not REGION.match(region):
-            raise ValueError(f"{region!r} is not a region like us-east5")
+        problem = region_problem(region, "gcp:region")
+        if problem:
+            raise ValueError(problem)
         return region
 
     @property
@@ -291,6 +289,18 @@ class StackConfig(ConfigModel):
                 "multi_kueue": None,
             }
         )
+
+    @property
+    def worker_shapes(self) -> dict[str, list[str]]:
+        """TPU shape (`ct6e-standard-4t 4x4`) -> the workers that have it (`name (region)`), in config order: where a
+        workload of that shape submitted to the manager can run."""
+        shapes: dict[str, list[str]] = {}
+        for worker in self.workers:
+            for pool in worker.tpu_pools:
+                where = shapes.setdefault(" ".join(pool.shape), [])
+                if f"{worker.name} ({worker.region})" not in where:
+                    where.append(f"{worker.name} ({worker.region})")
+        return shapes
 
     @property
     def worker_configs(self) -> list[StackConfig]:

@@ -405,7 +405,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     # Before (and for the next three): also "multiKueue.workers: Tuple should have at least 1 item after validation,
     # not 0", pydantic counting only the workers that validated.
     ("worker region given as a zone", workers({**EAST5, "region": "us-east5-b"}),
-     f"{MK}[0].region: 'us-east5-b' is a zone; a worker's region is its region: us-east5"),
+     f"{MK}[0].region: 'us-east5-b' is a zone; a worker's region takes its region: us-east5"),
     ("worker region not a region", workers({**EAST5, "region": "east"}),
      f"{MK}[0].region: 'east' is not a region like us-east5"),
     ("worker without pool groups", workers({**EAST5, "tpuPools": []}),
