@@ -106,8 +106,9 @@ MUTABLE_DATA = {
     "kubernetes:core/v1:ConfigMap": "enableConfigMapMutable",
     "kubernetes:core/v1:Secret": "enableSecretMutable",
 }
-"""The kubernetes provider settings under which a changed ConfigMap or Secret is updated, not replaced
-(pulumi-kubernetes provider/pkg/provider/provider.go L696-726, diff.go L27-32)."""
+"""The kubernetes provider settings under which a changed ConfigMap or Secret is updated, not replaced, unless the
+object itself says `immutable: true` (pulumi-kubernetes provider/pkg/provider/provider.go L696-726, diff.go L27-34,
+clients.IsImmutable). A Secret's `type` is replaced either way (diff.go L155-157)."""
 
 
 class Catalogue:
@@ -127,7 +128,8 @@ class Catalogue:
             return [path for path in changed if path == "clusterIdentifier"]
         paths = entry.paths
         for kind, setting in MUTABLE_DATA.items():
-            if entry.type == kind and str((provider or {}).get("inputs", {}).get(setting)).lower() == "true":
+            mutable = str((provider or {}).get("inputs", {}).get(setting)).lower() == "true"
+            if entry.type == kind and mutable and resource["inputs"].get("immutable") is not True:
                 paths = tuple(p for p in paths if p not in ("data", "binaryData", "stringData"))
         return [path for path in changed if any(matches(path, p) for p in paths)]
 

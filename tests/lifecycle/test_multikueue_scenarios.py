@@ -325,3 +325,17 @@ def test_destroying_the_multiregion_stack_deletes_everything(multiregion: Record
     assert order.index("multikueue-admissioncheck-multikueue") > order.index(
         "queues-clusterqueue-research-cluster-queue"
     )
+
+
+def test_an_immutable_secret_is_replaced_even_with_mutable_secrets(multiregion: Records) -> None:
+    """`immutable: true` on the Secret itself wins over the provider's enableSecretMutable (pulumi-kubernetes
+    diff.go, clients.IsImmutable): a rotation would then replace the kubeconfigs, deleting them first."""
+
+    def immutable(records: Records) -> Records:
+        records = copy.deepcopy(records)
+        for worker in WORKER_PREFIXES:
+            named(records, f"multikueue-{worker}-kubeconfig")["inputs"]["immutable"] = True
+        return records
+
+    steps = step(immutable(deployed_kubeconfigs(multiregion)), immutable(changed(STACK, _rotated)))
+    assert only(steps, "replace") == ["multikueue-tpu-mr-east5-kubeconfig", "multikueue-tpu-mr-euw4-kubeconfig"]
