@@ -73,11 +73,12 @@ config-docs: $(STAMP)
 urns: $(STAMP) $(HELM)
 	$(PY) -m offline.urns --update
 
-# Security scan (not part of `make test`): checkov over every object dev and prod render (manifests, example
+# Security scan (not part of `make test`): checkov over every object the stacks render (manifests, example
 # workloads, JobSets unwrapped into Jobs) and zizmor over the workflows, from their own pinned virtualenv.
 SCAN_VENV := .scan-venv
 SCAN_STAMP := $(SCAN_VENV)/.installed-stamp
-SCAN_STACKS ?= dev llm multiregion prod
+# Every stack file present (Pulumi.yaml is the project, not a stack): a new stack is scanned with no other edit.
+SCAN_STACKS ?= $(sort $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml)))
 
 $(SCAN_STAMP): requirements-scan.txt constraints-scan.txt
 	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
