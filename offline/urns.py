@@ -4,7 +4,7 @@ Renaming a resource, changing its type or moving it under another parent changes
 then replaces it: for a cluster or a TPU slice that is an outage and an hour of provisioning; for a bucket,
 lost data. `tests/snapshots/urns-<stack>.txt` holds the URNs of each fixture stack, sorted, one per line, and
 tests/test_safety.py compares the program against them (the users' own stack files change as a team edits them:
-what a change of theirs replaces is the plan diff's to say):
+what a change of theirs replaces is the plan diff's to say, `make plan-diff`):
 - a URN that vanished fails the test, unless an alias on the resource that replaces it carries it;
 - a URN that appeared (a new resource) only warns: adding resources is routine, but the snapshot should be
   regenerated in the same change so that a later rename of the new resource is caught too.
