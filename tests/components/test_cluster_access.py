@@ -22,9 +22,10 @@ import pytest
 import yaml
 
 from offline import __main__ as cli
-from offline.engine import Plan, read_stack_file, run_program, run_stack
+from offline.engine import Plan, run_program
 from offline.vendor import REPO
 from tests.conftest import BASE, StackRunner
+from tests.fixtures import stack_data, stack_plan
 
 CLUSTER = "gcp:container/cluster:Cluster"
 FIREWALL = "gcp:compute/firewall:Firewall"
@@ -49,7 +50,7 @@ pulumi.export("masterVersion", cluster.master_version)
 def run_with_kubeconfig(tmp_path: Path, stack: str) -> Plan:
     program = tmp_path / "program.py"
     program.write_text(PROGRAM)
-    return run_program(read_stack_file(REPO / f"Pulumi.{stack}.yaml"), stack=stack, program=program)
+    return run_program(stack_data(stack), stack=stack, program=program)
 
 
 def one(plan: Plan, type_token: str) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def test_a_cluster_without_a_dns_endpoint_stops_the_update_instead_of_an_empty_s
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_stacks_reach_the_cluster_by_dns_only(stack: str) -> None:
-    cluster = one(run_stack(stack, render_charts=False), CLUSTER)["inputs"]
+    cluster = one(stack_plan(stack, render_charts=False), CLUSTER)["inputs"]
     assert cluster["controlPlaneEndpointsConfig"]["ipEndpointsConfig"] == {"enabled": False}
     # Sent at all, the provider turns authorized networks on; with no CIDR they would admit only the nodes.
     assert "masterAuthorizedNetworksConfig" not in cluster
@@ -173,7 +174,7 @@ def test_webhook_ports_are_the_charts_ports_gke_does_not_open() -> None:
 
 
 def test_private_nodes_open_the_webhook_ports_to_the_control_plane_only() -> None:
-    plan = run_stack("prod", render_charts=False)
+    plan = stack_plan("prod", render_charts=False)
     firewall = one(plan, FIREWALL)
     assert firewall["inputs"] == {
         "name": "tpu-prod-cp-webhooks",
@@ -191,7 +192,7 @@ def test_private_nodes_open_the_webhook_ports_to_the_control_plane_only() -> Non
 
 
 def test_public_nodes_need_no_webhook_rule() -> None:
-    assert run_stack("dev", render_charts=False).by_type(FIREWALL) == []
+    assert stack_plan("dev", render_charts=False).by_type(FIREWALL) == []
 
 
 def test_autopilot_private_nodes_open_the_ports_to_its_node_account(run: StackRunner) -> None:
@@ -218,7 +219,7 @@ def test_the_control_plane_range_is_the_peered_block_or_the_private_endpoint() -
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_provider_is_identified_by_the_clusters_dns_endpoint(stack: str) -> None:
-    plan = run_stack(stack, render_charts=False)
+    plan = stack_plan(stack, render_charts=False)
     provider = one(plan, PROVIDER)
     assert DNS_ENDPOINT.match(provider["inputs"]["clusterIdentifier"])
     assert one(plan, CLUSTER)["urn"] in provider["dependencies"]
@@ -227,7 +228,7 @@ def test_the_provider_is_identified_by_the_clusters_dns_endpoint(stack: str) -> 
 def test_a_new_cluster_gives_the_provider_a_new_identity() -> None:
     # Before the cluster exists (or while it is replaced) its endpoint is unknown, so is the identifier: the
     # provider and its objects are replaced with the cluster, never kept for one that no longer exists.
-    plan = run_stack("prod", render_charts=False, known_outputs=False)
+    plan = stack_plan("prod", render_charts=False, known_outputs=False)
     assert one(plan, PROVIDER)["inputs"]["clusterIdentifier"] == "[unknown]"
 
 

@@ -19,6 +19,7 @@ from components.config.pools import (
 from components.config.stack import load
 from offline import __main__ as cli
 from offline.engine import run_program
+from tests.fixtures import stack_path
 
 POOL = {"name": "train", "machineType": "ct6e-standard-4t", "topology": "4x4", "zone": "us-central1-b",
         "provisioning": "flex-start"}  # fmt: skip
@@ -524,13 +525,13 @@ def test_autopilot_controllers_count_only_the_declared_tpu_capacity() -> None:
     assert config.controller_resources == MEDIUM
 
 
-DEV_STACK = Path(__file__).resolve().parents[2] / "Pulumi.dev.yaml"
+DEV_STACK = stack_path("dev")
 DUPLICATED_POOL = """    - name: flex-v6e
       machineType: ct6e-standard-4t
       provisioning: flex-start
       zone: us-central1-b
 """
-# One defect in the real dev stack file, and the one line it must give. Before, each of these gave the listed
+# One defect in the dev stack file, and the one line it must give. Before, each of these gave the listed
 # follow-on lines instead (or nothing at all):
 ONE_DEFECT = [
     # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-central1-a'".

@@ -24,10 +24,11 @@ from typing import Any
 import pytest
 import yaml
 
-from offline.engine import Plan, read_stack_file, run_program
+from offline.engine import Plan, run_program
 from offline.vendor import REPO
 from tests.conftest import StackRunner
 from tests.effects.conftest import shared
+from tests.fixtures import stack_data
 
 CLUSTER = "gcp:container/cluster:Cluster"
 FIREWALL = "gcp:compute/firewall:Firewall"
@@ -95,7 +96,7 @@ def handed_out(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     program.write_text(PROGRAM)
     outputs = {}
     for stack in ("dev", "prod"):
-        plan = run_program(read_stack_file(REPO / f"Pulumi.{stack}.yaml"), stack=stack, program=program)
+        plan = run_program(stack_data(stack), stack=stack, program=program)
         outputs[stack] = plan.outputs
     return outputs
 

@@ -18,7 +18,7 @@ import yaml
 from offline import __main__ as cli
 from offline import plandiff
 from offline.policy_check import TEAM_CONFIG
-from offline.vendor import REPO
+from tests.fixtures import stack_path
 
 Change = Callable[[dict[str, Any]], None]
 Plans = dict[str, dict[str, Any]]
@@ -26,7 +26,7 @@ Plans = dict[str, dict[str, Any]]
 
 def _build(root: Path, stack: str, change: Change | None = None) -> Plans:
     """The plans `python -m offline preview` writes for Pulumi.<stack>.yaml, after `change` to its config."""
-    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())
+    data = yaml.safe_load(stack_path(stack).read_text())
     if change:
         change(data["config"])
     root.mkdir(parents=True)

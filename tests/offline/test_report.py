@@ -15,9 +15,10 @@ from components import tpu_catalog
 from components.config import load
 from offline import __main__ as cli
 from offline import summary
-from offline.engine import REPO, Plan, _engine_config, read_stack_file
+from offline.engine import Plan, _engine_config
 from offline.policy_check import TEAM_CONFIG
 from tests.conftest import StackRunner
+from tests.fixtures import stack_data, stack_path
 
 Preview = tuple[list[str], dict[str, Any]]
 
@@ -32,12 +33,12 @@ def _preview(out: Path, *args: str) -> Preview:
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Preview:
-    return _preview(tmp_path_factory.mktemp("dev"), "--stack", "dev")
+    return _preview(tmp_path_factory.mktemp("dev"), "--stack", "dev", "--config", str(stack_path("dev")))
 
 
 @pytest.fixture(scope="module")
 def prod(tmp_path_factory: pytest.TempPathFactory) -> Preview:
-    return _preview(tmp_path_factory.mktemp("prod"), "--stack", "prod")
+    return _preview(tmp_path_factory.mktemp("prod"), "--stack", "prod", "--config", str(stack_path("prod")))
 
 
 # Dev (Pulumi.dev.yaml): the multislice ladder tries its one spot slice (rung 1/2, 2 VMs, 8 chips, research's share)
@@ -270,7 +271,7 @@ def test_queue_flavors_are_listed_in_the_order_kueue_tries_them() -> None:
     """dev with the spot rung listed first among the pool groups: the ClusterQueues list the multislice ladder's
     rungs together, first rung (spot) first, where the ladder's first-listed pool group stands (multislice-spot,
     then multislice, then flex-v6e), and so does the queue table."""
-    config = read_stack_file(REPO / "Pulumi.dev.yaml")
+    config = stack_data("dev")
     pools = config["tpu-stack:tpuPools"]
     config["tpu-stack:tpuPools"] = [pools[2], pools[0], pools[1]]  # multislice-spot, flex-v6e, multislice
     found = summary.from_config(load(_engine_config(config), stack="dev"))
@@ -334,7 +335,7 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
 
 
 def test_verbose_lists_every_rendered_object(tmp_path: Path) -> None:
-    lines, plan = _preview(tmp_path, "--stack", "dev", "--verbose")
+    lines, plan = _preview(tmp_path, "--stack", "dev", "--config", str(stack_path("dev")), "--verbose")
     rendered = [r["name"] for r in plan["resources"] if r.get("rendered")]
     listed = [line.split()[2] for line in lines if line.startswith("  + ") and ":" in line.split()[2]]
     assert len(rendered) == 99 and sorted(listed) == sorted(rendered)

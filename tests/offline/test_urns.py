@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from offline import urns
-from offline.engine import Plan, run_program, run_stack
+from offline.engine import Plan, run_program
+from tests.fixtures import stack_plan
 
 HEADER = """
 import pulumi
@@ -118,7 +119,7 @@ def test_update_writes_sorted_engine_urns_and_check_mode_fails_on_vanished(
 def test_cluster_targets_are_the_cluster_components_resources_only() -> None:
     """What a new stack creates first with `pulumi up --target ...`: the cluster, its system pool, the node
     identity and the kubernetes provider; nothing in the cluster, no TPU pool, no chart."""
-    targets = urns.cluster_targets(run_stack("dev"))
+    targets = urns.cluster_targets(stack_plan("dev"))
     prefix = "urn:pulumi:dev::tpu-stack::tpu-stack:index:GkeCluster$"
     assert f"{prefix}gcp:container/cluster:Cluster::tpu-dev" in targets
     assert f"{prefix}gcp:container/nodePool:NodePool::tpu-dev-system" in targets
