@@ -555,6 +555,9 @@ def _user_message(error: Mapping[str, Any], field: str) -> str:
     if kind in ("greater_than_equal", "greater_than"):
         bound = f"{ctx['ge']:g} or more" if kind == "greater_than_equal" else f"more than {ctx['gt']:g}"
         return f"{_what(value)} is too small; use {bound}"
+    if kind in ("less_than_equal", "less_than"):
+        bound = f"{ctx['le']:g} or less" if kind == "less_than_equal" else f"less than {ctx['lt']:g}"
+        return f"{_what(value)} is too large; use {bound}"
     return _message(error)
 
 
