@@ -749,6 +749,8 @@ def network_problems(config: StackConfig) -> list[str]:
                 "cannot know what is free there (a subnetwork's primary range for nodes; for a cluster GKE made "
                 "the ranges of, what `gcloud container clusters describe` reports, or their sizes like /14)"
             ]
+    if any(pool.problems() for pool in config.tpu_pools):
+        return []  # the sizes follow from pools that must be fixed first
     plan = config.address_plan
     problems = [
         f"{key}.ipRanges.{field}: {message}"
