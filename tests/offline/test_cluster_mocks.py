@@ -118,7 +118,9 @@ def test_the_version_is_the_channels_or_the_full_one_pinned(pinned: str, reporte
 
 def test_types_without_computed_outputs_get_none_invented() -> None:
     """A project service or an IAM grant has no `name` of its own: the mock adds nothing to its inputs."""
-    assert _computed_outputs("gcp:projects/service:Service", "apis-compute", {"service": "compute.googleapis.com"}) == {}
+    assert (
+        _computed_outputs("gcp:projects/service:Service", "apis-compute", {"service": "compute.googleapis.com"}) == {}
+    )
     assert _computed_outputs("gcp:projects/iAMMember:IAMMember", "m", {"role": "roles/x"}) == {}
 
 
