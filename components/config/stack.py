@@ -309,7 +309,7 @@ class StackConfig(ConfigModel):
         """The worker as a stack of its own (see _worker_config), its ranges resolved: given, else the default of its
         place among the stack's clusters (the stack's own cluster first)."""
         derived = self._worker_config(worker)
-        index = 1 + next(i for i, w in enumerate(self.workers) if w.name == worker.name)
+        index = 1 + next(i for i, w in enumerate(self.workers) if w is worker)
         cluster = derived.cluster.model_copy(update={"ip_ranges": derived.ranges(index)})
         return derived.model_copy(update={"cluster": cluster})
 
@@ -705,6 +705,7 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
         for line in stack_problems(derived, now):
             line = line.replace(f"{PROJECT}:tpuPools", f"{where}.tpuPools")
             line = line.replace(f"{PROJECT}:cluster.ipRanges", f"{where}.ipRanges")
+            line = line.replace(f"{PROJECT}:cluster.subnetwork", f"{where}.subnetwork")
             problems.append(line.replace("gcp:region", f"{where}.region"))
     problems += _ranges_apart(config)
     names = ", ".join(pools)
@@ -735,7 +736,7 @@ def network_problems(config: StackConfig) -> list[str]:
     largest, apart from each other and from the control plane's range."""
     key = f"{PROJECT}:cluster"
     cluster = config.cluster
-    if cluster.subnetwork is not None and cluster.network is None:
+    if cluster.subnetwork is not None and cluster.network is None and not config.is_manager:
         return [
             f"{key}.subnetwork: an existing subnetwork needs its network; set cluster.network, or remove subnetwork "
             "and the stack creates one in its own VPC"
