@@ -253,6 +253,13 @@ class _RecordingMonitor(mocks.MockMonitor):
         _WORKER_LOOPS.add(asyncio.get_event_loop())  # the SDK's mock gave this worker thread a loop
         return response
 
+    def _registered(self, type_token: str) -> dict[str, Any]:
+        """URN -> state of what is registered so far, for a cluster's outputs (its subnetwork's range); a copy taken
+        at once (dict.copy holds the GIL), since gRPC worker threads register side by side."""
+        if type_token != "gcp:container/cluster:Cluster":
+            return {}
+        return {urn: registration.state for urn, registration in self.resources.copy().items()}
+
     def RegisterResource(self, request: Any) -> Any:
         """What the SDK's MockMonitor does, in one pass over the wire form: the response is the request's own
         serialized inputs plus the computed outputs (the mock deserialized and re-serialized every input)."""
@@ -261,7 +268,7 @@ class _RecordingMonitor(mocks.MockMonitor):
         urn = self.make_urn(request.parent, request.type, request.name)
         inputs = _plain(json_format.MessageToDict(request.object))
         computed = (
-            _computed_outputs(request.type, request.name, inputs, {u: r.state for u, r in self.resources.items()})
+            _computed_outputs(request.type, request.name, inputs, self._registered(request.type))
             if self.computing.known_outputs
             else {}
         )

@@ -17,7 +17,7 @@ import pytest
 from components.config import ConfigError, load
 from components.config.network import addresses_per_node, prefix_holding
 from offline.engine import read_stack_file, run_program
-from tests.conftest import BASE, StackRunner
+from tests.conftest import StackRunner
 from tests.fixtures import STACKS_DIR, stack_data, stack_plan
 
 CLUSTER = "gcp:container/cluster:Cluster"
