@@ -19,9 +19,6 @@ import pytest
 from offline.engine import PUBLIC_ENDPOINT, _computed_outputs, cluster_outputs
 from tests.fixtures import stack_plan
 
-DNS = "gke-2a4c3b3b2c0d0e1b6a5f1d9b1a3b0c6e1f2a.us-central1.gke.goog"
-
-
 def _cluster(ip: bool, *, master: str | None = None, private: bool = True, **extra: Any) -> dict[str, Any]:
     private_config: dict[str, Any] = {"enablePrivateNodes": True} if private else {}
     if master:
