@@ -19,6 +19,7 @@ import pytest
 from offline.engine import PUBLIC_ENDPOINT, _computed_outputs, cluster_outputs
 from tests.fixtures import stack_plan
 
+
 def _cluster(ip: bool, *, master: str | None = None, private: bool = True, **extra: Any) -> dict[str, Any]:
     private_config: dict[str, Any] = {"enablePrivateNodes": True} if private else {}
     if master:
