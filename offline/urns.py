@@ -140,9 +140,12 @@ CLUSTER_COMPONENT = "tpu-stack:index:GkeCluster"
 
 
 def cluster_targets(plan: Plan) -> list[str]:
-    """Engine URNs of the GkeCluster component and everything under it (cluster, system pool, node identity,
-    network, the kubernetes provider): what a new stack creates first, so that the Helm charts, which the
-    provider renders against a live cluster, have one when the rest of the stack is previewed."""
+    """Engine URNs of every GkeCluster component and everything under it (cluster, system pool, node identity,
+    subnetwork, NAT, firewall, the kubernetes provider), and of everything those depend on (the APIs, the stack's
+    VPC): what a new stack creates first, so that the Helm charts, which the provider renders against a live cluster,
+    have one when the rest of the stack is previewed. `--target` creates nothing outside the list, and the engine
+    refuses a target that depends on a resource it would skip (pulumi/pulumi pkg/resource/deploy/step_generator.go,
+    untargeted dependencies), so the list is closed under dependencies and parents."""
     by_urn = {r["urn"]: r for r in plan.resources}
 
     def under_cluster(resource: dict[str, Any]) -> bool:
@@ -152,8 +155,16 @@ def cluster_targets(plan: Plan) -> list[str]:
             resource = by_urn.get(resource.get("parent") or "")  # type: ignore[assignment]
         return False
 
+    chosen = {r["urn"] for r in plan.resources if under_cluster(r)}
+    todo = list(chosen)
+    while todo:
+        record = by_urn[todo.pop()]
+        for needed in [*record.get("dependencies", []), record.get("parent")]:
+            if needed in by_urn and needed not in chosen and by_urn[needed]["type"] != ROOT_STACK_TYPE:
+                chosen.add(needed)
+                todo.append(needed)
     resolver = _Resolver(plan)
-    return sorted(resolver.current(r["urn"]) for r in plan.resources if under_cluster(r))
+    return sorted(resolver.current(urn) for urn in chosen)
 
 
 @dataclass

@@ -649,12 +649,19 @@ def test_the_multiregion_stack_breaks_no_mandatory_policy(plan: Plan, view: poli
 
 
 def test_a_workers_subnetwork_is_its_clusters_own() -> None:
-    """On a custom-mode network each cluster names its region's subnetwork: a worker's goes to its cluster only."""
-    config = copy.deepcopy(stack_data("multiregion"))
+    """On an existing custom-mode network each cluster names its region's subnetwork: a worker's goes to its cluster
+    only; each cluster gives its ranges (the stack cannot know what is free in a network it did not make)."""
+    config = stack_data("multiregion")
+    config["tpu-stack:cluster"]["network"] = "tpu-net"
+    config["tpu-stack:cluster"]["ipRanges"] = {"nodes": "10.1.0.0/24", "pods": "10.2.0.0/20", "services": "10.3.0.0/20"}
+    for index, worker in enumerate(config["tpu-stack:multiKueue"]["workers"]):
+        worker["ipRanges"] = {"nodes": f"10.1{index}.0.0/24", "pods": f"10.2{index}.0.0/20",
+                              "services": f"10.3{index}.0.0/20"}  # fmt: skip
     config["tpu-stack:multiKueue"]["workers"][1]["subnetwork"] = "tpu-europe-west4"
     clusters = {r["inputs"]["name"]: r["inputs"] for r in run_program(config, stack="multiregion").by_type(CLUSTER)}
     assert clusters[EUW4]["subnetwork"] == "tpu-europe-west4"
     assert "subnetwork" not in clusters[EAST] and "subnetwork" not in clusters[MANAGER]
+    assert {c["network"] for c in clusters.values()} == {"tpu-net"}
 
 
 def test_a_queue_in_default_gets_its_dispatch_binding_too() -> None:

@@ -153,7 +153,7 @@ def test_a_forbidden_role_is_refused_by_the_component(tmp_path: Path) -> None:
         "from components.gke_cluster import GkeCluster\n"
         "from components.workload_identity import BucketRole, WorkloadIdentity\n"
         "config = load_from_pulumi()\n"
-        "cluster = GkeCluster('c', config=config)\n"
+        "cluster = GkeCluster('c', config=config, network='tpu-stack-dev')\n"
         "WorkloadIdentity('w', config=config, workload=WorkloadRef(namespace='a', service_account='b'),\n"
         "    bucket_roles=[BucketRole('b', 'bucket', 'roles/storage.admin')], provider=cluster.provider,\n"
         "    cluster=cluster.cluster, project_number='1')\n"

@@ -208,7 +208,9 @@ def test_a_renamed_cluster_replaces_every_kubernetes_object_it_held(dev: dict[st
     differs, which replaces them all (into the new cluster), listed as one line with counts by kind; the TPU pools
     are replaced for their `cluster`."""
     lines = _section(dev["base"], dev["cluster"]).splitlines()
-    assert lines[0] == "### Stack `dev`: 7 to create, 2 to update, 150 to replace, 7 to delete"
+    # 11 each: the cluster, its component, provider, node account and its 2 roles, system pool, and (issue 27) its
+    # subnetwork, router, NAT and webhook rule, all named after the cluster.
+    assert lines[0] == "### Stack `dev`: 11 to create, 2 to update, 150 to replace, 11 to delete"
     start = lines.index("**Replaced** (150): deleted and created again; what runs on them stops")
     moved = lines[start + 2]
     # 46 objects the program declares with the provider, 99 the charts render (Kueue 78, JobSet 21).

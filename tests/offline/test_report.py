@@ -51,6 +51,13 @@ Capacity: 3 TPU pool group(s), 5 slice(s), 9 VM(s), 36 chips
   flex-v6e         ct6e-standard-4t  2x2       flex-start    -                    1    1      4  us-central1-b  kueue
   multislice       ct5lp-hightpu-4t  2x4       flex-start    multislice 2/2       3    6     24  us-central1-a  kueue
   multislice-spot  ct5lp-hightpu-4t  2x4       spot          multislice 1/2       1    2      8  us-central1-a  kueue
+TPU quota the pools need at their largest (chips, per region and kind):
+  region       kind         TPU  chips
+  us-central1  preemptible  v6e      4
+  us-central1  preemptible  v5e     32
+Addresses (each range holds its cluster with every pool at its largest):
+  cluster  nodes         pods         services      max nodes  pod addresses needed
+  tpu-dev  10.48.0.0/24  10.0.0.0/20  10.32.0.0/20         12                  1056
 
 Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)
   team      local queue              cluster queue           flavor           quota  borrowing limit
@@ -76,6 +83,14 @@ PROD_FIRST_SCREEN = "\n".join(
         "   16  us-central1-a  kueue",
         "  serve       ct5lp-hightpu-4t  4x8       on-demand                         -               2   16  "
         "   64  us-central1-a  saxml",
+        "TPU quota the pools need at their largest (chips, per region and kind):",
+        "  region       kind         TPU  chips",
+        "  us-central1  reserved     v5e     32",
+        "  us-central1  preemptible  v5e     16",
+        "  us-central1  on-demand    v5e     64",
+        "Addresses (each range holds its cluster with every pool at its largest):",
+        "  cluster   nodes         pods         services      max nodes  pod addresses needed",
+        "  tpu-prod  10.48.0.0/24  10.0.0.0/19  10.32.0.0/20         36                  2944",
         "",
         "Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)",
         "  team      local queue              cluster queue           flavor  quota  borrowing limit",
@@ -94,7 +109,7 @@ def test_the_dev_preview_first_screen_shows_capacity_and_quotas(dev: Preview) ->
     screen = lines[:40]
     expected = DEV_FIRST_SCREEN.splitlines()
     assert screen[: len(expected)] == expected
-    assert screen[len(expected) :][:2] == ["", "GkeCluster tpu-dev"]  # then the resources, cluster first
+    assert screen[len(expected) :][:2] == ["", "ProjectServices apis"]  # then the resources, APIs and network first
 
 
 def test_the_prod_preview_first_screen_shows_reservations_saxml_capacity_and_borrowing(prod: Preview) -> None:
@@ -133,6 +148,11 @@ DEV_SUMMARY = {
         },
         "cohortQuota": {"multislice": 8},
     },
+    # Flex-start and spot count against preemptible quota; at their largest every slice is up.
+    "quota": {"us-central1": {"preemptible": {"v6e": 4, "v5e": 32}}},
+    # 3 system nodes x 256 + 9 TPU VMs x 32 = 1,056 pod addresses, twice that in a /20; 12 nodes + 4 + 1 addresses.
+    "addresses": {"tpu-dev": {"nodes": "10.48.0.0/24", "pods": "10.0.0.0/20", "services": "10.32.0.0/20",
+                              "maxNodes": 12, "podAddressesNeeded": 1056, "nodeAddressesNeeded": 17}},
 }  # fmt: skip
 
 PROD_SUMMARY = {
@@ -162,6 +182,10 @@ PROD_SUMMARY = {
         },
         "cohortQuota": {},
     },
+    "quota": {"us-central1": {"reserved": {"v5e": 32}, "preemptible": {"v5e": 16}, "on-demand": {"v5e": 64}}},
+    # 8 x 256 + 28 x 32 = 2,944, twice that in a /19; 36 nodes + 4 + 1 + Saxml's internal load balancer = 42.
+    "addresses": {"tpu-prod": {"nodes": "10.48.0.0/24", "pods": "10.0.0.0/19", "services": "10.32.0.0/20",
+                               "maxNodes": 36, "podAddressesNeeded": 2944, "nodeAddressesNeeded": 42}},
 }  # fmt: skip
 
 
@@ -305,8 +329,10 @@ def test_a_plan_without_a_summary_gets_it_from_its_stack_config(dev: Preview) ->
 def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Preview) -> None:
     lines, plan = dev
     groups = [line for line in lines if line and not line.startswith(" ") and " " in line]
-    start = groups.index("GkeCluster tpu-dev")
-    assert groups[start : start + 17] == [
+    start = groups.index("ProjectServices apis")
+    assert groups[start : start + 19] == [
+        "ProjectServices apis",
+        "StackNetwork network",
         "GkeCluster tpu-dev",
         "TpuSlicePools flex-v6e",
         "TpuSlicePools multislice",
@@ -324,9 +350,10 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
         "WorkloadIdentity training-trainer",
         "Monitoring monitoring",
         # 1 spot slice pool and its flavor beyond the flex-start ones, and its TpuSlicePools component (dev had 3
-        # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first).
-        f"Resources: + {len(plan['resources'])} to create (160 cloud/cluster resources of which 99 rendered from "
-        "charts, 18 components)",
+        # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first); 13 more for
+        # an empty project (issue 27): 8 APIs, the VPC, the subnetwork, router, NAT and webhook rule of private nodes.
+        f"Resources: + {len(plan['resources'])} to create (173 cloud/cluster resources of which 99 rendered from "
+        "charts, 20 components)",
     ]
     text = "\n".join(lines)
     assert "      renders 21 objects: 5 ClusterRole, 3 ClusterRoleBinding, 2 Role, 2 RoleBinding, 2 Service, 1" in text
