@@ -42,13 +42,17 @@ def sax_root(bucket: str) -> str:
 
 
 def admin_server(saxml: SaxmlConfig, bucket: str) -> k8s.apps.v1.DeploymentSpecArgsDict:
-    """Deployment spec of the admin server: it tracks model servers and keeps its state in the bucket."""
+    """Deployment spec of the admin server: it tracks model servers and keeps its state in the bucket.
+
+    The image serves the cell named by SAX_CELL, `/sax/test` when unset, and its entrypoint takes no arguments
+    (google/saxml v1.1.0 saxml/tools/docker/Dockerfile.admin), so the configured cell goes in the environment:
+    model servers of any other cell would never find their admin server."""
     return _cpu_deployment(
         "sax-admin-server",
         saxml,
         image=saxml.images.admin_server,
         port=ADMIN_PORT,
-        env=[{"name": "GSBUCKET", "value": bucket}],
+        env=[{"name": "GSBUCKET", "value": bucket}, {"name": "SAX_CELL", "value": saxml.cell}],
         resources=ADMIN_RESOURCES,
     )
 

@@ -250,7 +250,7 @@ class SaxmlConfig(ConfigModel):
 
     Default: `<namespace>-<serviceAccount>`"""
     cell: str = "/sax/test"
-    """Saxml cell, `/sax/<name>`."""
+    """Saxml cell, `/sax/<name>`: the model servers' `--sax_cell` and the admin server's `SAX_CELL`."""
     model_path: str = "models"
     """Folder of the bucket the model servers mount read-only at `/models` (publish checkpoints from there)."""
     max_restarts: int = Field(default=4, ge=0)

@@ -139,7 +139,7 @@ def test_seed_admin_and_http_servers(seed_plan: Plan) -> None:
     (container,) = admin["containers"]
     assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0"
     assert container["ports"] == [{"containerPort": 10000}]
-    assert container["env"] == [{"name": "GSBUCKET", "value": BUCKET}]
+    assert container["env"] == [{"name": "GSBUCKET", "value": BUCKET}, {"name": "SAX_CELL", "value": "/sax/test"}]
     http = kube(seed_plan, DEPLOYMENT, "sax-http")["inputs"]["spec"]["template"]["spec"]
     (container,) = http["containers"]
     assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0"
@@ -316,6 +316,11 @@ def test_names_cell_images_and_restarts_from_config(run: StackRunner) -> None:
     (container,) = pod_of(plan)["containers"]
     assert container["image"] == image
     assert "--sax_cell=/sax/prod" in container["args"]
+    # The admin image serves the cell in SAX_CELL, /sax/test unless set (google/saxml v1.1.0
+    # saxml/tools/docker/Dockerfile.admin: ENV SAX_CELL=/sax/test, admin_config and admin_server --sax_cell=${SAX_CELL});
+    # its entrypoint passes no arguments through, so the environment is the one way in.
+    admin = kube(plan, DEPLOYMENT, "sax-admin-server")["inputs"]["spec"]["template"]["spec"]
+    assert {"name": "SAX_CELL", "value": "/sax/prod"} in admin["containers"][0]["env"]
     assert {r["inputs"]["metadata"]["namespace"] for r in plan.by_type(DEPLOYMENT)} == {"serving"}
     assert kube(plan, KSA, "sax")["inputs"]["metadata"]["namespace"] == "serving"
 
