@@ -92,7 +92,7 @@ def test_jobs_in_a_namespace_without_a_bucket_ksa_mount_nothing(run: Any) -> Non
 def test_prod_saxml_model_servers_mount_models_read_only_as_sax_sa(plans: dict[str, Plan]) -> None:
     (jobset,) = [
         r for r in plans["prod"].by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
-        if r["inputs"]["metadata"]["name"] == "sax-model-server-set"
+        if r["inputs"]["metadata"]["name"] == "sax-model-server-set-0"
     ]  # fmt: skip
     (template,) = templates(jobset["inputs"])
     assert template["spec"]["serviceAccountName"] == "sax-sa"  # bound to the bucket with roles/storage.objectUser

@@ -181,8 +181,8 @@ def prod_pods(plan: Plan, config: StackConfig) -> list[tuple[str, dict[str, Any]
     for workload in workloads.workloads(config):
         expected = TRAINING if workload.queue.namespace == "training" else RESEARCH
         found += [(workload.name, t, expected) for o in workload.objects for t in templates(o)]
-    saxml = plan.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "saxml-model-servers")["inputs"]
-    found += [("saxml", t, SAXML) for t in templates(saxml)]
+    for saxml in plan.by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"):
+        found += [("saxml", t, SAXML) for t in templates(saxml["inputs"])]
     return found
 
 

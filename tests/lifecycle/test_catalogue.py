@@ -51,7 +51,7 @@ def _without_dependency(records: Records, name: str, on: str) -> Records:
     ("stack", "name", "on", "rule"),
     [
         ("dev", "queues-resourceflavor-multislice", "kueue-chart", "kueue-objects-after-kueue"),
-        ("prod", "saxml-model-servers", "kueue-chart", "jobsets-after-both-charts"),
+        ("prod", "saxml-model-servers-0", "kueue-chart", "jobsets-after-both-charts"),
         ("dev", "kueue-metrics-secret", "kueue-metrics-serviceaccount", "token-secret-after-account"),
         ("dev", "queues-namespace-research", "kueue-chart", "queue-namespaces-before-kueue"),
     ],

@@ -236,9 +236,9 @@ def test_pinning_the_model_server_by_digest_replaces_the_jobset_or_asks_for_unpr
     _pin_model_server(pinned)
     staging = step(plan("staging", prod), plan("staging", pinned))
     assert staging.refused == []
-    assert only(staging, "replace") == ["saxml-model-servers"]
+    assert only(staging, "replace") == ["saxml-model-servers-0", "saxml-model-servers-1"]
     protected = step(plan("prod", prod), plan("prod", pinned))
-    assert only(protected, "refuse") == ["saxml-model-servers"]
+    assert only(protected, "refuse") == ["saxml-model-servers-0", "saxml-model-servers-1"]
     assert "pulumi state unprotect" in protected.refused[0]
 
 

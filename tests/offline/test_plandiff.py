@@ -299,14 +299,17 @@ def test_a_protected_stack_refuses_a_pool_replacement(tmp_path_factory: pytest.T
     section = _section(base, head, "prod")
     assert (
         section.splitlines()[0]
-        == "### Stack `prod`: 0 to create, 0 to update, 0 to replace, 0 to delete, **3 refused**"
+        == "### Stack `prod`: 0 to create, 0 to update, 0 to replace, 0 to delete, **4 refused**"
     )
-    refused = section[section.index("**Refused** (3)") :].split("\n\n")[1].splitlines()
-    # Saxml's model servers select the pools' spot label: their JobSet is replaced too (replaceOnChanges).
+    refused = section[section.index("**Refused** (4)") :].split("\n\n")[1].splitlines()
+    # Saxml's model servers select the pools' spot label: their JobSets are replaced too (replaceOnChanges).
     selector = "spec.replicatedJobs[0].template.spec.template.spec.nodeSelector.cloud.google.com/gke-spot"
     assert refused == [
-        f"- `kubernetes:jobset.x-k8s.io/v1alpha2:JobSet` `saxml-model-servers`: replace (replaceOnChanges: {selector}) "
-        "of a protected resource: `pulumi state unprotect` first",
+        *(
+            f"- `kubernetes:jobset.x-k8s.io/v1alpha2:JobSet` `saxml-model-servers-{i}`: replace (replaceOnChanges: "
+            f"{selector}) of a protected resource: `pulumi state unprotect` first"
+            for i in (0, 1)
+        ),
         *(
             f"- `gcp:container/nodePool:NodePool` `serve-{i}`: replace (changes nodeConfig.spot) of a protected "
             "resource: `pulumi state unprotect` first"
