@@ -4,10 +4,10 @@ Each slice's model servers are a JobSet of their own, named by the slice's index
 shaped from the pool's config (parallelism = completions = VMs per slice, `google.com/tpu` = chips per VM, the
 pool's node labels), so serving cannot ask for a slice the pools do not have. One JobSet per slice, because a
 JobSet's replicated jobs cannot change in place: more slices add JobSets and leave the running ones alone, and a
-disruption of one slice restarts only that slice's servers (each slice serves on its own). Every pod runs as one Workload Identity KSA with object access to the stack's bucket
-only; the admin server keeps its state under `gs://<bucket>/sax-root`, where model and HTTP servers find it.
-CPU servers run on the system pool, never on TPU nodes. The HTTP Service is an internal load balancer unless
-config opens it, and then only to listed source ranges.
+disruption of one slice restarts only that slice's servers (each slice serves on its own). Every pod runs as one
+Workload Identity KSA with object access to the stack's bucket only; the admin server keeps its state under
+`gs://<bucket>/sax-root`, where model and HTTP servers find it. CPU servers run on the system pool, never on TPU
+nodes. The HTTP Service is an internal load balancer unless config opens it, and then only to listed source ranges.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def test_prod_research_reads_only_and_has_no_checkpoint_volume() -> None:
     config = load(_engine_config(read_stack_file(REPO / "Pulumi.prod.yaml")), stack="prod")
     # prod's examples all go to training (it holds the train ladder's first rung): research's Job on that ladder.
     research = queue_refs(config.queues)["research"]
-    for obj in workloads.slice_job(config, workloads.ladders(config)["train"], "analysis", research):
+    for obj in workloads.workload_objects(config, workloads.ladders(config)["train"], 1, "analysis", research):
         for template in templates(obj):
             assert template["spec"]["serviceAccountName"] == "analyst"  # roles/storage.objectViewer (prod)
             assert [v["name"] for v in template["spec"]["volumes"]] == ["datasets", "gke-gcsfuse-cache"]

@@ -336,8 +336,8 @@ def test_names_cell_images_and_restarts_from_config(run: StackRunner) -> None:
     assert container["image"] == image
     assert "--sax_cell=/sax/prod" in container["args"]
     # The admin image serves the cell in SAX_CELL, /sax/test unless set (google/saxml v1.1.0
-    # saxml/tools/docker/Dockerfile.admin: ENV SAX_CELL=/sax/test, admin_config and admin_server --sax_cell=${SAX_CELL});
-    # its entrypoint passes no arguments through, so the environment is the one way in.
+    # saxml/tools/docker/Dockerfile.admin: ENV SAX_CELL=/sax/test, then admin_config and admin_server with
+    # --sax_cell=${SAX_CELL}); its entrypoint passes no arguments through, so the environment is the one way in.
     admin = kube(plan, DEPLOYMENT, "sax-admin-server")["inputs"]["spec"]["template"]["spec"]
     assert {"name": "SAX_CELL", "value": "/sax/prod"} in admin["containers"][0]["env"]
     assert {r["inputs"]["metadata"]["namespace"] for r in plan.by_type(DEPLOYMENT)} == {"serving"}

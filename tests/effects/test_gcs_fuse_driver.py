@@ -220,7 +220,7 @@ def check_pod(name: str, template: dict[str, Any], expected: dict[str, Expected]
 def test_prod_pods_get_what_their_volumes_promise(plans: dict[str, Plan], configs: dict[str, StackConfig]) -> None:
     pods = prod_pods(plans["prod"], configs["prod"])
     # prod's train ladder (train, then queued burst) gets one-slice examples only: a queued rung provisions one slice.
-    assert {name for name, _, _ in pods} == {"train-job", "saxml"}
+    assert {name for name, _, _ in pods} == {"train-1slice", "saxml"}
     for name, template, expected in pods:
         check_pod(name, template, expected, CACHE_GIB)
 

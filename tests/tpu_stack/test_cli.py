@@ -327,22 +327,34 @@ def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
     assert api.objects[JOBSETS.format(ns="training") + "/train-2"]["spec"]["replicatedJobs"][0]["replicas"] == 2
 
 
-def test_a_multi_host_job_gets_its_service_owned_by_the_job(
+def test_one_multi_host_slice_is_a_jobset_that_brings_its_own_service(
     outputs: dict[str, Path], api: FakeApi, tmp_path: Path
 ) -> None:
+    """One object, whatever cluster runs it: JobSet's controller there makes the headless Service (a Service created
+    beside a Job stays on a MultiKueue manager, which copies only the Job to the worker)."""
     code, _, _ = run(
         "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "one", "--team",
         "research", "--pool", "multislice", "--image", IMAGE,
     )  # fmt: skip
     assert code == 0
     posts = [r for r in api.requests if r.method == "POST"]
-    assert [r.path for r in posts] == [JOBS.format(ns="research"), "/api/v1/namespaces/research/services"]
-    service = posts[1].body
-    assert service is not None
-    assert service["metadata"]["ownerReferences"] == [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": "one", "uid": "uid-one"}
-    ]
-    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": "one"}}
+    assert [r.path for r in posts] == [JOBSETS.format(ns="research")]
+    assert posts[0].body is not None and posts[0].body["spec"]["replicatedJobs"][0]["replicas"] == 1
+
+
+def test_several_single_host_slices_are_refused_as_multislice(outputs: dict[str, Path]) -> None:
+    """GKE's Multislice supports multi-host slice node pools only (cloud.google.com/kubernetes-engine/docs/how-to/
+    tpu-multislice): two single-host slices in one JobSet were two unrelated one-VM jobs."""
+    code, out, err = run(
+        "--outputs", outputs["dev"], "submit", "two", "--team", "research", "--pool", "flex-v6e", "--slices", "2",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    assert (code, out, err) == (
+        2,
+        "",
+        "error: --slices 2: 2x2 slices of ct6e-standard-4t are single-host, and GKE's Multislice joins multi-host "
+        "slices only; submit one workload per slice, or use a multi-host pool group\n",
+    )
 
 
 def test_a_name_already_taken_is_refused_with_what_to_do(
