@@ -18,15 +18,16 @@ import yaml
 from offline import __main__ as cli
 from offline import plandiff
 from offline.policy_check import TEAM_CONFIG
-from offline.vendor import REPO
+from tests.fixtures import stack_path
 
 Change = Callable[[dict[str, Any]], None]
 Plans = dict[str, dict[str, Any]]
 
 
 def _build(root: Path, stack: str, change: Change | None = None) -> Plans:
-    """The plans `python -m offline preview` writes for Pulumi.<stack>.yaml, after `change` to its config."""
-    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())
+    """The plans `python -m offline preview` writes for the fixture Pulumi.<stack>.yaml, after `change` to its
+    config."""
+    data = yaml.safe_load(stack_path(stack).read_text())
     if change:
         change(data["config"])
     root.mkdir(parents=True)
@@ -55,6 +56,10 @@ def _ladder_reversed(config: dict[str, Any]) -> None:
     config["tpu-stack:queues"]["ladders"]["multislice"] = ["multislice", "multislice-spot"]  # flex-start tried first
 
 
+def _upgraded_without_the_legacy_name(config: dict[str, Any]) -> None:
+    del config["tpu-stack:tpuPools"][0]["legacyFirstSliceName"]  # flex-v6e, deployed with one slice
+
+
 def _cluster_renamed(config: dict[str, Any]) -> None:
     config["tpu-stack:cluster"]["name"] = "tpu-dev-b"
 
@@ -70,6 +75,7 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plans]:
             ("share", _share_changed),
             ("pool", _pool_replaced),
             ("ladder", _ladder_reversed),
+            ("legacy", _upgraded_without_the_legacy_name),
             ("cluster", _cluster_renamed),
         )
     }
@@ -192,6 +198,24 @@ In all: TPU chips 36, slices 5, VMs 9.
 
 **Policy findings** of this pull request: 0 mandatory, 5 advisory (0 new, 0 resolved)
 """
+
+
+def test_a_running_slice_deleted_by_a_new_name_is_called_out(dev: dict[str, Plans]) -> None:
+    """A stack deployed when a one-slice group's node pool was named `<name>`, upgraded without
+    legacyFirstSliceName: no capacity number changes, yet the running slice is deleted and created again as
+    `<name>-0`. The capacity section says so (a resize alone deletes only the slices it removes)."""
+    section = _section(dev["base"], dev["legacy"])
+    assert section.splitlines()[:7] == [
+        "### Stack `dev`: 1 to create, 0 to update, 0 to replace, 1 to delete",
+        "",
+        "**Capacity**",
+        "",
+        "| pool group | change |",
+        "|---|---|",
+        "| `flex-v6e` | **deletes running slice(s)** `flex-v6e` and creates `flex-v6e-0`: a node pool cannot be "
+        "renamed; a group deployed with one slice keeps its name with `legacyFirstSliceName: true` |",
+    ]
+    assert "deletes running slice" not in _section(dev["base"], dev["slice"])
 
 
 @pytest.mark.parametrize(
@@ -458,7 +482,7 @@ def test_quota_rows_for_a_team_added_and_removed_and_a_pool_group_removed() -> N
     base = {"capacity": {"v5e": pool, "old": pool}, "queues": {"cohort": "c", "teams": {"a": team(8, None)},
             "cohortQuota": {}}}  # fmt: skip
     head = {"capacity": {"v5e": pool}, "queues": {"cohort": "c", "teams": {"b": team(4, 2)}, "cohortQuota": {"v5e": 4}}}
-    assert plandiff._capacity_lines(base, head)[4:7] == [
+    assert plandiff._capacity_lines(base, head, plandiff.StackDiff("s", None, None))[4:7] == [
         "| `old` | removed (was ct5lp-hightpu-4t 2x4, flex-start, 1 slice(s), 2 VM(s), 8 chips, z, for kueue) |",
         "",
         "In all: TPU chips 16 → 8, slices 2 → 1, VMs 4 → 2.",
