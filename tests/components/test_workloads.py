@@ -22,12 +22,13 @@ from components.config.queues import queue_refs
 from components.config.stack import load
 from components.workloads import Workload, ladders, slice_jobset, workloads
 from offline import __main__ as cli
-from offline import commands, validate
+from offline import commands, validate, webhooks
+from offline.charts import type_token
 from offline.engine import Plan, run_stack
 from tests.components.test_kueue_queues import MULTISLICE, SCENARIOS
 from tests.conftest import BASE
 from tests.effects.controllers import crash, disruption, job_run, jobset_run
-from tests.fixtures import stack_config
+from tests.fixtures import stack_config, stack_plan
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -492,3 +493,32 @@ def test_every_workload_is_one_object_that_carries_all_it_needs(stack: str) -> N
         if multi_host:
             network = obj["spec"].get("network", {})
             assert network.get("enableDNSHostnames", True) is True, workload.name
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "multiregion"])
+def test_the_webhooks_a_generated_workload_meets_are_served_where_it_is_submitted(stack: str) -> None:
+    """A workload is created after `up`, in the cluster users submit to (a MultiKueue manager's): every fail-closed
+    webhook that intercepts it (offline/webhooks.py, the catalogue's rule) must call a Service a chart of that
+    cluster renders, which `up` waited for. Expected by hand from the vendored charts: Kueue's Job or JobSet
+    webhooks (mutating and validating), and for a JobSet also JobSet's own two."""
+    records = stack_plan(stack).resources
+    (kueue_chart,) = [r for r in records if r["name"] == "kueue-chart"]
+    services = {
+        (r["inputs"]["metadata"]["namespace"], r["inputs"]["metadata"]["name"])
+        for r in records
+        if r["type"] == "kubernetes:core/v1:Service" and r.get("parent") and r.get("rendered")
+    }
+    expected = {
+        "Job": {"mjob.kb.io", "vjob.kb.io"},
+        "JobSet": {"mjobset.kb.io", "vjobset.kb.io", "mutate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io",
+                   "validate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io"},
+    }  # fmt: skip
+    for workload in workloads(stack_config(stack).manager_queues):
+        (obj,) = workload.objects
+        record = {"urn": f"workload::{workload.name}", "type": type_token(obj["apiVersion"], obj["kind"]),
+                  "name": workload.name, "provider": kueue_chart["provider"], "inputs": obj}  # fmt: skip
+        with_it = [*records, record]
+        view = webhooks.Plan.of(with_it)
+        met = [hook for hook in webhooks.fail_closed(with_it) if webhooks.intercepts(hook, record, view)]
+        assert {hook.name.split(" ")[-1] for hook in met} == expected[obj["kind"]], workload.name
+        assert all(hook.service in services for hook in met), workload.name
