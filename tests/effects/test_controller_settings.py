@@ -51,6 +51,8 @@ def test_the_settings_each_stack_writes() -> None:
         timeout=30 * MINUTE, recovery_timeout=HOUR, backoff_base=60, backoff_max=3600, backoff_limit=3,
         timestamp="Creation", block_admission=False,
     )  # fmt: skip
+    # Field names as Kueue's Configuration spells them (apis/config/v1beta2/configuration_types.go json tags of
+    # WaitForPodsReady and RequeuingStrategy): Kueue would ignore a misspelt one.
     assert controller_config(stack_config("prod"))["waitForPodsReady"] == {
         "timeout": "30m0s",
         "recoveryTimeout": "1h0m0s",
