@@ -21,6 +21,7 @@ from components.workloads import workloads
 from offline import commands, validate
 from offline.engine import run_program, run_stack
 from tests.conftest import BASE
+from tests.fixtures import stack_path
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
@@ -908,3 +909,16 @@ def test_no_pulumi_on_path_says_how_to_pass_saved_outputs(monkeypatch: pytest.Mo
         "error: no `pulumi` on PATH to read the stack's outputs; install the Pulumi CLI, or pass --outputs FILE "
         "(saved with `pulumi stack output --json --show-secrets > FILE`)\n",
     )
+
+
+def test_a_multikueue_manager_gets_one_object_per_workload(tmp_path: Path) -> None:
+    """Submitted to the manager, a multi-host slice of a worker's queued pool group is one JobSet (MultiKueue copies
+    that object alone to the worker; JobSet makes the headless Service there) and a single-host slice one Job."""
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(run_stack("multiregion", config_file=stack_path("multiregion")).outputs))
+    for pool, kind in (("east-queued-v6e", "JobSet"), ("east-flex-v6e", "Job")):
+        code, out, err = run(
+            "--outputs", path, "submit", "one", "--team", "research", "--pool", pool, "--image", IMAGE, "--dry-run"
+        )
+        assert (code, err) == (0, ""), pool
+        assert [obj["kind"] for obj in yaml.safe_load_all(out)] == [kind], pool
