@@ -12,6 +12,7 @@ BELOW = {
     "monitoring": {"base"},
     "pools": {"base"},
     "multikueue": {"base", "pools"},
+    "controllers": {"base", "pools"},
     "queues": {"base", "pools"},
     "serving": {"base", "pools"},
     "llm_serving": {"base", "pools", "serving"},

@@ -21,7 +21,7 @@ from components.workloads import workloads
 from offline import commands, validate
 from offline.engine import run_program, run_stack
 from tests.conftest import BASE
-from tests.fixtures import stack_path
+from tests.fixtures import stack_config, stack_path
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
@@ -800,14 +800,12 @@ def test_generated_workloads_run_the_container_logs_reads(stack: str) -> None:
         assert [c["name"] for c in pod["containers"]] == [kueue.WORKLOAD_CONTAINER], generated.name
 
 
-def test_the_stacks_provisioning_configs_keep_kueues_retry_defaults() -> None:
-    """`why` counts queued-provisioning attempts out of 1 + 3: Kueue's default backoffLimitCount applies because the
-    stack's ProvisioningRequestConfigs set no retryStrategy (provisioningrequestconfig_types.go)."""
-    configs = [
-        o for o in kueue_objects(commands.stack_config("prod", None)) if o["kind"] == "ProvisioningRequestConfig"
-    ]
+def test_the_stacks_provisioning_configs_retry_as_often_as_why_counts() -> None:
+    """`why` counts queued-provisioning attempts out of 1 + 3: the stack's ProvisioningRequestConfigs write that
+    retry limit (Kueue's default, provisioningrequestconfig_types.go) down (components/config/controllers.py)."""
+    configs = [o for o in kueue_objects(stack_config("prod")) if o["kind"] == "ProvisioningRequestConfig"]
     assert configs
-    assert [sorted(o["spec"]) for o in configs] == [["managedResources", "provisioningClassName"]] * len(configs)
+    assert [o["spec"]["retryStrategy"]["backoffLimitCount"] for o in configs] == [3] * len(configs)
     assert kueue.PROVISIONING_RETRIES == 3
 
 
