@@ -8,6 +8,7 @@ group deployed with one slice by an earlier version, whose node pool is `<name>`
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -34,12 +35,16 @@ def _group(slices: int, **fields: Any) -> dict[str, Any]:
     return {**BASE, "tpu-stack:tpuPools": [serve, flex], "tpu-stack:saxml": saxml}
 
 
-def _steps(old: int, new: int, **fields: Any) -> dict[str, list[str]]:
+@functools.cache
+def _plan(slices: int, legacy: bool) -> list[dict[str, Any]]:
+    fields = {"legacyFirstSliceName": True} if legacy else {}
+    return run_program(_group(slices, **fields), stack="dev").resources
+
+
+def _steps(old: int, new: int, *, legacy: bool = False) -> dict[str, list[str]]:
     """op -> names of the node pools and model-server JobSets the engine would touch going from `old` to `new`
     slices."""
-    before = run_program(_group(old, **fields), stack="dev").resources
-    after = run_program(_group(new, **fields), stack="dev").resources
-    steps = transition(before, after, CATALOGUE)
+    steps = transition(_plan(old, legacy), _plan(new, legacy), CATALOGUE)
     touched = {"gcp:container/nodePool:NodePool", "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"}
     return {
         op: sorted(s.name for s in steps.of(op) if s.type in touched)
@@ -77,14 +82,14 @@ def test_a_resize_touches_only_the_slices_it_adds_or_removes(old: int, new: int)
 def test_a_pool_group_deployed_with_one_slice_keeps_its_node_pool() -> None:
     """An earlier version named a one-slice group's node pool `<name>`: with legacyFirstSliceName it stays slice 0,
     and growing adds `<name>-1`; nothing is deleted."""
-    assert _steps(1, 3, legacyFirstSliceName=True) == {
+    assert _steps(1, 3, legacy=True) == {
         "create": ["flex-1", "flex-2", "saxml-model-servers-1", "saxml-model-servers-2", "serve-1", "serve-2"],
         "replace": [],
         "delete": [],
         "refuse": [],
     }
-    one = run_program(_group(1, legacyFirstSliceName=True), stack="dev")
-    assert sorted(r["inputs"]["name"] for r in one.by_type(NODE_POOL) if r["name"] in ("flex", "serve")) == [
+    one = _plan(1, legacy=True)
+    assert sorted(r["inputs"]["name"] for r in one if r["type"] == NODE_POOL and r["name"] in ("flex", "serve")) == [
         "flex",
         "serve",
     ]
