@@ -249,7 +249,7 @@ def slice_jobset(config: StackConfig, target: Target, slices: int, name: str, qu
     slice without counting; a failure of its own restarts them within failurePolicy.maxRestarts
     (disruptions.jobset_policy). A queued-provisioning group's or rung's run limit rides along as for a Job."""
     pool = shape_of(target)
-    assert pool.multi_host, "GKE's Multislice runs on multi-host slices only; a single-host slice is a Job"
+    assert pool.multi_host or slices == 1, "GKE's Multislice runs on multi-host slices only"
     vms = pool.vms_per_slice
     template = _template(config, target, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
     annotations = {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL, **_run_limit(target)}

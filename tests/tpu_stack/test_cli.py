@@ -920,3 +920,16 @@ def test_a_multikueue_manager_gets_one_object_per_workload(tmp_path: Path) -> No
         )
         assert (code, err) == (0, ""), pool
         assert [obj["kind"] for obj in yaml.safe_load_all(out)] == [kind], pool
+
+
+def test_a_single_host_slice_as_a_jobset_when_asked(outputs: dict[str, Path]) -> None:
+    """`--jobset` on a single-host group: a JobSet of one slice, one pod (no multislice)."""
+    code, out, err = run(
+        "--outputs", outputs["dev"], "submit", "one", "--team", "research", "--pool", "flex-v6e", "--jobset",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    (jobset,) = yaml.safe_load_all(out)
+    (job,) = jobset["spec"]["replicatedJobs"]
+    assert (jobset["kind"], job["replicas"], job["template"]["spec"]["parallelism"]) == ("JobSet", 1, 1)
+    assert validate.validate_all([jobset]) == []
