@@ -274,7 +274,9 @@ llm_serving = (
         provider=cluster.provider,
         cluster=cluster.cluster,
         project_number=project_number,
-        lws_chart=lws.chart if lws else None,
+        # LeaderWorkerSets go through the LWS chart's webhooks and Kueue's (Kueue's chart registers fail-closed
+        # LeaderWorkerSet webhooks in every namespace but its own).
+        lws_webhooks=[lws.chart, kueue.chart] if lws else [],
         opts=needs("iam", "storage"),
     )
     if config.serving

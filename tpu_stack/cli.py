@@ -288,18 +288,12 @@ def cmd_submit(session: Session) -> int:
     main = next(obj for obj in built.objects if obj["kind"] in kueue.JOB_KINDS)
     resource = kube.jobset_path(namespace=namespace) if main["kind"] == "JobSet" else kube.job_path(namespace=namespace)
     try:
-        created = _create(cluster, resource, main)
+        _create(cluster, resource, main)
     except kube.Conflict:
         raise kube.Conflict(
             f"{main['kind']} {namespace}/{built.name} already exists: pick another name, or `tpu-stack delete "
             f"{built.name}` first"
         ) from None
-    for obj in built.objects:
-        if obj["kind"] == "Service":
-            # Owned by the Job, so deleting the Job (by any means) deletes its Service too.
-            owner = {"apiVersion": "batch/v1", "kind": "Job", "name": built.name, "uid": created["metadata"]["uid"]}
-            service = {**obj, "metadata": {**obj["metadata"], "ownerReferences": [owner]}}
-            _create(cluster, kube.path("", "v1", "services", namespace=namespace), service)
     queue = f"{namespace}/{built.queue.local_queue}"
     print(
         f"submitted {main['kind']} {namespace}/{built.name}: {built.slices} slice(s) of {built.where} "
@@ -490,7 +484,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--slices", type=int, default=1, metavar="N", help="slices of the pool group (default 1; more: a JobSet)"
     )
-    run.add_argument("--jobset", action="store_true", help="a JobSet even for one slice (the multislice code path)")
+    run.add_argument(
+        "--jobset", action="store_true", help="a JobSet even for a single-host slice (multi-host slices always are one)"
+    )
     run.add_argument("--image", required=True, help="container image, pinned by tag (not latest) or digest")
     run.add_argument("--env", action="append", metavar="NAME=VALUE", help="environment variable (repeatable)")
     run.add_argument("--priority", metavar="CLASS", help="priority class (default: the stack's lowest)")

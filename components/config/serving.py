@@ -250,11 +250,13 @@ class SaxmlConfig(ConfigModel):
 
     Default: `<namespace>-<serviceAccount>`"""
     cell: str = "/sax/test"
-    """Saxml cell, `/sax/<name>`."""
+    """Saxml cell, `/sax/<name>`: the model servers' `--sax_cell` and the admin server's `SAX_CELL`."""
     model_path: str = "models"
     """Folder of the bucket the model servers mount read-only at `/models` (publish checkpoints from there)."""
     max_restarts: int = Field(default=4, ge=0)
-    """JobSet `failurePolicy.maxRestarts`: how often all model servers restart together after a failure."""
+    """JobSet `failurePolicy.maxRestarts` of each slice's model servers: how often they restart together after a
+    failure of their own (a crash) before their JobSet fails. Disruptions (node upgrades, repairs, maintenance,
+    preemptions) restart them without counting."""
     images: SaxmlImagesConfig = SaxmlImagesConfig()
     """Saxml's images, as in the GKE sample."""
     service: SaxmlServiceConfig = SaxmlServiceConfig()

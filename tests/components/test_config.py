@@ -104,7 +104,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{P0}.name: node pool name 'a-very-long-pool-name-for-the-team-xyz-10' is 41 characters; "
      "GKE allows at most 40: shorten it"),
     ("name not a DNS label", pools(pool(name="Train_Pool")),
-     f"{P0}.name: node pool name 'Train_Pool' must be a DNS label: lowercase letters, digits and '-', "
+     f"{P0}.name: node pool name 'Train_Pool-0' must be a DNS label: lowercase letters, digits and '-', "
      "starting with a letter"),
     ("duplicate pool names", pools(pool(), pool(topology="2x4")),
      "tpu-stack:tpuPools[1].name: 'train' is already used by tpuPools[0]"),

@@ -173,7 +173,12 @@ def test_seed_preemption_and_queueing_are_configurable(run: StackRunner) -> None
 def test_queued_pool_gets_a_provisioning_request_check_on_its_flavor_only(plans: dict[str, Plan]) -> None:
     plan = plans["teams"]
     (config,) = kueue(plan, "ProvisioningRequestConfig")
-    assert config["spec"] == {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": [TPU]}
+    # retryStrategy: Kueue's default (its CRD), written down as the stack's decision (components/config/controllers.py).
+    assert config["spec"] == {
+        "provisioningClassName": "queued-provisioning.gke.io",
+        "managedResources": [TPU],
+        "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
+    }
     (check,) = kueue(plan, "AdmissionCheck")
     assert check["spec"] == {
         "controllerName": "kueue.x-k8s.io/provisioning-request",

@@ -462,10 +462,13 @@ def test_every_serving_object_is_valid_for_the_api_server(example: Plan) -> None
     assert validate.validate_all(objects) == []
 
 
-def test_servers_wait_for_their_identity_and_leaderworkersets_for_the_lws_chart(example: Plan) -> None:
+def test_servers_wait_for_their_identity_and_leaderworkersets_for_the_lws_and_kueue_charts(example: Plan) -> None:
+    """Both charts register fail-closed LeaderWorkerSet webhooks (Kueue's for every namespace but its own)."""
     lws = kube(example, LWS, "llama-33-70b")
     deployment = kube(example, DEPLOYMENT, "llama-31-70b")
     chart = "urn:pulumi:llm::tpu-stack::tpu-stack:index:LwsInstall$kubernetes:helm.sh/v4:Chart::lws-chart"
+    kueue = "urn:pulumi:llm::tpu-stack::tpu-stack:index:KueueInstall$kubernetes:helm.sh/v4:Chart::kueue-chart"
+    assert kueue in lws["dependencies"] and kueue not in deployment["dependencies"]
     ksa = (
         "urn:pulumi:llm::tpu-stack::tpu-stack:index:WorkloadIdentity$kubernetes:core/v1:ServiceAccount::"
         "llm-serving-identity-ksa"

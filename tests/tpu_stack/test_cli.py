@@ -328,22 +328,34 @@ def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
     assert api.objects[JOBSETS.format(ns="training") + "/train-2"]["spec"]["replicatedJobs"][0]["replicas"] == 2
 
 
-def test_a_multi_host_job_gets_its_service_owned_by_the_job(
+def test_one_multi_host_slice_is_a_jobset_that_brings_its_own_service(
     outputs: dict[str, Path], api: FakeApi, tmp_path: Path
 ) -> None:
+    """One object, whatever cluster runs it: JobSet's controller there makes the headless Service (a Service created
+    beside a Job stays on a MultiKueue manager, which copies only the Job to the worker)."""
     code, _, _ = run(
         "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "one", "--team",
         "research", "--pool", "multislice", "--image", IMAGE,
     )  # fmt: skip
     assert code == 0
     posts = [r for r in api.requests if r.method == "POST"]
-    assert [r.path for r in posts] == [JOBS.format(ns="research"), "/api/v1/namespaces/research/services"]
-    service = posts[1].body
-    assert service is not None
-    assert service["metadata"]["ownerReferences"] == [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": "one", "uid": "uid-one"}
-    ]
-    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": "one"}}
+    assert [r.path for r in posts] == [JOBSETS.format(ns="research")]
+    assert posts[0].body is not None and posts[0].body["spec"]["replicatedJobs"][0]["replicas"] == 1
+
+
+def test_several_single_host_slices_are_refused_as_multislice(outputs: dict[str, Path]) -> None:
+    """GKE's Multislice supports multi-host slice node pools only (cloud.google.com/kubernetes-engine/docs/how-to/
+    tpu-multislice): two single-host slices in one JobSet were two unrelated one-VM jobs."""
+    code, out, err = run(
+        "--outputs", outputs["dev"], "submit", "two", "--team", "research", "--pool", "flex-v6e", "--slices", "2",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    assert (code, out, err) == (
+        2,
+        "",
+        "error: --slices 2: 2x2 slices of ct6e-standard-4t are single-host, and GKE's Multislice joins multi-host "
+        "slices only; submit one workload per slice, or use a multi-host pool group\n",
+    )
 
 
 def test_a_name_already_taken_is_refused_with_what_to_do(
@@ -788,12 +800,12 @@ def test_generated_workloads_run_the_container_logs_reads(stack: str) -> None:
         assert [c["name"] for c in pod["containers"]] == [kueue.WORKLOAD_CONTAINER], generated.name
 
 
-def test_the_stacks_provisioning_configs_keep_kueues_retry_defaults() -> None:
-    """`why` counts queued-provisioning attempts out of 1 + 3: Kueue's default backoffLimitCount applies because the
-    stack's ProvisioningRequestConfigs set no retryStrategy (provisioningrequestconfig_types.go)."""
+def test_the_stacks_provisioning_configs_retry_as_often_as_why_counts() -> None:
+    """`why` counts queued-provisioning attempts out of 1 + 3: the stack's ProvisioningRequestConfigs write that
+    retry limit (Kueue's default, provisioningrequestconfig_types.go) down (components/config/controllers.py)."""
     configs = [o for o in kueue_objects(stack_config("prod")) if o["kind"] == "ProvisioningRequestConfig"]
     assert configs
-    assert [sorted(o["spec"]) for o in configs] == [["managedResources", "provisioningClassName"]] * len(configs)
+    assert [o["spec"]["retryStrategy"]["backoffLimitCount"] for o in configs] == [3] * len(configs)
     assert kueue.PROVISIONING_RETRIES == 3
 
 
@@ -895,3 +907,29 @@ def test_no_pulumi_on_path_says_how_to_pass_saved_outputs(monkeypatch: pytest.Mo
         "error: no `pulumi` on PATH to read the stack's outputs; install the Pulumi CLI, or pass --outputs FILE "
         "(saved with `pulumi stack output --json --show-secrets > FILE`)\n",
     )
+
+
+def test_a_multikueue_manager_gets_one_object_per_workload(tmp_path: Path) -> None:
+    """Submitted to the manager, a multi-host slice of a worker's queued pool group is one JobSet (MultiKueue copies
+    that object alone to the worker; JobSet makes the headless Service there) and a single-host slice one Job."""
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(stack_plan("multiregion").outputs))
+    for pool, kind in (("east-queued-v6e", "JobSet"), ("east-flex-v6e", "Job")):
+        code, out, err = run(
+            "--outputs", path, "submit", "one", "--team", "research", "--pool", pool, "--image", IMAGE, "--dry-run"
+        )
+        assert (code, err) == (0, ""), pool
+        assert [obj["kind"] for obj in yaml.safe_load_all(out)] == [kind], pool
+
+
+def test_a_single_host_slice_as_a_jobset_when_asked(outputs: dict[str, Path]) -> None:
+    """`--jobset` on a single-host group: a JobSet of one slice, one pod (no multislice)."""
+    code, out, err = run(
+        "--outputs", outputs["dev"], "submit", "one", "--team", "research", "--pool", "flex-v6e", "--jobset",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    (jobset,) = yaml.safe_load_all(out)
+    (job,) = jobset["spec"]["replicatedJobs"]
+    assert (jobset["kind"], job["replicas"], job["template"]["spec"]["parallelism"]) == ("JobSet", 1, 1)
+    assert validate.validate_all([jobset]) == []
