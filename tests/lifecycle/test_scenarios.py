@@ -132,8 +132,9 @@ def _on_demand_rung(config: dict[str, Any]) -> None:
 
 def test_dev_a_rung_added_to_a_ladder_then_removed(deployed: dict[str, Records]) -> None:
     """The new slice's node pool (and its component) and ResourceFlavor are created; both teams' ClusterQueues list
-    the new flavor between the spot and flex-start rungs, in place, and the flex-start rung's flavor takes place 2: Kueue's webhook refuses only a changed concurrentAdmissionPolicy and the CRD has
-    no transition rule on a ClusterQueue (catalogue Refuses), so nothing is replaced and no running workload is
+    the new flavor between the spot and flex-start rungs, in place, and the flex-start rung's flavor takes place 2:
+    Kueue's webhook refuses only a changed concurrentAdmissionPolicy and the CRD has no transition rule on a
+    ClusterQueue (catalogue Refuses), so nothing is replaced and no running workload is
     evicted. The queues wait for the new flavor (it exists before they name it); the cohort takes its 8 chips (no
     team has a share of them) and the dashboard shows the slice. Removing the rung reverses it: the queues drop the
     flavor in place before the flavor and the node pool are deleted."""
