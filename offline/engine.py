@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import difflib
 import gc
 import json
 import os
@@ -371,10 +372,31 @@ def read_stack_file(path: Path) -> dict[str, Any]:
         loader.dispose()
     if not isinstance(data, dict):
         raise ConfigError([f"{path}: a stack file is a mapping with a `config:` key"])
+    outside = [_outside_config_problem(str(key), path.name) for key in data if key not in STACK_FILE_KEYS]
+    if outside:
+        raise ConfigError(outside)
     config = data.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
     return config
+
+
+STACK_FILE_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt", "environment", "config")
+"""The top-level keys of a Pulumi.<stack>.yaml (pulumi sdk/go/common/workspace ProjectStack; schema/stack.schema.json
+allows these only). The CLI reads the file into that struct without checking it
+(sdk/go/common/workspace/loaders.go, projectStackLoader.load), so any other key, such as config typed one indent too
+far left, is dropped without a word."""
+
+
+def _outside_config_problem(key: str, file: str) -> str:
+    if ":" in key:
+        return f"{key}: is at the top of {file}, outside `config:`, where Pulumi ignores it; indent it under `config:`"
+    close = difflib.get_close_matches(key, STACK_FILE_KEYS, n=1, cutoff=0.6)
+    fix = f"did you mean {close[0]}? " if close else ""
+    return (
+        f"{key}: is not a key of a stack file, and Pulumi would ignore it; {fix}a stack file holds "
+        f"{', '.join(STACK_FILE_KEYS)}, its settings under `config:`"
+    )
 
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"

@@ -87,7 +87,7 @@ def team_edits(dev: dict[str, Any]) -> None:
     pools.append({"name": "serve-v6e", "machineType": "ct6e-standard-4t", "provisioning": "on-demand",
                   "zone": "us-central1-b", "labels": {"pool": "serve-v6e"}})  # fmt: skip
     queues = config["tpu-stack:queues"]
-    queues["ladders"]["multislice"].append("multislice-od")
+    queues["ladders"]["multislice"].insert(1, "multislice-od")  # on-demand: after spot, before flex-start
     queues["teams"].append({"name": "inference", "shares": {"multislice": 8, "multislice-od": 8}})
     config["tpu-stack:serving"] = {
         "huggingFaceToken": {"secret": "hf-token"},

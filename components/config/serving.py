@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
-from components import tpu_catalog
+from components import images, tpu_catalog
 from components.config.base import (
     BUILT_IN_NAMESPACES,
     DIGEST,
@@ -188,6 +188,9 @@ def pinned_image(image: str) -> str:
     tag = name.rsplit("/", 1)[-1].partition(":")[2]
     if not digest and (not tag or tag == "latest"):
         raise ValueError(f"{image!r} is not pinned; use an explicit version tag or an @sha256 digest, never latest")
+    moving = images.moving_tag_problem(image)
+    if moving:
+        raise ValueError(f"{image!r}: {moving}")
     return image
 
 
@@ -195,7 +198,8 @@ class SaxmlImagesConfig(ConfigModel):
     """Saxml images of the GKE sample, pinned."""
 
     admin_server: str = f"{SAXML_IMAGES}/sax-admin-server:v1.1.0"
-    """Image of the admin server; a tag or `@sha256:` digest, never untagged or `latest`."""
+    """Image of the admin server; a release tag (`v1.1.0`) or `@sha256:` digest, never untagged or a tag its publisher
+    moves (`latest`, `nightly`, `main`)."""
     model_server: str = f"{SAXML_IMAGES}/sax-model-server:v1.1.0"
     """Image of the model servers, pinned the same way."""
     http_server: str = f"{SAXML_IMAGES}/sax-http:v1.0.0"

@@ -33,6 +33,7 @@ from components.config.cluster import REGIONAL_CLUSTER_ZONES, SYSTEM_NODE_SELECT
 from components.config.llm_serving import (
     LlmServingConfig,
     ServerShape,
+    cache_folder_problems,
     llm_serving_problems,
     server_shapes,
     serving_pools,
@@ -601,6 +602,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     problems += [f"{PROJECT}:cluster.controlPlane.{field}: {message}" for field, message in plane]
     maintenance = config.cluster.maintenance.problems()
     problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
+    problems += _autopilot_problems(config)
+    problems += [f"{PROJECT}:monitoring.{field}: {message}" for field, message in config.monitoring.problems()]
     if config.cluster.mode == "autopilot" and config.tpu_pools:
         problems.append(
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
@@ -638,6 +641,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             taken_namespaces={config.saxml.namespace: "Saxml"} if config.saxml else {},
             saxml_pool=config.saxml.pool if config.saxml else None,
         )
+        problems += cache_folder_problems(serving, config.bucket, config.saxml)
     location = config.cluster_location
     if is_zone(location) and not location.startswith(config.region + "-"):
         problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
@@ -679,6 +683,7 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
     owner: dict[str, int] = {}
     for index, worker in enumerate(config.workers):
         where = f"{key}[{index}]"
+        problems += [f"{where}.{field}: {message}" for field, message in worker.problems()]
         derived = config.worker_config(worker)
         if worker.name in clusters:
             problems.append(f"{where}.name: {worker.name!r} is already the name of {clusters[worker.name]}")
@@ -792,6 +797,27 @@ def _ranges_apart(config: StackConfig) -> list[str]:
             if clash is not None and field != "services":
                 problems.append(f"{key}.{field}: {value} overlaps {clash}; the stack's clusters share one VPC")
             seen.append((f"{key}.{field} {value}", network))
+    return problems
+
+
+def _autopilot_problems(config: StackConfig) -> list[str]:
+    """What GKE refuses of an Autopilot cluster: a zonal location (Autopilot clusters are regional: "Compare features
+    in Autopilot and Standard clusters", cluster availability type), no release channel ("Autopilot clusters can only
+    be enrolled in a release channel": GKE's release channels page)."""
+    if config.cluster.mode != "autopilot":
+        return []
+    problems = []
+    location = config.cluster_location
+    if is_zone(location):
+        problems.append(
+            f"{PROJECT}:cluster.location: {location!r} is a zone, and Autopilot clusters are regional; use its region "
+            f"{location.rsplit('-', 1)[0]}, or set cluster.mode: standard"
+        )
+    if config.cluster.release_channel == "UNSPECIFIED":
+        problems.append(
+            f"{PROJECT}:cluster.releaseChannel: Autopilot clusters are always on a release channel; use RAPID, "
+            "REGULAR or STABLE, or set cluster.mode: standard"
+        )
     return problems
 
 

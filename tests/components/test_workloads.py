@@ -374,7 +374,7 @@ def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
 def test_queues_host_resources_are_what_the_pods_request() -> None:
     """queues.hostResources sets what Kueue accounts per VM; the pods request exactly that, so quota and pods agree."""
     for workload in scenario_workloads("teams"):
-        assert container_resources(workload)["requests"] == {TPU: 4, "cpu": "100", "memory": "180Gi"}, workload.name
+        assert container_resources(workload)["requests"] == {TPU: 4, "cpu": "100", "memory": "170Gi"}, workload.name
 
 
 def test_autopilot_tpu_pods_leave_cpu_and_memory_to_autopilot() -> None:

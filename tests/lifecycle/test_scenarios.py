@@ -121,21 +121,23 @@ def test_prod_refuses_to_replace_its_reserved_pools(deployed: dict[str, Records]
 
 
 def _on_demand_rung(config: dict[str, Any]) -> None:
-    """A third rung for the multislice ladder: one on-demand v5e 2x4 slice, tried after spot and flex-start. Its
-    label keeps the pods Kueue admits on it off the spot and flex-start nodes (which carry the shape labels too)."""
+    """A third rung for the multislice ladder: one on-demand v5e 2x4 slice, billed while up like spot, so tried after
+    spot and before flex-start (made on request: it goes last). Its label keeps the pods Kueue admits on it off the
+    spot and flex-start nodes (which carry the shape labels too)."""
     config["tpu-stack:tpuPools"].append({
         "name": "multislice-on-demand", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a",
         "labels": {"pool": "multislice-on-demand"}})  # fmt: skip
-    config["tpu-stack:queues"]["ladders"]["multislice"].append("multislice-on-demand")
+    config["tpu-stack:queues"]["ladders"]["multislice"].insert(1, "multislice-on-demand")
 
 
 def test_dev_a_rung_added_to_a_ladder_then_removed(deployed: dict[str, Records]) -> None:
     """The new slice's node pool `multislice-on-demand-0` (and its component) and ResourceFlavor are created; both
-    teams' ClusterQueues list the new flavor last, in place: Kueue's webhook refuses only a changed
-    concurrentAdmissionPolicy and the CRD has no transition rule on a ClusterQueue (catalogue Refuses), so nothing
-    is replaced and no running workload is evicted. The queues wait for the new flavor (it exists before they name
-    it); the cohort takes its 8 chips (no team has a share of them) and the dashboard shows the slice. Removing the
-    rung reverses it: the queues drop the flavor in place before the flavor and the node pool are deleted."""
+    teams' ClusterQueues list the new flavor between the spot and flex-start rungs, in place, and the flex-start rung's
+    flavor takes place 2: Kueue's webhook refuses only a changed concurrentAdmissionPolicy and the CRD has no
+    transition rule on a ClusterQueue (catalogue Refuses), so nothing is replaced and no running workload is evicted.
+    The queues wait for the new flavor (it exists before they name it); the cohort takes its 8 chips (no team has a
+    share of them) and the dashboard shows the slice. Removing the rung reverses it: the queues drop the flavor in
+    place before the flavor and the node pool are deleted."""
     with_rung = changed("dev", _on_demand_rung)
     added = step(deployed["dev"], with_rung)
     assert added.refused == []
@@ -143,12 +145,12 @@ def test_dev_a_rung_added_to_a_ladder_then_removed(deployed: dict[str, Records])
         "multislice-on-demand", "multislice-on-demand-0", "queues-resourceflavor-multislice-on-demand"]  # fmt: skip
     assert only(added, "update") == [
         "monitoring-dashboard", "queues-clusterqueue-research-cluster-queue",
-        "queues-clusterqueue-training-cluster-queue", "queues-cohort-tpu-stack",
+        "queues-clusterqueue-training-cluster-queue", "queues-cohort-tpu-stack", "queues-resourceflavor-multislice",
     ]  # fmt: skip
     assert only(added, "replace") == [] and only(added, "delete") == []
     research = next(r for r in with_rung if r["name"] == "queues-clusterqueue-research-cluster-queue")
     listed = [f["name"] for f in research["inputs"]["spec"]["resourceGroups"][0]["flavors"]]
-    assert listed == ["flex-v6e", "multislice-spot", "multislice", "multislice-on-demand"]
+    assert listed == ["flex-v6e", "multislice-spot", "multislice-on-demand", "multislice"]
     assert CATALOGUE.breaches(with_rung, {}) == []
     removed = step(with_rung, deployed["dev"])
     assert removed.refused == []

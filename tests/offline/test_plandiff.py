@@ -52,8 +52,11 @@ def _pool_replaced(config: dict[str, Any]) -> None:
     config["tpu-stack:tpuPools"][0]["provisioning"] = "spot"  # flex-v6e: flex-start -> spot
 
 
-def _ladder_reversed(config: dict[str, Any]) -> None:
-    config["tpu-stack:queues"]["ladders"]["multislice"] = ["multislice", "multislice-spot"]  # flex-start tried first
+def _ladder_renamed(config: dict[str, Any]) -> None:
+    # Its order cannot be reversed: flex-start tried before the spot slice, billed while up, is refused (a ladder
+    # lists capacity that bills while idle first).
+    ladders = config["tpu-stack:queues"]["ladders"]
+    ladders["v5e-2x4"] = ladders.pop("multislice")
 
 
 def _upgraded_without_the_legacy_name(config: dict[str, Any]) -> None:
@@ -74,7 +77,7 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plans]:
             ("slice", _slice_added),
             ("share", _share_changed),
             ("pool", _pool_replaced),
-            ("ladder", _ladder_reversed),
+            ("ladder", _ladder_renamed),
             ("legacy", _upgraded_without_the_legacy_name),
             ("cluster", _cluster_renamed),
         )
@@ -171,30 +174,24 @@ In all: TPU chips 36, slices 5, VMs 9.
 """
 
 
-LADDER_REVERSED = """\
-### Stack `dev`: 0 to create, 4 to update, 0 to replace, 0 to delete
+LADDER_RENAMED = """\
+### Stack `dev`: 0 to create, 2 to update, 0 to replace, 0 to delete
 
 **Capacity**
 
 | pool group | change |
 |---|---|
-| `multislice` | ladder multislice 2/2 → multislice 1/2 |
-| `multislice-spot` | ladder multislice 1/2 → multislice 2/2 |
+| `multislice` | ladder multislice 2/2 → v5e-2x4 2/2 |
+| `multislice-spot` | ladder multislice 1/2 → v5e-2x4 1/2 |
 
 In all: TPU chips 36, slices 5, VMs 9.
 
-**Changed in place** (4)
+**Changed in place** (2)
 
-- `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-research-cluster-queue`: inputs: \
-`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice-spot, multislice` → \
-`flex-v6e, multislice, multislice-spot`
-- `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-training-cluster-queue`: inputs: \
-`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice-spot, multislice` → \
-`flex-v6e, multislice, multislice-spot`
 - `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-multislice`: inputs: \
-`metadata.labels.tpu-stack/rung` `1` → `0`
+`metadata.labels.tpu-stack/ladder` `multislice` → `v5e-2x4`
 - `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-multislice-spot`: inputs: \
-`metadata.labels.tpu-stack/rung` `0` → `1`
+`metadata.labels.tpu-stack/ladder` `multislice` → `v5e-2x4`
 
 **Policy findings** of this pull request: 0 mandatory, 5 advisory (0 new, 0 resolved)
 """
@@ -220,8 +217,8 @@ def test_a_running_slice_deleted_by_a_new_name_is_called_out(dev: dict[str, Plan
 
 @pytest.mark.parametrize(
     ("head", "expected"),
-    [("slice", SLICE_ADDED), ("share", SHARE_CHANGED), ("pool", POOL_REPLACED), ("ladder", LADDER_REVERSED)],
-    ids=["slice-added", "share-changed", "pool-replaced", "ladder-reversed"],
+    [("slice", SLICE_ADDED), ("share", SHARE_CHANGED), ("pool", POOL_REPLACED), ("ladder", LADDER_RENAMED)],
+    ids=["slice-added", "share-changed", "pool-replaced", "ladder-renamed"],
 )
 def test_the_comment_on_each_kind_of_change(dev: dict[str, Plans], head: str, expected: str) -> None:
     assert _section(dev["base"], dev[head]) == expected
