@@ -18,9 +18,10 @@ import yaml
 from components.config.stack import StackConfig
 from components.kueue_queues import kueue_objects
 from components.workloads import workloads
-from offline import commands, validate
-from offline.engine import run_program, run_stack
+from offline import validate
+from offline.engine import run_program
 from tests.conftest import BASE
+from tests.fixtures import stack_config, stack_plan
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
@@ -39,7 +40,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files = {}
     for stack in ("dev", "prod"):
         files[stack] = folder / f"{stack}.json"
-        files[stack].write_text(json.dumps(run_stack(stack).outputs))
+        files[stack].write_text(json.dumps(stack_plan(stack, render_charts=False).outputs))
     return files
 
 
@@ -76,7 +77,7 @@ def run(*argv: str | Path) -> tuple[int, str, str]:
 def test_stack_config_output_is_the_config_the_stack_was_deployed_with(outputs: dict[str, Path], stack: str) -> None:
     """`submit` rebuilds the config model from output stackConfig: it must equal what the program loaded."""
     exported = json.loads(outputs[stack].read_text())["stackConfig"]
-    assert StackConfig.model_validate(exported) == commands.stack_config(stack, None)
+    assert StackConfig.model_validate(exported) == stack_config(stack)
 
 
 def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,7 +98,7 @@ def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureF
 def test_dry_run_prints_what_make_workloads_generates(outputs: dict[str, Path], stack: str) -> None:
     """With the generated image and command, every generated workload comes out of submit unchanged, and is
     valid against the vendored JobSet CRD and the Kubernetes schemas (offline/validate.py)."""
-    config = commands.stack_config(stack, None)
+    config = stack_config(stack)
     teams = {ref["namespace"]: team for team, ref in json.loads(outputs[stack].read_text())["queues"].items()}
     for generated in workloads(config):
         main = next(obj for obj in generated.objects if obj["kind"] in ("Job", "JobSet"))
@@ -499,7 +500,7 @@ def test_wait_reports_each_change_until_the_workload_runs(
     progress = [line.split("] ", 1)[1] for line in out.splitlines() if line.startswith("[")]
     assert progress == [
         "Created: waiting for Kueue to create its Workload.",
-        "Pending: held by its borrowing limit. It needs 16 TPU chips of flavor multislice; "
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: held by its borrowing limit: "
         "training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it borrows 0 "
         "now), so it can take only 8 more while the cohort has 16 idle.",
         "Running: admitted 0s ago by training-cluster-queue on flavor multislice (16 TPU chips); 4 of 4 pods "
@@ -564,12 +565,14 @@ def test_why_reads_the_cluster_and_names_the_config_key(outputs: dict[str, Path]
         _train_workload(k.pending_conditions(message, k.ago()), admitted=False),
     )
     code, out, err = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
-    assert (code, err) == (0, "")
+    assert (code, err) == (6, "")
     assert out == (
-        "Pending: held by its borrowing limit. It needs 16 TPU chips of flavor multislice; training-cluster-queue "
-        "holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it borrows 0 now), so it can take "
-        "only 8 more while the cohort has 16 idle. It starts when training-cluster-queue's own workloads free 8 TPU "
-        "chips, or when the platform team raises tpu-stack:queues.teams[1].borrowingLimit.multislice to 16 or more.\n"
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: held by its borrowing limit: "
+        "training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it "
+        "borrows 0 now), so it can take only 8 more while the cohort has 16 idle. It starts when "
+        "training-cluster-queue's own workloads free 8 more TPU chips. The platform team can raise "
+        "tpu-stack:queues.teams[1].borrowingLimit.multislice to 16 or more."
+        "\n"
     )
 
 
@@ -588,7 +591,13 @@ def test_why_falls_back_to_kueues_words_when_queues_are_out_of_reach(
         _train_workload(k.pending_conditions(message, k.ago()), admitted=False),
     )
     code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
-    assert (code, out) == (0, f"Pending: Kueue says: {message}\n")
+    assert (code, out) == (
+        6,
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: Kueue counts 8 more TPU chips "
+        "needed. The ClusterQueues could not be read (403), so these are Kueue's own numbers; Kueue's "
+        "kueue-clusterqueue-viewer-role and kueue-cohort-viewer-role, bound cluster-wide, give `why` the "
+        "queues' numbers. It starts when quota frees up. Nothing needs changing.\n",
+    )
 
 
 def test_why_with_the_cohort_out_of_reach_does_not_count_it_as_empty(
@@ -608,11 +617,12 @@ def test_why_with_the_cohort_out_of_reach_does_not_count_it_as_empty(
     )
     code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
     assert (code, out) == (
-        0,
-        f"Pending: Kueue says: {message}. training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 "
-        "from cohort tpu-stack (it borrows 0 now); Cohort tpu-stack could not be read, so what the cohort lends now "
-        "is not known. Read access to ClusterQueues and Cohorts (Kueue's kueue-clusterqueue-viewer-role and "
-        "kueue-cohort-viewer-role, bound cluster-wide) lets `tpu-stack why` give the cohort's numbers.\n",
+        6,
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: Kueue counts 8 more TPU chips "
+        "needed; training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 from cohort "
+        "tpu-stack (it borrows 0 now). The Cohort could not be read (403), so these are Kueue's own numbers; "
+        "Kueue's kueue-clusterqueue-viewer-role and kueue-cohort-viewer-role, bound cluster-wide, give `why` "
+        "the queues' numbers. It starts when quota frees up. Nothing needs changing.\n",
     )
 
 
@@ -648,7 +658,7 @@ def test_why_names_the_workloads_kueue_preempts_from_its_events(
     api.put(events, unrelated)
     code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "explore-1")
     assert (code, out) == (
-        0,
+        6,
         "Pending: Kueue is preempting 1 workload to make room for it: training/jobset-train-2-3f2a1 of "
         "training-cluster-queue (priority 100, the same as this one). It needs 8 TPU chips of flavor multislice; "
         "research-cluster-queue holds 0 of its nominal 8: the chips it lacks are its own nominal quota, lent to other "
@@ -659,8 +669,9 @@ def test_why_names_the_workloads_kueue_preempts_from_its_events(
 
 def _only_research_readable(api: FakeApi) -> None:
     """A research team member: Kueue's batch-user and Kubernetes' roles in namespace research only, nothing
-    cluster-scoped."""
+    cluster-scoped (so no list of all namespaces' Workloads either)."""
     for prefix in (
+        f"{KUEUE}/workloads",
         f"{KUEUE}/namespaces/training",
         "/api/v1/namespaces/training",
         "/apis/batch/v1/namespaces/training",
@@ -780,7 +791,7 @@ def test_logs_reads_the_workload_container_when_another_comes_first(
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_generated_workloads_run_the_container_logs_reads(stack: str) -> None:
-    for generated in workloads(commands.stack_config(stack, None)):
+    for generated in workloads(stack_config(stack)):
         main = next(obj for obj in generated.objects if obj["kind"] in ("Job", "JobSet"))
         template = main["spec"]["template"] if main["kind"] == "Job" else main["spec"]["replicatedJobs"][0]["template"]
         pod = template["spec"] if main["kind"] == "Job" else template["spec"]["template"]["spec"]
@@ -790,9 +801,7 @@ def test_generated_workloads_run_the_container_logs_reads(stack: str) -> None:
 def test_the_stacks_provisioning_configs_keep_kueues_retry_defaults() -> None:
     """`why` counts queued-provisioning attempts out of 1 + 3: Kueue's default backoffLimitCount applies because the
     stack's ProvisioningRequestConfigs set no retryStrategy (provisioningrequestconfig_types.go)."""
-    configs = [
-        o for o in kueue_objects(commands.stack_config("prod", None)) if o["kind"] == "ProvisioningRequestConfig"
-    ]
+    configs = [o for o in kueue_objects(stack_config("prod")) if o["kind"] == "ProvisioningRequestConfig"]
     assert configs
     assert [sorted(o["spec"]) for o in configs] == [["managedResources", "provisioningClassName"]] * len(configs)
     assert kueue.PROVISIONING_RETRIES == 3
