@@ -378,7 +378,9 @@ def evidence(
         if (found.kind)
         else None
     )
-    pods: list[Obj] = read("pods", lambda: _pods(cluster, found), [])
+    # A MultiKueue manager runs no pods: they run on the worker that admitted the workload (read below).
+    manager = bool(view.workers) and worker is None
+    pods: list[Obj] = [] if manager else read("pods", lambda: _pods(cluster, found), [])
     names = {workload["metadata"]["name"], found.name, *(p["metadata"]["name"] for p in pods)}
     prefix = f"{found.name}-" if found.kind == "JobSet" else None
     events = [

@@ -905,3 +905,122 @@ def test_no_pulumi_on_path_says_how_to_pass_saved_outputs(monkeypatch: pytest.Mo
         "error: no `pulumi` on PATH to read the stack's outputs; install the Pulumi CLI, or pass --outputs FILE "
         "(saved with `pulumi stack output --json --show-secrets > FILE`)\n",
     )
+
+
+# ---- big clusters, recorded states, exit codes for scripts ------------------------------------------------------
+
+
+def test_lists_are_read_a_page_at_a_time(outputs: dict[str, Path], api: FakeApi, tmp_path: Path) -> None:
+    """1,200 Workloads in one namespace: `list` asks for 500 at a time and follows `continue` (the API server's
+    chunking, as kubectl pages), one request per page, none per workload; admitted ones with Kueue's PodsReady need
+    no pod list."""
+    for index in range(1200):
+        workload = _train_workload(k.admitted_conditions("training-cluster-queue", k.ago(minutes=5)), admitted=True)
+        workload["metadata"]["name"] = f"jobset-train-{index:04d}-3f2a1"
+        workload["metadata"]["ownerReferences"][0]["name"] = f"train-{index:04d}"
+        workload["status"]["conditions"].append(k.condition("PodsReady", "True", "Started", "", k.ago(minutes=1)))
+        api.add(workload)
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "list")
+    assert code == 0
+    assert len(out.splitlines()) == 1 + 1200
+    assert all(line.endswith("Running") for line in out.splitlines()[1:])
+    pages = [(r.path, r.query.get("limit"), r.query.get("continue")) for r in api.requests]
+    assert pages == [
+        (f"{KUEUE}/workloads", ["500"], None),
+        (f"{KUEUE}/workloads", ["500"], ["500"]),
+        (f"{KUEUE}/workloads", ["500"], ["1000"]),
+    ]
+
+
+def test_why_and_list_read_a_recorded_cluster_state(outputs: dict[str, Path], tmp_path: Path) -> None:
+    """`kubectl get ... -A -o json` and `-o yaml` files in a directory stand in for the cluster (docs/workloads.md),
+    a pod's log in logs/<namespace>/<pod>.log; nothing is written."""
+    state = tmp_path / "state"
+    (state / "logs" / "training").mkdir(parents=True)
+    workload = _train_workload(k.admitted_conditions("training-cluster-queue", k.ago(minutes=3)), admitted=True)
+    pods = [
+        {"apiVersion": "v1", "kind": "Pod", **k.pod(f"train-2-slice-{s}-0-abcde", "training",
+         {"jobset.sigs.k8s.io/jobset-name": "train-2", "jobset.sigs.k8s.io/job-index": str(s)}, running=True)}
+        for s in (0, 1)
+    ]  # fmt: skip
+    (state / "namespaced.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [workload, *pods]}))
+    cluster_queue = k.cluster_queue(
+        "training-cluster-queue", "training", cohort=None, quotas={"multislice": ("24", None)},
+        reserved={"multislice": ("16", "0")},
+    )  # fmt: skip
+    (state / "cluster.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [cluster_queue]}))
+    (state / "logs" / "training" / "train-2-slice-0-0-abcde.log").write_text("step 7\n")
+    base = ("--outputs", outputs["dev"], "--recorded", state, "--at", "2026-05-04T12:00:00Z")
+    code, out, _ = run(*base, "list")
+    assert (code, out.splitlines()[1]) == (
+        0,
+        "train-2  JobSet  training  training-queue  multislice  yes       30m  Starting",
+    )
+    code, out, _ = run(*base, "why", "train-2")
+    assert (code, out) == (
+        6,
+        "Starting: admitted 3m ago by training-cluster-queue on flavor multislice (16 TPU chips); 2 of 4 pods are "
+        "running. The rest are being created; `tpu-stack logs train-2` shows the leader's output.\n",
+    )
+    code, out, _ = run(*base, "logs", "train-2")
+    assert (code, out) == (0, "step 7\n")
+    code, _, err = run(*base, "delete", "train-2")
+    assert (code, err) == (2, "error: a recorded cluster state is read-only: submit and delete need a cluster\n")
+
+
+def test_submit_wait_stops_with_exit_7_when_the_workload_fails(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    def finish(api: FakeApi, request: Request) -> None:
+        workloads = f"{KUEUE}/namespaces/training/workloads"
+        if (
+            request.method == "GET"
+            and request.path == workloads
+            and workloads + "/jobset-train-2-3f2a1" not in (api.objects)
+        ):
+            failed = k.condition("Finished", "True", "Failed", "jobset failed due to one or more job failures", k.ago())
+            api.put(workloads, _train_workload([failed], admitted=False))
+
+    api.hooks.append(finish)
+    code, out, _ = run(
+        "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "train-2", "--team",
+        "training", "--pool", "multislice", "--slices", "2", "--image", IMAGE, "--wait", "--interval", "0.01",
+    )  # fmt: skip
+    assert code == 7
+    assert out.splitlines()[-1].endswith("] Failed 0s ago: jobset failed due to one or more job failures.")
+
+
+def test_the_stack_names_its_provisioning_checks_as_the_components_declare_them() -> None:
+    """`why` knows a queued pool group's check by name (tpu_stack/stack.py) without importing the components'
+    Pulumi code; they must agree with what components/kueue_queues.py declares."""
+    from components.kueue_queues import admission_check_name
+    from tpu_stack import stack as stack_module
+
+    config = stack_config("prod")
+    queued = [pool for pool in config.queue_flavors if pool.provisioning == "queued"]
+    assert queued
+    for pool in queued:
+        assert stack_module.provisioning_check(pool.name) == admission_check_name(pool)
+
+
+def test_a_worker_is_reached_with_the_users_credentials_and_the_systems_roots() -> None:
+    """The worker's DNS endpoint presents a publicly trusted certificate (docs/multiregion.md): the manager's
+    cluster CA and TLS server name are dropped, the user's credentials kept, through every token refresh."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "m", "cluster": {"server": "https://192.0.2.1", "certificate-authority-data": "Y2E=",
+                                                "tls-server-name": "kubernetes.default"}}],
+        "users": [{"name": "m", "user": {"token": "user-token"}}],
+        "contexts": [{"name": "m", "context": {"cluster": "m", "user": "m"}}],
+        "current-context": "m",
+    }  # fmt: skip
+    from tpu_stack import kube
+
+    worker = kube.Cluster(config, server=kube.worker_server("gke-0123.us-east5.gke.goog"))
+    for _ in range(2):
+        _, url, headers, _, _ = worker.api.param_serialize(
+            method="GET", resource_path="/version", header_params={}, auth_settings=["BearerToken"]
+        )
+        assert (url, headers["authorization"]) == ("https://gke-0123.us-east5.gke.goog/version", "Bearer user-token")
+    assert (worker.api.configuration.ssl_ca_cert, worker.api.configuration.tls_server_name) == (None, None)
