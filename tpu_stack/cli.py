@@ -61,6 +61,7 @@ class Session:
     _cluster: kube.Cluster | kube.RecordedCluster | None = None
     _kubeconfig: dict[str, Any] | None = None
     _workers: dict[str, kube.Reader] = field(default_factory=dict)
+    _view: why.StackView | None = None
 
     @property
     def stack(self) -> stack.Stack:
@@ -133,6 +134,12 @@ class Session:
 
     def team_of(self, namespace: str) -> str:
         return next((team for team, ref in self.stack.queues.items() if ref.namespace == namespace), namespace)
+
+    def view(self) -> why.StackView:
+        """What `why` reads from the stack's outputs, read once."""
+        if self._view is None:
+            self._view = self.stack.view()
+        return self._view
 
     def now(self) -> datetime:
         at: datetime | None = getattr(self.args, "at", None)
@@ -226,8 +233,42 @@ def _unread(skipped: list[str]) -> str:
     return f"namespace{'s' if len(skipped) > 1 else ''} {', '.join(skipped)} could not be read (403)"
 
 
+def _located(session: Session, name: str) -> list[str] | None:
+    """The team namespaces that hold a Job or JobSet named `name`: two requests across all namespaces
+    (`fieldSelector=metadata.name=`, which the API server serves for every kind), instead of reading every Workload.
+    None when the account may not list jobs cluster-wide (then the Workloads are searched)."""
+    found: set[str] = set()
+    for resource in (kube.path(kueue.JOBSET_GROUP, kueue.JOBSET_VERSION, "jobsets"), kube.path("batch", "v1", "jobs")):
+        try:
+            jobs = session.reader.list(resource, fieldSelector=f"metadata.name={name}")
+        except kube.Unauthorized:
+            raise
+        except kube.Forbidden:
+            return None
+        except kube.NotFound:
+            continue  # no JobSet API
+        found |= {str(job["metadata"].get("namespace")) for job in jobs}
+    teams = set(session.namespaces(None))
+    return sorted(found & teams)
+
+
 def find(session: Session, name: str, team: str | None) -> Found:
     """The workload `name` (its Job's or JobSet's name) in the team's namespace, or in any team's it may read."""
+    if team is None:
+        namespaces = _located(session, name)
+        if namespaces:
+            hits = []
+            for namespace in namespaces:
+                workloads = _workloads(session, namespace)
+                workload = kueue.find_workload(workloads, name)
+                job = None if workload is not None else _job_kind(session.reader, namespace, name)
+                owner = kueue.owner(workload) if workload is not None else None
+                kind = owner[0] if owner else (job[0] if job else None)
+                hits.append(Found(namespace, kueue.job_name(workload) if workload else name, kind, workload, workloads))
+            if len(hits) > 1:
+                teams = ", ".join(session.team_of(hit.namespace) for hit in hits)
+                raise UsageError(f"{name!r} is in several teams' namespaces ({teams}); pick one with --team")
+            return hits[0]
     by_namespace, skipped = _team_workloads(session, team)
     hits = []
     for namespace, workloads in by_namespace.items():
@@ -317,7 +358,7 @@ def evidence(
         except kube.NotFound:
             return default
 
-    view = session.stack.view()
+    view = session.view()
     spec, status = workload.get("spec", {}), workload.get("status", {})
     local_name = str(spec.get("queueName") or "")
     local_queue = (
@@ -509,7 +550,7 @@ def _wait(session: Session, found: Found, timeout: float, interval: float) -> in
         else:
             diagnosis = why.explain(
                 evidence(session, dataclasses.replace(found, workload=workload, neighbours=workloads)),
-                session.stack.view(),
+                session.view(),
                 now,
             )
             outcome, state, text = diagnosis.outcome, diagnosis.state, diagnosis.reason
@@ -604,7 +645,7 @@ def diagnose(session: Session, found: Found) -> why.Diagnosis:
         except kube.Forbidden:
             pods, hidden = [], True
         return why.unmanaged(found.kind, job, pods, now, pods_hidden=hidden)
-    return why.explain(evidence(session, found), session.stack.view(), now)
+    return why.explain(evidence(session, found), session.view(), now)
 
 
 def cmd_why(session: Session) -> int:

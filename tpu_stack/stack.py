@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ class Stack:
             raise StackError(f"{self.source} has no output {key!r}: run `pulumi up` with this version of the stack")
         return self.outputs[key]
 
-    @property
+    @cached_property
     def queues(self) -> dict[str, QueueRef]:
         """Team -> namespace, LocalQueue and ClusterQueue (output `queues`; `default` without teams)."""
         return {team: QueueRef.model_validate(ref) for team, ref in self._output("queues").items()}

@@ -1,7 +1,8 @@
 """A local HTTP server on 127.0.0.1 that speaks the part of the Kubernetes API `tpu-stack` calls.
 
 Objects live at their API paths (`/apis/kueue.x-k8s.io/v1beta2/namespaces/research/workloads/<name>`); a GET of
-the collection lists them (with `labelSelector` of `key=value` terms; without the namespace, across all namespaces),
+the collection lists them (with `labelSelector` of `key=value` terms and `fieldSelector` on metadata.name and
+metadata.namespace, as the API server serves for every kind; without the namespace, across all namespaces),
 `PAGE` at most per response with `limit`, the rest behind `metadata.continue` as the API server pages a list; POST
 creates one (409 when it exists, `uid` and `creationTimestamp` filled in), DELETE removes one, GET
 `.../pods/<name>/log` returns its text.
@@ -138,6 +139,12 @@ class FakeApi:
         for term in filter(None, selector.split(",")):
             key, _, value = term.partition("=")
             items = [obj for obj in items if (obj["metadata"].get("labels") or {}).get(key) == value]
+        fields = request.query.get("fieldSelector", [""])[0]
+        for term in filter(None, fields.split(",")):
+            key, _, value = term.partition("=")
+            if key not in ("metadata.name", "metadata.namespace"):
+                return _status(400, "BadRequest", f'"{key}" is not a known field selector')
+            items = [obj for obj in items if obj["metadata"].get(key.split(".")[1]) == value]
         start = int(request.query.get("continue", ["0"])[0] or 0)
         limit = int(request.query.get("limit", ["0"])[0] or 0)
         end = start + limit if limit else len(items)

@@ -672,6 +672,8 @@ def _only_research_readable(api: FakeApi) -> None:
     cluster-scoped (so no list of all namespaces' Workloads either)."""
     for prefix in (
         f"{KUEUE}/workloads",
+        "/apis/batch/v1/jobs",
+        "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
         f"{KUEUE}/namespaces/training",
         "/api/v1/namespaces/training",
         "/apis/batch/v1/namespaces/training",
@@ -1024,3 +1026,22 @@ def test_a_worker_is_reached_with_the_users_credentials_and_the_systems_roots() 
         )
         assert (url, headers["authorization"]) == ("https://gke-0123.us-east5.gke.goog/version", "Bearer user-token")
     assert (worker.api.configuration.ssl_ca_cert, worker.api.configuration.tls_server_name) == (None, None)
+
+
+def test_why_finds_a_job_by_name_across_namespaces_without_reading_every_workload(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """Without --team, the Job or JobSet is looked up by name across all namespaces (fieldSelector=metadata.name),
+    then only its namespace's Workloads are read."""
+    api.add({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "train-2",
+             "namespace": "training"}})  # fmt: skip
+    api.add(_train_workload(k.admitted_conditions("training-cluster-queue", k.ago()), admitted=True))
+    code, _, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
+    assert code == 6
+    reads = [(r.path, r.query.get("fieldSelector")) for r in api.requests][:3]
+    assert reads == [
+        ("/apis/jobset.x-k8s.io/v1alpha2/jobsets", ["metadata.name=train-2"]),
+        ("/apis/batch/v1/jobs", ["metadata.name=train-2"]),
+        (f"{KUEUE}/namespaces/training/workloads", None),
+    ]
+    assert not [r for r in api.requests if r.path == f"{KUEUE}/workloads"]
