@@ -331,7 +331,7 @@ def _workers_to_read(workload: Obj, view: why.StackView, events: list[Obj]) -> l
     if nominated:
         return nominated
     probe = why.Evidence(workload, events=events)
-    last = why._last_worker(probe)
+    last = why.last_worker(probe)
     return [last] if last and last in view.workers else []
 
 

@@ -519,10 +519,6 @@ def _selects(workload: Obj, labels: dict[str, str]) -> bool:
     return True
 
 
-def _flavor_labels(evidence: Evidence, view: StackView, flavor: str) -> dict[str, str]:
-    return dict(view.flavors.get(flavor, {}))
-
-
 def _reclaim_words(cq: Obj, queue: QueueQuota, cohort: CohortQuota) -> tuple[str, str, str]:
     """The request fits in the queue's own nominal quota, which other queues of the cohort borrow now: (what holds
     it, when it starts, what its submitter can change)."""
@@ -680,8 +676,7 @@ def _rungs(evidence: Evidence, view: StackView, said: dict[str, _Said]) -> list[
     names = [
         f
         for f in order
-        if said.get(f, _Said(FULL)).kind != OTHER_SHAPE
-        and _selects(evidence.workload, _flavor_labels(evidence, view, f))
+        if said.get(f, _Said(FULL)).kind != OTHER_SHAPE and _selects(evidence.workload, view.flavors.get(f, {}))
     ]
     names += [f for f in said if f not in names and said[f].kind != OTHER_SHAPE]
     return [rung(evidence, view, flavor, said.get(flavor)) for flavor in names]
@@ -1536,7 +1531,7 @@ def _retrying(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     return Diagnosis("Retrying", reason, f"Nothing needs changing ({last}).")
 
 
-def _last_worker(evidence: Evidence) -> str | None:
+def last_worker(evidence: Evidence) -> str | None:
     """The worker a MultiKueue workload was last admitted on: status.clusterName until an eviction clears it
     (evict.go resetClusterNomination), then MultiKueue's "The workload was admitted on" event, while it lasts."""
     name = evidence.workload.get("status", {}).get("clusterName")
@@ -1571,7 +1566,7 @@ def _taken_back(evidence: Evidence, view: StackView, now: datetime, said: str) -
             "workload back on the manager; it is queued again and MultiKueue dispatches it to the workers again."
         )
     elif said.startswith(_REMOTE_LOST) or said.startswith(_REMOTE_GONE):
-        worker = _last_worker(evidence)
+        worker = last_worker(evidence)
         where = f"worker {_where(view, worker)}" if worker else "the worker it ran on"
         lost = (
             f"the manager lost {where} for longer than workerLostTimeout ({duration(view.worker_lost_timeout)})"
@@ -1591,7 +1586,7 @@ def _taken_back(evidence: Evidence, view: StackView, now: datetime, said: str) -
                 "MultiKueue dispatches the workload to the other workers meanwhile."
             )
     else:
-        worker = _last_worker(evidence)
+        worker = last_worker(evidence)
         reason = f"Retrying: MultiKueue took it back from its worker ({said}) {since} ago; it is queued again."
     pending = _then_pending(evidence, view, now, evicted) if not kueue.is_true(workload, kueue.QUOTA_RESERVED) else None
     if pending is not None and pending.reason.startswith("Pending"):

@@ -89,6 +89,10 @@ def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureF
         assert f"    {command} " in text
     assert "  5  submit --wait: not running before --timeout" in text
     assert "  3  no such workload (logs: or no pod of it yet)" in text
+    assert "  6  why: the workload waits, and runs without being submitted again" in text
+    assert (
+        "  7  why (and submit --wait): stopped for good: failed, deactivated, or it can never run as submitted" in text
+    )
 
 
 # ---- submit --------------------------------------------------------------------------------------------------
