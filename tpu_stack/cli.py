@@ -414,11 +414,8 @@ def evidence(
         requests = [
             r for r in owned if any(ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences") or [])
         ]
-    job = (
-        read("jobs", lambda: cluster.get(_job_path(found.kind or "", found.namespace, found.name)), None)
-        if (found.kind)
-        else None
-    )
+    kind = found.kind
+    job = read("jobs", lambda: cluster.get(_job_path(kind, found.namespace, found.name)), None) if kind else None
     # A MultiKueue manager runs no pods: they run on the worker that admitted the workload (read below).
     manager = bool(view.workers) and worker is None
     pods: list[Obj] = [] if manager else read("pods", lambda: _pods(cluster, found), [])
