@@ -51,7 +51,9 @@ def preview(
 def stack_config(stack: str, config_file: Path | None) -> StackConfig:
     """The validated config of a stack file, read as the engine passes it to the program."""
     path = config_file or REPO / f"Pulumi.{stack}.yaml"
-    return load(engine._engine_config(engine.read_stack_file(path)), stack=stack)
+    written: dict[str, str] = {}
+    config = engine.read_stack_file(path, written)
+    return load(engine._engine_config(config), stack=stack, written=written)
 
 
 def write_workloads(stack: str, config_file: Path | None, out: Path | None) -> int:

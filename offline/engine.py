@@ -269,14 +269,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def read_stack_file(path: Path) -> dict[str, Any]:
+def read_stack_file(path: Path, written: dict[str, str] | None = None) -> dict[str, Any]:
     """The `config:` mapping of a Pulumi.<stack>.yaml file; a key given twice in one mapping is an error (YAML
     keys are unique; PyYAML would silently keep the last), and so is an unquoted date or time (see
-    `_node_problems`)."""
+    `_node_problems`). `written` (optional) receives the text of every unquoted number as typed, by config key
+    (`tpu-stack:cluster.minMasterVersion` -> `1.30`): YAML reads 1.30 as 1.3, and a message about it quotes the
+    text."""
     loader = yaml.SafeLoader(path.read_text())
     try:
         node = loader.get_single_node()
-        problems = _node_problems(node, "", path.name) if node is not None else []
+        numbers = {} if written is None else written
+        problems = _node_problems(node, "", path.name, numbers) if node is not None else []
         if problems:
             raise ConfigError(problems)
         data = (loader.construct_document(node) if node is not None else None) or {}
@@ -296,9 +299,10 @@ def read_stack_file(path: Path) -> dict[str, Any]:
 
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_NUMBERS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
-def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
+def _node_problems(node: yaml.Node, path: str, file: str, written: dict[str, str]) -> list[str]:
     """One line per key given twice in the same mapping and per unquoted date or time, each named by its config key
     path (`tpu-stack:cluster.name`).
 
@@ -306,6 +310,8 @@ def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
     config values keep a Go time as its String() text (`2026-01-03 02:00:00 +0000 UTC`, pulumi/pulumi
     sdk/go/common/resource/config/object.go unmarshalObject): the program would get a time it cannot read."""
     problems: list[str] = []
+    if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBERS and node.style is None:
+        written[path] = node.value
     if isinstance(node, yaml.ScalarNode) and node.tag == _TIMESTAMP and node.style is None:
         problems.append(
             f"{path}: {node.value} is an unquoted YAML timestamp, which Pulumi hands the program as Go's time text, "
@@ -326,10 +332,10 @@ def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
                     "one value would be read: keep one"
                 )
             first.setdefault(key, line)
-            problems += _node_problems(value_node, where, file)
+            problems += _node_problems(value_node, where, file, written)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            problems += _node_problems(item, f"{path}[{index}]", file)
+            problems += _node_problems(item, f"{path}[{index}]", file, written)
     return problems
 
 
@@ -414,6 +420,10 @@ def run_stack(
     """Run the stack `stack` with its Pulumi.<stack>.yaml (or `config_file`), charts rendered unless told not to;
     `known_outputs=False` gives the inputs of a new stack's preview (computed values unknown)."""
     path = config_file or REPO / f"Pulumi.{stack}.yaml"
-    config = read_stack_file(path)
-    minor = load(_engine_config(config), stack=stack).cluster.kubernetes_minor if render_charts else None
-    return run_program(config, stack=stack, kubernetes_version=minor, known_outputs=known_outputs)
+    written: dict[str, str] = {}
+    config = read_stack_file(path, written)
+    # Checked here first, where the file's text is at hand for the messages; the program checks again as it runs.
+    minor = load(_engine_config(config), stack=stack, written=written).cluster.kubernetes_minor
+    return run_program(
+        config, stack=stack, kubernetes_version=minor if render_charts else None, known_outputs=known_outputs
+    )
