@@ -523,9 +523,15 @@ def _server_problems(
 
 
 def _fitting_slice(pool: TpuPoolConfig, server: LlmServerConfig) -> str:
-    """The smallest slice of the pool's machine type (or version) whose usable HBM holds the weights."""
+    """The smallest slice whose usable HBM holds the weights: one VM of the pool's TPU version where one is large
+    enough (a single-host server, the path GKE's vLLM TPU guide supports; multi-host vLLM is experimental, see the
+    module's docstring), else the smallest slice of the pool's machine type, else of the version's 4-chip type."""
     version = pool.machine.version
     chips = math.ceil(server.weights_gb / (version.hbm_gb_per_chip * MEMORY_UTILIZATION))
+    single_hosts = [m for m in tpu_catalog.MACHINE_TYPES.values() if m.version == version and m.chips_per_vm >= chips]
+    if single_hosts:
+        machine = min(single_hosts, key=lambda m: m.chips_per_vm)
+        return f"use machineType {machine.name}, a {machine.single_host_topology} slice on one VM"
     topology = pool.machine.smallest_topology_with(chips)
     if topology is not None:
         return f"use topology {topology} or larger"
