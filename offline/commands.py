@@ -44,7 +44,7 @@ def preview(
     print(report.render_violations(plan))
     out_dir = out or REPO / "build" / stack
     report.write(plan, out_dir)
-    print(f"Wrote {out_dir / 'plan.json'}, {out_dir / 'manifests'}/, {out_dir / 'graph.mmd'}")
+    print(f"Wrote plan.json, manifests/ and graph.mmd to {out_dir}/")
     return EXIT_VIOLATION if any(v["level"] == "mandatory" for v in plan.violations) else EXIT_OK
 
 

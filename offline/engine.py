@@ -12,6 +12,7 @@ import asyncio
 import atexit
 import gc
 import json
+import logging
 import os
 import runpy
 from collections.abc import Mapping
@@ -51,6 +52,8 @@ class Plan:
     """Charts a new stack's preview cannot render (their cluster does not exist yet); shown in the report."""
     summary: dict[str, Any] = field(default_factory=dict)
     """Capacity and queues, from the config the program ran with (offline/summary.py); set by the preview."""
+    logged: list[tuple[str, str]] = field(default_factory=list)
+    """(level, message) of what the program logged (`pulumi.log.warn` ...), which the real engine prints."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -373,9 +376,9 @@ def run_program(
     settings.ROOT.set(None)
     recorded = [] if recorded is None else recorded
     monitor = _RecordingMonitor(recorded, known_outputs)
-    mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    runtime_config.set_all_config(_engine_config(config))
     plan = Plan(project=PROJECT, stack=stack, resources=recorded)
+    mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor, logger=_log(plan))
+    runtime_config.set_all_config(_engine_config(config))
     # A run builds ~100k SDK objects (outputs, futures, typed args) that live until it ends; cyclic collection
     # during the run only re-scans them (a third of the run at 256 slices), so it waits until the run is over.
     collecting = gc.isenabled()
@@ -392,6 +395,23 @@ def run_program(
         if collecting:
             gc.enable()
     return plan
+
+
+class _Logged(logging.Handler):
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.plan.logged.append((record.levelname.lower(), record.getMessage()))
+
+
+def _log(plan: Plan) -> logging.Logger:
+    """Where the SDK's mock engine sends the program's log calls (its Log RPC): into the plan, as the real engine
+    keeps them for its own output, not to this process's stderr."""
+    logger = logging.Logger("tpu-stack program", logging.INFO)  # the SDK's own debug lines are not the program's
+    logger.addHandler(_Logged(plan))
+    return logger
 
 
 def _close(loop: asyncio.AbstractEventLoop) -> None:

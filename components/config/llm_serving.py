@@ -405,6 +405,25 @@ def server_shapes(serving: LlmServingConfig, pools: tuple[TpuPoolConfig, ...]) -
     ]
 
 
+GATED_PUBLISHERS = ("meta-llama/", "google/gemma")
+"""Hugging Face publishers whose models are gated: a download needs the token of an account that accepted their
+terms (huggingface.co/docs/hub/models-gated; meta-llama's and google's gemma repositories answer "Cannot access gated
+repo ... You must be authenticated to access it" without one)."""
+
+
+def llm_serving_warnings(serving: LlmServingConfig) -> list[str]:
+    """A gated model downloaded without a token: valid config, a server that never starts."""
+    if serving.hugging_face_token is not None:
+        return []
+    return [
+        f"{KEY}.servers[{index}].model: {server.model} is gated on Hugging Face (its publisher's terms must be "
+        "accepted) and the download fails without a token; set serving.huggingFaceToken to the Secret holding the "
+        "token of an account that accepted them"
+        for index, server in enumerate(serving.servers)
+        if server.model is not None and server.model.startswith(GATED_PUBLISHERS)
+    ]
+
+
 def serving_pools(serving: LlmServingConfig | None) -> dict[str, str]:
     """Pool group -> why it is not Kueue capacity: the replicas of a server hold its slices."""
     if serving is None:

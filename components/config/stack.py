@@ -35,6 +35,7 @@ from components.config.llm_serving import (
     LlmServingConfig,
     ServerShape,
     llm_serving_problems,
+    llm_serving_warnings,
     server_shapes,
     serving_pools,
 )
@@ -50,6 +51,7 @@ from components.config.queues import (
     queue_namespaces,
     queue_pools,
     queue_problems,
+    queue_warnings,
     serving_shape_problems,
 )
 from components.config.serving import BucketConfig, SaxmlConfig, bucket_name, serving_problems
@@ -210,6 +212,27 @@ class StackConfig(ConfigModel):
     def ladders(self) -> dict[str, tuple[TpuPoolConfig, ...]]:
         """Ladder -> its pool groups, first rung first (queues.ladders)."""
         return ladder_pools(self.queues, self.queue_pools)
+
+    @property
+    def pool_keys(self) -> dict[str, str]:
+        """Pool group -> its config key (`tpu-stack:tpuPools[1]`, a worker's `tpu-stack:multiKueue.workers[0]...`)."""
+        keys = {pool.name: f"{PROJECT}:tpuPools[{index}]" for index, pool in enumerate(self.tpu_pools)}
+        for number, worker in enumerate(self.workers):
+            for index, pool in enumerate(worker.tpu_pools):
+                keys.setdefault(pool.name, f"{PROJECT}:multiKueue.workers[{number}].tpuPools[{index}]")
+        return keys
+
+    @property
+    def warnings(self) -> list[str]:
+        """What is valid but rarely meant, one line each naming the key: capacity no team holds, a spot rung with no
+        taint, a gated model with no token. The program logs them (`pulumi preview` shows them as warnings) and the
+        offline preview prints them after the capacity and queues."""
+        queues = self.manager_queues
+        # Autopilot taints the Spot VMs it provisions itself (GKE docs, concepts/spot-vms: "Autopilot automatically
+        # provisions Spot VMs, adds taints and tolerations"): no rung of its capacity needs one of ours.
+        ladders = {} if self.cluster.mode == "autopilot" else queues.ladders
+        found = queue_warnings(queues.queues, queues.queue_pools, ladders, self.pool_keys)
+        return found + (llm_serving_warnings(self.serving) if self.serving else [])
 
     def ladder_of(self, pool: TpuPoolConfig) -> str | None:
         """The ladder `pool` is a rung of, if any."""

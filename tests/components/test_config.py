@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,8 @@ from components.config.pools import (
 )
 from components.config.stack import load
 from offline import __main__ as cli
-from offline.engine import run_program
-from tests.fixtures import stack_path
+from offline.engine import _engine_config, run_program
+from tests.fixtures import stack_data, stack_path, stack_plan
 
 POOL = {"name": "train", "machineType": "ct6e-standard-4t", "topology": "4x4", "zone": "us-central1-b",
         "provisioning": "flex-start"}  # fmt: skip
@@ -725,3 +726,60 @@ def test_independent_mistakes_in_one_entry_are_all_reported(tmp_path: Path, caps
         "tpu-stack:tpuPools[0].zone: 'us-east1-c' is not in gcp:region 'us-central1'",
         "tpu-stack:tpuPools[1].zone: 'us-east1-b' is not in gcp:region 'us-central1'",
     ]
+
+
+def loaded_fixture(stack: str, change: Any = None) -> Any:
+    """The fixture stack's config model, after `change(config)` on its `config:` mapping."""
+    data = copy.deepcopy(stack_data(stack))
+    if change is not None:
+        change(data)
+    return load(_engine_config(data), stack=stack)
+
+
+UNHELD = (
+    "tpu-stack:queues.teams: 8 chips of pool group multislice are no team's share: the cohort lends them to whichever "
+    "team asks first and no team can count on them; add them to a team's shares if one needs them"
+)
+
+
+def test_capacity_no_team_holds_is_a_warning() -> None:
+    """dev: multislice is 3 v5e 2x4 slices = 24 chips; research holds 8, training 8: 8 are the cohort's."""
+    assert loaded_fixture("dev").warnings == [UNHELD]
+    assert loaded_fixture("prod").warnings == []  # train 100% training, burst 100% research, serve is Saxml's
+
+
+def test_a_spot_rung_without_a_taint_is_a_warning() -> None:
+    """dev's spot rung (tpuPools[2]) carries the gke-spot taint; without it, TPU pods Kueue never admitted can take
+    its VMs."""
+
+    def untaint(config: dict[str, Any]) -> None:
+        del config["tpu-stack:tpuPools"][2]["taints"]
+
+    assert loaded_fixture("dev", untaint).warnings == [
+        UNHELD,
+        "tpu-stack:tpuPools[2].taints: multislice-spot is a spot rung of ladder multislice with no taint: TPU pods "
+        "Kueue did not admit can take its VMs, which Kueue counts as free and Compute Engine may reclaim at any time; "
+        'taint it (key: cloud.google.com/gke-spot, value: "true"): Kueue adds the toleration to what it admits there',
+    ]
+
+
+def test_a_gated_model_without_a_token_is_a_warning() -> None:
+    """llm: llama-31-70b downloads meta-llama/Llama-3.1-70B-Instruct, gated on Hugging Face; llama-33-70b reads
+    weights from the bucket (no download)."""
+    assert loaded_fixture("llm").warnings == []
+
+    def no_token(config: dict[str, Any]) -> None:
+        del config["tpu-stack:serving"]["huggingFaceToken"]
+
+    assert loaded_fixture("llm", no_token).warnings == [
+        "tpu-stack:serving.servers[0].model: meta-llama/Llama-3.1-70B-Instruct is gated on Hugging Face (its "
+        "publisher's terms must be accepted) and the download fails without a token; set serving.huggingFaceToken "
+        "to the Secret holding the token of an account that accepted them"
+    ]
+
+
+def test_the_program_logs_its_warnings_as_the_engine_shows_them() -> None:
+    """`pulumi preview` prints what the program logs with pulumi.log.warn; the offline engine keeps it with the plan
+    (and never on stderr)."""
+    assert stack_plan("dev", render_charts=False).logged == [("warning", UNHELD)]
+    assert stack_plan("prod", render_charts=False).logged == []
