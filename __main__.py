@@ -40,6 +40,8 @@ from components.tpu_slice_pools import TpuSlicePools
 from components.workload_identity import BucketRole, WorkloadIdentity, WorkloadServiceAccounts
 
 config = load_from_pulumi()
+for warning in config.warnings:  # valid, but rarely meant: `pulumi preview` shows each as a warning
+    pulumi.log.warn(warning)
 # In protected stacks every resource is protected (children inherit it from their component, a chart's
 # rendered objects from the Chart): `pulumi destroy` and replacements stop until `pulumi state unprotect`.
 protected = pulumi.ResourceOptions(protect=config.protected)

@@ -115,8 +115,15 @@ def _target(config: StackConfig, pool: str | None) -> workloads.Target:
                 f"shape on any rung; submit to --pool {ladder}"
             )
         return pools[pool]
-    if config.saxml and pool == config.saxml.pool:
-        raise SubmitError(f"--pool {pool}: Saxml's model servers hold this pool group; it is not Kueue capacity")
+    serving = config.serving_pools
+    if pool in serving:
+        others = _targets(config)
+        where = (
+            f": submit to another pool group (this stack's: {others})"
+            if others != "none"
+            else ", and this stack has none"
+        )
+        raise SubmitError(f"--pool {pool}: pool group {pool} {serving[pool]}; it is not Kueue capacity{where}")
     raise SubmitError(f"--pool {pool}: no such pool group; this stack's pool groups are {_targets(config)}")
 
 

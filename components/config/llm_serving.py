@@ -439,6 +439,25 @@ def server_shapes(serving: LlmServingConfig, pools: tuple[TpuPoolConfig, ...]) -
     ]
 
 
+GATED_PUBLISHERS = ("meta-llama/", "google/gemma")
+"""Hugging Face publishers whose models are gated: a download needs the token of an account that accepted their
+terms (huggingface.co/docs/hub/models-gated; meta-llama's and google's gemma repositories answer "Cannot access gated
+repo ... You must be authenticated to access it" without one)."""
+
+
+def llm_serving_warnings(serving: LlmServingConfig) -> list[str]:
+    """A gated model downloaded without a token: valid config, a server that never starts."""
+    if serving.hugging_face_token is not None:
+        return []
+    return [
+        f"{KEY}.servers[{index}].model: {server.model} is gated on Hugging Face (its publisher's terms must be "
+        "accepted) and the download fails without a token; set serving.huggingFaceToken to the Secret holding the "
+        "token of an account that accepted them"
+        for index, server in enumerate(serving.servers)
+        if server.model is not None and server.model.startswith(GATED_PUBLISHERS)
+    ]
+
+
 def serving_pools(serving: LlmServingConfig | None) -> dict[str, str]:
     """Pool group -> why it is not Kueue capacity: the replicas of a server hold its slices."""
     if serving is None:
@@ -557,9 +576,15 @@ def _server_problems(
 
 
 def _fitting_slice(pool: TpuPoolConfig, server: LlmServerConfig) -> str:
-    """The smallest slice of the pool's machine type (or version) whose usable HBM holds the weights."""
+    """The smallest slice whose usable HBM holds the weights: one VM of the pool's TPU version where one is large
+    enough (a single-host server, the path GKE's vLLM TPU guide supports; multi-host vLLM is experimental, see the
+    module's docstring), else the smallest slice of the pool's machine type, else of the version's 4-chip type."""
     version = pool.machine.version
     chips = math.ceil(server.weights_gb / (version.hbm_gb_per_chip * MEMORY_UTILIZATION))
+    single_hosts = [m for m in tpu_catalog.MACHINE_TYPES.values() if m.version == version and m.chips_per_vm >= chips]
+    if single_hosts:
+        machine = min(single_hosts, key=lambda m: m.chips_per_vm)
+        return f"use machineType {machine.name}, a {machine.single_host_topology} slice on one VM"
     topology = pool.machine.smallest_topology_with(chips)
     if topology is not None:
         return f"use topology {topology} or larger"

@@ -235,8 +235,7 @@ class TpuPoolConfig(ConfigModel):
 
     def problems(self) -> list[tuple[str, str]]:
         """(config field, message) for each problem of the pool on its own; derived values need none."""
-        labels = self._node_label_problems()
-        return labels or self._shape_problems()
+        return self._node_label_problems() + self._shape_problems()
 
     def _node_label_problems(self) -> list[tuple[str, str]]:
         """Labels become node labels and the Kueue flavor's nodeLabels; taint keys and values have the same form."""

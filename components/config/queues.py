@@ -380,6 +380,39 @@ def cohort_chips(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> dict
     return {pool.name: pool.total_chips - sum(team[pool.name] for team in shares.values()) for pool in pools}
 
 
+def queue_warnings(
+    queues: QueuesConfig,
+    pools: tuple[TpuPoolConfig, ...],
+    ladders: Mapping[str, tuple[TpuPoolConfig, ...]],
+    keys: Mapping[str, str],
+) -> list[str]:
+    """What is valid but rarely meant (`keys`: pool group -> its config key):
+    - chips no team holds: the Cohort's own quota, lent to whichever team asks first (Kueue v0.19.2 cohorts: a
+      queue borrows the unused quota of its cohort), so no team's workload is sure to get them;
+    - a spot rung with no taint: a ResourceFlavor's tolerations are added to the pods Kueue admits on it (Kueue
+      v0.19.2 apis/kueue/v1beta2/resourceflavor_types.go `tolerations`), and a taint keeps every other TPU pod off
+      VMs that Kueue counts as free quota and Compute Engine reclaims when it needs the capacity."""
+    found: list[str] = []
+    if queues.teams:
+        for name, chips in cohort_chips(queues, pools).items():
+            if chips > 0:
+                found.append(
+                    f"{PROJECT}:queues.teams: {chips} chips of pool group {name} are no team's share: the cohort lends "
+                    "them to whichever team asks first and no team can count on them; add them to a team's shares if "
+                    "one needs them"
+                )
+    for ladder, rungs in ladders.items():
+        for pool in rungs:
+            if pool.provisioning == "spot" and not pool.taints:
+                found.append(
+                    f"{keys[pool.name]}.taints: {pool.name} is a spot rung of ladder {ladder} with no taint: TPU pods "
+                    "Kueue did not admit can take its VMs, which Kueue counts as free and Compute Engine may reclaim "
+                    f'at any time; taint it (key: {tpu_catalog.SPOT_LABEL}, value: "true"): Kueue adds the toleration '
+                    "to what it admits there"
+                )
+    return found
+
+
 def queue_refs(queues: QueuesConfig) -> dict[str, QueueRef]:
     """Team -> its queues; without teams one entry, `default`, for the single queue."""
     if not queues.teams:

@@ -556,6 +556,7 @@ def test_an_autopilot_ladder_walks_the_declared_capacity(run: StackRunner) -> No
     ]
     assert queue["spec"]["flavorFungibility"] == TRY_NEXT
     assert validate.validate_all(k8s_objects(plan), kubernetes_version="1.33") == []
+    assert plan.logged == []  # Autopilot taints the Spot VMs it provisions: no spot-rung warning
 
 
 @pytest.mark.parametrize("name", ["ladder", "dev", "prod"])

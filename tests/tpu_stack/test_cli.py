@@ -277,7 +277,20 @@ def test_queued_groups_take_one_slice_per_workload(outputs: dict[str, Path]) -> 
     )
     assert (code, err) == (
         2,
-        "error: --pool serve: Saxml's model servers hold this pool group; it is not Kueue capacity\n",
+        "error: --pool serve: pool group serve serves Saxml, whose model servers hold all its slices; it is not Kueue "
+        "capacity: submit to another pool group (this stack's: train (ladder: train, burst))\n",
+    )
+
+
+def test_a_vllm_servers_pool_group_is_named_as_one(tmp_path: Path) -> None:
+    """The llm stack's pool groups both serve vLLM servers (Pulumi.llm.yaml): none is Kueue capacity."""
+    path = tmp_path / "llm.json"
+    path.write_text(json.dumps(stack_plan("llm").outputs))
+    code, _, err = run("--outputs", path, "submit", "x", "--pool", "llm-v6e", "--image", IMAGE)
+    assert (code, err) == (
+        2,
+        "error: --pool llm-v6e: pool group llm-v6e serves the vLLM server 'llama-31-70b', whose replicas hold its "
+        "slices; it is not Kueue capacity, and this stack has none\n",
     )
 
 
