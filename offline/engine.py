@@ -83,7 +83,9 @@ def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> 
     - privateClusterConfig.privateEndpoint: the internal address GKE gives the control plane of a Private Service
       Connect cluster (one created without masterIpv4CidrBlock; GKE's network-isolation docs for clusters created
       at 1.29 and later describe that model); masterIpv4CidrBlock is reported only where it was sent;
-    - masterVersion: the channel's version (a 1.33 patch REGULAR has reported), or the full version pinned.
+    - masterVersion: the channel's version (a 1.33 patch REGULAR has reported; on RAPID 1.35.2-gke.1842000, a Rapid
+      version GKE's dynamic slicing page names: "1.35.2-gke.1842000 or later, in the Rapid channel",
+      cloud.google.com/kubernetes-engine/docs/how-to/use-gke-dynamic-slicing), or the full version pinned.
     """
     import hashlib
 
@@ -102,13 +104,15 @@ def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> 
         if ip_enabled:
             private["publicEndpoint"] = "192.0.2.10"
         pinned = str(inputs.get("minMasterVersion") or "")
+        channel = (inputs.get("releaseChannel") or {}).get("channel")
+        reported = "1.35.2-gke.1842000" if channel == "RAPID" else "1.33.5-gke.1308000"
         return {
             "name": resource_name,
             "endpoint": "192.0.2.10" if ip_enabled else dns,
             "controlPlaneEndpointsConfig": endpoints,
             "privateClusterConfig": private,
             "masterAuth": {"clusterCaCertificate": "bW9jay1jYQ=="},
-            "masterVersion": pinned if "-gke." in pinned else "1.33.5-gke.1308000",
+            "masterVersion": pinned if "-gke." in pinned else reported,
             "selfLink": f"projects/{project}/locations/{location}/clusters/{resource_name}",
         }
     if type_token == "gcp:serviceaccount/account:Account":

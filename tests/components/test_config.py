@@ -175,9 +175,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("calendar window in the past",
      pools(pool(provisioning="reservation", futureReservation=window(SOON - timedelta(days=30), 7))),
      f"{P0}.futureReservation: startTime is in the past; choose a window that starts later"),
-    ("multi-host Ironwood", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
-     f"{P0}.topology: multi-host Ironwood slices need a GCE workload policy, which this stack cannot declare "
-     "yet; use a single-host 2x2x1 slice or another TPU version"),
+    # GKE runs TPU7x from 1.34.0-gke.2201000 on Standard clusters (its Ironwood page); the default floor is 1.33.
+    ("multi-host Ironwood on the default version floor", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
+     "tpu-stack:cluster.minMasterVersion: '1.33' is below 1.34.0-gke.2201000, the first GKE version that runs TPU7x "
+     "(Ironwood) on Standard clusters (tpuPools[0]); set minMasterVersion: \"1.34.0-gke.2201000\" or a newer version"),
     ("cluster name not a DNS label", {"tpu-stack:cluster": {"name": "TPU Cluster"}},
      "tpu-stack:cluster.name: cluster name 'TPU Cluster' must be a DNS label: lowercase letters, digits and '-', "
      "starting with a letter"),
