@@ -1,4 +1,4 @@
-"""URN snapshots of the stacks (dev, prod, llm, multiregion): a resource whose URN changes is replaced.
+"""URN snapshots of the stacks (dev, prod, llm, multiregion, ironwood): a resource whose URN changes is replaced.
 
 Renaming a resource, changing its type or moving it under another parent changes its URN, and `pulumi up`
 then replaces it: for a cluster or a TPU slice that is an outage and an hour of provisioning; for a bucket,
@@ -28,7 +28,7 @@ from typing import Any
 
 from offline.engine import REPO, Plan, run_stack
 
-STACKS = ("dev", "llm", "multiregion", "prod")
+STACKS = ("dev", "ironwood", "llm", "multiregion", "prod")
 SNAPSHOTS = REPO / "tests" / "snapshots"
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 UPDATE_COMMAND = "python -m offline.urns --update"

@@ -33,6 +33,7 @@ from guardrails.kubernetes import (
 )
 from guardrails.kueue import validate_ladders, validate_quota
 from guardrails.props import PROTECTED_STACKS_SCHEMA
+from guardrails.workload_policy import validate_workload_policies
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -153,6 +154,13 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         validate=validate_protected,
         enforcement_level=MANDATORY,
         config_schema=PROTECTED_STACKS_SCHEMA,
+    ),
+    StackValidationPolicy(
+        name="tpu7x-workload-policy",
+        description="Every multi-host TPU7x node pool names a HIGH_THROUGHPUT workload policy of the stack whose "
+        "accelerator topology is the pool's slice, in VMs its node count, in its region and project.",
+        validate=validate_workload_policies,
+        enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(
         name="tpu-node-auto-upgrade",

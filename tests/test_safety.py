@@ -16,7 +16,7 @@ from components import tpu_catalog
 from offline import urns
 from offline.engine import REPO, Plan, read_stack_file, run_stack
 
-STACKS = ("dev", "llm", "multiregion", "prod")
+STACKS = ("dev", "ironwood", "llm", "multiregion", "prod")
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 BUCKET = "gcp:storage/bucket:Bucket"

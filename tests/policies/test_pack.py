@@ -36,6 +36,7 @@ EXPECTED = {
     "pinned-charts-and-images": "mandatory",
     "images-by-digest": "mandatory",
     "protected-stack-resources": "mandatory",
+    "tpu7x-workload-policy": "mandatory",
     "tpu-node-auto-upgrade": "advisory",
     "required-labels": "advisory",
 }
