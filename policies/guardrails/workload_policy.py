@@ -42,16 +42,16 @@ def validate_workload_policies(args: StackValidationArgs, report: ReportViolatio
         if machine is None or machine.version is not tpu_catalog.IRONWOOD:
             continue
         name = prop(pool.props, "placementPolicy.policyName")
-        topology = str(prop(pool.props, "placementPolicy.tpuTopology") or machine.single_host_topology)
-        if not machine.is_valid_topology(topology) or machine.vms(topology) == 1:
-            continue  # an invalid shape is the topology policy's; a single-host slice needs no workload policy
+        stated = str(prop(pool.props, "placementPolicy.tpuTopology") or "")
         if not name:
-            report(
-                f"a multi-host TPU7x pool ({topology}) needs a workload policy: set placementPolicy.policyName to a "
-                f"HIGH_THROUGHPUT workload policy with acceleratorTopology {topology}",
-                pool.urn,
-            )
-            continue
+            topology = stated or machine.single_host_topology
+            if machine.is_valid_topology(topology) and machine.vms(topology) > 1:
+                report(
+                    f"a multi-host TPU7x pool ({topology}) needs a workload policy: set placementPolicy.policyName to "
+                    f"a HIGH_THROUGHPUT workload policy with acceleratorTopology {topology}",
+                    pool.urn,
+                )
+            continue  # an invalid shape is the topology policy's; a single-host slice needs no workload policy
         policy = policies.get(str(name))
         if policy is None:
             report(
@@ -62,11 +62,13 @@ def validate_workload_policies(args: StackValidationArgs, report: ReportViolatio
             continue
         kind = prop(policy.props, "workloadPolicy.type")
         accelerator = str(prop(policy.props, "workloadPolicy.acceleratorTopology") or "")
+        # A pool may leave its topology to the policy, as gcloud's --placement-policy does.
+        topology = stated or accelerator
         if kind != HIGH_THROUGHPUT or not accelerator:
             report(
                 f"workload policy {name!r} is {kind or 'not a workload policy'}"
                 f"{'' if accelerator else ' without an accelerator topology'}: TPU7x slices need type HIGH_THROUGHPUT "
-                f"with acceleratorTopology {topology}",
+                f"with acceleratorTopology {topology or 'of the slice'}",
                 pool.urn,
             )
             continue
