@@ -19,7 +19,8 @@ NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 BLOCK_LABEL = "cloud.google.com/gce-topology-block"
 """The reservation block a node's VM is in (https://cloud.google.com/ai-hypercomputer/docs/workloads/
 schedule-gke-workloads-tas; Cluster Toolkit and xpk put it at the top of their TPU7x Kueue topologies:
-GoogleCloudPlatform/cluster-toolkit v1.95.0 kueue-configuration-dynamic-slicing.yaml.tftpl)."""
+GoogleCloudPlatform/cluster-toolkit v1.95.0 modules/management/kubectl-apply/kueue/
+kueue-configuration-dynamic-slicing.yaml.tftpl)."""
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 """JobSet annotation: each child Job (one slice) gets a node pool of its own, keyed by NODE_POOL_LABEL."""

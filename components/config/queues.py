@@ -234,8 +234,9 @@ class PlacementConfig(ConfigModel):
     flavor keeps its topology for its life (Kueue refuses to change or remove it): list a pool group here from the
     start."""
     blocks: bool = False
-    """A level above the node pools: the reservation block GKE labels nodes with (`cloud.google.com/gce-topology-
-    block`). Only where every node of these pool groups carries it: Kueue leaves out nodes missing a level's label."""
+    """A level above the node pools: the reservation block GKE labels nodes with
+    (`cloud.google.com/gce-topology-block`). Only where every node of these pool groups carries it: Kueue leaves out
+    nodes missing a level's label."""
     slices: Literal["required", "preferred"] = "preferred"
     """With `blocks`: whether a multislice workload's slices must share one block (`required`: it waits until they
     can) or should (`preferred`: Kueue uses as few blocks as it can)."""
