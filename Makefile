@@ -77,7 +77,7 @@ urns: $(STAMP) $(HELM)
 # workloads, JobSets unwrapped into Jobs) and zizmor over the workflows, from their own pinned virtualenv.
 SCAN_VENV := .scan-venv
 SCAN_STAMP := $(SCAN_VENV)/.installed-stamp
-SCAN_STACKS ?= dev llm multiregion prod
+SCAN_STACKS ?= dev ironwood llm multiregion prod
 
 $(SCAN_STAMP): requirements-scan.txt constraints-scan.txt
 	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)

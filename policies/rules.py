@@ -156,7 +156,7 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         config_schema=PROTECTED_STACKS_SCHEMA,
     ),
     StackValidationPolicy(
-        name="tpu7x-workload-policy",
+        name="ironwood-workload-policy",
         description="Every multi-host TPU7x node pool names a HIGH_THROUGHPUT workload policy of the stack whose "
         "accelerator topology is the pool's slice, in VMs its node count, in its region and project.",
         validate=validate_workload_policies,

@@ -36,7 +36,7 @@ EXPECTED = {
     "pinned-charts-and-images": "mandatory",
     "images-by-digest": "mandatory",
     "protected-stack-resources": "mandatory",
-    "tpu7x-workload-policy": "mandatory",
+    "ironwood-workload-policy": "mandatory",
     "tpu-node-auto-upgrade": "advisory",
     "required-labels": "advisory",
 }
@@ -149,4 +149,5 @@ def test_rules_only_assembles_the_policies_from_their_domain_modules() -> None:
         "guardrails.kubernetes",
         "guardrails.kueue",
         "guardrails.props",
+        "guardrails.workload_policy",
     }

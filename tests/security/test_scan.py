@@ -10,7 +10,7 @@ import yaml
 from offline.engine import REPO, run_stack
 from security.__main__ import annotate, chart_exceptions, collect, unwrap
 
-SCANNED = ("dev", "llm", "multiregion", "prod")
+SCANNED = ("dev", "ironwood", "llm", "multiregion", "prod")
 POD = {"containers": [{"name": "c", "image": "busybox:1.37.0"}], "restartPolicy": "Never"}
 JOBSET = {
     "apiVersion": "jobset.x-k8s.io/v1alpha2",

@@ -1,4 +1,4 @@
-"""tpu7x-workload-policy over the ironwood fixture's plan: clean as declared, in every view the real engine shows the
+"""ironwood-workload-policy over the ironwood fixture's plan: clean as declared, in every view the real engine shows the
 pack; then one change per place a mismatch between a TPU7x pool and its workload policy can hide (xpk issues 751 and
 752: a pool of 16 VMs, 4x4x4, created with a policy left over with 2x4x4, whose gang is 8 VMs)."""
 
@@ -14,7 +14,7 @@ import pytest
 from offline import policy_check
 from tests.fixtures import stack_plan
 
-POLICY = "tpu7x-workload-policy"
+POLICY = "ironwood-workload-policy"
 Records = list[dict[str, Any]]
 
 
