@@ -177,9 +177,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("calendar window in the past",
      pools(pool(provisioning="reservation", futureReservation=window(SOON - timedelta(days=30), 7))),
      f"{P0}.futureReservation: startTime is in the past; choose a window that starts later"),
-    ("multi-host Ironwood", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
-     f"{P0}.topology: multi-host Ironwood slices need a GCE workload policy, which this stack cannot declare "
-     "yet; use a single-host 2x2x1 slice or another TPU version"),
+    # GKE runs TPU7x from 1.34.0-gke.2201000 on Standard clusters (its Ironwood page); the default floor is 1.33.
+    ("multi-host Ironwood on the default version floor", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
+     "tpu-stack:cluster.minMasterVersion: '1.33' is below 1.34.0-gke.2201000, the first GKE version that runs TPU7x "
+     "(Ironwood) on Standard clusters (tpuPools[0]); set minMasterVersion: \"1.34.0-gke.2201000\" or a newer version"),
     ("cluster name not a DNS label", {"tpu-stack:cluster": {"name": "TPU Cluster"}},
      "tpu-stack:cluster.name: cluster name 'TPU Cluster' must be a DNS label: lowercase letters, digits and '-', "
      "starting with a letter"),
@@ -721,8 +722,8 @@ def test_independent_mistakes_in_one_entry_are_all_reported(tmp_path: Path, caps
         "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', starting "
         "and ending with a letter or digit (Kubernetes labels)",
         "tpu-stack:tpuPools[0].topology: '2x5' is not a v5e topology for ct5lp-hightpu-4t; valid: " + VALID_TOPOLOGIES,
-        "tpu-stack:tpuPools[0].name: node pool name 'Train_A-0' must be a DNS label: lowercase letters, digits and '-', "
-        "starting with a letter",
+        "tpu-stack:tpuPools[0].name: node pool name 'Train_A-0' must be a DNS label: lowercase letters, digits and "
+        "'-', starting with a letter",
         "tpu-stack:tpuPools[0].zone: 'us-east1-c' is not in gcp:region 'us-central1'",
         "tpu-stack:tpuPools[1].zone: 'us-east1-b' is not in gcp:region 'us-central1'",
     ]
