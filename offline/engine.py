@@ -239,6 +239,12 @@ def _close_worker_loops() -> None:
             loop.close()
 
 
+class DuplicateUrn(Exception):
+    """The program registered a second resource of one URN, which the engine refuses: pulumi
+    pkg/resource/deploy/step_generator.go generateURN bails the deployment with sdk/go/common/diag/errors.go
+    GetDuplicateResourceURNError, whose message this carries."""
+
+
 class _RecordingMonitor(mocks.MockMonitor):
     """Keeps what the real engine would receive, in registration order."""
 
@@ -267,6 +273,8 @@ class _RecordingMonitor(mocks.MockMonitor):
         if request.type == "pulumi:pulumi:Stack":
             return super().RegisterResource(request)
         urn = self.make_urn(request.parent, request.type, request.name)
+        if urn in self.resources:
+            raise DuplicateUrn(f"Duplicate resource URN '{urn}'; try giving it a unique name")
         inputs = _plain(json_format.MessageToDict(request.object))
         computed = (
             _computed_outputs(request.type, request.name, inputs, self._registered(request.type))

@@ -108,6 +108,14 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "starting with a letter"),
     ("duplicate pool names", pools(pool(), pool(topology="2x4")),
      "tpu-stack:tpuPools[1].name: 'train' is already used by tpuPools[0]"),
+    # GKE names node pools per cluster and the engine refuses a second resource of one URN (pulumi
+    # pkg/resource/deploy/step_generator.go generateURN): a group's slice names must not be another group's.
+    ("two groups, one node pool name", pools(pool(name="a", slices=2), pool(name="a-1", topology="2x4",
+                                                                            legacyFirstSliceName=True)),
+     "tpu-stack:tpuPools[1].name: its node pool 'a-1' (slice 0) is already slice 1 of tpuPools[0] ('a'); rename one "
+     "of the two groups"),
+    ("a group named after the system pool", pools(pool(name="system", legacyFirstSliceName=True)),
+     f"{P0}.name: its node pool 'system' (slice 0) is already the cluster's system node pool; rename the group"),
     ("reservation mode without a reservation", pools(pool(provisioning="reservation")),
      f"{P0}.reservation: provisioning reservation needs a reservation name or a futureReservation"),
     ("reservation and future reservation both",
@@ -373,6 +381,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "NAT that does)"),
     ("two workers of one name", workers(EAST5, {**EUROPE, "name": "tpu-east5"}),
      f"{MK}[1].name: 'tpu-east5' is already the name of workers[0]"),
+    ("two workers' groups, one node pool name",
+     workers({**EAST5, "tpuPools": [{**EAST, "name": "a", "slices": 2}]},
+             {**EUROPE, "tpuPools": [{**EUW4, "name": "a-1", "legacyFirstSliceName": True}]}),
+     f"{MK}[1].tpuPools[0].name: its node pool 'a-1' (slice 0) is already slice 1 of workers[0].tpuPools[0] ('a'); "
+     "rename one of the two groups"),
+    ("one worker's groups, one node pool name",
+     workers({**EAST5, "tpuPools": [{**EAST, "name": "a", "slices": 2},
+                                    {**EAST, "name": "a-1", "legacyFirstSliceName": True, "topology": "2x4"}]}),
+     f"{MK}[0].tpuPools[1].name: its node pool 'a-1' (slice 0) is already slice 1 of tpuPools[0] ('a'); rename one "
+     "of the two groups"),
     ("worker named like the manager", workers({**EAST5, "name": "tpu-cluster"}),
      f"{MK}[0].name: 'tpu-cluster' is already the name of cluster.name"),
     # Node service account ids are the cluster name's first 24 characters and -nodes (30 at most).
