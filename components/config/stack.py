@@ -36,6 +36,7 @@ from components.config.cluster import (
     ClusterConfig,
     node_role_problems,
 )
+from components.config.controllers import PodsReady, duration, pods_ready
 from components.config.llm_serving import (
     LlmServingConfig,
     ServerShape,
@@ -50,6 +51,7 @@ from components.config.network import AddressPlan, IpRangesConfig, PoolAddresses
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
     ChartsConfig,
+    PodsReadyConfig,
     QueuesConfig,
     controller_resources,
     flavor_order,
@@ -340,6 +342,7 @@ class StackConfig(ConfigModel):
                 "teams": teams,
                 "host_resources": {pool: v for pool, v in queues.host_resources.items() if pool in names},
                 "ladders": {name: rungs for name, rungs in queues.ladders.items() if set(rungs) <= names},
+                "pods_ready": self._workers_pods_ready(),
             }
         )
         # The manager's Kueue authenticates to the worker's DNS endpoint with the worker's own service account token.
@@ -366,6 +369,24 @@ class StackConfig(ConfigModel):
                 "multi_kueue": None,
             }
         )
+
+    def _workers_pods_ready(self) -> PodsReadyConfig:
+        """A worker's Kueue waits as long as the manager's: the manager mirrors the worker's admission and evicts
+        (re-dispatching) by its own clock, so both take the settings of every worker's capacity."""
+        chosen = self.queues.pods_ready
+        if chosen.problems():
+            return chosen  # reported on the manager's keys
+        settings = self.pods_ready
+        return chosen.model_copy(
+            update={"timeout": f"{settings.timeout}s", "recovery_timeout": f"{settings.recovery_timeout}s"}
+        )
+
+    @property
+    def pods_ready(self) -> PodsReady:
+        """Kueue's waitForPodsReady in this cluster (components/config/controllers.py), from the capacity its Kueue
+        hands out (a MultiKueue manager's: its workers') and `queues.podsReady`."""
+        capacity = self.manager_queues.queue_pools if self.is_manager else self.queue_pools
+        return pods_ready(capacity, self.queues.pods_ready)
 
     @property
     def worker_shapes(self) -> dict[str, list[str]]:
@@ -647,7 +668,17 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     maintenance = config.cluster.maintenance.problems()
     problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
     problems += _autopilot_problems(config)
-    problems += [f"{PROJECT}:monitoring.{field}: {message}" for field, message in config.monitoring.problems()]
+    alerts = config.monitoring.problems()
+    problems += [f"{PROJECT}:monitoring.{field}: {message}" for field, message in alerts]
+    waiting = config.queues.pods_ready.problems()
+    problems += [f"{PROJECT}:queues.podsReady.{field}: {message}" for field, message in waiting]
+    if not (alerts or waiting) and config.monitoring.not_starting_minutes * 60 >= config.pods_ready.timeout:
+        problems.append(
+            f"{PROJECT}:monitoring.notStartingMinutes: {config.monitoring.not_starting_minutes} minutes is not less "
+            f"than Kueue's PodsReady timeout ({duration(config.pods_ready.timeout)}), which deletes the pods first, so "
+            f"the alert would never fire; use fewer than {config.pods_ready.timeout // 60}, or a longer "
+            "queues.podsReady.timeout"
+        )
     if config.cluster.mode == "autopilot" and config.tpu_pools:
         problems.append(
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"

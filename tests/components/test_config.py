@@ -226,6 +226,21 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
          {"namespace": "default", "serviceAccount": "a", "dataPath": "../other"}]}},
      "tpu-stack:bucket.writers[0].dataPath: '../other' is not a folder of the bucket; use a relative path like "
      "datasets or checkpoints/team"),
+    ("PodsReady timeout not a duration", {"tpu-stack:queues": {"podsReady": {"timeout": "two hours"}}},
+     "tpu-stack:queues.podsReady.timeout: 'two hours' is not a duration; use a number and a unit, e.g. 3600s, 90m, "
+     "24h, 7d"),
+    ("PodsReady timeout under a minute", {"tpu-stack:queues": {"podsReady": {"timeout": "30s"}}},
+     "tpu-stack:queues.podsReady.timeout: 30s is under a minute; Kueue needs a start timeout, give one of 1m or more"),
+    ("PodsReady recovery timeout not a duration", {"tpu-stack:queues": {"podsReady": {"recoveryTimeout": "1y"}}},
+     "tpu-stack:queues.podsReady.recoveryTimeout: '1y' is not a duration; use a number and a unit, e.g. 3600s, 90m, "
+     "24h, 7d"),
+    ("negative requeue limit", {"tpu-stack:queues": {"podsReady": {"requeueLimit": -1}}},
+     "tpu-stack:queues.podsReady.requeueLimit: the number -1 is too small; use 0 or more"),
+    # Kueue deletes the pods at its PodsReady timeout (30 minutes here, no pool groups): a Pending pod alert held
+    # as long never fires.
+    ("not-starting alert held past the PodsReady timeout", {"tpu-stack:monitoring": {"notStartingMinutes": 30}},
+     "tpu-stack:monitoring.notStartingMinutes: 30 minutes is not less than Kueue's PodsReady timeout (30m0s), which "
+     "deletes the pods first, so the alert would never fire; use fewer than 30, or a longer queues.podsReady.timeout"),
     ("notification channel not a resource name", {"tpu-stack:monitoring": {"notificationChannels": ["ops@x.com"]}},
      "tpu-stack:monitoring.notificationChannels[0]: 'ops@x.com' is not a notification channel; give its resource "
      "name, projects/<project>/notificationChannels/<id> (gcloud beta monitoring channels list)"),

@@ -25,6 +25,8 @@ from tests.fixtures import stack_config, stack_plan
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
+from tpu_stack import stack as stack_module
+from tpu_stack.why import PodsReadySettings
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
@@ -1087,3 +1089,17 @@ def test_why_finds_a_job_by_name_across_namespaces_without_reading_every_workloa
         (f"{KUEUE}/namespaces/training/workloads", None),
     ]
     assert not [r for r in api.requests if r.path == f"{KUEUE}/workloads"]
+
+
+def test_why_times_evictions_by_the_settings_the_stack_deployed(outputs: dict[str, Path]) -> None:
+    """The stack exports Kueue's waitForPodsReady (output `waitForPodsReady`); `why` reads it instead of assuming
+    Kueue's defaults: dev two hours to start and to recover (its flex-start), prod 30 minutes and an hour, both 60 s
+    doubling to an hour and three requeues. Outputs of a stack deployed before the export: Kueue 0.19.2's defaults
+    (30 minutes, recovery = timeout, no limit: apis/config/v1beta2/defaults.go)."""
+    dev, prod = (stack_module.from_file(outputs[s]) for s in ("dev", "prod"))
+    assert dev.view().pods_ready == PodsReadySettings(7200, 7200, 60, 3600, 3)
+    assert prod.view().pods_ready == PodsReadySettings(1800, 3600, 60, 3600, 3)
+    older = {key: value for key, value in dev.outputs.items() if key != "waitForPodsReady"}
+    assert stack_module.Stack("old", older).view().pods_ready == PodsReadySettings(1800, 1800, 60, 3600, None)
+    off = {**dev.outputs, "waitForPodsReady": {"timeout": "45m0s", "recoveryTimeout": "0s"}}
+    assert stack_module.Stack("off", off).view().pods_ready == PodsReadySettings(2700, None, 60, 3600, None)
