@@ -177,7 +177,10 @@ def test_dev_team_added_then_removed(deployed: dict[str, Records]) -> None:
         "eval-policies-default-deny", "monitoring-pending-eval-cluster-queue", "queues-clusterqueue-eval-cluster-queue",
         "queues-localqueue-eval-eval-queue", "queues-namespace-eval",
     ]  # fmt: skip
-    assert only(added, "update") == ["monitoring-dashboard", "queues-clusterqueue-research-cluster-queue"]
+    # The pods-not-starting alert watches every team's namespace: eval's joins its query, in place.
+    assert only(added, "update") == [
+        "monitoring-dashboard", "monitoring-pods-not-starting",
+        "queues-clusterqueue-research-cluster-queue"]  # fmt: skip
     removed = step(with_eval, deployed["dev"])
     assert removed.refused == []
     assert only(removed, "delete") == only(added, "create")
@@ -196,7 +199,8 @@ def test_prod_team_added_then_removal_refused(deployed: dict[str, Records]) -> N
     assert added.refused == []
     assert len(added.of("create")) == 8 and "queues-namespace-eval" in only(added, "create")
     assert only(added, "update") == [
-        "monitoring-dashboard", "queues-clusterqueue-research-cluster-queue", "queues-cohort-tpu-stack"]  # fmt: skip
+        "monitoring-dashboard", "monitoring-pods-not-starting", "queues-clusterqueue-research-cluster-queue",
+        "queues-cohort-tpu-stack"]  # fmt: skip
     removed = step(with_eval, deployed["prod"])
     assert only(removed, "delete") == []
     assert "queues-namespace-eval" in only(removed, "refuse")
