@@ -47,9 +47,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.config.base import parse_duration
+from pydantic import Field
+
+from components.config.base import ConfigModel, parse_duration
 from components.config.pools import TpuPoolConfig
-from components.config.queues import PodsReadyConfig
 
 MINUTE, HOUR = 60, 3600
 
@@ -111,6 +112,47 @@ class PodsReady:
                 "backoffMaxSeconds": REQUEUE_BACKOFF_MAX_SECONDS,
             },
         }
+
+
+class PodsReadyConfig(ConfigModel):
+    """Kueue's `waitForPodsReady`, one setting for every workload of the cluster (Kueue has none per queue or per
+    workload): how long an admitted workload's pods may take to be ready before Kueue evicts it, deletes its pods and
+    queues it again, and how many times. A longer timeout waits longer for capacity made after admission (flex-start,
+    spot coming back) and holds a workload that can never start (an image that does not pull) on its quota as long,
+    reserved chips included; a shorter one gives up sooner on both. docs/workloads.md has the derivation."""
+
+    timeout: str | None = None
+    """How long after admission every pod must be ready, e.g. `45m`, `2h`.
+
+    Default: the longest start the Kueue capacity's kinds need: 30m (on-demand, reservation, spot, queued), 1h
+    (calendar mode), 2h (flex-start)"""
+    recovery_timeout: str | None = None
+    """How long a running workload waits for a lost pod's replacement to be ready, e.g. `1h`; `0s` waits without end
+    (a slice lost for good then holds its quota until someone deletes the workload).
+
+    Default: the longest recovery the Kueue capacity's kinds need: 1h (on-demand, reservation, calendar mode,
+    queued), 2h (spot, flex-start)"""
+    requeue_limit: int = Field(default=3, ge=0)
+    """Timeouts after which Kueue deactivates the workload (`spec.active: false`) instead of queueing it again,
+    counted over the workload's life; each requeue waits 1, 2, 4 ... at most 60 minutes first."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message) for a duration that is none, or a start timeout of zero (Kueue requires one:
+        pkg/config/validation.go validateWaitForPodsReady)."""
+        problems = []
+        for field, text in (("timeout", self.timeout), ("recoveryTimeout", self.recovery_timeout)):
+            if text is None:
+                continue
+            try:
+                seconds = parse_duration(text)
+            except ValueError as error:
+                problems.append((field, str(error)))
+                continue
+            if field == "timeout" and seconds < 60:
+                problems.append(
+                    (field, f"{text} is under a minute; Kueue needs a start timeout, give one of 1m or more")
+                )
+        return problems
 
 
 def pods_ready(pools: Iterable[TpuPoolConfig], chosen: PodsReadyConfig) -> PodsReady:

@@ -19,8 +19,8 @@ from components.config.base import (
     image_digest,
     kubernetes_name,
     optional_kubernetes_name,
-    parse_duration,
 )
+from components.config.controllers import PodsReadyConfig
 from components.config.pools import TpuPoolConfig
 
 _CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
@@ -135,47 +135,6 @@ class PreemptionConfig(ConfigModel):
     """Which workloads of other queues in the cohort a queue may preempt to get back its lent quota."""
     within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
     """Which workloads of its own queue a pending workload may preempt."""
-
-
-class PodsReadyConfig(ConfigModel):
-    """Kueue's `waitForPodsReady`, one setting for every workload of the cluster (Kueue has none per queue or per
-    workload): how long an admitted workload's pods may take to be ready before Kueue evicts it, deletes its pods and
-    queues it again, and how many times. A longer timeout waits longer for capacity made after admission (flex-start,
-    spot coming back) and holds a workload that can never start (an image that does not pull) on its quota as long,
-    reserved chips included; a shorter one gives up sooner on both. docs/workloads.md has the derivation."""
-
-    timeout: str | None = None
-    """How long after admission every pod must be ready, e.g. `45m`, `2h`.
-
-    Default: the longest start the Kueue capacity's kinds need: 30m (on-demand, reservation, spot, queued), 1h
-    (calendar mode), 2h (flex-start)"""
-    recovery_timeout: str | None = None
-    """How long a running workload waits for a lost pod's replacement to be ready, e.g. `1h`; `0s` waits without end
-    (a slice lost for good then holds its quota until someone deletes the workload).
-
-    Default: the longest recovery the Kueue capacity's kinds need: 1h (on-demand, reservation, calendar mode,
-    queued), 2h (spot, flex-start)"""
-    requeue_limit: int = Field(default=3, ge=0)
-    """Timeouts after which Kueue deactivates the workload (`spec.active: false`) instead of queueing it again,
-    counted over the workload's life; each requeue waits 1, 2, 4 ... at most 60 minutes first."""
-
-    def problems(self) -> list[tuple[str, str]]:
-        """(field, message) for a duration that is none, or a start timeout of zero (Kueue requires one:
-        pkg/config/validation.go validateWaitForPodsReady)."""
-        problems = []
-        for field, text in (("timeout", self.timeout), ("recoveryTimeout", self.recovery_timeout)):
-            if text is None:
-                continue
-            try:
-                seconds = parse_duration(text)
-            except ValueError as error:
-                problems.append((field, str(error)))
-                continue
-            if field == "timeout" and seconds < 60:
-                problems.append(
-                    (field, f"{text} is under a minute; Kueue needs a start timeout, give one of 1m or more")
-                )
-        return problems
 
 
 class PriorityClassConfig(ConfigModel):

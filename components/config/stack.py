@@ -36,7 +36,7 @@ from components.config.cluster import (
     ClusterConfig,
     node_role_problems,
 )
-from components.config.controllers import PodsReady, duration, pods_ready
+from components.config.controllers import PodsReady, PodsReadyConfig, duration, pods_ready
 from components.config.llm_serving import (
     LlmServingConfig,
     ServerShape,
@@ -51,7 +51,6 @@ from components.config.network import AddressPlan, IpRangesConfig, PoolAddresses
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
     ChartsConfig,
-    PodsReadyConfig,
     QueuesConfig,
     controller_resources,
     flavor_order,
