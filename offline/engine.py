@@ -480,6 +480,10 @@ def run_program(
     recorded = [] if recorded is None else recorded
     monitor = _RecordingMonitor(recorded, known_outputs)
     mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
+    # set_mocks gives the SDK new settings but keeps their pending outputs (MockSettings sets no `outputs`): a run that
+    # ended early (the engine's refusal of a duplicate URN) left tasks of its closed loop there, which this run would
+    # wait for.
+    settings.SETTINGS.outputs = set()
     runtime_config.set_all_config(_engine_config(config))
     plan = Plan(project=PROJECT, stack=stack, resources=recorded)
     # A run builds ~100k SDK objects (outputs, futures, typed args) that live until it ends; cyclic collection

@@ -122,6 +122,9 @@ def test_a_second_resource_of_one_urn_fails_the_run_as_the_engine_does(tmp_path:
         "Duplicate resource URN 'urn:pulumi:dev::tpu-stack::tpu-stack:index:TpuSlicePools$gcp:container/nodePool:"
         "NodePool::a-1'; try giving it a unique name"
     )
+    # The failed run leaves nothing behind: the next one in the same process runs (the SDK kept its pending outputs).
+    program.write_text(TWO_OF_ONE_URN.replace('Slices("a-1", "a-1")', 'Slices("b", "b-0")'))
+    assert len(run_program({}, stack="dev", program=program).resources) == 4
 
 
 def test_the_preview_command_says_it_in_one_line(
