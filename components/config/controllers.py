@@ -26,10 +26,13 @@ patient kind needs (`queues.podsReady` sets other values):
   workload: pkg/controller/admissionchecks/provisioning/controller.go).
 - flex-start (plain, scaled by the cluster autoscaler): two hours each. Kueue admits on quota and the autoscaler
   asks for the nodes only once the pods are pending, so the wait for flex-start capacity is after admission, inside
-  the timeout. Compute Engine keeps a flex-start request queued for at most two hours before it fails
-  (cloud.google.com/compute/docs/instances/about-flex-start-vms, "Flex-start VM wait time"); past that an eviction
-  withdraws the request and the workload is queued again, from the ladder's first rung. A wait for capacity longer
-  than that belongs on a queued rung, which waits before admission with no pods, no nodes and no billing.
+  the timeout. GKE publishes no bound on that wait ("an indeterminate amount of time",
+  cloud.google.com/kubernetes-engine/docs/concepts/dws); Compute Engine's own flex-start requests stay queued at most
+  two hours before they fail (cloud.google.com/compute/docs/instances/about-flex-start-vms, "Flex-start VM wait time";
+  `--request-valid-for-duration`, cloud.google.com/blog/products/compute/introducing-flex-start-vms-for-the-compute-
+  engine-instance-api), which the stack takes as the wait worth holding quota for. Past it an eviction withdraws the
+  request and the workload is queued again, from the ladder's first rung. A wait for capacity longer than that
+  belongs on a queued rung, which waits before admission with no pods, no nodes and no billing.
 
 After a timeout Kueue requeues by the workload's creation time (it keeps its place: the cloud had no capacity, the
 workload did nothing wrong), after 1, 2, 4 ... at most 60 minutes, and deactivates it after its third requeue: a
@@ -66,7 +69,8 @@ class Patience:
 
 
 FLEX_START_WAIT = 2 * HOUR
-"""The longest Compute Engine keeps a flex-start request queued before it fails (Flex-start VM wait time)."""
+"""The longest Compute Engine keeps a flex-start VM request queued before it fails (Flex-start VM wait time); GKE
+publishes no bound of its own for flex-start node pools."""
 HELD = Patience(30 * MINUTE, HOUR, "the nodes are held: an image pull and the pods' start, or a repair, to wait for")
 SPOT = Patience(30 * MINUTE, FLEX_START_WAIT, "the pool holds its VMs; preempted ones come back with capacity")
 CALENDAR = Patience(HOUR, HOUR, "the slice is created from the reservation when a workload is admitted")
