@@ -205,9 +205,11 @@ class TpuPoolConfig(ConfigModel):
     """Not a flag: spot is a provisioning mode. Accepted only to explain that (DWS capacity is never spot), so the
     schema and the reference leave it out."""
     zone: str | None = None
-    """The one zone of the slices, a zone of `gcp:region` (e.g. `us-east5-a`); required for multi-host slices.
+    """The one zone of the slices, a zone of `gcp:region` (e.g. `us-east5-a`); required for multi-host slices. It
+    must offer the TPU version by the pool's provisioning: flex-start and queued pools need one of GKE's flex-start
+    zones (vendor/data/tpu_zones.json lists both; an error names the zones that can).
 
-    Default: the cluster's zones"""
+    Default: the cluster's zones (then one of the region's zones must offer it)"""
     max_run_duration: str | None = None
     """Longest a node runs, e.g. `24h`, `7d`, `1h30m`; sent to GKE in seconds (`86400s`). Flex-start, queued and
     spot pools only; flex-start and queued at most `7d`."""

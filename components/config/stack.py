@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from components import tpu_zones
 from components.config.base import (
     GCP_LABELS_PER_RESOURCE,
     PROJECT,
@@ -505,6 +506,12 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
         elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
+        else:
+            problem = tpu_zones.zone_problem(
+                pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=config.region
+            )
+            if problem:
+                problems.append(f"{key}.zone: {problem}")
         if pool.future_reservation is not None:
             problem = pool.future_reservation.lead_time_problem(now)
             if problem:

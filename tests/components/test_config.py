@@ -19,9 +19,11 @@ from components.config.pools import (
 from components.config.stack import load
 from offline import __main__ as cli
 from offline.engine import run_program
+from tests.fixtures import stack_path
 
+# Trillium in us-central1-b, on spot VMs: us-central1 offers no Trillium on flex-start (vendor/data/tpu_zones.json).
 POOL = {"name": "train", "machineType": "ct6e-standard-4t", "topology": "4x4", "zone": "us-central1-b",
-        "provisioning": "flex-start"}  # fmt: skip
+        "provisioning": "spot"}  # fmt: skip
 SOON = (datetime.now(UTC) + timedelta(days=7)).replace(microsecond=0)
 
 
@@ -42,9 +44,9 @@ VALID_TOPOLOGIES = "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
 P0 = "tpu-stack:tpuPools[0]"
 # MultiKueue: the stack's cluster (us-central1, default name tpu-cluster) is the manager of workers in other regions.
 EAST = {"name": "east", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-east5-b"}
-EUW4 = {"name": "euw4", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "europe-west4-a"}
+EUW4 = {"name": "euw4", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "asia-northeast1-b"}
 EAST5 = {"name": "tpu-east5", "region": "us-east5", "tpuPools": [EAST]}
-EUROPE = {"name": "tpu-euw4", "region": "europe-west4", "tpuPools": [EUW4]}
+EUROPE = {"name": "tpu-euw4", "region": "asia-northeast1", "tpuPools": [EUW4]}
 MK = "tpu-stack:multiKueue.workers"
 
 
@@ -75,7 +77,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("negative slices", pools(pool(slices=-2)), f"{P0}.slices: is -2; a pool group needs at least 1 slice"),
     ("slices not a number", pools(pool(slices="three")),
      f"{P0}.slices: the text 'three' is not a whole number; write one like 4"),
-    ("flex-start with a reservation", pools(pool(reservation="r1")),
+    ("flex-start with a reservation", pools(pool(provisioning="flex-start", reservation="r1")),
      f"{P0}.reservation: provisioning flex-start cannot consume a reservation (it needs NO_RESERVATION); "
      "remove it or set provisioning: reservation"),
     ("queued with spot", pools(pool(provisioning="queued", spot=True)),
@@ -112,12 +114,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("reservation and future reservation both",
      pools(pool(provisioning="reservation", reservation="r", futureReservation=window(SOON, 7))),
      f"{P0}.futureReservation: set reservation or futureReservation, not both"),
-    ("flex-start run longer than 7 days", pools(pool(maxRunDuration="8d")),
+    ("flex-start run longer than 7 days", pools(pool(provisioning="flex-start", maxRunDuration="8d")),
      f"{P0}.maxRunDuration: 8d exceeds flex-start's 7-day limit; use 7d or less"),
     # 7 days = 168 hours: one hour more is over the limit, which a duration read with a wrong unit would miss.
-    ("flex-start run of 169 hours", pools(pool(maxRunDuration="169h")),
+    ("flex-start run of 169 hours", pools(pool(provisioning="flex-start", maxRunDuration="169h")),
      f"{P0}.maxRunDuration: 169h exceeds flex-start's 7-day limit; use 7d or less"),
-    ("flex-start run of 10081 minutes", pools(pool(maxRunDuration="10081m")),
+    ("flex-start run of 10081 minutes", pools(pool(provisioning="flex-start", maxRunDuration="10081m")),
      f"{P0}.maxRunDuration: 10081m exceeds flex-start's 7-day limit; use 7d or less"),
     ("run duration without a unit", pools(pool(maxRunDuration="3600")),
      f"{P0}.maxRunDuration: '3600' is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d"),
@@ -165,7 +167,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:saxml.pool: pool 'serve' is TPU v6e, a chip Saxml's model server does not know (--platform_chip); "
      "serve on v4, v5e"),
     ("saxml in a system namespace",
-     {**pools(pool(name="serve", provisioning="on-demand", machineType="ct5lp-hightpu-4t")),
+     {**pools(pool(name="serve", provisioning="on-demand", machineType="ct5lp-hightpu-4t", zone="us-central1-a")),
       "tpu-stack:saxml": {"pool": "serve", "namespace": "kube-system", "service": {"sourceRanges": ["10.20.0.0/24"]}}},
      "tpu-stack:saxml.namespace: 'kube-system' belongs to the system; use default or a namespace of your own"),
     ("system pool whose per-zone start exceeds its maximum",
@@ -361,7 +363,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it, or "
      "set each worker's own (multiKueue.workers[].subnetwork)"),
     ("worker in the manager's region", workers({**EAST5, "region": "us-east5"}, {**EUROPE, "region": "us-central1",
-     "tpuPools": [{**EUW4, "zone": "us-central1-b"}]}),
+     "tpuPools": [{**EUW4, "provisioning": "spot", "zone": "us-central1-b"}]}),
      f"{MK}[1].region: 'us-central1' already has a cluster of this stack (gcp:region); put each worker in a region "
      "of its own (a cluster's Cloud NAT covers every subnetwork of its region, and Compute refuses a second NAT that "
      "does)"),
@@ -414,7 +416,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("worker pool zone outside the worker's region",
      workers(EAST5, {**EUROPE, "tpuPools": [EUW4, {**EUW4, "name": "euw4-4x4", "topology": "4x4",
                                                    "zone": "us-east5-b"}]}),
-     f"{MK}[1].tpuPools[1].zone: 'us-east5-b' is not in {MK}[1].region 'europe-west4'"),
+     f"{MK}[1].tpuPools[1].zone: 'us-east5-b' is not in {MK}[1].region 'asia-northeast1'"),
     ("worker pool zone given as a region", workers({**EAST5, "tpuPools": [{**EAST, "zone": "us-east5"}]}),
      f"{MK}[0].tpuPools[0].zone: 'us-east5' is a region; give one of its zones, e.g. us-east5-a"),
     ("no workers", workers(), f"{MK}: is empty; it lists worker clusters ('-' items) and needs at least 1"),
@@ -479,8 +481,8 @@ def test_structured_values_arrive_as_json_strings_like_the_engine_sends_them() -
 def test_flex_start_runs_up_to_exactly_seven_days() -> None:
     """Flex-start VMs run at most 7 days (604800 s); 168h and 10080m are that limit, not over it."""
     for duration, seconds in (("7d", 604800), ("168h", 604800), ("10080m", 604800), ("24h", 86400), ("90s", 90)):
-        config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1", **pools(pool(maxRunDuration=duration))},
-                      stack="dev")  # fmt: skip
+        flex = pool(provisioning="flex-start", zone="us-east5-b", maxRunDuration=duration)
+        config = load({"gcp:project": "proj-1234", "gcp:region": "us-east5", **pools(flex)}, stack="dev")
         assert config.tpu_pools[0].max_run_duration_seconds == seconds, duration
 
 
@@ -524,18 +526,18 @@ def test_autopilot_controllers_count_only_the_declared_tpu_capacity() -> None:
     assert config.controller_resources == MEDIUM
 
 
-DEV_STACK = Path(__file__).resolve().parents[2] / "Pulumi.dev.yaml"
+DEV_STACK = stack_path("dev")
 DUPLICATED_POOL = """    - name: flex-v6e
       machineType: ct6e-standard-4t
       provisioning: flex-start
-      zone: us-central1-b
+      zone: us-east5-b
 """
 # One defect in the real dev stack file, and the one line it must give. Before, each of these gave the listed
 # follow-on lines instead (or nothing at all):
 ONE_DEFECT = [
-    # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-central1-a'".
-    ("zone as region", ("gcp:region: us-central1", "gcp:region: us-central1-a"),
-     "gcp:region: 'us-central1-a' is a zone; gcp:region takes its region: us-central1"),
+    # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-east5-b'".
+    ("zone as region", ("gcp:region: us-east5", "gcp:region: us-east5-b"),
+     "gcp:region: 'us-east5-b' is a zone; gcp:region takes its region: us-east5"),
     # 6 lines about the teams' shares naming pools that do not exist; the pools themselves were silently dropped.
     ("typo in the namespace of the pools", ("  tpu-stack:tpuPools:", "  tpu-stak:tpuPools:"),
      "tpu-stak:tpuPools: 'tpu-stak' is not a config namespace this stack reads, so everything under it would be "
@@ -546,7 +548,8 @@ ONE_DEFECT = [
      "letter and not ending with '-'"),
     # Previewed cleanly; GKE would refuse the node label.
     ("node label value ending in a dash",
-     ("      machineType: ct6e-standard-4t\n", "      machineType: ct6e-standard-4t\n      labels: {team: ml-}\n"),
+     ("- name: flex-v6e\n      machineType: ct6e-standard-4t\n",
+      "- name: flex-v6e\n      machineType: ct6e-standard-4t\n      labels: {team: ml-}\n"),
      "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', starting "
      "and ending with a letter or digit (Kubernetes labels)"),
     # 3 lines: the name, the two pools' identical node labels, and research's share against one pool's chips.

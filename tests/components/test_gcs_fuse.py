@@ -14,6 +14,8 @@ from components.config.queues import queue_refs
 from components.config.stack import load
 from offline.engine import REPO, Plan, _engine_config, read_stack_file, run_stack
 
+pytestmark = pytest.mark.any_zone
+
 DRIVER = "gcsfuse.csi.storage.gke.io"
 
 

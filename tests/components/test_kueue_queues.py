@@ -26,6 +26,8 @@ from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
 from tests.registration_options import changed_paths, replaced_by, replacement_options
 
+pytestmark = pytest.mark.any_zone
+
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 CHART = "kubernetes:helm.sh/v4:Chart"
 TPU = tpu_catalog.TPU_RESOURCE

@@ -23,6 +23,8 @@ from offline.engine import Plan, _engine_config, read_stack_file, run_program, r
 from offline.vendor import REPO
 from tests.conftest import BASE, StackRunner
 
+pytestmark = pytest.mark.any_zone
+
 LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SERVICE = "kubernetes:core/v1:Service"

@@ -13,6 +13,8 @@ from components.config.stack import load
 from offline import validate
 from offline.engine import Plan, read_stack_file, run_stack
 
+pytestmark = pytest.mark.any_zone
+
 STACKS = ("dev", "prod")
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 ALERT = "gcp:monitoring/alertPolicy:AlertPolicy"

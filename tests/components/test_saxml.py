@@ -22,6 +22,8 @@ from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
 from tests.registration_options import changed_paths, replaced_by, replacement_options
 
+pytestmark = pytest.mark.any_zone
+
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SERVICE = "kubernetes:core/v1:Service"

@@ -10,6 +10,8 @@ import pytest
 from offline.engine import Plan
 from tests.conftest import StackRunner
 
+pytestmark = pytest.mark.any_zone
+
 NODE_POOL = "gcp:container/nodePool:NodePool"
 
 
@@ -65,6 +67,7 @@ def test_single_host_flex_start(run: StackRunner) -> None:
         "autoscaling.enabled": True,
         "autoscaling.minNodeCount": 0,
         "autoscaling.maxNodeCount": 1,
+        "autoscaling.locationPolicy": "ANY",  # beyond the seed: xpk's flag (see the test at the end)
         "management.autoRepair": True,
     }
 
@@ -84,6 +87,7 @@ def test_multi_host_flex_start(run: StackRunner) -> None:
         "autoscaling.enabled": True,
         "autoscaling.minNodeCount": 0,
         "autoscaling.maxNodeCount": 4,
+        "autoscaling.locationPolicy": "ANY",
         "management.autoRepair": False,
     }
 
@@ -327,3 +331,19 @@ def test_slice_pools_never_wait_on_each_other(run: StackRunner) -> None:
     urns = {p["urn"] for p in pools_of(plan, "ms")}
     for pool in pools_of(plan, "ms"):
         assert not urns & set(pool["dependencies"])
+
+
+def test_flex_start_pools_let_the_autoscaler_take_any_zone_with_capacity(run: StackRunner) -> None:
+    """xpk creates every flex-start pool with `--location-policy=ANY` (AI-Hypercomputer/xpk src/xpk/core/capacity.py
+    at 367c8382): in one zone it changes nothing, and a single-host pool without a zone comes up in whichever of the
+    cluster's zones has capacity instead of GKE's default BALANCED spread. Auto-repair stays as GKE's flex-start
+    tutorial creates the pools (on for single-host, off for multi-host): xpk's `--no-enable-autorepair` on single
+    hosts would leave a failed VM billed and unreplaced, which GKE's auto-repair page warns against."""
+    plan = run({"tpu-stack:tpuPools": [
+        {"name": "single", "machineType": "ct6e-standard-4t", "provisioning": "flex-start"},
+        {"name": "multi", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "flex-start",
+         "zone": ZONE},
+    ]})  # fmt: skip
+    single, multi = gke_api(pools_of(plan, "single")[0]["inputs"]), gke_api(pools_of(plan, "multi")[0]["inputs"])
+    assert (single["autoscaling.locationPolicy"], single["management.autoRepair"]) == ("ANY", True)
+    assert (multi["autoscaling.locationPolicy"], multi["management.autoRepair"]) == ("ANY", False)

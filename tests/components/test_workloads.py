@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from components import tpu_catalog
+from components.config.pools import TpuPoolConfig
 from components.config.queues import queue_refs
 from components.config.stack import load
 from components.workloads import Workload, ladders, multislice_jobset, slice_job, workloads
@@ -25,6 +26,8 @@ from offline import commands, validate
 from offline.engine import Plan, run_stack
 from tests.components.test_kueue_queues import MULTISLICE, SCENARIOS
 from tests.conftest import BASE
+
+pytestmark = pytest.mark.any_zone
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -346,19 +349,29 @@ def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
     MiB allocatable, 698757Mi requested, 700805Mi limit."""
     found = by_name(stack_workloads("dev"))
     v5e = ({TPU: 4, "cpu": "110400m", "memory": "179495Mi"}, "181543Mi")
+    assert tpu_container(v5e_pool()) == v5e
     v6e = ({TPU: 4, "cpu": "178230m", "memory": "698757Mi"}, "700805Mi")
     # dev writes no JobSet (its spot rung has one slice): a 2-slice JobSet of the ladder, as `tpu-stack submit` makes.
     config = commands.stack_config("dev", None)
     two = multislice_jobset(config, ladders(config)["multislice"], 2, "two", queue_refs(config.queues)["research"])
     jobset = Workload("two", "multislice", 2, queue_refs(config.queues)["research"], (two,))
     for name, workload, (requests, limit) in (
-        ("multislice-job", found["multislice-job"], v5e),
-        ("a 2-slice JobSet", jobset, v5e),
+        # dev's multislice group is Trillium since its zone table fix (v5e has no flex-start in us-east5).
+        ("multislice-job", found["multislice-job"], v6e),
+        ("a 2-slice JobSet", jobset, v6e),
         ("flex-v6e-job", found["flex-v6e-job"], v6e),
     ):
         resources = container_resources(workload)
         assert resources["requests"] == requests, name
         assert resources["limits"] == {TPU: 4, "memory": limit}, name
+
+
+def v5e_pool() -> TpuPoolConfig:
+    return TpuPoolConfig(name="v5e", machine_type="ct5lp-hightpu-4t", topology="2x4", zone="us-central1-a")
+
+
+def tpu_container(pool: TpuPoolConfig) -> tuple[dict[str, Any], str]:
+    return ({TPU: 4, **pool.tpu_container_requests}, pool.tpu_container_limits["memory"])
 
 
 def test_queues_host_resources_are_what_the_pods_request() -> None:

@@ -11,8 +11,12 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from tests.lifecycle.catalogue import CATALOGUE
 from tests.lifecycle.conftest import Records, changed, plan, stack_config, step, upgraded_chart
+
+pytestmark = pytest.mark.any_zone
 
 
 def only(steps: Any, op: str) -> list[str]:
@@ -121,10 +125,10 @@ def test_prod_refuses_to_replace_its_reserved_pools(deployed: dict[str, Records]
 
 
 def _on_demand_rung(config: dict[str, Any]) -> None:
-    """A third rung for the multislice ladder: one on-demand v5e 2x4 slice, tried after spot and flex-start. Its
+    """A third rung for the multislice ladder: one on-demand v6e 2x4 slice, tried after spot and flex-start. Its
     label keeps the pods Kueue admits on it off the spot and flex-start nodes (which carry the shape labels too)."""
     config["tpu-stack:tpuPools"].append({
-        "name": "multislice-on-demand", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a",
+        "name": "multislice-on-demand", "machineType": "ct6e-standard-4t", "topology": "2x4", "zone": "us-east5-b",
         "labels": {"pool": "multislice-on-demand"}})  # fmt: skip
     config["tpu-stack:queues"]["ladders"]["multislice"].append("multislice-on-demand")
 
@@ -246,11 +250,17 @@ START = (datetime.now(UTC) + timedelta(days=20)).replace(hour=0, minute=0, secon
 """Calendar windows may start at most 120 days ahead and not in the past."""
 
 
+CALENDAR_TPU = {"us-east5": ("ct6e-standard-4t", "us-east5-b"), "us-west4": ("ct5lp-hightpu-4t", "us-west4-a")}
+
+
 def _calendar(days: int, **window: Any) -> Any:
     def change(config: dict[str, Any]) -> None:
         end = START + timedelta(days=days)
+        # A zone that offers the TPU in the stack's region (vendor/data/tpu_zones.json): dev's us-east5 has Trillium,
+        # prod's us-west4 v5e.
+        machine, zone = CALENDAR_TPU[config["gcp:region"]]
         config["tpu-stack:tpuPools"].append({
-            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": "us-central1-a",
+            "name": "cal", "machineType": machine, "topology": "4x4", "slices": 2, "zone": zone,
             "provisioning": "reservation",
             "futureReservation": {"startTime": START.isoformat(), "endTime": end.isoformat(), **window}})  # fmt: skip
 

@@ -46,10 +46,10 @@ DEV_FIRST_SCREEN = """\
 Previewing stack 'dev' of project 'tpu-stack' (offline, mock engine)
 
 Capacity: 3 TPU pool group(s), 5 slice(s), 9 VM(s), 36 chips
-  pool group       machine type      topology  provisioning  ladder          slices  VMs  chips  zone           used by
-  flex-v6e         ct6e-standard-4t  2x2       flex-start    -                    1    1      4  us-central1-b  kueue
-  multislice       ct5lp-hightpu-4t  2x4       flex-start    multislice 2/2       3    6     24  us-central1-a  kueue
-  multislice-spot  ct5lp-hightpu-4t  2x4       spot          multislice 1/2       1    2      8  us-central1-a  kueue
+  pool group       machine type      topology  provisioning  ladder          slices  VMs  chips  zone        used by
+  flex-v6e         ct6e-standard-4t  2x2       flex-start    -                    1    1      4  us-east5-b  kueue
+  multislice       ct6e-standard-4t  2x4       flex-start    multislice 2/2       3    6     24  us-east5-b  kueue
+  multislice-spot  ct6e-standard-4t  2x4       spot          multislice 1/2       1    2      8  us-east5-b  kueue
 
 Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)
   team      local queue              cluster queue           flavor           quota  borrowing limit
@@ -68,13 +68,13 @@ PROD_FIRST_SCREEN = "\n".join(
         "",
         "Capacity: 3 TPU pool group(s), 5 slice(s), 28 VM(s), 112 chips",
         "  pool group  machine type      topology  provisioning                      ladder     slices  VMs  "
-        "chips  zone           used by",
+        "chips  zone        used by",
         "  train       ct5lp-hightpu-4t  4x4       reservation (tpu-prod-v5e-train)  train 1/2       2    8  "
-        "   32  us-central1-a  kueue",
+        "   32  us-west4-a  kueue",
         "  burst       ct5lp-hightpu-4t  4x4       queued                            train 2/2       1    4  "
-        "   16  us-central1-a  kueue",
+        "   16  us-west4-a  kueue",
         "  serve       ct5lp-hightpu-4t  4x8       on-demand                         -               2   16  "
-        "   64  us-central1-a  saxml",
+        "   64  us-west4-a  saxml",
         "",
         "Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)",
         "  team      local queue              cluster queue           flavor  quota  borrowing limit",
@@ -106,14 +106,14 @@ DEV_SUMMARY = {
     "capacity": {
         "flex-v6e": {"machineType": "ct6e-standard-4t", "topology": "2x2", "provisioning": "flex-start",
                      "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 1, "vms": 1, "chips": 4,
-                     "zone": "us-central1-b", "usedBy": "kueue", "ladder": None},
-        "multislice": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "flex-start",
+                     "zone": "us-east5-b", "usedBy": "kueue", "ladder": None},
+        "multislice": {"machineType": "ct6e-standard-4t", "topology": "2x4", "provisioning": "flex-start",
                        "reservation": None, "calendar": False, "slices": 3, "vmsPerSlice": 2, "vms": 6, "chips": 24,
-                       "zone": "us-central1-a", "usedBy": "kueue",
+                       "zone": "us-east5-b", "usedBy": "kueue",
                        "ladder": {"name": "multislice", "rung": 2, "of": 2}},
-        "multislice-spot": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "spot",
+        "multislice-spot": {"machineType": "ct6e-standard-4t", "topology": "2x4", "provisioning": "spot",
                             "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 2, "vms": 2,
-                            "chips": 8, "zone": "us-central1-a", "usedBy": "kueue",
+                            "chips": 8, "zone": "us-east5-b", "usedBy": "kueue",
                             "ladder": {"name": "multislice", "rung": 1, "of": 2}},
     },
     "queues": {
@@ -138,14 +138,14 @@ PROD_SUMMARY = {
     "capacity": {
         "train": {"machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": "reservation",
                   "reservation": "tpu-prod-v5e-train", "calendar": False, "slices": 2, "vmsPerSlice": 4, "vms": 8,
-                  "chips": 32, "zone": "us-central1-a", "usedBy": "kueue",
+                  "chips": 32, "zone": "us-west4-a", "usedBy": "kueue",
                   "ladder": {"name": "train", "rung": 1, "of": 2}},
         "burst": {"machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": "queued",
                   "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 4, "vms": 4, "chips": 16,
-                  "zone": "us-central1-a", "usedBy": "kueue", "ladder": {"name": "train", "rung": 2, "of": 2}},
+                  "zone": "us-west4-a", "usedBy": "kueue", "ladder": {"name": "train", "rung": 2, "of": 2}},
         "serve": {"machineType": "ct5lp-hightpu-4t", "topology": "4x8", "provisioning": "on-demand",
                   "reservation": None, "calendar": False, "slices": 2, "vmsPerSlice": 8, "vms": 16, "chips": 64,
-                  "zone": "us-central1-a", "usedBy": "saxml", "ladder": None},
+                  "zone": "us-west4-a", "usedBy": "saxml", "ladder": None},
     },
     "queues": {
         "cohort": "tpu-stack",
@@ -359,7 +359,7 @@ def test_a_queued_pool_reads_as_queued_not_flex_start(prod: Preview) -> None:
     """Queued provisioning sets flexStart too; the pool's line says which mode it is."""
     lines, _plan = prod
     (row,) = [line for line in lines if " burst " in line and "NodePool" in line]
-    assert row.endswith("ct5lp-hightpu-4t 4x4 nodes=0..4 total queued us-central1-a")
+    assert row.endswith("ct5lp-hightpu-4t 4x4 nodes=0..4 total queued us-west4-a")
 
 
 def test_policy_findings_come_last(dev: Preview) -> None:

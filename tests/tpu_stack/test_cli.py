@@ -25,6 +25,8 @@ from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
 
+pytestmark = pytest.mark.any_zone
+
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
 JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
@@ -138,7 +140,7 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     assert pod["spec"]["serviceAccountName"] == "trainer"
     # dev's multislice is a ladder (spot, then flex-start): the pods ask only for the shape, Kueue adds the rest.
     assert pod["spec"]["nodeSelector"] == {
-        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
         "cloud.google.com/gke-tpu-topology": "2x4",
     }
     assert "tolerations" not in pod["spec"]
@@ -146,10 +148,11 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     assert container["image"] == IMAGE
     assert container["command"] == ["python", "-m", "train", "--steps", "1000"]
     assert container["env"] == [{"name": "STEPS", "value": "1000"}]
-    # A v5e 4t VM (112 vCPU, 192 GiB) less GKE's reservations, its DaemonSets and the FUSE sidecar.
+    # A v6e 4t VM (180 vCPU, 720 GiB) less GKE's reservations, its DaemonSets and the FUSE sidecar
+    # (tests/components/test_workloads.py works the numbers out).
     assert container["resources"] == {
-        "requests": {"google.com/tpu": 4, "cpu": "110400m", "memory": "179495Mi"},
-        "limits": {"google.com/tpu": 4, "memory": "181543Mi"},
+        "requests": {"google.com/tpu": 4, "cpu": "178230m", "memory": "698757Mi"},
+        "limits": {"google.com/tpu": 4, "memory": "700805Mi"},
     }
     mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
     assert mounts == {"/data": True, "/checkpoints": False}
