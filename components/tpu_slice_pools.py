@@ -145,7 +145,13 @@ def _autoscaling(pool: TpuPoolConfig) -> container.NodePoolAutoscalingArgsDict |
         # Flex-start, and calendar-mode pools that hold a slice only while their reservation is active.
         # gcloud --min-nodes/--max-nodes are per-zone bounds: a multi-host slice has exactly one zone (required),
         # a single-host pool without `zone` may hold one VM in each of the cluster's zones.
-        return {"min_node_count": 0, "max_node_count": pool.vms_per_slice}
+        scaling: container.NodePoolAutoscalingArgsDict = {"min_node_count": 0, "max_node_count": pool.vms_per_slice}
+        if pool.flex_start:
+            # As xpk creates flex-start pools (--location-policy=ANY, src/xpk/core/capacity.py at 367c8382): the
+            # autoscaler takes whichever of the pool's zones has capacity. Updated in place (gcloud node-pools update
+            # --location-policy), so deployed pools are not replaced.
+            scaling["location_policy"] = "ANY"
+        return scaling
     return None
 
 
