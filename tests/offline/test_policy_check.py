@@ -65,6 +65,7 @@ def test_a_deployed_idle_flex_pool_reads_back_zero_nodes_and_zero_for_unset_coun
     assert outputs["autoscaling"] == {
         "minNodeCount": 0,
         "maxNodeCount": 1,
+        "locationPolicy": "ANY",
         "totalMinNodeCount": 0,
         "totalMaxNodeCount": 0,
     }

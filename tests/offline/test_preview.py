@@ -56,7 +56,7 @@ def test_inputs_use_camel_case_wire_names_and_integers(dev_plan: dict[str, objec
     pool = next(r for r in resources if r["name"] == "multislice-0")
     inputs = pool["inputs"]
     assert inputs["nodeConfig"]["machineType"] == "ct6e-standard-4t"
-    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 2}
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 2, "locationPolicy": "ANY"}
     assert isinstance(inputs["autoscaling"]["maxNodeCount"], int)
     assert "node_config" not in inputs
 
