@@ -42,6 +42,8 @@ class TpuSlicePools(pulumi.ComponentResource):
                 location=config.cluster_location,
                 node_locations=[pool.zone] if pool.zone else None,
                 initial_node_count=0 if pool.autoscaled else None,
+                # ForceNew in the provider: sizes each node's block of the pod range (components/config/network.py).
+                max_pods_per_node=pool.max_pods_per_node,
                 node_count=None if pool.autoscaled else pool.vms_per_slice,
                 autoscaling=_autoscaling(pool),
                 management={"auto_repair": pool.auto_repair, "auto_upgrade": config.auto_upgrade(pool)},

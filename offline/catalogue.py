@@ -283,6 +283,24 @@ REPLACES = [
         "the provider plans a timeWindow change as an update, which Compute refuses for a submitted calendar-mode "
         "request: the stack replaces it on any change (replaceOnChanges '*')",
     ),
+    Replaces(
+        "gcp:projects/service:Service",
+        ("service", "project"),
+        _TF + "resourcemanager/resource_google_project_service.go (service, project ForceNew)",
+        "disableOnDestroy false: a destroy removes it from the state and leaves the API on",
+    ),
+    Replaces(
+        "gcp:compute/network:Network",
+        ("name", "project", "autoCreateSubnetworks", "description", "networkProfile", "params"),
+        _TF + "compute/resource_compute_network.go (ForceNew fields)",
+        "mtu and routingMode update in place",
+    ),
+    Replaces(
+        "gcp:compute/subnetwork:Subnetwork",
+        ("name", "network", "region", "project", "description", "params", "reservedInternalRange"),
+        _TF + "compute/resource_compute_subnetwork.go (ForceNew fields; ipCidrRange replaces only when it shrinks)",
+        "ipCidrRange widens in place; secondary ranges update in place, but see Refuses",
+    ),
     Replaces("gcp:monitoring/alertPolicy:AlertPolicy", ("project",),
              _TF + "monitoring/resource_monitoring_alert_policy.go L133"),
     Replaces("gcp:monitoring/dashboard:Dashboard", ("project",),
@@ -349,7 +367,8 @@ REPLACES = [
     *(
         Replaces(f"tpu-stack:index:{component}", (), _COMPONENT)
         for component in (
-            "GkeCluster", "TpuSlicePools", "JobSetInstall", "KueueInstall", "KueueQueues", "NamespacePolicies",
+            "GkeCluster", "TpuSlicePools", "ProjectServices", "StackNetwork", "JobSetInstall", "KueueInstall",
+            "KueueQueues", "NamespacePolicies",
             "ControllerMetrics", "Bucket", "WorkloadIdentity", "Saxml", "Monitoring", "LwsInstall", "LlmServing",
             "MultiKueueManager", "MultiKueueWorker", "WorkloadServiceAccounts",
         )
@@ -359,6 +378,14 @@ REPLACES = [
 # --- Refuses: changes an API or a provider does not apply in place ----------------------------------------------
 
 REFUSES = [
+    Refuses(
+        "gcp:compute/subnetwork:Subnetwork",
+        ("secondaryIpRanges",),
+        "cloud.google.com/kubernetes-engine/docs/concepts/alias-ips (a cluster's secondary ranges cannot be changed "
+        "or removed while the cluster uses them); Compute refuses to modify a secondary range in use",
+        "a pod or Service range is chosen once, with the cluster (ipAllocationPolicy is ForceNew): the address plan "
+        "sizes it for the stack's largest",
+    ),
     Refuses(
         "gcp:container/nodePool:NodePool",
         ("placementPolicy.tpuTopology", "placementPolicy.type"),
@@ -782,7 +809,126 @@ def _services_wait_only_for_their_address(records: Sequence[Record], _outputs: M
     return problems
 
 
+def _api_before_first_resource(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Each Google resource waits for the API its provider calls, where the plan enables APIs."""
+    from components.project import API_OF_TYPE, SERVICES
+
+    services = {r["inputs"].get("service"): r for r in of_type(records, "projects/service:Service")}
+    if not services:
+        return []  # a plan that enables no API (the project's owner did)
+    problems = []
+    for record in records:
+        for prefix, short in API_OF_TYPE:
+            if str(record["type"]).startswith(prefix):
+                service = services.get(SERVICES[short])
+                if service is None or not waits_for(records, record, service):
+                    problems.append(f"{record['name']} may be created before {SERVICES[short]} is enabled")
+    for cluster in of_type(records, "container/cluster:Cluster"):
+        dns = (cluster["inputs"].get("dnsConfig") or {}).get("clusterDns") == "CLOUD_DNS"
+        if dns and not waits_for(records, cluster, services.get(SERVICES["dns"])):
+            problems.append(f"{cluster['name']} uses Cloud DNS before dns.googleapis.com is enabled")
+    return problems
+
+
+def _network_before_cluster(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """A cluster waits for the network and subnetwork it names, where the plan declares them."""
+    networks = {r["inputs"].get("name"): r for r in of_type(records, "compute/network:Network")}
+    subnetworks = {r["inputs"].get("name"): r for r in of_type(records, "compute/subnetwork:Subnetwork")}
+    problems = []
+    for cluster in of_type(records, "container/cluster:Cluster"):
+        for field, declared in (("network", networks), ("subnetwork", subnetworks)):
+            named = declared.get(cluster["inputs"].get(field))
+            if named is not None and not waits_for(records, cluster, named):
+                problems.append(f"{cluster['name']} may be created before its {field} {named['inputs']['name']}")
+    return problems
+
+
+REGIONAL_ZONES = 3
+"""Zones a regional cluster's pool without node locations spans (GKE's default)."""
+
+
+def _pool_max_nodes(pool: Record, cluster_zones: int) -> int:
+    """Most nodes a node pool can have at once, from its inputs as GKE counts them: totalMaxNodeCount is a total;
+    maxNodeCount, nodeCount and initialNodeCount are per zone (node locations, else the cluster's)."""
+    inputs = pool["inputs"]
+    autoscaling = inputs.get("autoscaling") or {}
+    if autoscaling.get("totalMaxNodeCount"):
+        return int(autoscaling["totalMaxNodeCount"])
+    zones = len(inputs.get("nodeLocations") or ()) or cluster_zones
+    per_zone = autoscaling.get("maxNodeCount") or inputs.get("nodeCount") or inputs.get("initialNodeCount") or 0
+    return int(per_zone) * zones
+
+
+def _ranges_hold_the_largest(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Each cluster's pod range holds a block per node (the smallest power of two with twice maxPodsPerNode, GKE's
+    110 where a pool sets none) with every pool at its largest, and its node range a primary address per node."""
+    import ipaddress
+
+    subnetworks = {r["inputs"].get("name"): r for r in of_type(records, "compute/subnetwork:Subnetwork")}
+    problems = []
+    for cluster in of_type(records, "container/cluster:Cluster"):
+        inputs = cluster["inputs"]
+        policy = inputs.get("ipAllocationPolicy") or {}
+        subnet = subnetworks.get(inputs.get("subnetwork"))
+        pods: str | None = policy.get("clusterIpv4CidrBlock")
+        if subnet is not None and policy.get("clusterSecondaryRangeName"):
+            pods = next(
+                (r["ipCidrRange"] for r in subnet["inputs"].get("secondaryIpRanges") or ()
+                 if r.get("rangeName") == policy["clusterSecondaryRangeName"]),
+                None,
+            )  # fmt: skip
+        if inputs.get("enableAutopilot") or pods is None:
+            continue
+        zones = 1 if str(inputs.get("location", "")).count("-") == 2 else REGIONAL_ZONES  # us-east5-a is a zone
+        pools = [
+            p
+            for p in of_type(records, "container/nodePool:NodePool")
+            if p["inputs"].get("cluster") == inputs.get("name")
+        ]
+        nodes = sum(_pool_max_nodes(p, zones) for p in pools)
+        needed = sum(
+            _pool_max_nodes(p, zones) * (1 << (2 * int(p["inputs"].get("maxPodsPerNode") or 110) - 1).bit_length())
+            for p in pools
+        )
+        size = 1 << (32 - int(pods.split("/")[-1]))
+        if needed > size:
+            problems.append(f"{cluster['name']}: pod range {pods} holds {size} addresses, its pools need {needed}")
+        if subnet is not None:
+            primary = ipaddress.ip_network(subnet["inputs"]["ipCidrRange"]).num_addresses
+            if nodes + 4 > primary:  # the 4 addresses every subnet keeps
+                problems.append(f"{cluster['name']}: node range holds {primary - 4} nodes, its pools reach {nodes}")
+    return problems
+
+
 REQUIRES = [
+    Requires(
+        "api-before-first-resource",
+        "Every Google resource waits for the API its provider calls: in a new project no API is on, and a create "
+        "before the enable fails with SERVICE_DISABLED",
+        "cloud.google.com/service-usage/docs/enable-disable (an API must be enabled before it is used); "
+        + _TF
+        + "resourcemanager/resource_google_project_service.go (the enable completes before the resource does)",
+        _api_before_first_resource,
+    ),
+    Requires(
+        "network-before-cluster",
+        "A cluster waits for the network and subnetwork it names: GKE refuses a cluster in a network or subnetwork "
+        "that does not exist, and organisations may have no default network (compute.skipDefaultNetworkCreation)",
+        "cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters (network, "
+        "subnetwork: the Compute Engine network and subnetwork the cluster is connected to); "
+        "cloud.google.com/resource-manager/docs/organization-policy/org-policy-constraints",
+        _network_before_cluster,
+    ),
+    Requires(
+        "ranges-hold-the-largest",
+        "Each cluster's pod range holds a block per node at every pool's largest (a node that finds no free block is "
+        "not created) and its node range a primary address per node; both are fixed once the cluster exists",
+        "cloud.google.com/kubernetes-engine/docs/how-to/flexible-pod-cidr (block per node: twice maxPodsPerNode, "
+        "rounded up to a power of two); cloud.google.com/kubernetes-engine/docs/concepts/alias-ips; "
+        + _TF
+        + "container/resource_container_cluster.go (ip_allocation_policy ForceNew)",
+        _ranges_hold_the_largest,
+    ),
     Requires(
         "kueue-objects-after-kueue",
         "Kueue objects are created after the Kueue chart: its webhooks (failurePolicy Fail) refuse them until the "

@@ -48,6 +48,19 @@ def preview(
     return EXIT_VIOLATION if any(v["level"] == "mandatory" for v in plan.violations) else EXIT_OK
 
 
+def print_roles(stack: str, config_file: Path | None) -> int:
+    """The roles of the deploy and preview identities, from the types the stack declares (offline/roles.py)."""
+    from offline import roles
+
+    plan = run_stack(stack, config_file=config_file, render_charts=False)
+    try:
+        print(roles.render(stack, plan.resources))
+    except roles.UnknownType as error:
+        print(f"error: {error.args[0]}", file=sys.stderr)
+        return EXIT_CONFIG
+    return EXIT_OK
+
+
 def stack_config(stack: str, config_file: Path | None) -> StackConfig:
     """The validated config of a stack file, read as the engine passes it to the program."""
     path = config_file or REPO / f"Pulumi.{stack}.yaml"
@@ -134,6 +147,8 @@ def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFinding
     try:
         if args.command == "workloads":
             return write_workloads(args.stack, args.config, args.out)
+        if args.command == "roles":
+            return print_roles(args.stack, args.config)
         return preview(args.stack, args.config, args.out, args.quiet, args.policy_config, new_stack, args.verbose)
     except policy_check.PolicyConfigError as error:
         print(f"error: policy config: {error}", file=sys.stderr)

@@ -72,46 +72,25 @@ class Plan:
         return matches[0]
 
 
-def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Outputs the cloud would compute; without them `apply` callbacks never run under mocks.
+def _computed_outputs(
+    type_token: str, name: str, inputs: Mapping[str, Any], registered: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Outputs the cloud computes beside the inputs it echoes; without them `apply` callbacks never run under mocks.
 
-    A cluster reports what GKE reports where the program reads it:
-    - controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint, always present: `gke-<36 hex>.<region>.gke.goog`
-      (the form a real cluster's kubectl error shows in GoogleCloudPlatform/gcpdiag#115), one per cluster;
-    - endpoint: the public IP, or the DNS hostname when ipEndpointsConfig.enabled is false (measured on a real
-      cluster: gke-labs/kube-agents#1797, #1806);
-    - privateClusterConfig.privateEndpoint: the internal address GKE gives the control plane of a Private Service
-      Connect cluster (one created without masterIpv4CidrBlock; GKE's network-isolation docs for clusters created
-      at 1.29 and later describe that model); masterIpv4CidrBlock is reported only where it was sent;
-    - masterVersion: the channel's version (a 1.33 patch REGULAR has reported), or the full version pinned.
+    Only what the real platform reports, each value from its source: the GKE API reference (cloud.google.com/
+    kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters) as terraform-provider-google's flatteners
+    read it into the state pulumi-gcp returns (google/services/container/resource_container_cluster.go at e03b762:
+    flattenControlPlaneEndpointsConfig, flattenPrivateClusterConfig), and what the other providers' reads fill in.
+    `registered`: URN -> inputs of what the program registered so far (a cluster's subnetwork, for the address GKE
+    gives a Private Service Connect control plane there). A type not listed computes nothing here: its state is its
+    inputs, as the provider echoes them.
     """
-    import hashlib
-
-    from components.config.base import zone_region
-
     project = inputs.get("project", "mock-project")
     resource_name = inputs.get("name", name)
     if type_token == "gcp:container/cluster:Cluster":
-        location = str(inputs.get("location") or "")
-        digest = hashlib.sha256(f"{project}/{location}/{resource_name}".encode()).hexdigest()[:36]
-        dns = f"gke-{digest}.{zone_region(location) or location}.gke.goog"
-        endpoints = dict(inputs.get("controlPlaneEndpointsConfig") or {})
-        endpoints["dnsEndpointConfig"] = {**(endpoints.get("dnsEndpointConfig") or {}), "endpoint": dns}
-        ip_enabled = (endpoints.get("ipEndpointsConfig") or {}).get("enabled") is not False
-        private = {**(inputs.get("privateClusterConfig") or {}), "privateEndpoint": "10.128.0.2"}
-        if ip_enabled:
-            private["publicEndpoint"] = "192.0.2.10"
-        pinned = str(inputs.get("minMasterVersion") or "")
-        return {
-            "name": resource_name,
-            "endpoint": "192.0.2.10" if ip_enabled else dns,
-            "controlPlaneEndpointsConfig": endpoints,
-            "privateClusterConfig": private,
-            "masterAuth": {"clusterCaCertificate": "bW9jay1jYQ=="},
-            "masterVersion": pinned if "-gke." in pinned else "1.33.5-gke.1308000",
-            "selfLink": f"projects/{project}/locations/{location}/clusters/{resource_name}",
-        }
+        return cluster_outputs(str(project), str(resource_name), inputs, registered or {})
     if type_token == "gcp:serviceaccount/account:Account":
+        # email, name (the resource name) and member: resource_google_service_account.go Read.
         email = f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com"
         return {
             "email": email,
@@ -119,12 +98,104 @@ def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> 
             "member": f"serviceAccount:{email}",
         }
     if type_token == "gcp:storage/bucket:Bucket":
-        return {"name": resource_name, "url": f"gs://{resource_name}", "selfLink": f"storage/{resource_name}"}
+        # url: resource_storage_bucket.go Read sets url = "gs://" + name; selfLink: the bucket's API selfLink.
+        return {
+            "url": f"gs://{resource_name}",
+            "selfLink": f"https://www.googleapis.com/storage/v1/b/{resource_name}",
+        }
+    if type_token in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
+        # selfLink: the Compute API's selfLink of the network or subnetwork (the program passes `name` on).
+        subnetwork = type_token == "gcp:compute/subnetwork:Subnetwork"
+        where = f"regions/{inputs.get('region')}/subnetworks" if subnetwork else "global/networks"
+        return {"selfLink": f"https://www.googleapis.com/compute/v1/projects/{project}/{where}/{resource_name}"}
     if type_token == "kubernetes:core/v1:Service" and inputs.get("spec", {}).get("type") == "LoadBalancer":
+        # status.loadBalancer.ingress: the address the load balancer controller writes (a documentation address).
         return {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.20"}]}}}
-    if type_token.startswith("kubernetes:"):
-        return {}
-    return {"name": resource_name}
+    return {}
+
+
+DNS_ENDPOINT_SUFFIX = "gke.goog"
+PUBLIC_ENDPOINT = "192.0.2.10"
+"""A documentation address (RFC 5737) standing for the external address GKE gives an IP endpoint."""
+CHANNEL_VERSION = "1.33.5-gke.1308000"
+"""A 1.33 patch the REGULAR channel has reported, for clusters on a release channel."""
+
+
+def cluster_outputs(
+    project: str, name: str, inputs: Mapping[str, Any], registered: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What GKE reports of a cluster where the program or a stack policy reads it, per configuration:
+
+    - controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint, on every cluster: `gke-<36 hex>.<region>.gke.goog` (the
+      form a real cluster's kubectl error shows in GoogleCloudPlatform/gcpdiag#115), one per cluster. The flattener
+      reports its four fields and, of the IP endpoints, `enabled` only.
+    - endpoint: the external IP with the IP endpoints on, else the DNS hostname (reported by a real cluster with
+      ipEndpointsConfig.enabled false: gke-labs/kube-agents#1797, #1806).
+    - privateClusterConfig as flattenPrivateClusterConfig builds it: enablePrivateEndpoint is the negation of
+      ipEndpointsConfig.enablePublicEndpoint (the provider sends true with the IP endpoints on, nothing with them off,
+      expandControlPlaneEndpointsConfig); privateEndpoint and publicEndpoint are "Output only ... Only populated if
+      enabled" (IPEndpointsConfig in the API reference): empty with the IP endpoints off; the internal one is in the
+      peering range of a cluster created with masterIpv4CidrBlock (GKE picks; here its second address), else in the
+      node subnetwork (Private Service Connect); masterIpv4CidrBlock and peeringName only for a peering cluster;
+      enablePrivateNodes from networkConfig.defaultEnablePrivateNodes. Autopilot reports the same fields.
+    - masterVersion: the channel's version, or the full version pinned.
+    """
+    import hashlib
+    import ipaddress
+
+    from components.config.base import zone_region
+
+    location = str(inputs.get("location") or "")
+    digest = hashlib.sha256(f"{project}/{location}/{name}".encode()).hexdigest()
+    dns = f"gke-{digest[:36]}.{zone_region(location) or location}.{DNS_ENDPOINT_SUFFIX}"
+    sent = inputs.get("controlPlaneEndpointsConfig") or {}
+    ip_enabled = (sent.get("ipEndpointsConfig") or {}).get("enabled") is not False
+    dns_sent = sent.get("dnsEndpointConfig") or {}
+    endpoints = {
+        "dnsEndpointConfig": {
+            "endpoint": dns,
+            "allowExternalTraffic": bool(dns_sent.get("allowExternalTraffic")),
+            "enableK8sTokensViaDns": bool(dns_sent.get("enableK8sTokensViaDns")),
+            "enableK8sCertsViaDns": bool(dns_sent.get("enableK8sCertsViaDns")),
+        },
+        "ipEndpointsConfig": {"enabled": ip_enabled},
+    }
+    private_sent = inputs.get("privateClusterConfig") or {}
+    master = str(private_sent.get("masterIpv4CidrBlock") or "")
+    private_endpoint = ""
+    if ip_enabled and master:
+        private_endpoint = str(ipaddress.ip_network(master)[2])
+    elif ip_enabled:
+        subnet = next(
+            (
+                r
+                for r in registered.values()
+                if isinstance(r, Mapping) and r.get("name") == inputs.get("subnetwork") and r.get("ipCidrRange")
+            ),
+            None,
+        )
+        private_endpoint = str(ipaddress.ip_network(subnet["ipCidrRange"])[2]) if subnet else ""
+    private = {
+        "enablePrivateEndpoint": not ip_enabled,
+        "privateEndpoint": private_endpoint,
+        "privateEndpointSubnetwork": "",
+        "publicEndpoint": PUBLIC_ENDPOINT if ip_enabled else "",
+        "masterGlobalAccessConfig": {"enabled": False},
+        "peeringName": f"gke-n{digest[36:52]}-{digest[52:56]}-{digest[56:60]}-peer" if master else "",
+        "masterIpv4CidrBlock": master,
+        "enablePrivateNodes": private_sent.get("enablePrivateNodes") is True,
+    }
+    pinned = str(inputs.get("minMasterVersion") or "")
+    return {
+        "name": name,
+        "endpoint": PUBLIC_ENDPOINT if ip_enabled else dns,
+        "controlPlaneEndpointsConfig": endpoints,
+        "privateClusterConfig": private,
+        # masterAuth.clusterCaCertificate: base64 of the cluster CA (a stand-in; the kubeconfig names no CA).
+        "masterAuth": {"clusterCaCertificate": "bW9jay1jYQ=="},
+        "masterVersion": pinned if "-gke." in pinned else CHANNEL_VERSION,
+        "selfLink": f"https://container.googleapis.com/v1/projects/{project}/locations/{location}/clusters/{name}",
+    }
 
 
 class _Mocks(pulumi.runtime.Mocks):
@@ -182,6 +253,13 @@ class _RecordingMonitor(mocks.MockMonitor):
         _WORKER_LOOPS.add(asyncio.get_event_loop())  # the SDK's mock gave this worker thread a loop
         return response
 
+    def _registered(self, type_token: str) -> dict[str, Any]:
+        """URN -> state of what is registered so far, for a cluster's outputs (its subnetwork's range); a copy taken
+        at once (dict.copy holds the GIL), since gRPC worker threads register side by side."""
+        if type_token != "gcp:container/cluster:Cluster":
+            return {}
+        return {urn: registration.state for urn, registration in self.resources.copy().items()}
+
     def RegisterResource(self, request: Any) -> Any:
         """What the SDK's MockMonitor does, in one pass over the wire form: the response is the request's own
         serialized inputs plus the computed outputs (the mock deserialized and re-serialized every input)."""
@@ -189,7 +267,11 @@ class _RecordingMonitor(mocks.MockMonitor):
             return super().RegisterResource(request)
         urn = self.make_urn(request.parent, request.type, request.name)
         inputs = _plain(json_format.MessageToDict(request.object))
-        computed = _computed_outputs(request.type, request.name, inputs) if self.computing.known_outputs else {}
+        computed = (
+            _computed_outputs(request.type, request.name, inputs, self._registered(request.type))
+            if self.computing.known_outputs
+            else {}
+        )
         state = struct_pb2.Struct()
         state.CopyFrom(request.object)
         if computed:

@@ -27,6 +27,7 @@ from offline import summary
 from offline.catalogue import CATALOGUE, Catalogue
 from offline.lifecycle import Step, matches, transition
 from offline.report import describe
+from offline.stack_files import stack_files as stack_files_of
 
 Record = Mapping[str, Any]
 MAX_BYTES = 60_000
@@ -99,7 +100,7 @@ def load_plans(directory: Path) -> dict[str, dict[str, Any]]:
 
 def stack_files(project: Path) -> set[str]:
     """The stacks a project folder has a `Pulumi.<stack>.yaml` for."""
-    return {path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in project.glob("Pulumi.*.yaml")}
+    return set(stack_files_of(project))
 
 
 def _alias_urn(record: Record, alias: Mapping[str, Any], stack: str, project: str) -> str:

@@ -95,6 +95,8 @@ def describe(resource: dict[str, Any]) -> str:
 
 
 ARCHITECTURE = (
+    "ProjectServices",
+    "StackNetwork",
     "GkeCluster",
     "TpuSlicePools",
     "JobSetInstall",

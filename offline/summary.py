@@ -113,9 +113,46 @@ def _queues(config: StackConfig) -> dict[str, Any]:
     return {"cohort": queues.cohort, "teams": teams, "cohortQuota": remainder}
 
 
+QUOTA_KINDS = {
+    "on-demand": "on-demand",
+    "spot": "preemptible",
+    "flex-start": "preemptible",
+    "queued": "preemptible",
+    "reservation": "reserved",
+}
+"""Which Compute Engine TPU quota a pool's nodes count against: spot VMs and the Dynamic Workload Scheduler's
+flex-start and queued provisioning use preemptible quota (cloud.google.com/kubernetes-engine/docs/concepts/
+flex-start-vms, "quota": flex-start VMs consume preemptible quota; cloud.google.com/tpu/docs/quota), a reservation's
+capacity was counted when the reservation was made."""
+
+
+def _quota(config: StackConfig) -> dict[str, dict[str, dict[str, int]]]:
+    """Region -> quota kind -> TPU version -> chips the stack's pools hold at their largest (every slice up, a pool
+    without a zone in each of the cluster's zones): what the project's TPU quota in that region must allow."""
+    quota: dict[str, dict[str, dict[str, int]]] = {}
+    for cluster in [config, *config.worker_configs]:
+        for pool in cluster.tpu_pools:
+            chips = pool.max_nodes(cluster.cluster_zones) * pool.chips_per_slice // pool.vms_per_slice
+            kinds = quota.setdefault(cluster.region, {})
+            versions = kinds.setdefault(QUOTA_KINDS[pool.provisioning], {})
+            versions[pool.machine.version.name] = versions.get(pool.machine.version.name, 0) + chips
+    return quota
+
+
+def _addresses(config: StackConfig) -> dict[str, dict[str, object]]:
+    """Cluster -> its ranges and what it needs of them at its largest (components/config/network.py)."""
+    return {cluster.cluster.name: cluster.address_plan.to_json() for cluster in [config, *config.worker_configs]}
+
+
 def from_config(config: StackConfig) -> Summary:
-    """A MultiKueue manager's capacity and queues are its workers' pool groups (config.manager_queues)."""
-    return {"capacity": _capacity(config.manager_queues), "queues": _queues(config.manager_queues)}
+    """A MultiKueue manager's capacity and queues are its workers' pool groups (config.manager_queues); quota and
+    addresses are per region and per cluster, the workers' included."""
+    return {
+        "capacity": _capacity(config.manager_queues),
+        "queues": _queues(config.manager_queues),
+        "quota": _quota(config),
+        "addresses": _addresses(config),
+    }
 
 
 def from_outputs(outputs: Mapping[str, Any]) -> Summary:
@@ -209,6 +246,39 @@ def render_capacity(summary: Summary) -> list[str]:
     return [head, *table(rows, right=frozenset({5, 6, 7}))]
 
 
+def render_quota(summary: Summary) -> list[str]:
+    """TPU chips per region and quota kind at the pools' largest, and each cluster's address ranges."""
+    quota: dict[str, dict[str, dict[str, int]]] = summary.get("quota") or {}
+    lines = []
+    if quota:
+        lines.append("TPU quota the pools need at their largest (chips, per region and kind):")
+        rows = [["region", "kind", "TPU", "chips"]]
+        rows += [
+            [region, kind, version, str(chips)]
+            for region, kinds in quota.items()
+            for kind, versions in kinds.items()
+            for version, chips in versions.items()
+        ]
+        lines += table(rows, right=frozenset({3}))
+    addresses: dict[str, dict[str, Any]] = summary.get("addresses") or {}
+    if addresses:
+        lines.append("Addresses (each range holds its cluster with every pool at its largest):")
+        rows = [["cluster", "nodes", "pods", "services", "max nodes", "pod addresses needed"]]
+        rows += [
+            [
+                name,
+                str(a["nodes"]),
+                str(a["pods"]),
+                str(a["services"]),
+                str(a["maxNodes"]),
+                str(a["podAddressesNeeded"]),
+            ]
+            for name, a in addresses.items()
+        ]
+        lines += table(rows, right=frozenset({4, 5}))
+    return lines
+
+
 def render_queues(summary: Summary) -> list[str]:
     queues = summary["queues"]
     teams: dict[str, dict[str, Any]] = queues["teams"]
@@ -238,4 +308,5 @@ def render_queues(summary: Summary) -> list[str]:
 
 
 def render(summary: Summary) -> str:
-    return "\n".join([*render_capacity(summary), "", *render_queues(summary)])
+    quota = render_quota(summary)
+    return "\n".join([*render_capacity(summary), *quota, "", *render_queues(summary)])

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from components.config.base import ConfigModel, cluster_name, region_problem
+from components.config.network import IpRangesConfig
 from components.config.pools import TpuPoolConfig
 
 
@@ -21,7 +22,12 @@ class WorkerConfig(ConfigModel):
     subnetwork: str | None = None
     """Subnetwork of the worker's nodes in its region (a custom-mode network has no default one).
 
-    Default: the network's subnetwork in the region"""
+    Default: the stack's subnetwork `<worker>-nodes` (with `cluster.network`: the network's subnetwork in the
+    region)"""
+    ip_ranges: IpRangesConfig | None = None
+    """The worker's node, pod and Service ranges, as `cluster.ipRanges`; apart from every other cluster's.
+
+    Default: sized from the worker's largest node count, in its own /10 of 10.0.0.0/8"""
     tpu_pools: tuple[TpuPoolConfig, ...] = Field(min_length=1)
     """The worker's TPU pool groups, with the same keys and checks as `tpuPools`; their names are unique across the
     whole stack, and teams' `shares` and `ladders` name them like any pool group."""

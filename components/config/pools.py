@@ -10,11 +10,12 @@ from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from components import tpu_catalog
 from components.config.base import ConfigModel, node_label_key_problem, node_label_value_problem, parse_duration
+from components.config.network import MAX_MAX_PODS, MIN_MAX_PODS, TPU_MAX_PODS_PER_NODE
 from components.tpu_catalog import MachineType
 
 Provisioning = Literal["flex-start", "queued", "on-demand", "spot", "reservation"]
@@ -225,6 +226,10 @@ class TpuPoolConfig(ConfigModel):
     slice and the run on it).
 
     Default: on with a release channel, else `false`"""
+    max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=MIN_MAX_PODS, le=MAX_MAX_PODS)
+    """Pods a node of the group may run, which sizes its block of the pod range (15: a /27). A TPU VM runs one TPU pod
+    and GKE's DaemonSets. GKE cannot change it on an existing node pool: a new value replaces the group's pools (pools
+    created before this key existed have GKE's 110; keep `110` for them)."""
 
     def problems(self) -> list[tuple[str, str]]:
         """(config field, message) for each problem of the pool on its own; derived values need none."""
@@ -417,6 +422,13 @@ class TpuPoolConfig(ConfigModel):
     @property
     def total_vms(self) -> int:
         return self.vms_per_slice * self.slices
+
+    def max_nodes(self, cluster_zones: int) -> int:
+        """Most nodes the group can have at once: a slice's VMs per slice, and a pool without `zone` (single-host,
+        fixed or flex-start) holds its count in each of the cluster's zones (GKE's node counts are per zone); a queued
+        pool's bound is a total."""
+        zones = 1 if self.zone is not None or self.provisioning == "queued" else cluster_zones
+        return self.slices * self.vms_per_slice * zones
 
     @property
     def node_pool_names(self) -> list[str]:

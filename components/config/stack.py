@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +40,7 @@ from components.config.llm_serving import (
 )
 from components.config.monitoring import MonitoringConfig
 from components.config.multikueue import MultiKueueConfig, WorkerConfig
+from components.config.network import AddressPlan, IpRangesConfig, PoolAddresses, default_ranges, range_problems
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
     ChartsConfig,
@@ -154,7 +156,66 @@ class StackConfig(ConfigModel):
 
     @property
     def private_nodes(self) -> bool:
-        return self.protected if self.cluster.private_nodes is None else self.cluster.private_nodes
+        return self.cluster.private_nodes
+
+    @property
+    def vpc_name(self) -> str:
+        """The VPC network of the stack's clusters: an existing one (`cluster.network`) or the stack's own, one for
+        the stack's cluster and its MultiKueue workers (a network is global, its subnetworks regional)."""
+        return self.cluster.network or vpc_name(self.stack)
+
+    @property
+    def uses_cloud_dns(self) -> bool:
+        """Cloud DNS for GKE answers in-cluster queries (Autopilot's only provider)."""
+        return self.cluster.dns == "cloud-dns" or self.cluster.mode == "autopilot"
+
+    @property
+    def owns_network(self) -> bool:
+        """The stack creates its VPC, and each cluster's subnetwork in it, with the cluster's ranges."""
+        return self.cluster.network is None
+
+    @property
+    def address_pools(self) -> tuple[PoolAddresses, ...]:
+        """Each node pool group's nodes at their largest and maxPodsPerNode (Autopilot: none declared)."""
+        if self.cluster.mode == "autopilot":
+            return ()
+        system = self.cluster.system_pool
+        pools = [PoolAddresses("cluster.systemPool", system.max_nodes, system.max_pods_per_node)]
+        pools += [
+            PoolAddresses(f"tpuPools[{index}]", pool.max_nodes(self.cluster_zones), pool.max_pods_per_node)
+            for index, pool in enumerate(self.tpu_pools)
+        ]
+        return tuple(pools)
+
+    @property
+    def load_balancers(self) -> int:
+        """Internal load balancers the stack gives an address of the node range: Saxml's, one per vLLM server."""
+        return (1 if self.saxml else 0) + (len(self.serving.servers) if self.serving else 0)
+
+    def ranges(self, index: int = 0) -> IpRangesConfig:
+        """The cluster's ranges: each one given, else the default of the stack's `index`-th cluster."""
+        given = self.cluster.ip_ranges or IpRangesConfig()
+        default = default_ranges(
+            index, self.address_pools, self.load_balancers, autopilot=self.cluster.mode == "autopilot"
+        )
+        return IpRangesConfig(
+            nodes=given.nodes or default.nodes,
+            pods=given.pods or default.pods,
+            services=given.services or default.services,
+        )
+
+    @property
+    def address_plan(self) -> AddressPlan:
+        """What the cluster needs at its largest and the ranges it gets (a worker's are resolved in worker_config)."""
+        ranges = self.ranges()
+        return AddressPlan(
+            self.address_pools,
+            self.load_balancers,
+            str(ranges.nodes),
+            str(ranges.pods),
+            str(ranges.services),
+            self.cluster.mode == "autopilot",
+        )
 
     @property
     def ip_endpoint(self) -> bool:
@@ -246,6 +307,14 @@ class StackConfig(ConfigModel):
         return tuple(pool for worker in self.workers for pool in worker.tpu_pools)
 
     def worker_config(self, worker: WorkerConfig) -> StackConfig:
+        """The worker as a stack of its own (see _worker_config), its ranges resolved: given, else the default of its
+        place among the stack's clusters (the stack's own cluster first)."""
+        derived = self._worker_config(worker)
+        index = 1 + next(i for i, w in enumerate(self.workers) if w is worker)
+        cluster = derived.cluster.model_copy(update={"ip_ranges": derived.ranges(index)})
+        return derived.model_copy(update={"cluster": cluster})
+
+    def _worker_config(self, worker: WorkerConfig) -> StackConfig:
         """The worker as a stack of its own: this stack's settings, its region, cluster name and pool groups; the
         teams' shares, borrowing limits, host resources and ladders of its pool groups only; no serving, no workers.
         Its queues are therefore the manager's queue names with the worker's real quotas."""
@@ -275,6 +344,7 @@ class StackConfig(ConfigModel):
                 "name": worker.name,
                 "location": None,
                 "subnetwork": worker.subnetwork,
+                "ip_ranges": worker.ip_ranges,
                 "control_plane": plane,
                 "mode": "standard",
             }
@@ -318,6 +388,11 @@ class StackConfig(ConfigModel):
         if pool.auto_upgrade is not None:
             return pool.auto_upgrade
         return self.on_release_channel
+
+
+def vpc_name(stack: str) -> str:
+    """The stack's own VPC: `tpu-stack-<stack>`, in the lowercase letters, digits and '-' of a network name."""
+    return f"{PROJECT}-{re.sub(r'[^a-z0-9-]+', '-', stack.lower()).strip('-')}"[:63].rstrip("-")
 
 
 GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
@@ -481,6 +556,9 @@ def _user_message(error: Mapping[str, Any], field: str) -> str:
     if kind in ("greater_than_equal", "greater_than"):
         bound = f"{ctx['ge']:g} or more" if kind == "greater_than_equal" else f"more than {ctx['gt']:g}"
         return f"{_what(value)} is too small; use {bound}"
+    if kind in ("less_than_equal", "less_than"):
+        bound = f"{ctx['le']:g} or less" if kind == "less_than_equal" else f"less than {ctx['lt']:g}"
+        return f"{_what(value)} is too large; use {bound}"
     return _message(error)
 
 
@@ -523,6 +601,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
                 "training with cluster.maintenance.exclusions, or set cluster.releaseChannel: UNSPECIFIED"
             )
     problems += _label_problems(config)
+    problems += network_problems(config)
     problems += node_role_problems(config.cluster)
     problems += _system_pool_problems(config)
     plane = config.cluster.control_plane.problems()
@@ -632,7 +711,10 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
             owner.setdefault(pool.name, index)
         for line in stack_problems(derived, now):
             line = line.replace(f"{PROJECT}:tpuPools", f"{where}.tpuPools")
+            line = line.replace(f"{PROJECT}:cluster.ipRanges", f"{where}.ipRanges")
+            line = line.replace(f"{PROJECT}:cluster.subnetwork", f"{where}.subnetwork")
             problems.append(line.replace("gcp:region", f"{where}.region"))
+    problems += _ranges_apart(config)
     names = ", ".join(pools)
     for team_index, team in enumerate(config.queues.teams):
         for field, values in (("shares", team.shares), ("borrowingLimit", team.borrowing_limit)):
@@ -653,6 +735,70 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
                 f"{PROJECT}:queues.ladders.{ladder}: its rungs are in different workers, and each worker's Kueue walks "
                 "only its own; keep a ladder's pool groups in one worker"
             )
+    return problems
+
+
+def network_problems(config: StackConfig) -> list[str]:
+    """The cluster's network and ranges: given where the stack cannot choose them, each holding the cluster at its
+    largest, apart from each other and from the control plane's range."""
+    key = f"{PROJECT}:cluster"
+    cluster = config.cluster
+    if cluster.subnetwork is not None and cluster.network is None and not config.is_manager:
+        return [
+            f"{key}.subnetwork: an existing subnetwork needs its network; set cluster.network, or remove subnetwork "
+            "and the stack creates one in its own VPC"
+        ]
+    given = cluster.ip_ranges or IpRangesConfig()
+    if cluster.network is not None:
+        missing = [f for f in ("nodes", "pods", "services") if getattr(given, f) is None]
+        if missing:
+            return [
+                f"{key}.ipRanges: with an existing network ({cluster.network}) give {', '.join(missing)}: the stack "
+                "cannot know what is free there (a subnetwork's primary range for nodes; for a cluster GKE made "
+                "the ranges of, what `gcloud container clusters describe` reports, or their sizes like /14)"
+            ]
+    if any(pool.problems() for pool in config.tpu_pools):
+        return []  # the sizes follow from pools that must be fixed first
+    plan = config.address_plan
+    problems = [
+        f"{key}.ipRanges.{field}: {message}"
+        for field, message in range_problems(plan, config.ranges(), existing_subnetwork=cluster.network is not None)
+    ]
+    master = cluster.control_plane.master_ipv4_cidr
+    if master is not None and not problems and not cluster.control_plane.problems():
+        import ipaddress
+
+        ranges = config.ranges()
+        for field in ("nodes", "pods", "services"):
+            value = str(getattr(ranges, field))
+            if not value.startswith("/") and ipaddress.ip_network(value).overlaps(ipaddress.ip_network(master)):
+                problems.append(
+                    f"{key}.controlPlane.masterIpv4Cidr: {master} overlaps ipRanges.{field} {value}; give a /28 apart"
+                )
+    return problems
+
+
+def _ranges_apart(config: StackConfig) -> list[str]:
+    """The clusters of one VPC (the stack's and its workers') have subnetworks and pod ranges apart."""
+    import ipaddress
+
+    seen: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
+    problems: list[str] = []
+    keys = [f"{PROJECT}:cluster.ipRanges"] + [
+        f"{PROJECT}:multiKueue.workers[{i}].ipRanges" for i in range(len(config.workers))
+    ]
+    for key, derived in zip(keys, [config, *config.worker_configs], strict=True):
+        ranges = derived.ranges()
+        for field in ("nodes", "pods", "services"):
+            value = str(getattr(ranges, field))
+            try:
+                network = ipaddress.ip_network(value)
+            except ValueError:
+                continue  # reported by the cluster's own checks
+            clash = next((other for other, taken in seen if taken.overlaps(network)), None)
+            if clash is not None and field != "services":
+                problems.append(f"{key}.{field}: {value} overlaps {clash}; the stack's clusters share one VPC")
+            seen.append((f"{key}.{field} {value}", network))
     return problems
 
 

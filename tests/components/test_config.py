@@ -532,7 +532,7 @@ DUPLICATED_POOL = """    - name: flex-v6e
       provisioning: flex-start
       zone: us-east5-b
 """
-# One defect in the real dev stack file, and the one line it must give. Before, each of these gave the listed
+# One defect in the dev stack file, and the one line it must give. Before, each of these gave the listed
 # follow-on lines instead (or nothing at all):
 ONE_DEFECT = [
     # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-east5-b'".

@@ -8,14 +8,15 @@ from pathlib import Path
 CONFIG = Path(__file__).resolve().parents[2] / "components" / "config"
 BELOW = {
     "base": set(),
-    "cluster": {"base"},
+    "network": {"base"},
+    "cluster": {"base", "network"},
     "monitoring": {"base"},
-    "pools": {"base"},
-    "multikueue": {"base", "pools"},
+    "pools": {"base", "network"},
+    "multikueue": {"base", "network", "pools"},
     "queues": {"base", "pools"},
     "serving": {"base", "pools"},
     "llm_serving": {"base", "pools", "serving"},
-    "stack": {"base", "cluster", "monitoring", "multikueue", "pools", "queues", "serving", "llm_serving"},
+    "stack": {"base", "network", "cluster", "monitoring", "multikueue", "pools", "queues", "serving", "llm_serving"},
 }
 
 

@@ -12,7 +12,8 @@ from components import workloads
 from components.config.base import ConfigError
 from components.config.queues import queue_refs
 from components.config.stack import load
-from offline.engine import REPO, Plan, _engine_config, read_stack_file, run_stack
+from offline.engine import Plan
+from tests.fixtures import stack_config, stack_plan
 
 pytestmark = pytest.mark.any_zone
 
@@ -21,7 +22,7 @@ DRIVER = "gcsfuse.csi.storage.gke.io"
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
-    return {stack: run_stack(stack, render_charts=False) for stack in ("dev", "prod")}
+    return {stack: stack_plan(stack, render_charts=False) for stack in ("dev", "prod")}
 
 
 def templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -42,7 +43,7 @@ def test_cluster_runs_the_fuse_driver_and_managed_prometheus(plans: dict[str, Pl
 
 
 def test_prod_training_jobs_mount_data_read_only_and_checkpoints_read_write_as_trainer() -> None:
-    config = load(_engine_config(read_stack_file(REPO / "Pulumi.prod.yaml")), stack="prod")
+    config = stack_config("prod")
     training = [w for w in workloads.workloads(config) if w.queue.namespace == "training"]
     assert training
     for workload in training:
@@ -70,7 +71,7 @@ def test_prod_training_jobs_mount_data_read_only_and_checkpoints_read_write_as_t
 
 
 def test_prod_research_reads_only_and_has_no_checkpoint_volume() -> None:
-    config = load(_engine_config(read_stack_file(REPO / "Pulumi.prod.yaml")), stack="prod")
+    config = stack_config("prod")
     # prod's examples all go to training (it holds the train ladder's first rung): research's Job on that ladder.
     research = queue_refs(config.queues)["research"]
     for obj in workloads.slice_job(config, workloads.ladders(config)["train"], "analysis", research):
@@ -135,7 +136,7 @@ def pods(config: Any) -> list[dict[str, Any]]:
 def test_prod_training_pods_keep_a_bounded_file_cache_on_a_volume_of_their_own() -> None:
     """The cache was unlimited (max-size-mb -1) in the sidecar's default emptyDir with no ephemeral-storage limit:
     a large dataset filled the boot disk and the kubelet evicted the TPU pod."""
-    config = load(_engine_config(read_stack_file(REPO / "Pulumi.prod.yaml")), stack="prod")
+    config = stack_config("prod")
     for template in pods(config):
         pod = template["spec"]
         volumes = {v["name"]: v for v in pod["volumes"]}

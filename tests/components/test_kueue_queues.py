@@ -21,9 +21,10 @@ from components.config.base import ConfigError
 from components.config.stack import load
 from offline import __main__ as cli
 from offline import validate
-from offline.engine import Plan, run_program, run_stack
+from offline.engine import Plan, run_program
 from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
+from tests.fixtures import stack_plan
 from tests.registration_options import changed_paths, replaced_by, replacement_options
 
 pytestmark = pytest.mark.any_zone
@@ -93,7 +94,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 def plans() -> dict[str, Plan]:
     """Every scenario and both stack files, run once for the module."""
     runs = {name: run_program({**BASE, **config}, stack="dev") for name, config in SCENARIOS.items()}
-    return {**runs, "dev": run_stack("dev"), "prod": run_stack("prod")}
+    return {**runs, "dev": stack_plan("dev"), "prod": stack_plan("prod")}
 
 
 def kueue(plan: Plan, kind: str) -> list[dict[str, Any]]:

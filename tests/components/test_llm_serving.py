@@ -19,9 +19,10 @@ from components.config.base import ConfigError
 from components.config.serving import file_cache_max_mib
 from components.config.stack import StackConfig, load
 from offline import validate
-from offline.engine import Plan, _engine_config, read_stack_file, run_program, run_stack
+from offline.engine import Plan, run_program
 from offline.vendor import REPO
 from tests.conftest import BASE, StackRunner
+from tests.fixtures import stack_config, stack_plan
 
 pytestmark = pytest.mark.any_zone
 
@@ -55,7 +56,7 @@ def loaded(extra: dict[str, Any]) -> StackConfig:
 
 
 def load_stack(stack: str) -> StackConfig:
-    return load(_engine_config(read_stack_file(REPO / f"Pulumi.{stack}.yaml")), stack=stack)
+    return stack_config(stack)
 
 
 def config_error(extra: dict[str, Any]) -> list[str]:
@@ -72,7 +73,7 @@ def kube(plan: Plan, type_token: str, name: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def example() -> Plan:
     """The example stack: Llama 3.1 70B on two v6e 2x4 single-host slices, Llama 3.3 70B on v5e 4x4 slices."""
-    return run_stack("llm", render_charts=False)
+    return stack_plan("llm", render_charts=False)
 
 
 # ---- sizing ---------------------------------------------------------------------------------------------------

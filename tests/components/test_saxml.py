@@ -20,6 +20,7 @@ from offline import validate
 from offline.engine import Plan, run_program
 from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
+from tests.fixtures import stack_plan
 from tests.registration_options import changed_paths, replaced_by, replacement_options
 
 pytestmark = pytest.mark.any_zone
@@ -276,13 +277,12 @@ def test_outputs_give_the_http_address_and_the_api_urls(seed_plan: Plan) -> None
 
 
 def test_prod_serves_the_seed_model_and_dev_does_not() -> None:
-    from offline.engine import run_stack
 
-    prod = run_stack("prod")
+    prod = stack_plan("prod")
     assert pod_of(prod)["nodeSelector"][tpu_catalog.TOPOLOGY_LABEL] == "4x8"
     assert kube(prod, JOBSET, "sax-model-server-set")["inputs"]["spec"]["replicatedJobs"][0]["replicas"] == 2
     assert validate.validate_all([r["inputs"] for r in prod.resources if r["type"] == JOBSET]) == []
-    assert run_stack("dev").by_type(JOBSET) == []
+    assert stack_plan("dev").by_type(JOBSET) == []
 
 
 # ---- configuration --------------------------------------------------------------------------------------------

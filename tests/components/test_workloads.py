@@ -22,10 +22,11 @@ from components.config.queues import queue_refs
 from components.config.stack import load
 from components.workloads import Workload, ladders, multislice_jobset, slice_job, workloads
 from offline import __main__ as cli
-from offline import commands, validate
-from offline.engine import Plan, run_stack
+from offline import validate
+from offline.engine import Plan
 from tests.components.test_kueue_queues import MULTISLICE, SCENARIOS
 from tests.conftest import BASE
+from tests.fixtures import stack_config, stack_path, stack_plan
 
 pytestmark = pytest.mark.any_zone
 
@@ -36,7 +37,7 @@ TPU = tpu_catalog.TPU_RESOURCE
 
 
 def stack_workloads(stack: str) -> list[Workload]:
-    return workloads(commands.stack_config(stack, None))
+    return workloads(stack_config(stack))
 
 
 def scenario_workloads(name: str) -> list[Workload]:
@@ -45,7 +46,7 @@ def scenario_workloads(name: str) -> list[Workload]:
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
-    return {stack: run_stack(stack) for stack in STACKS}
+    return {stack: stack_plan(stack) for stack in STACKS}
 
 
 def pod_sets(obj: dict[str, Any]) -> list[tuple[int, int, dict[str, Any]]]:
@@ -109,7 +110,7 @@ def test_every_workload_runs_on_a_pool_of_its_stack(plans: dict[str, Plan], stac
     (accelerator and topology), carries none of a rung's tolerations (Kueue adds them) and fits every rung."""
     plan = plans[stack]
     groups = node_groups(plan)
-    ladders = commands.stack_config(stack, None).queues.ladders
+    ladders = stack_config(stack).queues.ladders
     found = stack_workloads(stack)
     assert found
     for workload in found:
@@ -153,7 +154,7 @@ def test_every_workload_goes_to_a_queue_that_reaches_its_chips(plans: dict[str, 
         r["inputs"]["metadata"]["name"] for r in plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
     }
     total = {name: pool["chips"] for name, pool in plan.outputs["tpuPools"].items()}
-    ladders = commands.stack_config(stack, None).queues.ladders
+    ladders = stack_config(stack).queues.ladders
     for workload in stack_workloads(stack):
         for obj in (o for o in workload.objects if o["kind"] in ("Job", "JobSet")):
             metadata = obj["metadata"]
@@ -292,7 +293,7 @@ def test_autopilot_workloads_are_neither_privileged_nor_on_the_host_network() ->
 
 
 def test_cli_writes_one_file_per_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["workloads", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    assert cli.main(["workloads", "--stack", "dev", "--config", str(stack_path("dev")), "--out", str(tmp_path)]) == 0
     written = {p.stem: list(yaml.safe_load_all(p.read_text())) for p in (tmp_path / "workloads").glob("*.yaml")}
     assert written == {w.name: list(w.objects) for w in stack_workloads("dev")}
     assert "research/research-queue" in capsys.readouterr().out
@@ -321,7 +322,7 @@ def test_tpu_jobs_run_as_the_namespaces_bucket_account_and_document_their_except
             }
             # root and a writable image filesystem (TPU runtime), no CPU limit (requests are set)
             assert skips == {"CKV_K8S_11", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_40"}, workload.name
-    config = commands.stack_config("dev", None)
+    config = stack_config("dev")
     pool = config.pool("multislice")
     assert pool is not None
     (_service, job) = slice_job(config, pool, "ckpt", queue_refs(config.queues)["training"])
@@ -352,7 +353,7 @@ def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
     assert tpu_container(v5e_pool()) == v5e
     v6e = ({TPU: 4, "cpu": "178230m", "memory": "698757Mi"}, "700805Mi")
     # dev writes no JobSet (its spot rung has one slice): a 2-slice JobSet of the ladder, as `tpu-stack submit` makes.
-    config = commands.stack_config("dev", None)
+    config = stack_config("dev")
     two = multislice_jobset(config, ladders(config)["multislice"], 2, "two", queue_refs(config.queues)["research"])
     jobset = Workload("two", "multislice", 2, queue_refs(config.queues)["research"], (two,))
     for name, workload, (requests, limit) in (
@@ -432,7 +433,7 @@ def test_a_spot_preemption_restarts_a_jobset_without_using_up_its_restarts() -> 
     with reason PodFailurePolicy (batch/v1), and it is the child Job's only such rule, so the reason means a pod was
     disrupted (DisruptionTarget). dev's ladder has a spot rung; prod's train ladder (reservation, queued) has none and
     keeps the plain restart budget."""
-    dev = commands.stack_config("dev", None)
+    dev = stack_config("dev")
     research = queue_refs(dev.queues)["research"]
     jobset = multislice_jobset(dev, ladders(dev)["multislice"], 2, "two", research)
     assert jobset["spec"]["failurePolicy"] == {
@@ -451,7 +452,7 @@ def test_a_spot_preemption_restarts_a_jobset_without_using_up_its_restarts() -> 
         "rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
     }
     assert validate.validate_all([jobset]) == []  # the vendored JobSet CRD: rules need a name
-    prod = commands.stack_config("prod", None)
+    prod = stack_config("prod")
     plain = multislice_jobset(prod, ladders(prod)["train"], 1, "one", queue_refs(prod.queues)["training"])
     assert plain["spec"]["failurePolicy"] == {"maxRestarts": 4}
     assert "podFailurePolicy" not in plain["spec"]["replicatedJobs"][0]["template"]["spec"]
@@ -463,7 +464,7 @@ def test_jobsets_of_a_ladder_stop_at_what_every_rung_holds() -> None:
     JobSets). With the spot rung at 2 slices, the 1- and 2-slice JobSets; the 3-slice one would fit only the
     flex-start rung and is not written."""
     assert {w.name: w.slices for w in stack_workloads("dev") if w.pool == "multislice"} == {"multislice-job": 1}
-    config = commands.stack_config("dev", None)
+    config = stack_config("dev")
     spot = config.pool("multislice-spot")
     assert spot is not None
     more = config.model_copy(

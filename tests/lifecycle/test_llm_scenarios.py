@@ -133,8 +133,9 @@ def test_destroy_deletes_the_servers_before_the_lws_chart_and_keeps_only_the_buc
     steps = step(deployed, [])
     assert [s.name for s in steps.of("refuse")] == ["data-bucket"]
     order = [s.name for s in steps.of("delete")]
-    # Kept: the bucket and its component (a parent goes after its children).
-    assert {r["name"] for r in deployed} - set(order) == {"data-bucket", "data"}
+    # Kept: the bucket and its component (a parent goes after its children), and the Cloud Storage API the bucket
+    # waits for (and its component): a destroy never reaches what a kept resource depends on.
+    assert {r["name"] for r in deployed} - set(order) == {"data-bucket", "data", "apis-storage", "apis"}
     assert order.index(MULTI) < order.index("lws-chart")
     assert order.index("lws-chart:lws-system/lws-controller-manager") < order.index("lws-namespace")
 

@@ -362,6 +362,12 @@ def test_a_renamed_cluster_takes_every_kubernetes_object_to_the_new_cluster(depl
         "tpu-dev{}-system",
         "tpu-dev{}-nodes-artifactregistry-reader",
         "tpu-dev{}-nodes-container-defaultNodeServiceAccount",
+        # Issue 27: the cluster's subnetwork (named after it, same ranges), NAT and webhook rule. Not modelled: Compute
+        # refuses the new subnetwork while the old one, deleted last, holds the same ranges; rename by delete first.
+        "tpu-dev{}-cp-webhooks",
+        "tpu-dev{}-nat",
+        "tpu-dev{}-nodes",
+        "tpu-dev{}-router",
     ]
     assert only(renamed, "create") == sorted(name.format("-b") for name in cluster_parts)
     assert only(renamed, "delete") == sorted(name.format("") for name in cluster_parts)

@@ -18,7 +18,7 @@ import yaml
 from offline import __main__ as cli
 from offline import plandiff
 from offline.policy_check import TEAM_CONFIG
-from offline.vendor import REPO
+from tests.fixtures import stack_path
 
 pytestmark = pytest.mark.any_zone
 
@@ -28,7 +28,7 @@ Plans = dict[str, dict[str, Any]]
 
 def _build(root: Path, stack: str, change: Change | None = None) -> Plans:
     """The plans `python -m offline preview` writes for Pulumi.<stack>.yaml, after `change` to its config."""
-    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())
+    data = yaml.safe_load(stack_path(stack).read_text())
     if change:
         change(data["config"])
     root.mkdir(parents=True)
@@ -210,7 +210,9 @@ def test_a_renamed_cluster_replaces_every_kubernetes_object_it_held(dev: dict[st
     differs, which replaces them all (into the new cluster), listed as one line with counts by kind; the TPU pools
     are replaced for their `cluster`."""
     lines = _section(dev["base"], dev["cluster"]).splitlines()
-    assert lines[0] == "### Stack `dev`: 7 to create, 2 to update, 150 to replace, 7 to delete"
+    # 11 each: the cluster, its component, provider, node account and its 2 roles, system pool, and (issue 27) its
+    # subnetwork, router, NAT and webhook rule, all named after the cluster.
+    assert lines[0] == "### Stack `dev`: 11 to create, 2 to update, 150 to replace, 11 to delete"
     start = lines.index("**Replaced** (150): deleted and created again; what runs on them stops")
     moved = lines[start + 2]
     # 46 objects the program declares with the provider, 99 the charts render (Kueue 78, JobSet 21).

@@ -15,9 +15,10 @@ from components import tpu_catalog
 from components.config import load
 from offline import __main__ as cli
 from offline import summary
-from offline.engine import REPO, Plan, _engine_config, read_stack_file
+from offline.engine import Plan, _engine_config
 from offline.policy_check import TEAM_CONFIG
 from tests.conftest import StackRunner
+from tests.fixtures import stack_data, stack_path
 
 Preview = tuple[list[str], dict[str, Any]]
 
@@ -32,12 +33,12 @@ def _preview(out: Path, *args: str) -> Preview:
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Preview:
-    return _preview(tmp_path_factory.mktemp("dev"), "--stack", "dev")
+    return _preview(tmp_path_factory.mktemp("dev"), "--stack", "dev", "--config", str(stack_path("dev")))
 
 
 @pytest.fixture(scope="module")
 def prod(tmp_path_factory: pytest.TempPathFactory) -> Preview:
-    return _preview(tmp_path_factory.mktemp("prod"), "--stack", "prod")
+    return _preview(tmp_path_factory.mktemp("prod"), "--stack", "prod", "--config", str(stack_path("prod")))
 
 
 # Dev (Pulumi.dev.yaml): the multislice ladder tries its one spot slice (rung 1/2, 2 VMs, 8 chips, research's share)
@@ -50,6 +51,12 @@ Capacity: 3 TPU pool group(s), 5 slice(s), 9 VM(s), 36 chips
   flex-v6e         ct6e-standard-4t  2x2       flex-start    -                    1    1      4  us-east5-b  kueue
   multislice       ct6e-standard-4t  2x4       flex-start    multislice 2/2       3    6     24  us-east5-b  kueue
   multislice-spot  ct6e-standard-4t  2x4       spot          multislice 1/2       1    2      8  us-east5-b  kueue
+TPU quota the pools need at their largest (chips, per region and kind):
+  region    kind         TPU  chips
+  us-east5  preemptible  v6e     36
+Addresses (each range holds its cluster with every pool at its largest):
+  cluster  nodes         pods         services      max nodes  pod addresses needed
+  tpu-dev  10.48.0.0/24  10.0.0.0/20  10.32.0.0/20         12                  1056
 
 Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)
   team      local queue              cluster queue           flavor           quota  borrowing limit
@@ -75,6 +82,14 @@ PROD_FIRST_SCREEN = "\n".join(
         "   16  us-west4-a  kueue",
         "  serve       ct5lp-hightpu-4t  4x8       on-demand                         -               2   16  "
         "   64  us-west4-a  saxml",
+        "TPU quota the pools need at their largest (chips, per region and kind):",
+        "  region    kind         TPU  chips",
+        "  us-west4  reserved     v5e     32",
+        "  us-west4  preemptible  v5e     16",
+        "  us-west4  on-demand    v5e     64",
+        "Addresses (each range holds its cluster with every pool at its largest):",
+        "  cluster   nodes         pods         services      max nodes  pod addresses needed",
+        "  tpu-prod  10.48.0.0/24  10.0.0.0/19  10.32.0.0/20         36                  2944",
         "",
         "Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)",
         "  team      local queue              cluster queue           flavor  quota  borrowing limit",
@@ -93,7 +108,7 @@ def test_the_dev_preview_first_screen_shows_capacity_and_quotas(dev: Preview) ->
     screen = lines[:40]
     expected = DEV_FIRST_SCREEN.splitlines()
     assert screen[: len(expected)] == expected
-    assert screen[len(expected) :][:2] == ["", "GkeCluster tpu-dev"]  # then the resources, cluster first
+    assert screen[len(expected) :][:2] == ["", "ProjectServices apis"]  # then the resources, APIs and network first
 
 
 def test_the_prod_preview_first_screen_shows_reservations_saxml_capacity_and_borrowing(prod: Preview) -> None:
@@ -132,6 +147,11 @@ DEV_SUMMARY = {
         },
         "cohortQuota": {"multislice": 8},
     },
+    # Flex-start and spot count against preemptible quota; at their largest every slice is up.
+    "quota": {"us-east5": {"preemptible": {"v6e": 36}}},
+    # 3 system nodes x 256 + 9 TPU VMs x 32 = 1,056 pod addresses, twice that in a /20; 12 nodes + 4 + 1 addresses.
+    "addresses": {"tpu-dev": {"nodes": "10.48.0.0/24", "pods": "10.0.0.0/20", "services": "10.32.0.0/20",
+                              "maxNodes": 12, "podAddressesNeeded": 1056, "nodeAddressesNeeded": 17}},
 }  # fmt: skip
 
 PROD_SUMMARY = {
@@ -161,6 +181,10 @@ PROD_SUMMARY = {
         },
         "cohortQuota": {},
     },
+    "quota": {"us-west4": {"reserved": {"v5e": 32}, "preemptible": {"v5e": 16}, "on-demand": {"v5e": 64}}},
+    # 8 x 256 + 28 x 32 = 2,944, twice that in a /19; 36 nodes + 4 + 1 + Saxml's internal load balancer = 42.
+    "addresses": {"tpu-prod": {"nodes": "10.48.0.0/24", "pods": "10.0.0.0/19", "services": "10.32.0.0/20",
+                               "maxNodes": 36, "podAddressesNeeded": 2944, "nodeAddressesNeeded": 42}},
 }  # fmt: skip
 
 
@@ -270,7 +294,7 @@ def test_queue_flavors_are_listed_in_the_order_kueue_tries_them() -> None:
     """dev with the spot rung listed first among the pool groups: the ClusterQueues list the multislice ladder's
     rungs together, first rung (spot) first, where the ladder's first-listed pool group stands (multislice-spot,
     then multislice, then flex-v6e), and so does the queue table."""
-    config = read_stack_file(REPO / "Pulumi.dev.yaml")
+    config = stack_data("dev")
     pools = config["tpu-stack:tpuPools"]
     config["tpu-stack:tpuPools"] = [pools[2], pools[0], pools[1]]  # multislice-spot, flex-v6e, multislice
     found = summary.from_config(load(_engine_config(config), stack="dev"))
@@ -304,8 +328,10 @@ def test_a_plan_without_a_summary_gets_it_from_its_stack_config(dev: Preview) ->
 def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Preview) -> None:
     lines, plan = dev
     groups = [line for line in lines if line and not line.startswith(" ") and " " in line]
-    start = groups.index("GkeCluster tpu-dev")
-    assert groups[start : start + 17] == [
+    start = groups.index("ProjectServices apis")
+    assert groups[start : start + 19] == [
+        "ProjectServices apis",
+        "StackNetwork network",
         "GkeCluster tpu-dev",
         "TpuSlicePools flex-v6e",
         "TpuSlicePools multislice",
@@ -323,9 +349,10 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
         "WorkloadIdentity training-trainer",
         "Monitoring monitoring",
         # 1 spot slice pool and its flavor beyond the flex-start ones, and its TpuSlicePools component (dev had 3
-        # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first).
-        f"Resources: + {len(plan['resources'])} to create (160 cloud/cluster resources of which 99 rendered from "
-        "charts, 18 components)",
+        # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first); 13 more for
+        # an empty project (issue 27): 8 APIs, the VPC, the subnetwork, router, NAT and webhook rule of private nodes.
+        f"Resources: + {len(plan['resources'])} to create (173 cloud/cluster resources of which 99 rendered from "
+        "charts, 20 components)",
     ]
     text = "\n".join(lines)
     assert "      renders 21 objects: 5 ClusterRole, 3 ClusterRoleBinding, 2 Role, 2 RoleBinding, 2 Service, 1" in text
@@ -334,7 +361,7 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
 
 
 def test_verbose_lists_every_rendered_object(tmp_path: Path) -> None:
-    lines, plan = _preview(tmp_path, "--stack", "dev", "--verbose")
+    lines, plan = _preview(tmp_path, "--stack", "dev", "--config", str(stack_path("dev")), "--verbose")
     rendered = [r["name"] for r in plan["resources"] if r.get("rendered")]
     listed = [line.split()[2] for line in lines if line.startswith("  + ") and ":" in line.split()[2]]
     assert len(rendered) == 99 and sorted(listed) == sorted(rendered)

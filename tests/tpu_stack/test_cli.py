@@ -18,9 +18,10 @@ import yaml
 from components.config.stack import StackConfig
 from components.kueue_queues import kueue_objects
 from components.workloads import workloads
-from offline import commands, validate
-from offline.engine import run_program, run_stack
+from offline import validate
+from offline.engine import run_program
 from tests.conftest import BASE
+from tests.fixtures import stack_config, stack_plan
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
@@ -41,7 +42,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files = {}
     for stack in ("dev", "prod"):
         files[stack] = folder / f"{stack}.json"
-        files[stack].write_text(json.dumps(run_stack(stack).outputs))
+        files[stack].write_text(json.dumps(stack_plan(stack).outputs))
     return files
 
 
@@ -78,7 +79,7 @@ def run(*argv: str | Path) -> tuple[int, str, str]:
 def test_stack_config_output_is_the_config_the_stack_was_deployed_with(outputs: dict[str, Path], stack: str) -> None:
     """`submit` rebuilds the config model from output stackConfig: it must equal what the program loaded."""
     exported = json.loads(outputs[stack].read_text())["stackConfig"]
-    assert StackConfig.model_validate(exported) == commands.stack_config(stack, None)
+    assert StackConfig.model_validate(exported) == stack_config(stack)
 
 
 def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,7 +100,7 @@ def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureF
 def test_dry_run_prints_what_make_workloads_generates(outputs: dict[str, Path], stack: str) -> None:
     """With the generated image and command, every generated workload comes out of submit unchanged, and is
     valid against the vendored JobSet CRD and the Kubernetes schemas (offline/validate.py)."""
-    config = commands.stack_config(stack, None)
+    config = stack_config(stack)
     teams = {ref["namespace"]: team for team, ref in json.loads(outputs[stack].read_text())["queues"].items()}
     for generated in workloads(config):
         main = next(obj for obj in generated.objects if obj["kind"] in ("Job", "JobSet"))
@@ -783,7 +784,7 @@ def test_logs_reads_the_workload_container_when_another_comes_first(
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_generated_workloads_run_the_container_logs_reads(stack: str) -> None:
-    for generated in workloads(commands.stack_config(stack, None)):
+    for generated in workloads(stack_config(stack)):
         main = next(obj for obj in generated.objects if obj["kind"] in ("Job", "JobSet"))
         template = main["spec"]["template"] if main["kind"] == "Job" else main["spec"]["replicatedJobs"][0]["template"]
         pod = template["spec"] if main["kind"] == "Job" else template["spec"]["template"]["spec"]
@@ -793,9 +794,7 @@ def test_generated_workloads_run_the_container_logs_reads(stack: str) -> None:
 def test_the_stacks_provisioning_configs_keep_kueues_retry_defaults() -> None:
     """`why` counts queued-provisioning attempts out of 1 + 3: Kueue's default backoffLimitCount applies because the
     stack's ProvisioningRequestConfigs set no retryStrategy (provisioningrequestconfig_types.go)."""
-    configs = [
-        o for o in kueue_objects(commands.stack_config("prod", None)) if o["kind"] == "ProvisioningRequestConfig"
-    ]
+    configs = [o for o in kueue_objects(stack_config("prod")) if o["kind"] == "ProvisioningRequestConfig"]
     assert configs
     assert [sorted(o["spec"]) for o in configs] == [["managedResources", "provisioningClassName"]] * len(configs)
     assert kueue.PROVISIONING_RETRIES == 3
