@@ -180,7 +180,7 @@ def test_max_pods_per_node_out_of_gkes_bounds_is_refused() -> None:
 def test_256_slices_of_prod_fit_with_room_to_spare() -> None:
     """Defect 4's scale: prod with 256 train slices of 4x4 (1,024 TPU VMs) previews; its pod range holds twice what
     1,052 nodes need (8 x 256 + 1,044 x 32 = 35,456 addresses: a /15 of 131,072)."""
-    config = read_stack_file(STACKS_DIR / "Pulumi.prod-256.yaml")
+    config = read_stack_file(STACKS_DIR.parent / "scale" / "Pulumi.prod-256.yaml")
     plan = run_program(config, stack="prod")
     (subnet,) = plan.by_type("gcp:compute/subnetwork:Subnetwork")
     assert subnet["inputs"]["secondaryIpRanges"][0]["ipCidrRange"] == "10.0.0.0/15"
