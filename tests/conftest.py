@@ -25,21 +25,6 @@ def _no_cloud_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _any_zone(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Modules marked `any_zone` test other behaviour with inline configs written before the zone table: for them
-    every zone offers every TPU. The table's own tests, the fixture stacks and the committed examples (tests of
-    tpu_zones, test_stacks) run against the real table."""
-    if not request.node.get_closest_marker("any_zone"):
-        yield
-        return
-    from components import tpu_zones
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tpu_zones, "zone_problem", lambda *args, **kwargs: None)
-        yield
-
-
 @pytest.fixture
 def run() -> StackRunner:
     """run(config_without_gcp_keys, stack="dev") -> Plan, with gcp:project/region defaulted."""

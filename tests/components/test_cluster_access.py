@@ -27,8 +27,6 @@ from offline.vendor import REPO
 from tests.conftest import BASE, StackRunner
 from tests.fixtures import stack_data, stack_plan
 
-pytestmark = pytest.mark.any_zone
-
 CLUSTER = "gcp:container/cluster:Cluster"
 FIREWALL = "gcp:compute/firewall:Firewall"
 PROVIDER = "pulumi:providers:kubernetes"

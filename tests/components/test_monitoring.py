@@ -13,8 +13,6 @@ from offline import validate
 from offline.engine import Plan
 from tests.fixtures import stack_config, stack_plan
 
-pytestmark = pytest.mark.any_zone
-
 STACKS = ("dev", "prod")
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 ALERT = "gcp:monitoring/alertPolicy:AlertPolicy"
@@ -248,6 +246,7 @@ def test_notification_channels_and_thresholds_come_from_config(run: Any) -> None
     channel = "projects/proj/notificationChannels/123"
     plan = run(
         {
+            "gcp:region": "us-east5",  # Trillium on flex-start (vendor/data/tpu_zones.json)
             "tpu-stack:tpuPools": [{"name": "v6e", "machineType": "ct6e-standard-4t", "provisioning": "flex-start"}],
             "tpu-stack:monitoring": {"notificationChannels": [channel], "pendingMinutes": 5},
         }

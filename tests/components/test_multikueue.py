@@ -31,8 +31,6 @@ from offline.markers import SECRET, UNKNOWN
 from offline.vendor import REPO
 from tests.fixtures import stack_data, stack_plan
 
-pytestmark = pytest.mark.any_zone
-
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 API = "kueue.x-k8s.io/v1beta2"
 TPU = "google.com/tpu"

@@ -10,8 +10,6 @@ import pytest
 from offline.engine import Plan
 from tests.conftest import StackRunner
 
-pytestmark = pytest.mark.any_zone
-
 NODE_POOL = "gcp:container/nodePool:NodePool"
 
 
@@ -49,21 +47,26 @@ def pools_of(plan: Plan, group: str) -> list[dict[str, Any]]:
     return [r for r in plan.by_type(NODE_POOL) if r["parent"] and r["parent"].endswith(f"::{group}")]
 
 
-ZONE = "us-central1-b"
+# Zones that give the TPU version by every provisioning the tests use, flex-start and queued included
+# (vendor/data/tpu_zones.json): v5e in us-west4-a, Trillium in us-east5-b.
+V5E = {"gcp:region": "us-west4"}
+V5E_ZONE = "us-west4-a"
+V6E = {"gcp:region": "us-east5"}
+V6E_ZONE = "us-east5-b"
 
 
 def test_single_host_flex_start(run: StackRunner) -> None:
     # gcloud container node-pools create ... --machine-type=ct6e-standard-4t --flex-start
     #   --reservation-affinity=none --enable-autoscaling --num-nodes 0 --min-nodes=0 --max-nodes=1 --node-locations=Z
-    plan = run({"tpu-stack:tpuPools": [{"name": "single", "machineType": "ct6e-standard-4t",
-                                        "provisioning": "flex-start", "zone": ZONE}]})  # fmt: skip
+    plan = run({**V6E, "tpu-stack:tpuPools": [{"name": "single", "machineType": "ct6e-standard-4t",
+                                        "provisioning": "flex-start", "zone": V6E_ZONE}]})  # fmt: skip
     (pool,) = pools_of(plan, "single")
     assert gke_api(pool["inputs"]) == {
         "config.machineType": "ct6e-standard-4t",
         "config.flexStart": True,
         "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
         "initialNodeCount": 0,
-        "locations": [ZONE],
+        "locations": [V6E_ZONE],
         "autoscaling.enabled": True,
         "autoscaling.minNodeCount": 0,
         "autoscaling.maxNodeCount": 1,
@@ -74,15 +77,15 @@ def test_single_host_flex_start(run: StackRunner) -> None:
 
 def test_multi_host_flex_start(run: StackRunner) -> None:
     # ... --tpu-topology=4x4 --max-nodes=4 (16 chips / 4 per VM) --no-enable-autorepair
-    plan = run({"tpu-stack:tpuPools": [{"name": "multi", "machineType": "ct6e-standard-4t", "topology": "4x4",
-                                        "provisioning": "flex-start", "zone": ZONE}]})  # fmt: skip
+    plan = run({**V6E, "tpu-stack:tpuPools": [{"name": "multi", "machineType": "ct6e-standard-4t", "topology": "4x4",
+                                        "provisioning": "flex-start", "zone": V6E_ZONE}]})  # fmt: skip
     (pool,) = pools_of(plan, "multi")
     assert gke_api(pool["inputs"]) == {
         "config.machineType": "ct6e-standard-4t",
         "config.flexStart": True,
         "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
         "initialNodeCount": 0,
-        "locations": [ZONE],
+        "locations": [V6E_ZONE],
         "placementPolicy.tpuTopology": "4x4",
         "autoscaling.enabled": True,
         "autoscaling.minNodeCount": 0,
@@ -94,15 +97,15 @@ def test_multi_host_flex_start(run: StackRunner) -> None:
 
 def test_three_multislice_pools_of_the_kueue_jobset_seed(run: StackRunner) -> None:
     # Three times: --machine-type=ct5lp-hightpu-4t --tpu-topology=2x4 --num-nodes=2 --node-locations=Z
-    plan = run({"tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
-                                        "slices": 3, "zone": ZONE}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "slices": 3, "zone": V5E_ZONE}]})  # fmt: skip
     pools = pools_of(plan, "ms")
     assert [p["inputs"]["name"] for p in pools] == ["ms-0", "ms-1", "ms-2"]
     for pool in pools:
         assert gke_api(pool["inputs"]) == {
             "config.machineType": "ct5lp-hightpu-4t",
             "initialNodeCount": 2,
-            "locations": [ZONE],
+            "locations": [V5E_ZONE],
             "placementPolicy.tpuTopology": "2x4",
             "management.autoRepair": True,
         }
@@ -112,8 +115,8 @@ def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
     # The seed's flags plus what GKE's current page ("Run a large-scale workload with flex-start with queued
     # provisioning") requires: --flex-start --enable-queued-provisioning --enable-autoscaling --num-nodes=0
     #   --total-max-nodes=2 --location-policy=ANY --reservation-affinity=none --no-enable-autorepair
-    plan = run({"tpu-stack:tpuPools": [{"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
-                                        "provisioning": "queued", "zone": ZONE}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "provisioning": "queued", "zone": V5E_ZONE}]})  # fmt: skip
     (pool,) = pools_of(plan, "dws")
     assert gke_api(pool["inputs"]) == {
         "config.machineType": "ct5lp-hightpu-4t",
@@ -122,7 +125,7 @@ def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
         "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
         "queuedProvisioning.enabled": True,
         "initialNodeCount": 0,
-        "locations": [ZONE],
+        "locations": [V5E_ZONE],
         "placementPolicy.tpuTopology": "2x4",
         "autoscaling.enabled": True,
         "autoscaling.totalMaxNodeCount": 2,
@@ -138,16 +141,16 @@ def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
 def test_max_run_duration_reaches_gke_in_seconds(run: StackRunner, provisioning: str, duration: str, sent: str) -> None:
     # gcloud --max-run-duration=24h; the API field config.maxRunDuration is a protobuf Duration ("86400s").
     group = {"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": provisioning,
-             "zone": ZONE, "maxRunDuration": duration}  # fmt: skip
-    plan = run({"tpu-stack:tpuPools": [group]})
+             "zone": V5E_ZONE, "maxRunDuration": duration}  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [group]})
     (pool,) = pools_of(plan, "p")
     assert gke_api(pool["inputs"])["config.maxRunDuration"] == sent
 
 
 def test_two_saxml_slices(run: StackRunner) -> None:
     # Twice: --machine-type=ct5lp-hightpu-4t --tpu-topology=4x8 --num-nodes=8
-    plan = run({"tpu-stack:tpuPools": [{"name": "sax", "machineType": "ct5lp-hightpu-4t", "topology": "4x8",
-                                        "slices": 2, "zone": ZONE}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "sax", "machineType": "ct5lp-hightpu-4t", "topology": "4x8",
+                                        "slices": 2, "zone": V5E_ZONE}]})  # fmt: skip
     pools = pools_of(plan, "sax")
     assert len(pools) == 2
     for pool in pools:
@@ -168,8 +171,8 @@ def test_two_saxml_slices(run: StackRunner) -> None:
 def test_spot_and_reservation_modes(
     run: StackRunner, provisioning: str, extra: dict[str, Any], expected: dict[str, Any]
 ) -> None:
-    plan = run({"tpu-stack:tpuPools": [{"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
-                                        "provisioning": provisioning, "zone": ZONE, **extra}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "provisioning": provisioning, "zone": V5E_ZONE, **extra}]})  # fmt: skip
     (pool,) = pools_of(plan, "p")
     api = gke_api(pool["inputs"])
     assert expected.items() <= api.items()
@@ -181,8 +184,8 @@ def calendar_plan(run: StackRunner, **window: str) -> tuple[Plan, str, str]:
 
     start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
     end = start + timedelta(days=7)
-    plan = run({"tpu-stack:tpuPools": [{
-        "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": ZONE,
+    plan = run({**V5E, "tpu-stack:tpuPools": [{
+        "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": V5E_ZONE,
         "provisioning": "reservation",
         "futureReservation": {"startTime": start.isoformat(), "endTime": end.isoformat(), **window}}]})  # fmt: skip
     return plan, start.isoformat().replace("+00:00", "Z"), end.isoformat().replace("+00:00", "Z")
@@ -202,13 +205,13 @@ def test_calendar_mode_request_is_a_tpu_aggregate_reservation(run: StackRunner) 
         "workloadType": "BATCH",
         "reservedResources": [{"accelerator": {
             "acceleratorCount": 32,  # 2 slices x 4x4
-            "acceleratorType": f"projects/proj-1234/zones/{ZONE}/acceleratorTypes/ct5lp"}}],
+            "acceleratorType": f"projects/proj-1234/zones/{V5E_ZONE}/acceleratorTypes/ct5lp"}}],
     }  # fmt: skip
     assert inputs["timeWindow"] == {"startTime": start, "endTime": end}
     assert inputs["autoDeleteAutoCreatedReservations"] is True
     assert inputs["specificReservationRequired"] is True
     assert (inputs["zone"], inputs["reservationMode"], inputs["name"], inputs["reservationName"]) == (
-        ZONE, "CALENDAR", name, name)  # fmt: skip
+        V5E_ZONE, "CALENDAR", name, name)  # fmt: skip
 
 
 def test_calendar_pools_are_usable_before_during_and_after_the_window(run: StackRunner) -> None:
@@ -225,7 +228,7 @@ def test_calendar_pools_are_usable_before_during_and_after_the_window(run: Stack
             "config.reservationAffinity.key": "compute.googleapis.com/reservation-name",
             "config.reservationAffinity.values": [reservation["inputs"]["name"]],
             "initialNodeCount": 0,
-            "locations": [ZONE],
+            "locations": [V5E_ZONE],
             "placementPolicy.tpuTopology": "4x4",
             "autoscaling.enabled": True,
             "autoscaling.minNodeCount": 0,
@@ -258,9 +261,9 @@ def test_a_calendar_request_named_in_config_is_diffed() -> None:
 
     start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
     window = {"startTime": start.isoformat(), "endTime": (start + timedelta(days=7)).isoformat(), "name": "q3"}
-    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": ZONE,
+    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": V5E_ZONE,
             "provisioning": "reservation", "futureReservation": window}  # fmt: skip
-    plan = run_program({**BASE, "tpu-stack:tpuPools": [pool]}, stack="dev")
+    plan = run_program({**BASE, **V5E, "tpu-stack:tpuPools": [pool]}, stack="dev")
     (request,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
     assert request["ignoreChanges"] == [] and request["retainOnDelete"] is True
 
@@ -274,8 +277,8 @@ def test_a_changed_calendar_request_gets_a_name_of_its_own(run: StackRunner) -> 
 
     def name(days: int = 7, slices: int = 2, **window: str) -> str:
         end = start + timedelta(days=days)
-        plan = run({"tpu-stack:tpuPools": [{
-            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": slices, "zone": ZONE,
+        plan = run({**V5E, "tpu-stack:tpuPools": [{
+            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": slices, "zone": V5E_ZONE,
             "provisioning": "reservation",
             "futureReservation": {"startTime": start.isoformat(), "endTime": end.isoformat(), **window}}]})  # fmt: skip
         (reservation,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
@@ -294,14 +297,14 @@ def test_a_kept_calendar_request_is_taken_back_by_its_id(run: StackRunner) -> No
 
     start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
     window = {"startTime": start.isoformat(), "endTime": (start + timedelta(days=7)).isoformat(), "name": "q3"}
-    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": ZONE,
+    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": V5E_ZONE,
             "provisioning": "reservation"}  # fmt: skip
-    fresh = run({"tpu-stack:tpuPools": [{**pool, "futureReservation": window}]})
-    kept = run({"tpu-stack:tpuPools": [{**pool, "futureReservation": {**window, "existing": True}}]})
+    fresh = run({**V5E, "tpu-stack:tpuPools": [{**pool, "futureReservation": window}]})
+    kept = run({**V5E, "tpu-stack:tpuPools": [{**pool, "futureReservation": {**window, "existing": True}}]})
     (submitted,) = fresh.by_type("gcp:compute/futureReservation:FutureReservation")
     (imported,) = kept.by_type("gcp:compute/futureReservation:FutureReservation")
     assert submitted["importId"] is None
-    assert imported["importId"] == f"projects/proj-1234/zones/{ZONE}/futureReservations/q3"
+    assert imported["importId"] == f"projects/proj-1234/zones/{V5E_ZONE}/futureReservations/q3"
     assert imported["retainOnDelete"] is True
     # Compute's read-back forms of the imported request (times, accelerator type) must not show as an update.
     assert "timeWindow" in imported["ignoreChanges"] and "aggregateReservation" in imported["ignoreChanges"]
@@ -309,10 +312,10 @@ def test_a_kept_calendar_request_is_taken_back_by_its_id(run: StackRunner) -> No
 
 def test_tpu_pools_do_not_ignore_their_labels_and_taints(run: StackRunner) -> None:
     # Kueue's flavors are built from the same labels and taints; ignoring them lets nodes and flavors drift.
-    plan = run({"tpu-stack:tpuPools": [
+    plan = run({**V6E, "tpu-stack:tpuPools": [
         {"name": "flex", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "flex-start",
-         "zone": ZONE, "labels": {"team": "a"}, "taints": [{"key": "team", "value": "a"}]},
-        {"name": "fixed", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": ZONE}]})  # fmt: skip
+         "zone": V6E_ZONE, "labels": {"team": "a"}, "taints": [{"key": "team", "value": "a"}]},
+        {"name": "fixed", "machineType": "ct6e-standard-4t", "topology": "2x4", "zone": V6E_ZONE}]})  # fmt: skip
     for pool in plan.by_type(NODE_POOL):
         if pool["name"].endswith("system"):
             continue
@@ -326,8 +329,8 @@ def test_tpu_pools_do_not_ignore_their_labels_and_taints(run: StackRunner) -> No
 
 
 def test_slice_pools_never_wait_on_each_other(run: StackRunner) -> None:
-    plan = run({"tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
-                                        "slices": 4, "zone": ZONE}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "slices": 4, "zone": V5E_ZONE}]})  # fmt: skip
     urns = {p["urn"] for p in pools_of(plan, "ms")}
     for pool in pools_of(plan, "ms"):
         assert not urns & set(pool["dependencies"])
@@ -339,10 +342,10 @@ def test_flex_start_pools_let_the_autoscaler_take_any_zone_with_capacity(run: St
     cluster's zones has capacity instead of GKE's default BALANCED spread. Auto-repair stays as GKE's flex-start
     tutorial creates the pools (on for single-host, off for multi-host): xpk's `--no-enable-autorepair` on single
     hosts would leave a failed VM billed and unreplaced, which GKE's auto-repair page warns against."""
-    plan = run({"tpu-stack:tpuPools": [
+    plan = run({**V6E, "tpu-stack:tpuPools": [
         {"name": "single", "machineType": "ct6e-standard-4t", "provisioning": "flex-start"},
         {"name": "multi", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "flex-start",
-         "zone": ZONE},
+         "zone": V6E_ZONE},
     ]})  # fmt: skip
     single, multi = gke_api(pools_of(plan, "single")[0]["inputs"]), gke_api(pools_of(plan, "multi")[0]["inputs"])
     assert (single["autoscaling.locationPolicy"], single["management.autoRepair"]) == ("ANY", True)

@@ -24,11 +24,9 @@ from components.workloads import Workload, ladders, multislice_jobset, slice_job
 from offline import __main__ as cli
 from offline import validate
 from offline.engine import Plan
-from tests.components.test_kueue_queues import MULTISLICE, SCENARIOS
+from tests.components.test_kueue_queues import MULTISLICE, REGION, SCENARIOS
 from tests.conftest import BASE
 from tests.fixtures import stack_config, stack_path, stack_plan
-
-pytestmark = pytest.mark.any_zone
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -41,7 +39,7 @@ def stack_workloads(stack: str) -> list[Workload]:
 
 
 def scenario_workloads(name: str) -> list[Workload]:
-    return workloads(load({**BASE, **SCENARIOS[name]}, stack="dev"))
+    return workloads(load({**BASE, **REGION, **SCENARIOS[name]}, stack="dev"))
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +216,7 @@ def test_multislice_seed_gets_its_job_and_the_1_2_3_slice_jobsets() -> None:
 
 
 def test_multislice_jobsets_stop_at_the_slices_of_the_group() -> None:
-    config = load({**BASE, "tpu-stack:tpuPools": [{**MULTISLICE, "slices": 2}]}, stack="dev")
+    config = load({**BASE, **REGION, "tpu-stack:tpuPools": [{**MULTISLICE, "slices": 2}]}, stack="dev")
     assert {w.name: w.slices for w in workloads(config)} == {"multislice-job": 1, "multislice-1slice": 1,
                                                              "multislice-2slice": 2}  # fmt: skip
 
@@ -226,7 +224,9 @@ def test_multislice_jobsets_stop_at_the_slices_of_the_group() -> None:
 def test_no_workload_for_chips_no_team_can_reach() -> None:
     teams = [{"name": "a", "shares": {"multislice": 8}, "borrowingLimit": {"multislice": 0}},
              {"name": "b", "shares": {"multislice": 8}, "borrowingLimit": {"multislice": 4}}]  # fmt: skip
-    config = load({**BASE, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}}, stack="dev")
+    config = load(
+        {**BASE, **REGION, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}}, stack="dev"
+    )
     found = by_name(workloads(config))
     assert set(found) == {"multislice-job", "multislice-1slice"}
     assert found["multislice-1slice"].queue.local_queue == "a-queue"
@@ -301,7 +301,9 @@ def test_cli_writes_one_file_per_workload(tmp_path: Path, capsys: pytest.Capture
 
 def test_cli_workloads_with_bad_config_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "Pulumi.bad.yaml"
-    path.write_text(yaml.safe_dump({"config": {**BASE, "tpu-stack:tpuPools": [{**MULTISLICE, "topology": "4x5"}]}}))
+    path.write_text(
+        yaml.safe_dump({"config": {**BASE, **REGION, "tpu-stack:tpuPools": [{**MULTISLICE, "topology": "4x5"}]}})
+    )
     assert cli.main(["workloads", "--stack", "bad", "--config", str(path), "--out", str(tmp_path)]) == 2
     assert "tpu-stack:tpuPools[0].topology" in capsys.readouterr().err
     assert not (tmp_path / "workloads").exists()

@@ -30,8 +30,6 @@ from tests.conftest import StackRunner
 from tests.effects.conftest import shared
 from tests.fixtures import stack_data
 
-pytestmark = pytest.mark.any_zone
-
 CLUSTER = "gcp:container/cluster:Cluster"
 FIREWALL = "gcp:compute/firewall:Firewall"
 GKE_CONTROL_PLANE_RULE = {443, 10250}

@@ -13,13 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from offline.engine import Plan
 from tests.effects import promtool
-
-pytestmark = pytest.mark.any_zone
 
 CLUSTER = 'resource.label."cluster_name"="tpu-dev"'
 

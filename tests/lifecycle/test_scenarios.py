@@ -11,12 +11,8 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
 from tests.lifecycle.catalogue import CATALOGUE
 from tests.lifecycle.conftest import Records, changed, plan, stack_config, step, upgraded_chart
-
-pytestmark = pytest.mark.any_zone
 
 
 def only(steps: Any, op: str) -> list[str]:

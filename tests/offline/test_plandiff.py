@@ -20,8 +20,6 @@ from offline import plandiff
 from offline.policy_check import TEAM_CONFIG
 from tests.fixtures import stack_path
 
-pytestmark = pytest.mark.any_zone
-
 Change = Callable[[dict[str, Any]], None]
 Plans = dict[str, dict[str, Any]]
 

@@ -26,8 +26,6 @@ from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
 
-pytestmark = pytest.mark.any_zone
-
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
 JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
@@ -287,11 +285,17 @@ def test_a_ladder_with_a_queued_rung_takes_one_slice_even_where_its_quota_holds_
     accepted, since the reservation could take it."""
     pools = [
         {"name": "reserved", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2,
-         "provisioning": "reservation", "reservation": "r", "zone": "us-central1-a"},
+         "provisioning": "reservation", "reservation": "r", "zone": "us-west4-a"},
         {"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "provisioning": "queued",
-         "zone": "us-central1-a"},
+         "zone": "us-west4-a"},
     ]  # fmt: skip
-    config = {**BASE, "tpu-stack:tpuPools": pools, "tpu-stack:queues": {"ladders": {"v5e": ["reserved", "dws"]}}}
+    # us-west4-a: v5e by reservation and on flex-start, which queued provisioning needs (vendor/data/tpu_zones.json).
+    config = {
+        **BASE,
+        "gcp:region": "us-west4",
+        "tpu-stack:tpuPools": pools,
+        "tpu-stack:queues": {"ladders": {"v5e": ["reserved", "dws"]}},
+    }
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps(run_program(config, stack="dev").outputs))
     code, out, err = run("--outputs", path, "submit", "two", "--slices", "2", "--image", IMAGE, "--dry-run")
