@@ -623,6 +623,13 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         )
     problems += serving_shape_problems(config.tpu_pools, config.serving_pools)
     # --- serving checks (bucket, identity, Saxml) ---
+    if config.protected and not config.monitoring.notification_channels:
+        # Issue 27, defect 11: with no channel, an incident of a protected stack shows in Cloud Monitoring only.
+        problems.append(
+            f"{PROJECT}:monitoring.notificationChannels: {config.stack} is a protected stack and its alert policies "
+            "would notify nobody; list the channels to notify, projects/<project>/notificationChannels/<id> (gcloud "
+            "beta monitoring channels list; create one with gcloud beta monitoring channels create)"
+        )
     if config.throwaway and config.protected:
         problems.append(
             f"{PROJECT}:throwaway: the {config.stack} stack is protected and keeps its data (its bucket is protected); "

@@ -475,7 +475,8 @@ def test_servers_wait_for_their_identity_and_leaderworkersets_for_the_lws_chart(
 
 
 def test_a_protected_stack_protects_every_serving_resource() -> None:
-    plan = run_program({**BASE, **config(V5E_4X4)}, stack="prod")
+    alerts = {"tpu-stack:monitoring": {"notificationChannels": ["projects/proj-1234/notificationChannels/1"]}}
+    plan = run_program({**BASE, **config(V5E_4X4), **alerts}, stack="prod")
     serving = [r for r in plan.resources if "LlmServing" in r["urn"] or "LwsInstall" in r["urn"]]
     assert serving and all(r["protect"] for r in serving)
 

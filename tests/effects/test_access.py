@@ -536,7 +536,8 @@ def test_an_autopilot_cluster_whole(run: StackRunner) -> None:
         "releaseChannel": "REGULAR",
         "deletionProtection": True,
     }
-    plan = run({"tpu-stack:cluster": cluster_config}, stack="prod")
+    alerts = {"notificationChannels": ["projects/proj-1234/notificationChannels/1"]}  # a protected stack's
+    plan = run({"tpu-stack:cluster": cluster_config, "tpu-stack:monitoring": alerts}, stack="prod")
     cluster = plan.one(CLUSTER, "ap")
     assert cluster["inputs"] == {
         "name": "ap",

@@ -255,7 +255,7 @@ def policy(alert: str, query: str, seconds: int) -> dict[str, Any]:
                 },
             }
         ],
-        "notificationChannels": [],
+        "notificationChannels": ["projects/tpu-stack-prod/notificationChannels/4518223379601234567"],  # the fixture's
         "userLabels": LABELS,
     }
 
@@ -316,7 +316,7 @@ HOLDS = {"pendingMinutes": 20, "idleMinutes": 45, "provisioningMinutes": 90}
 def held() -> Plan:
     """Prod with three different holds (every stack file leaves pending and idle at 30 minutes)."""
     config = stack_data("prod")
-    return run_program({**config, "tpu-stack:monitoring": HOLDS}, stack="prod")
+    return run_program({**config, "tpu-stack:monitoring": {**config["tpu-stack:monitoring"], **HOLDS}}, stack="prod")
 
 
 def test_each_alert_holds_for_its_own_setting(held: Plan) -> None:
