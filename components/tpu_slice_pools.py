@@ -53,6 +53,9 @@ class TpuSlicePools(pulumi.ComponentResource):
                     {"type": "", "tpu_topology": pool.explicit_topology} if pool.explicit_topology else None
                 ),
                 queued_provisioning={"enabled": True} if pool.provisioning == "queued" else None,
+                # Reservation-backed pools surge no node (config: upgrade_max_unavailable); updated in place
+                # (upgrade_settings is not ForceNew), so deployed pools are not replaced.
+                upgrade_settings=_upgrade_settings(pool),
                 node_config=node_config,
                 opts=pulumi.ResourceOptions(
                     parent=self,
@@ -155,6 +158,14 @@ def _autoscaling(pool: TpuPoolConfig) -> container.NodePoolAutoscalingArgsDict |
             scaling["location_policy"] = "ANY"
         return scaling
     return None
+
+
+def _upgrade_settings(pool: TpuPoolConfig) -> container.NodePoolUpgradeSettingsArgsDict | None:
+    unavailable = pool.upgrade_max_unavailable
+    if unavailable is None:
+        return None
+    # The strategy is sent with the counts: the provider refuses surge counts unless the strategy is SURGE.
+    return {"strategy": "SURGE", "max_surge": 0, "max_unavailable": unavailable}
 
 
 def _node_config(

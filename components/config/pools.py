@@ -178,6 +178,11 @@ class FutureReservationConfig(ConfigModel):
         return None
 
 
+GKE_MAX_PARALLEL_UPGRADES = 20
+"""Most nodes of a pool GKE upgrades at once, maxSurge + maxUnavailable (terraform-provider-google
+resource_container_node_pool.go, upgrade_settings: "limited to 20")."""
+
+
 class TpuPoolConfig(ConfigModel):
     """A pool group: N identical TPU slices. GKE needs one node pool per slice, named `<name>` (one slice) or
     `<name>-<i>`."""
@@ -483,6 +488,18 @@ class TpuPoolConfig(ConfigModel):
     def auto_repair(self) -> bool:
         """DWS slices turn auto-repair off: a repair would recreate the VMs outside the request."""
         return not (self.provisioning == "queued" or (self.provisioning == "flex-start" and self.multi_host))
+
+    @property
+    def upgrade_max_unavailable(self) -> int | None:
+        """Nodes GKE may take down at once when it upgrades a reservation-backed pool, which then surges none: every
+        node GKE creates, upgrade surge nodes included, counts against a specific reservation's capacity (GKE
+        "Ensure resources for node upgrades"), and a reservation that holds exactly the pool's VMs has none to spare.
+        A multi-host slice stops when any of its VMs does, so its VMs go down together, up to the 20 nodes GKE
+        upgrades at once (provider schema, upgrade_settings). None for other pools: flex-start and queued nodes get
+        GKE's short-lived upgrades, on-demand and spot GKE's default surge."""
+        if self.provisioning != "reservation":
+            return None
+        return min(self.vms_per_slice, GKE_MAX_PARALLEL_UPGRADES)
 
     @property
     def reservation_affinity(self) -> tuple[str, list[str]] | None:

@@ -350,3 +350,44 @@ def test_flex_start_pools_let_the_autoscaler_take_any_zone_with_capacity(run: St
     single, multi = gke_api(pools_of(plan, "single")[0]["inputs"]), gke_api(pools_of(plan, "multi")[0]["inputs"])
     assert (single["autoscaling.locationPolicy"], single["management.autoRepair"]) == ("ANY", True)
     assert (multi["autoscaling.locationPolicy"], multi["management.autoRepair"]) == ("ANY", False)
+
+
+def test_reservation_pools_upgrade_without_surge_nodes(run: StackRunner) -> None:
+    """Issue 27, defect 7. Surge nodes count against a specific reservation (GKE "Ensure resources for node upgrades":
+    every node GKE creates, upgrade nodes included, is subject to the reservation's capacity for pools with specific
+    reservation affinity; with maxSurge 5, maxUnavailable 0 and no extra node to be had, the upgrade fails and GKE
+    keeps retrying). A reservation holding exactly the pool's VMs has none to spare, so its pools surge no node and
+    take a slice down at once: a multi-host slice stops when any VM of it stops. GKE upgrades at most 20 nodes at a
+    time (provider schema upgrade_settings). Flex-start and queued nodes get GKE's short-lived upgrades (node upgrade
+    strategies page), on-demand and spot keep GKE's default surge."""
+    plan = run({**V5E, "tpu-stack:tpuPools": [
+        {"name": "res", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": V5E_ZONE,
+         "provisioning": "reservation", "reservation": "r"},
+        {"name": "big", "machineType": "ct5lp-hightpu-4t", "topology": "8x16", "zone": V5E_ZONE,
+         "provisioning": "reservation", "reservation": "r2"},
+        {"name": "one", "machineType": "ct5lp-hightpu-4t", "zone": V5E_ZONE, "provisioning": "reservation",
+         "reservation": "r3"},
+        {"name": "od", "machineType": "ct5lp-hightpu-4t", "topology": "4x8", "zone": V5E_ZONE},
+        {"name": "q", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": V5E_ZONE, "provisioning": "queued"},
+    ]})  # fmt: skip
+    settings = {
+        p["name"]: p["inputs"].get("upgradeSettings")
+        for p in plan.by_type(NODE_POOL)
+        if not p["name"].endswith("-system")
+    }
+    # 4x4 v5e: 16 chips / 4 per VM = 4 VMs; 8x16: 128 / 4 = 32 VMs, GKE's cap of 20; a 2x2 slice is one VM.
+    assert settings == {
+        "res-0": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 4},
+        "res-1": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 4},
+        "big": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 20},
+        "one": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1},
+        "od": None,
+        "q": None,
+    }
+
+
+def test_calendar_mode_pools_upgrade_without_surge_nodes(run: StackRunner) -> None:
+    """A calendar-mode request is a specific reservation of exactly the pool's chips: no surge node either."""
+    plan, _start, _end = calendar_plan(run)
+    for pool in pools_of(plan, "cal"):
+        assert pool["inputs"]["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 4}

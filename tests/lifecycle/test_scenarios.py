@@ -120,6 +120,21 @@ def test_prod_refuses_to_replace_its_reserved_pools(deployed: dict[str, Records]
     assert only(steps, "replace") == []
 
 
+def test_prod_deployed_before_upgrade_settings_updates_its_reserved_pools_in_place(
+    deployed: dict[str, Records],
+) -> None:
+    """Issue 27, defect 7: prod's reservation-backed train slices gain upgradeSettings (no surge node). The field is
+    not ForceNew (terraform-provider-google resource_container_node_pool.go, upgrade_settings; the update sends it
+    with UpdateNodePoolRequest), so the pools of a protected stack are updated, never replaced or refused."""
+    before = copy.deepcopy(deployed["prod"])
+    for record in before:
+        record["inputs"].pop("upgradeSettings", None)
+    steps = step(before, deployed["prod"])
+    assert steps.refused == []
+    assert only(steps, "update") == ["train-0", "train-1"]
+    assert only(steps, "replace") == [] and only(steps, "create") == [] and only(steps, "delete") == []
+
+
 def _on_demand_rung(config: dict[str, Any]) -> None:
     """A third rung for the multislice ladder: one on-demand v6e 2x4 slice, tried after spot and flex-start. Its
     label keeps the pods Kueue admits on it off the spot and flex-start nodes (which carry the shape labels too)."""
