@@ -147,7 +147,8 @@ def _autoscaling(pool: TpuPoolConfig) -> container.NodePoolAutoscalingArgsDict |
         # gcloud --enable-queued-provisioning --flex-start --total-max-nodes=N --location-policy=ANY
         return {"total_max_node_count": pool.vms_per_slice, "location_policy": "ANY"}
     if pool.autoscaled:
-        # Flex-start, and calendar-mode pools that hold a slice only while their reservation is active.
+        # Flex-start, calendar-mode pools that hold a slice only while their reservation is active, and on-demand or
+        # spot groups that scale to zero; GKE scales a multi-host slice's pool atomically.
         # gcloud --min-nodes/--max-nodes are per-zone bounds: a multi-host slice has exactly one zone (required),
         # a single-host pool without `zone` may hold one VM in each of the cluster's zones.
         scaling: container.NodePoolAutoscalingArgsDict = {"min_node_count": 0, "max_node_count": pool.vms_per_slice}

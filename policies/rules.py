@@ -1,5 +1,5 @@
 """The stack's CrossGuard policies, assembled from their domain modules in guardrails/ (gke, iam_storage,
-kubernetes, kueue); each policy's check lives there.
+kubernetes, kueue, capacity); each policy's check lives there.
 
 `PolicyPack(...)` starts a gRPC server, so `__main__.py` only builds the pack from `POLICIES`; the offline
 preview (offline/policy_check.py) and the tests run these same objects through the real `pulumi_policy` args.
@@ -7,6 +7,7 @@ preview (offline/policy_check.py) and the tests run these same objects through t
 
 from __future__ import annotations
 
+from guardrails.capacity import validate_idle_capacity
 from guardrails.gke import (
     REQUIRED_LABELS_SCHEMA,
     validate_auto_upgrade,
@@ -158,6 +159,12 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         name="tpu-node-auto-upgrade",
         description="TPU pools do not auto-upgrade, unless a release channel requires auto-upgrade on every pool.",
         validate=validate_auto_upgrade,
+        enforcement_level=ADVISORY,
+    ),
+    StackValidationPolicy(
+        name="idle-tpu-capacity",
+        description="No fixed on-demand or spot TPU slice is billed while no queue and no server can hold it.",
+        validate=validate_idle_capacity,
         enforcement_level=ADVISORY,
     ),
     ResourceValidationPolicy(

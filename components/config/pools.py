@@ -219,6 +219,11 @@ class TpuPoolConfig(ConfigModel):
     max_run_duration: str | None = None
     """Longest a node runs, e.g. `24h`, `7d`, `1h30m`; sent to GKE in seconds (`86400s`). Flex-start, queued and
     spot pools only; flex-start and queued at most `7d`."""
+    scale_to_zero: bool = False
+    """On-demand and spot groups: the cluster autoscaler creates a slice when a pod needs it and removes it when idle,
+    so an idle slice is not billed; a pod then waits for the slice (minutes, and on-demand or spot TPUs may not be
+    available). Flex-start, queued and calendar-mode slices always scale to zero. Switching a deployed group updates
+    its pools in place."""
     labels: dict[str, str] = {}
     """Kubernetes node labels, also the Kueue flavor's `nodeLabels`. Keys: an optional DNS-subdomain prefix and
     `/`, then a name of 1-63 letters, digits, `-`, `_`, `.` starting and ending alphanumeric; values up to 63 of
@@ -371,6 +376,16 @@ class TpuPoolConfig(ConfigModel):
             problems.append(("zone", "required with futureReservation: calendar-mode capacity is zonal"))
         if self.max_run_duration is not None:
             problems += self._run_duration_problems(self.max_run_duration)
+        if self.scale_to_zero and mode == "reservation":
+            problems.append(
+                (
+                    "scaleToZero",
+                    "a reservation is billed whether its VMs run or not, so scaling its slices to zero saves nothing; "
+                    "remove scaleToZero",
+                )
+            )
+        elif self.scale_to_zero and mode in ("flex-start", "queued"):
+            problems.append(("scaleToZero", f"{mode} slices always scale to zero; remove scaleToZero"))
         return problems
 
     def _run_duration_problems(self, text: str) -> list[tuple[str, str]]:
@@ -442,8 +457,10 @@ class TpuPoolConfig(ConfigModel):
     @property
     def autoscaled(self) -> bool:
         """DWS modes scale 0 -> one slice -> 0, and so do calendar-mode pools, whose reservation exists only
-        during its window; the other modes hold the slice."""
-        return self.provisioning in ("flex-start", "queued") or self.future_reservation is not None
+        during its window, and groups that ask to (`scaleToZero`); the others hold their slices."""
+        return (
+            self.provisioning in ("flex-start", "queued") or self.future_reservation is not None or self.scale_to_zero
+        )
 
     @property
     def reservation_name(self) -> str | None:

@@ -391,3 +391,69 @@ def test_calendar_mode_pools_upgrade_without_surge_nodes(run: StackRunner) -> No
     plan, _start, _end = calendar_plan(run)
     for pool in pools_of(plan, "cal"):
         assert pool["inputs"]["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 4}
+
+
+@pytest.mark.parametrize("provisioning", ["spot", "on-demand"])
+def test_a_slice_that_scales_to_zero_is_billed_only_while_a_pod_needs_it(run: StackRunner, provisioning: str) -> None:
+    """Issue 27, defect 8: a fixed spot or on-demand slice is billed while idle. `scaleToZero` gives the group's pools
+    the autoscaling flex-start pools have (gcloud --enable-autoscaling --num-nodes=0 --min-nodes=0 --max-nodes=<VMs>):
+    the cluster autoscaler creates the slice when a pod needs it and removes it when idle; GKE scales a multi-host
+    slice's pool atomically. The autoscaler owns the size, so the counts are ignored."""
+    group = {"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": provisioning,
+             "zone": V5E_ZONE, "scaleToZero": True}  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [group]})
+    (pool,) = pools_of(plan, "p")
+    api = gke_api(pool["inputs"])
+    assert (api["initialNodeCount"], api["autoscaling.minNodeCount"], api["autoscaling.maxNodeCount"]) == (0, 0, 4)
+    assert "nodeCount" not in pool["inputs"] and "autoscaling.locationPolicy" not in api
+    assert api.get("config.spot") is (True if provisioning == "spot" else None)
+    assert pool["ignoreChanges"] == ["initialNodeCount", "nodeCount"]
+
+
+@pytest.mark.parametrize(
+    ("pool", "line"),
+    [
+        ({"provisioning": "reservation", "reservation": "r"},
+         "tpu-stack:tpuPools[0].scaleToZero: a reservation is billed whether its VMs run or not, so scaling its slices "
+         "to zero saves nothing; remove scaleToZero"),
+        ({"provisioning": "flex-start"},
+         "tpu-stack:tpuPools[0].scaleToZero: flex-start slices always scale to zero; remove scaleToZero"),
+        ({"provisioning": "queued"},
+         "tpu-stack:tpuPools[0].scaleToZero: queued slices always scale to zero; remove scaleToZero"),
+    ],
+    ids=["reservation", "flex-start", "queued"],
+)  # fmt: skip
+def test_scale_to_zero_where_it_changes_nothing_is_one_line(pool: dict[str, Any], line: str) -> None:
+    from components.config.base import ConfigError
+    from components.config.stack import load
+    from tests.conftest import BASE
+
+    group = {"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": V5E_ZONE, "scaleToZero": True}
+    with pytest.raises(ConfigError) as error:
+        load({**BASE, **V5E, "tpu-stack:tpuPools": [{**group, **pool}]}, stack="dev")
+    assert error.value.lines == [line]
+
+
+def test_the_fixture_stacks_bill_no_slice_that_nothing_holds() -> None:
+    """Defect 8 in the stacks: dev's spot rung and llm's serving groups scale to zero (llm's spare slices exist only
+    while a rollout's new replica needs them). Fixed slices remain where they are billed anyway (prod's reservation)
+    or held at rest (prod's serve: Saxml's two model servers, one per slice)."""
+    from tests.fixtures import stack_plan
+
+    fixed, scaling = {}, {}
+    for stack in ("dev", "llm", "multiregion", "prod"):
+        pools = [
+            p for p in stack_plan(stack, render_charts=False).by_type(NODE_POOL) if "TpuSlicePools::" in p["parent"]
+        ]
+        fixed[stack] = sorted(p["name"] for p in pools if "nodeCount" in p["inputs"])
+        scaling[stack] = {p["name"]: p["inputs"]["autoscaling"] for p in pools if "nodeCount" not in p["inputs"]}
+    assert fixed == {"dev": [], "llm": [], "multiregion": [], "prod": ["serve-0", "serve-1", "train-0", "train-1"]}
+    assert scaling["dev"]["multislice-spot"] == {"minNodeCount": 0, "maxNodeCount": 2}  # 2x4 v6e: 2 VMs
+    # ct6e-standard-8t: one VM is the whole 2x4 slice; a 4x4 v5e slice is 4 VMs.
+    assert scaling["llm"] == {
+        "llm-v6e-0": {"minNodeCount": 0, "maxNodeCount": 1},
+        "llm-v6e-1": {"minNodeCount": 0, "maxNodeCount": 1},
+        "llm-v5e-0": {"minNodeCount": 0, "maxNodeCount": 4},
+        "llm-v5e-1": {"minNodeCount": 0, "maxNodeCount": 4},
+        "llm-v5e-2": {"minNodeCount": 0, "maxNodeCount": 4},
+    }

@@ -135,6 +135,29 @@ def test_prod_deployed_before_upgrade_settings_updates_its_reserved_pools_in_pla
     assert only(steps, "replace") == [] and only(steps, "create") == [] and only(steps, "delete") == []
 
 
+def _fixed(config: dict[str, Any]) -> None:
+    """The stack as it was deployed before its pool groups scaled to zero."""
+    for entry in config["tpu-stack:tpuPools"]:
+        entry.pop("scaleToZero", None)
+
+
+def test_slices_deployed_fixed_scale_to_zero_in_place(deployed: dict[str, Records]) -> None:
+    """Issue 27, defect 8: dev's spot slice and llm's serving slices were fixed (nodeCount). Scaling them to zero adds
+    autoscaling (updated in place) and initialNodeCount 0, which is ForceNew but ignored on autoscaled pools: the
+    engine resets an ignored path to the old inputs' value and drops it where the old inputs had none (pulumi
+    sdk/go/common/resource/properties_path.go, PropertyPath.reset), so the provider sees no change there and the
+    pools, with whatever runs on them, are kept."""
+    steps = step(changed("dev", _fixed), deployed["dev"])
+    assert steps.refused == []
+    assert only(steps, "update") == ["multislice-spot"]
+    assert only(steps, "replace") == [] and only(steps, "create") == [] and only(steps, "delete") == []
+    llm = stack_config("llm")
+    served = step(changed("llm", _fixed), plan("llm", llm))
+    assert served.refused == []
+    assert only(served, "update") == ["llm-v5e-0", "llm-v5e-1", "llm-v5e-2", "llm-v6e-0", "llm-v6e-1"]
+    assert only(served, "replace") == [] and only(served, "create") == [] and only(served, "delete") == []
+
+
 def _on_demand_rung(config: dict[str, Any]) -> None:
     """A third rung for the multislice ladder: one on-demand v6e 2x4 slice, tried after spot and flex-start. Its
     label keeps the pods Kueue admits on it off the spot and flex-start nodes (which carry the shape labels too)."""

@@ -187,3 +187,31 @@ def test_a_digest_in_the_stack_config_ends_its_exception(tmp_path: Path) -> None
     assert f"registry.k8s.io/kueue/kueue:v0.19.2@{digest}" in images
     found = policy_check.evaluate(resources, stack="prod", config={})
     assert "registry.k8s.io/kueue/kueue" not in str([v for v in found if v["policy"] == "images-by-digest"])
+
+
+@pytest.mark.parametrize("view", policy_check.VIEWS, ids=lambda view: view.name)
+def test_no_fixture_stack_bills_idle_tpus_and_llm_did_before_its_pools_scaled_to_zero(
+    runs: dict[str, dict[str, list[dict[str, Any]]]], view: policy_check.View
+) -> None:
+    """Issue 27, defect 8: `idle-tpu-capacity` finds nothing in the fixture stacks. llm's serving groups, fixed as
+    they were, hold 2 ct6e-standard-8t VMs for a server of 1 replica (1 VM) and 3 v5e 4x4 slices (12 VMs) for a
+    LeaderWorkerSet of 2 groups of 4 pods (8 VMs)."""
+    for stack in STACKS:
+        found = policy_check.evaluate(runs[stack][view.name], stack=stack, view=view, config=TEAM_CONFIG)
+        assert [v for v in found if v["policy"] == "idle-tpu-capacity"] == [], stack
+    from offline.engine import run_program
+    from tests.fixtures import stack_data
+
+    fixed = stack_data("llm")
+    for pool in fixed["tpu-stack:tpuPools"]:
+        del pool["scaleToZero"]
+    plan = run_program(fixed, stack="llm", known_outputs=view.name == "deployed")
+    found = policy_check.evaluate(plan.resources, stack="llm", view=view, config=TEAM_CONFIG)
+    assert sorted(v["message"] for v in found if v["policy"] == "idle-tpu-capacity") == [
+        "node pool(s) 'llm-v5e-0', 'llm-v5e-1', 'llm-v5e-2': 12 TPU VM(s) of fixed size, and what runs there at rest "
+        "(LeaderWorkerSet 'llm-serving-llama-33-70b') holds 8: 4 billed while idle; set scaleToZero on the pool "
+        "group (a spare slice is then created only while a rollout needs it)",
+        "node pool(s) 'llm-v6e-0', 'llm-v6e-1': 2 TPU VM(s) of fixed size, and what runs there at rest (Deployment "
+        "'llm-serving-llama-31-70b') holds 1: 1 billed while idle; set scaleToZero on the pool group (a spare slice "
+        "is then created only while a rollout needs it)",
+    ]

@@ -37,6 +37,7 @@ EXPECTED = {
     "images-by-digest": "mandatory",
     "protected-stack-resources": "mandatory",
     "tpu-node-auto-upgrade": "advisory",
+    "idle-tpu-capacity": "advisory",
     "required-labels": "advisory",
 }
 
@@ -143,6 +144,7 @@ def test_rules_only_assembles_the_policies_from_their_domain_modules() -> None:
     assert sorted(ast.unparse(target) for target in assigned) == ["ADVISORY", "MANDATORY", "POLICIES"]
     imported = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
     assert {m for m in imported if m and m.startswith("guardrails")} == {
+        "guardrails.capacity",
         "guardrails.gke",
         "guardrails.iam_storage",
         "guardrails.kubernetes",
