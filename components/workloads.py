@@ -130,7 +130,13 @@ def _template(
     """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE."""
     pod = _pod(config, target, ports, namespace, multislice=multislice)
     cache = file_cache_gib(config.bucket, shape_of(target), autopilot=_autopilot(config))
-    annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace), cache_gib=cache)
+    annotations = gcs_fuse.attach(
+        pod,
+        config.bucket_name,
+        bucket_mounts(config.bucket, namespace),
+        cache_gib=cache,
+        checkpoint_bucket=config.checkpoint_bucket_name,
+    )
     return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
 
 

@@ -53,7 +53,13 @@ from components.config.queues import (
     queue_problems,
     serving_shape_problems,
 )
-from components.config.serving import BucketConfig, SaxmlConfig, bucket_name, serving_problems
+from components.config.serving import (
+    BucketConfig,
+    SaxmlConfig,
+    bucket_name,
+    checkpoint_bucket_name,
+    serving_problems,
+)
 from components.stacks import PROTECTED_STACKS
 
 
@@ -284,6 +290,11 @@ class StackConfig(ConfigModel):
     @property
     def bucket_name(self) -> str:
         return bucket_name(self.bucket, project=self.project, stack=self.stack)
+
+    @property
+    def checkpoint_bucket_name(self) -> str | None:
+        """The checkpoint bucket's name; None when the stack has no writers, so no checkpoint bucket."""
+        return checkpoint_bucket_name(self.bucket, data_bucket=self.bucket_name) if self.bucket.writers else None
 
     @property
     def saxml_pool(self) -> TpuPoolConfig:

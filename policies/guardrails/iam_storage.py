@@ -76,7 +76,8 @@ def _members(resource_type: str, props: Mapping[str, Any]) -> list[str]:
 
 
 def validate_bucket(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """Checkpoints and models are the stack's most valuable data: no ACLs, no public access, old versions kept."""
+    """Checkpoints and models are the stack's most valuable data: no ACLs, no public access, old versions kept. A
+    hierarchical namespace bucket (the stack's checkpoint bucket, whose data is rewritten and rotated) keeps none."""
     if args.resource_type != BUCKET:
         return
     props = args.props
@@ -84,5 +85,6 @@ def validate_bucket(args: ResourceValidationArgs, report: ReportViolation) -> No
         say(report, "set uniformBucketLevelAccess true (IAM only, no object ACLs)")
     if props.get("publicAccessPrevention") != "enforced":
         say(report, f"set publicAccessPrevention 'enforced' (found {props.get('publicAccessPrevention')!r})")
-    if prop(props, "versioning.enabled") is not True:
+    hierarchical = prop(props, "hierarchicalNamespace.enabled") is True
+    if not hierarchical and prop(props, "versioning.enabled") is not True:
         say(report, "set versioning.enabled true so an overwritten or deleted checkpoint can be restored")

@@ -56,6 +56,9 @@ def test_prod_training_jobs_mount_data_read_only_and_checkpoints_read_write_as_t
                 assert volumes["datasets"]["csi"]["volumeAttributes"]["bucketName"] == "tpu-stack-prod-prod-tpu-stack"
                 assert volumes["datasets"]["csi"]["readOnly"] is True
                 assert volumes["checkpoints"]["csi"]["readOnly"] is False
+                # Checkpoints in their own hierarchical namespace bucket, where directory renames work (defect 6).
+                ckpt = volumes["checkpoints"]["csi"]["volumeAttributes"]["bucketName"]
+                assert ckpt == "tpu-stack-prod-prod-tpu-stack-ckpt"
                 assert "only-dir=datasets" in options(volumes["datasets"])
                 assert "only-dir=checkpoints/training" in options(volumes["checkpoints"])
                 for wanted in ("file-cache:enable-parallel-downloads:true", "metadata-cache:ttl-secs:-1"):

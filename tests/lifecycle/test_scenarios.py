@@ -158,6 +158,18 @@ def test_slices_deployed_fixed_scale_to_zero_in_place(deployed: dict[str, Record
     assert only(served, "replace") == [] and only(served, "create") == [] and only(served, "delete") == []
 
 
+def test_checkpoints_get_their_bucket_beside_the_deployed_one(deployed: dict[str, Records]) -> None:
+    """Issue 27, defect 6, on a stack deployed before it: the checkpoint bucket and the writer's role on it are
+    created; the datasets' bucket, whose hierarchical namespace could only be set by replacing it (ForceNew, Cloud
+    Storage sets it at creation only), is not touched. prod's trainer held its role on the datasets' bucket already."""
+    checkpoint_parts = [r for r in deployed["prod"] if "checkpoints" in r["name"]]
+    before = [r for r in deployed["prod"] if r not in checkpoint_parts]
+    steps = step(before, deployed["prod"])
+    assert steps.refused == []
+    assert only(steps, "create") == ["data-checkpoints", "training-trainer-checkpoints-storage-objectUser"]
+    assert only(steps, "update") == [] and only(steps, "replace") == [] and only(steps, "delete") == []
+
+
 def _on_demand_rung(config: dict[str, Any]) -> None:
     """A third rung for the multislice ladder: one on-demand v6e 2x4 slice, tried after spot and flex-start. Its
     label keeps the pods Kueue admits on it off the spot and flex-start nodes (which carry the shape labels too)."""

@@ -350,8 +350,9 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
         "Monitoring monitoring",
         # 1 spot slice pool and its flavor beyond the flex-start ones, and its TpuSlicePools component (dev had 3
         # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first); 13 more for
-        # an empty project (issue 27): 8 APIs, the VPC, the subnetwork, router, NAT and webhook rule of private nodes.
-        f"Resources: + {len(plan['resources'])} to create (173 cloud/cluster resources of which 99 rendered from "
+        # an empty project (issue 27): 8 APIs, the VPC, the subnetwork, router, NAT and webhook rule of private nodes;
+        # 2 for the writer's checkpoints (issue 27, defect 6): the checkpoint bucket and the trainer's role on it.
+        f"Resources: + {len(plan['resources'])} to create (175 cloud/cluster resources of which 99 rendered from "
         "charts, 20 components)",
     ]
     text = "\n".join(lines)

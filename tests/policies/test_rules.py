@@ -461,6 +461,31 @@ def test_bucket_hardening(rules: ModuleType, path: str, value: Any, expected: st
     assert [(v["message"], v["level"]) for v in found] == [(expected, "mandatory")]
 
 
+def checkpoint_bucket(**inputs: Any) -> dict[str, Any]:
+    base = {
+        "uniformBucketLevelAccess": True,
+        "publicAccessPrevention": "enforced",
+        "hierarchicalNamespace": {"enabled": True},
+        "versioning": {"enabled": False},
+        "softDeletePolicy": {"retentionDurationSeconds": 0},
+        "labels": LABELS,
+    }
+    return res("gcp:storage/bucket:Bucket", "data-checkpoints", {**base, **inputs})
+
+
+def test_a_hierarchical_namespace_checkpoint_bucket_keeps_no_versions(rules: ModuleType) -> None:
+    """Issue 27, defect 6: checkpoints, rewritten and rotated, live in a hierarchical namespace bucket without
+    versions; it is hardened like the datasets' bucket otherwise."""
+    assert check(rules, [*baseline(), checkpoint_bucket()]) == []
+    found = only(check(rules, [*baseline(), checkpoint_bucket(publicAccessPrevention="inherited")]), "bucket-hardening")
+    assert [v["message"] for v in found] == ["set publicAccessPrevention 'enforced' (found 'inherited')"]
+    flat = checkpoint_bucket(hierarchicalNamespace={"enabled": False})
+    found = only(check(rules, [*baseline(), flat]), "bucket-hardening")
+    assert [v["message"] for v in found] == [
+        "set versioning.enabled true so an overwritten or deleted checkpoint can be restored"
+    ]
+
+
 # --- least-privilege-iam ---------------------------------------------------------------------------------
 
 

@@ -323,7 +323,7 @@ def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
         "submitted JobSet training/train-2: 2 slice(s) of ladder multislice (multislice-spot, then multislice) (16 TPU "
         "chips) via training/training-queue",
         "  mounts /data <- gs://tpu-stack-dev-dev-tpu-stack/datasets (read-only)",
-        "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack/checkpoints/training (read-write)",
+        "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack-ckpt/checkpoints/training (read-write)",
         "Follow it with `tpu-stack why train-2` and `tpu-stack logs train-2`.",
     ]
     (create,) = [r for r in api.requests if r.method == "POST"]
