@@ -21,7 +21,7 @@ from guardrails.gke import (
     validate_topology,
     validate_workload_identity,
 )
-from guardrails.iam_storage import validate_bucket, validate_least_privilege
+from guardrails.iam_storage import validate_bucket, validate_bucket_region, validate_least_privilege
 from guardrails.kubernetes import (
     IMAGE_DIGESTS_SCHEMA,
     SOURCE_RANGES_SCHEMA,
@@ -159,6 +159,12 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         name="tpu-node-auto-upgrade",
         description="TPU pools do not auto-upgrade, unless a release channel requires auto-upgrade on every pool.",
         validate=validate_auto_upgrade,
+        enforcement_level=ADVISORY,
+    ),
+    StackValidationPolicy(
+        name="bucket-in-tpu-region",
+        description="The stack's buckets are in the region of its TPU pools: no data transfer between regions.",
+        validate=validate_bucket_region,
         enforcement_level=ADVISORY,
     ),
     StackValidationPolicy(

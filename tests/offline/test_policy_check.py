@@ -215,3 +215,24 @@ def test_no_fixture_stack_bills_idle_tpus_and_llm_did_before_its_pools_scaled_to
         "'llm-serving-llama-31-70b') holds 1: 1 billed while idle; set scaleToZero on the pool group (a spare slice "
         "is then created only while a rollout needs it)",
     ]
+
+
+@pytest.mark.parametrize("view", policy_check.VIEWS, ids=lambda view: view.name)
+def test_multiregion_workers_use_the_managers_buckets_across_regions_and_are_told_so(
+    runs: dict[str, dict[str, list[dict[str, Any]]]], view: policy_check.View
+) -> None:
+    """Issue 27, defect 9: multiregion's workers in us-east5 and asia-northeast1 read and write the buckets of the
+    manager's region, us-central1 (one datasets' bucket, one checkpoint bucket: MultiKueue copies the workload's spec
+    unchanged to the worker, and a requeued workload may resume in the other region). The advisory names both; the
+    other stacks keep their TPUs in their buckets' region."""
+    for stack in STACKS:
+        found = policy_check.evaluate(runs[stack][view.name], stack=stack, view=view, config=TEAM_CONFIG)
+        advised = sorted(v["urn"].rsplit("::", 1)[-1] for v in found if v["policy"] == "bucket-in-tpu-region")
+        assert advised == (["data-bucket", "data-checkpoints"] if stack == "multiregion" else []), stack
+        for finding in (v for v in found if v["policy"] == "bucket-in-tpu-region"):
+            assert finding["message"] == (
+                "bucket in US-CENTRAL1 and TPU node pools in asia-northeast1 (japan-flex-v6e-0, japan-flex-v6e-1, "
+                "japan-queued-v6e), us-east5 (east-flex-v6e-0, east-flex-v6e-1, east-queued-v6e): their pods read and "
+                "write it across regions, billed as data transfer between regions and slower than in the region; keep "
+                "a stack's TPUs in the bucket's region, or see docs/multiregion.md (Data and checkpoints)"
+            )

@@ -37,6 +37,7 @@ EXPECTED = {
     "images-by-digest": "mandatory",
     "protected-stack-resources": "mandatory",
     "tpu-node-auto-upgrade": "advisory",
+    "bucket-in-tpu-region": "advisory",
     "idle-tpu-capacity": "advisory",
     "required-labels": "advisory",
 }

@@ -486,6 +486,52 @@ def test_a_hierarchical_namespace_checkpoint_bucket_keeps_no_versions(rules: Mod
     ]
 
 
+# --- bucket-in-tpu-region (issue 27, defect 9) ------------------------------------------------------------
+
+
+def regional(bucket_location: str, *pool_locations: tuple[str, list[str] | None]) -> list[dict[str, Any]]:
+    """The baseline's data bucket in `bucket_location`, and a TPU pool per (cluster location, node locations)."""
+    resources = changed("data-bucket", ("location", bucket_location))
+    for index, (location, zones) in enumerate(pool_locations):
+        resources.append(pool(f"tpu-{index}", nodeCount=8, location=location, nodeLocations=zones,
+                              nodeConfig={"reservationAffinity": {"consumeReservationType": "SPECIFIC_RESERVATION"}},
+                              placementPolicy={"tpuTopology": "4x8", "type": ""}))  # fmt: skip
+    return resources
+
+
+def test_a_bucket_in_another_region_than_its_tpus_is_advised(rules: ModuleType) -> None:
+    """Pods read and write the bucket from the TPU VMs: from another region that is data transfer between regions,
+    billed and slower. MultiKueue copies a JobSet to a worker unchanged (kueue pkg/controller/jobs/jobset/
+    jobset_multikueue_adapter.go, SyncJob: Spec: *localJob.Spec.DeepCopy()), so the bucket a pod's volume names
+    cannot differ per worker region."""
+    resources = regional("US-CENTRAL1", ("us-east5", ["us-east5-b"]), ("asia-northeast1", ["asia-northeast1-b"]),
+                         ("us-central1", ["us-central1-a"]))  # fmt: skip
+    found = only(check(rules, resources), "bucket-in-tpu-region")
+    assert found == [
+        {
+            "policy": "bucket-in-tpu-region",
+            "level": "advisory",
+            "urn": "urn:pulumi:dev::tpu-stack::gcp:storage/bucket:Bucket::data-bucket",
+            "message": "bucket in US-CENTRAL1 and TPU node pools in asia-northeast1 (tpu-1), us-east5 (tpu-0): their "
+            "pods read and write it across regions, billed as data transfer between regions and slower than in the "
+            "region; keep a stack's TPUs in the bucket's region, or see docs/multiregion.md (Data and checkpoints)",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    "pools",
+    [[("us-central1", ["us-central1-a"])], [("us-central1-a", ["us-central1-a"])], [("us-east5", ["us-east5-b"])]],
+    ids=["same-region", "zonal-cluster", "multi-region"],
+)
+def test_a_bucket_where_its_tpus_are_or_in_a_multi_region_is_not_advised(
+    rules: ModuleType, pools: list[tuple[str, list[str] | None]]
+) -> None:
+    """A multi- or dual-region location is left alone: which regions it spans is Cloud Storage's to say."""
+    location = "US" if pools[0][0] == "us-east5" else "US-CENTRAL1"
+    assert check(rules, regional(location, *pools)) == []
+
+
 # --- least-privilege-iam ---------------------------------------------------------------------------------
 
 
