@@ -41,6 +41,8 @@ from components.tpu_slice_pools import TpuSlicePools
 from components.workload_identity import BucketRole, WorkloadIdentity, WorkloadServiceAccounts
 
 config = load_from_pulumi()
+for warning in config.warnings:  # valid, but rarely meant: `pulumi preview` shows each as a warning
+    pulumi.log.warn(warning)
 # In protected stacks every resource is protected (children inherit it from their component, a chart's
 # rendered objects from the Chart): `pulumi destroy` and replacements stop until `pulumi state unprotect`.
 protected = pulumi.ResourceOptions(protect=config.protected)
@@ -283,7 +285,9 @@ llm_serving = (
         provider=cluster.provider,
         cluster=cluster.cluster,
         project_number=project_number,
-        lws_chart=lws.chart if lws else None,
+        # LeaderWorkerSets go through the LWS chart's webhooks and Kueue's (Kueue's chart registers fail-closed
+        # LeaderWorkerSet webhooks in every namespace but its own).
+        lws_webhooks=[lws.chart, kueue.chart] if lws else [],
         opts=needs("iam", "storage"),
     )
     if config.serving

@@ -20,6 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import tpu_catalog
+from components.config.controllers import PROVISIONING_RETRY
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
     cohort_chips,
@@ -94,11 +95,16 @@ def admission_check_name(pool: TpuPoolConfig) -> str:
 
 
 def provisioning_request_config(pool: TpuPoolConfig) -> dict[str, Any]:
-    """Kueue asks GKE for the whole slice through a ProvisioningRequest of the queued class."""
+    """Kueue asks GKE for the whole slice through a ProvisioningRequest of the queued class, and retries a request
+    GKE fails as the stack decided (controllers.PROVISIONING_RETRY)."""
     return kueue_object(
         "ProvisioningRequestConfig",
         admission_check_name(pool),
-        {"provisioningClassName": QUEUED_CLASS, "managedResources": [tpu_catalog.TPU_RESOURCE]},
+        {
+            "provisioningClassName": QUEUED_CLASS,
+            "managedResources": [tpu_catalog.TPU_RESOURCE],
+            "retryStrategy": dict(PROVISIONING_RETRY),
+        },
     )
 
 

@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.config is None and not (REPO / f"Pulumi.{args.stack}.yaml").exists():
         print(f"error: no Pulumi.{args.stack}.yaml; pass --config FILE or create the stack file", file=sys.stderr)
         return EXIT_CONFIG
+    if args.config is not None and not args.config.is_file():
+        print(f"error: --config {args.config}: no such file; give the path of a stack file", file=sys.stderr)
+        return EXIT_CONFIG
     if args.command == "preview":
         _load_shared_modules()  # before the fork, so the child shares them (it starts no thread)
     new_stack = parallel.Background(lambda: _new_stack_view(args)) if args.command == "preview" else None

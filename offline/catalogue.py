@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from offline import webhooks
 from offline.lifecycle import depends_on, matches
 from offline.validate import validate_update
 
@@ -156,26 +157,10 @@ def by_urn(records: Sequence[Record]) -> dict[str, Record]:
     return {str(r["urn"]): r for r in records}
 
 
-def chart(records: Sequence[Record], name: str) -> Record | None:
-    return next((r for r in of_type(records, ":Chart") if r["name"] == f"{name}-chart"), None)
-
-
 def writers(records: Sequence[Record]) -> dict[str, str | None]:
     """URN -> the kubernetes provider that writes the resource (its own, else its parent's, as a chart's objects):
     which cluster it is in, in a stack of several (a MultiKueue manager and its workers)."""
-    records_by_urn = by_urn(records)
-    found: dict[str, str | None] = {}
-
-    def writer(record: Record) -> str | None:
-        urn = str(record["urn"])
-        if urn not in found:
-            parent = records_by_urn.get(str(record.get("parent") or ""))
-            found[urn] = record.get("provider") or (writer(parent) if parent is not None else None)
-        return found[urn]
-
-    for record in records:
-        writer(record)
-    return found
+    return webhooks.cluster_of(records)
 
 
 def cluster_chart(records: Sequence[Record], name: str) -> Callable[[Record], Record | None]:
@@ -432,58 +417,91 @@ REFUSES = [
 # --- Requires: what every plan must hold for `up` and `destroy` to work ------------------------------------------
 
 
-def _in_group(record: Record, group: str) -> bool:
-    return str(record["type"]).startswith(f"kubernetes:{group}/") and not record.get("rendered")
-
-
-def _kueue_objects_wait_for_kueue(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
-    kueue = cluster_chart(records, "kueue")
-    return [
-        f"{r['name']} is created before the Kueue chart serves its webhooks"
-        for r in records
-        if _in_group(r, "kueue.x-k8s.io") and not waits_for(records, r, kueue(r))
-    ]
-
-
-def _jobsets_wait_for_both_charts(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
-    charts = {name: cluster_chart(records, name) for name in ("jobset", "kueue")}
-    return [
-        f"{r['name']} is created before the {name} chart serves its JobSet webhook"
-        for r in records
-        if _in_group(r, "jobset.x-k8s.io")
-        for name, of_cluster in charts.items()
-        if not waits_for(records, r, of_cluster(r))
-    ]
-
-
-def _leaderworkersets_wait_for_lws(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
-    """LeaderWorkerSets wait for the LWS chart, and the chart's controller is ready only once its webhook server
-    listens: LWS's own readiness is a plain ping, ready before its webhooks are registered."""
-    sets = [r for r in records if _in_group(r, "leaderworkerset.x-k8s.io")]
-    if not sets:
-        return []
-    lws = cluster_chart(records, "lws")
-    problems = [
-        f"{r['name']} is created before the LWS chart serves its webhooks"
-        for r in sets
-        if not waits_for(records, r, lws(r))
-    ]
-    for controller in records:
-        if not (
-            controller.get("rendered")
-            and controller["name"] == "lws-chart:lws-system/lws-controller-manager"
-            and str(controller["type"]).endswith("apps/v1:Deployment")
-        ):
+def _objects_wait_for_their_webhooks(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Every object a fail-closed webhook intercepts (offline/webhooks.py derives them from the plan) waits for the
+    webhook's backend: the chart that renders the Service the webhook calls, or that Service. A chart's own objects
+    are the chart's to order; another chart's objects wait through their chart. Waiting for the backend is also what
+    deletes the object first on destroy."""
+    plan = webhooks.Plan.of(records)
+    by_urn_ = by_urn(records)
+    services = {
+        (plan.clusters[str(r["urn"])], r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"]): r
+        for r in of_type(records, "core/v1:Service")
+    }
+    late: dict[tuple[str, str], list[str]] = {}
+    problems = []
+    for hook in webhooks.fail_closed(records):
+        service = services.get((hook.cluster, *hook.service))
+        if service is None:
+            problems.append(f"{hook.name}: calls Service {'/'.join(hook.service)}, which the stack does not declare")
             continue
-        for container in controller["inputs"]["spec"]["template"]["spec"]["containers"]:
-            webhook = [p["containerPort"] for p in container.get("ports") or () if p.get("name") == "webhook-server"]
-            probe = (container.get("readinessProbe") or {}).get("tcpSocket") or {}
-            if webhook and probe.get("port") not in (webhook[0], "webhook-server"):
-                problems.append(
-                    f"{controller['name']}: ready before its webhook server listens on {webhook[0]}, so waiting for "
-                    "the chart does not wait for the webhooks"
-                )
+        backend = by_urn_[str(service["parent"])] if service.get("rendered") else service
+        for record in records:
+            owner = str(record["parent"]) if record.get("rendered") else None
+            if owner == backend["urn"] or not webhooks.intercepts(hook, record, plan):
+                continue
+            waiter = by_urn_[owner] if owner else record
+            if not waits_for(records, waiter, backend):
+                late.setdefault((str(waiter["name"]), str(backend["name"])), []).append(hook.name.split(" ")[-1])
+    problems += [
+        f"{waiter} is created before {backend} serves the webhooks that intercept it ({', '.join(sorted(set(hooks)))})"
+        for (waiter, backend), hooks in sorted(late.items())
+    ]
     return problems
+
+
+READY_MEANS_SERVING = {
+    "registry.k8s.io/kueue/kueue": "kubernetes-sigs/kueue v0.19.2 cmd/kueue/main.go (readyz: certificates ready, then "
+    "the webhook server's StartedChecker)",
+    "registry.k8s.io/jobset/jobset": "kubernetes-sigs/jobset v0.12.0 main.go (readyz: certificates ready, then the "
+    "webhook server's StartedChecker)",
+}
+"""Controller images whose own readiness check includes their webhook server, read in their sources; any other
+backend is ready for what waits on it only with a readiness probe on the webhook's own port."""
+
+
+def _webhook_backends_ready_when_serving(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Waiting for a chart waits for its Deployments to be ready (the provider's await), which tells that a webhook
+    serves only when the pods' readiness covers the webhook server: a tcpSocket probe on its port, or a controller
+    whose readiness checks it (READY_MEANS_SERVING). LWS v0.10.0's `/readyz` is a plain ping (cmd/main.go), ready
+    before its webhooks are registered."""
+    services = {
+        (r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"]): r
+        for r in of_type(records, "core/v1:Service")
+        if r.get("rendered")
+    }
+    problems = set()
+    for hook in webhooks.fail_closed(records):
+        service = services.get(hook.service)
+        if service is None:
+            continue
+        spec = service["inputs"]["spec"]
+        targets = {p.get("targetPort", p["port"]) for p in spec.get("ports") or ()}
+        for deployment in of_type(records, "apps/v1:Deployment"):
+            template = deployment["inputs"]["spec"]["template"]
+            if deployment.get("parent") != service.get("parent") or not (
+                (spec.get("selector") or {}).items() <= (template["metadata"].get("labels") or {}).items()
+            ):
+                continue
+            for container in template["spec"]["containers"]:
+                ports = {p["containerPort"]: p.get("name") for p in container.get("ports") or ()}
+                served = [port for port, name in ports.items() if port in targets or name in targets]
+                probe = (container.get("readinessProbe") or {}).get("tcpSocket") or {}
+                image = str(container.get("image", "")).split("@")[0].rsplit(":", 1)[0]
+                if (
+                    served
+                    and image not in READY_MEANS_SERVING
+                    and probe.get("port")
+                    not in (
+                        *served,
+                        *(ports[p] for p in served),
+                    )
+                ):
+                    problems.add(
+                        f"{deployment['name']}: ready before its webhook server listens on {served[0]}, so waiting "
+                        "for its chart does not wait for the webhooks"
+                    )
+    return sorted(problems)
 
 
 def _token_secrets_wait_for_their_account(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
@@ -931,31 +949,29 @@ REQUIRES = [
         _ranges_hold_the_largest,
     ),
     Requires(
-        "kueue-objects-after-kueue",
-        "Kueue objects are created after the Kueue chart: its webhooks (failurePolicy Fail) refuse them until the "
-        "controller serves",
-        "Kueue v0.19.2 chart templates/webhook (vendored vendor/charts/kueue-0.19.2.tgz: failurePolicy Fail); "
-        "facts.md §6",
-        _kueue_objects_wait_for_kueue,
+        "objects-after-their-webhooks",
+        "Every object a fail-closed admission webhook intercepts (derived from every webhook configuration the stack "
+        "declares or a chart renders: kinds, versions, operations, namespaceSelector, objectSelector) is created after "
+        "the webhook's backend serves: the API server refuses it otherwise ('no endpoints available', 'connection "
+        "refused'), and the provider retries a create only on NotFound or NoMatch",
+        "kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/ (matching requests: rules, "
+        "namespaceSelector, objectSelector; failurePolicy defaults to Fail in admissionregistration.k8s.io/v1); the "
+        "charts as vendored (vendor/charts: Kueue v0.19.2 registers Fail webhooks for every integration it knows, "
+        "LeaderWorkerSets included, in all namespaces but kube-system and its own, pkg/controller/jobframework/"
+        "setup.go SetupWebhook for kinds not enabled too); pulumi/pulumi-kubernetes v4.32.0 provider/pkg/await/"
+        "await.go Creation (retrier.Do(apierrors.IsNotFound, meta.IsNoMatchError))",
+        _objects_wait_for_their_webhooks,
     ),
     Requires(
-        "jobsets-after-both-charts",
-        "JobSets are created after the JobSet chart (CRD, webhook) and the Kueue chart (its JobSet mutating webhook "
-        "fails closed)",
-        "jobset v0.12.0 and Kueue v0.19.2 charts (webhook configurations); facts.md §9",
-        _jobsets_wait_for_both_charts,
-    ),
-    Requires(
-        "leaderworkersets-after-lws",
-        "LeaderWorkerSets are created after the LWS chart, whose controller is ready only once its webhook server "
-        "listens: the webhooks fail closed, LWS's /readyz is a plain ping and its webhooks are registered only after "
-        "its certificate is mounted and injected, and the provider retries a create only on NotFound or NoMatch",
+        "webhook-backends-ready-when-serving",
+        "A webhook backend's pods are ready only once the webhook server listens, so that waiting for its chart (the "
+        "provider awaits its Deployments) waits for the webhooks: LWS's /readyz is a plain ping and its webhooks are "
+        "registered only after its certificate is mounted and injected",
         "kubernetes-sigs/lws v0.10.0 (2161f38f) cmd/main.go (setupHealthzAndReadyzCheck: readyz healthz.Ping; "
-        "setupControllers waits on certsReady before registering the webhooks), charts/lws/templates/webhook/"
-        "webhook.yaml (failurePolicy Fail); kubernetes-sigs/controller-runtime v0.24.1 pkg/manager/internal.go "
-        "GetWebhookServer (the webhook server starts when first asked for); pulumi/pulumi-kubernetes v4.32.0 "
-        "provider/pkg/await/await.go Creation (retrier.Do(apierrors.IsNotFound, meta.IsNoMatchError))",
-        _leaderworkersets_wait_for_lws,
+        "setupControllers waits on certsReady before registering the webhooks); kubernetes-sigs/controller-runtime "
+        "v0.24.1 pkg/manager/internal.go GetWebhookServer (the webhook server starts when first asked for); "
+        + "; ".join(READY_MEANS_SERVING.values()),
+        _webhook_backends_ready_when_serving,
     ),
     Requires(
         "token-secret-after-account",

@@ -44,7 +44,7 @@ def preview(
     print(report.render_violations(plan))
     out_dir = out or REPO / "build" / stack
     report.write(plan, out_dir)
-    print(f"Wrote {out_dir / 'plan.json'}, {out_dir / 'manifests'}/, {out_dir / 'graph.mmd'}")
+    print(f"Wrote plan.json, manifests/ and graph.mmd to {out_dir}/")
     return EXIT_VIOLATION if any(v["level"] == "mandatory" for v in plan.violations) else EXIT_OK
 
 
@@ -64,7 +64,9 @@ def print_roles(stack: str, config_file: Path | None) -> int:
 def stack_config(stack: str, config_file: Path | None) -> StackConfig:
     """The validated config of a stack file, read as the engine passes it to the program."""
     path = config_file or REPO / f"Pulumi.{stack}.yaml"
-    return load(engine._engine_config(engine.read_stack_file(path)), stack=stack)
+    written: dict[str, str] = {}
+    config = engine.read_stack_file(path, written)
+    return load(engine._engine_config(config), stack=stack, written=written)
 
 
 def write_workloads(stack: str, config_file: Path | None, out: Path | None) -> int:

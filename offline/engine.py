@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import difflib
 import gc
 import json
+import logging
 import os
 import runpy
 from collections.abc import Mapping
@@ -51,6 +53,8 @@ class Plan:
     """Charts a new stack's preview cannot render (their cluster does not exist yet); shown in the report."""
     summary: dict[str, Any] = field(default_factory=dict)
     """Capacity and queues, from the config the program ran with (offline/summary.py); set by the preview."""
+    logged: list[tuple[str, str]] = field(default_factory=list)
+    """(level, message) of what the program logged (`pulumi.log.warn` ...), which the real engine prints."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -351,14 +355,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def read_stack_file(path: Path) -> dict[str, Any]:
+def read_stack_file(path: Path, written: dict[str, str] | None = None) -> dict[str, Any]:
     """The `config:` mapping of a Pulumi.<stack>.yaml file; a key given twice in one mapping is an error (YAML
     keys are unique; PyYAML would silently keep the last), and so is an unquoted date or time (see
-    `_node_problems`)."""
+    `_node_problems`). `written` (optional) receives the text of every unquoted number as typed, by config key
+    (`tpu-stack:cluster.minMasterVersion` -> `1.30`): YAML reads 1.30 as 1.3, and a message about it quotes the
+    text."""
     loader = yaml.SafeLoader(path.read_text())
     try:
         node = loader.get_single_node()
-        problems = _node_problems(node, "", path.name) if node is not None else []
+        numbers = {} if written is None else written
+        problems = _node_problems(node, "", path.name, numbers) if node is not None else []
         if problems:
             raise ConfigError(problems)
         data = (loader.construct_document(node) if node is not None else None) or {}
@@ -371,16 +378,38 @@ def read_stack_file(path: Path) -> dict[str, Any]:
         loader.dispose()
     if not isinstance(data, dict):
         raise ConfigError([f"{path}: a stack file is a mapping with a `config:` key"])
+    outside = [_outside_config_problem(str(key), path.name) for key in data if key not in STACK_FILE_KEYS]
+    if outside:
+        raise ConfigError(outside)
     config = data.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
     return config
 
 
+STACK_FILE_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt", "environment", "config")
+"""The top-level keys of a Pulumi.<stack>.yaml (pulumi sdk/go/common/workspace ProjectStack; schema/stack.schema.json
+allows these only). The CLI reads the file into that struct without checking it
+(sdk/go/common/workspace/loaders.go, projectStackLoader.load), so any other key, such as config typed one indent too
+far left, is dropped without a word."""
+
+
+def _outside_config_problem(key: str, file: str) -> str:
+    if ":" in key:
+        return f"{key}: is at the top of {file}, outside `config:`, where Pulumi ignores it; indent it under `config:`"
+    close = difflib.get_close_matches(key, STACK_FILE_KEYS, n=1, cutoff=0.6)
+    fix = f"did you mean {close[0]}? " if close else ""
+    return (
+        f"{key}: is not a key of a stack file, and Pulumi would ignore it; {fix}a stack file holds "
+        f"{', '.join(STACK_FILE_KEYS)}, its settings under `config:`"
+    )
+
+
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_NUMBERS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
-def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
+def _node_problems(node: yaml.Node, path: str, file: str, written: dict[str, str]) -> list[str]:
     """One line per key given twice in the same mapping and per unquoted date or time, each named by its config key
     path (`tpu-stack:cluster.name`).
 
@@ -388,6 +417,8 @@ def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
     config values keep a Go time as its String() text (`2026-01-03 02:00:00 +0000 UTC`, pulumi/pulumi
     sdk/go/common/resource/config/object.go unmarshalObject): the program would get a time it cannot read."""
     problems: list[str] = []
+    if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBERS and node.style is None:
+        written[path] = node.value
     if isinstance(node, yaml.ScalarNode) and node.tag == _TIMESTAMP and node.style is None:
         problems.append(
             f"{path}: {node.value} is an unquoted YAML timestamp, which Pulumi hands the program as Go's time text, "
@@ -408,10 +439,10 @@ def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
                     "one value would be read: keep one"
                 )
             first.setdefault(key, line)
-            problems += _node_problems(value_node, where, file)
+            problems += _node_problems(value_node, where, file, written)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            problems += _node_problems(item, f"{path}[{index}]", file)
+            problems += _node_problems(item, f"{path}[{index}]", file, written)
     return problems
 
 
@@ -449,9 +480,9 @@ def run_program(
     settings.ROOT.set(None)
     recorded = [] if recorded is None else recorded
     monitor = _RecordingMonitor(recorded, known_outputs)
-    mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    runtime_config.set_all_config(_engine_config(config))
     plan = Plan(project=PROJECT, stack=stack, resources=recorded)
+    mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor, logger=_log(plan))
+    runtime_config.set_all_config(_engine_config(config))
     # A run builds ~100k SDK objects (outputs, futures, typed args) that live until it ends; cyclic collection
     # during the run only re-scans them (a third of the run at 256 slices), so it waits until the run is over.
     collecting = gc.isenabled()
@@ -468,6 +499,23 @@ def run_program(
         if collecting:
             gc.enable()
     return plan
+
+
+class _Logged(logging.Handler):
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.plan.logged.append((record.levelname.lower(), record.getMessage()))
+
+
+def _log(plan: Plan) -> logging.Logger:
+    """Where the SDK's mock engine sends the program's log calls (its Log RPC): into the plan, as the real engine
+    keeps them for its own output, not to this process's stderr."""
+    logger = logging.Logger("tpu-stack program", logging.INFO)  # the SDK's own debug lines are not the program's
+    logger.addHandler(_Logged(plan))
+    return logger
 
 
 def _close(loop: asyncio.AbstractEventLoop) -> None:
@@ -496,6 +544,10 @@ def run_stack(
     """Run the stack `stack` with its Pulumi.<stack>.yaml (or `config_file`), charts rendered unless told not to;
     `known_outputs=False` gives the inputs of a new stack's preview (computed values unknown)."""
     path = config_file or REPO / f"Pulumi.{stack}.yaml"
-    config = read_stack_file(path)
-    minor = load(_engine_config(config), stack=stack).cluster.kubernetes_minor if render_charts else None
-    return run_program(config, stack=stack, kubernetes_version=minor, known_outputs=known_outputs)
+    written: dict[str, str] = {}
+    config = read_stack_file(path, written)
+    # Checked here first, where the file's text is at hand for the messages; the program checks again as it runs.
+    minor = load(_engine_config(config), stack=stack, written=written).cluster.kubernetes_minor
+    return run_program(
+        config, stack=stack, kubernetes_version=minor if render_charts else None, known_outputs=known_outputs
+    )

@@ -7,7 +7,15 @@ preview (offline/policy_check.py) and the tests run these same objects through t
 
 from __future__ import annotations
 
+from guardrails.access import validate_multikueue_credentials, validate_network_policy_sources, validate_rbac
 from guardrails.capacity import validate_idle_capacity
+from guardrails.cluster import (
+    validate_cluster_placement,
+    validate_control_plane_exposure,
+    validate_firewall_sources,
+    validate_legacy_metadata,
+    validate_project_apis_stay_on,
+)
 from guardrails.gke import (
     REQUIRED_LABELS_SCHEMA,
     validate_auto_upgrade,
@@ -32,8 +40,10 @@ from guardrails.kubernetes import (
     validate_pinned,
     validate_privileged,
 )
-from guardrails.kueue import validate_ladders, validate_quota
+from guardrails.kueue import validate_ladder_cost_order, validate_ladders, validate_quota
+from guardrails.monitoring import validate_alert_policies
 from guardrails.props import PROTECTED_STACKS_SCHEMA
+from guardrails.workloads import validate_literal_secrets, validate_server_host_network
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -137,7 +147,8 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     ),
     ResourceValidationPolicy(
         name="pinned-charts-and-images",
-        description="Helm charts pin one exact version; container images pin a tag (not latest) or a digest.",
+        description="Helm charts pin one exact version; container images pin a release tag (not latest, nightly or "
+        "another moving tag) or a digest.",
         validate=validate_pinned,
         enforcement_level=MANDATORY,
     ),
@@ -172,6 +183,79 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         description="No fixed on-demand or spot TPU slice is billed while no queue and no server can hold it.",
         validate=validate_idle_capacity,
         enforcement_level=ADVISORY,
+    ),
+    ResourceValidationPolicy(
+        name="cluster-placement",
+        description="Autopilot clusters are regional and on a release channel; a cluster's subnetwork is in its "
+        "region.",
+        validate=validate_cluster_placement,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="project-apis-stay-on",
+        description="The stack's APIs are left on when it is destroyed (they serve the whole project).",
+        validate=validate_project_apis_stay_on,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="control-plane-not-public",
+        description="In every stack the control plane's IP endpoint is off or admits only listed client ranges.",
+        validate=validate_control_plane_exposure,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="no-legacy-metadata-endpoints",
+        description="Nodes keep the legacy metadata endpoints off (disable-legacy-endpoints true).",
+        validate=validate_legacy_metadata,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="firewall-sources",
+        description="No firewall rule lets traffic in to the nodes from anywhere.",
+        validate=validate_firewall_sources,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="no-host-network-servers",
+        description="Serving pods (Deployments, LeaderWorkerSets, StatefulSets) are never on the host network.",
+        validate=validate_server_host_network,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="no-literal-secrets",
+        description="No credential is written into a workload's environment or arguments, or into a ConfigMap.",
+        validate=validate_literal_secrets,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="network-policy-sources",
+        description="Ingress rules name their sources; only the controllers' webhook ports admit any.",
+        validate=validate_network_policy_sources,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="rbac-least-privilege",
+        description="No '*' rules, no bindings to cluster-admin, admin or edit, no bindings to everyone.",
+        validate=validate_rbac,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="multikueue-credentials",
+        description="MultiKueue kubeconfigs live in kueue-system and name only the stack's worker clusters.",
+        validate=validate_multikueue_credentials,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="alert-policies",
+        description="Alert policies are enabled, with PromQL durations and intervals Cloud Monitoring accepts.",
+        validate=validate_alert_policies,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="kueue-ladder-cost-order",
+        description="Every capacity ladder tries capacity that bills while idle before capacity made on request.",
+        validate=validate_ladder_cost_order,
+        enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(
         name="required-labels",

@@ -87,7 +87,8 @@ def team_edits(dev: dict[str, Any]) -> None:
     pools.append({"name": "serve-v6e", "machineType": "ct6e-standard-4t", "provisioning": "on-demand",
                   "zone": "us-east5-a", "labels": {"pool": "serve-v6e"}})  # fmt: skip
     queues = config["tpu-stack:queues"]
-    queues["ladders"]["multislice"].append("multislice-od")
+    # on-demand, billed while up: before spot and flex-start, which dev makes on request (issue 27, defect 8)
+    queues["ladders"]["multislice"].insert(0, "multislice-od")
     queues["teams"].append({"name": "inference", "shares": {"multislice": 8, "multislice-od": 8}})
     config["tpu-stack:serving"] = {
         "huggingFaceToken": {"secret": "hf-token"},

@@ -184,8 +184,8 @@ resource_container_node_pool.go, upgrade_settings: "limited to 20")."""
 
 
 class TpuPoolConfig(ConfigModel):
-    """A pool group: N identical TPU slices. GKE needs one node pool per slice, named `<name>` (one slice) or
-    `<name>-<i>`."""
+    """A pool group: N identical TPU slices. GKE needs one node pool per slice: slice i is named `<name>-<i>`,
+    whatever the number of slices, so a resize never renames (and so never deletes) a running slice."""
 
     name: str
     """A DNS label; with the `-<i>` suffix at most 40 characters."""
@@ -199,6 +199,10 @@ class TpuPoolConfig(ConfigModel):
     Default: the machine type's single-host shape"""
     slices: int = 1
     """Number of identical slices (node pools)."""
+    legacy_first_slice_name: bool = False
+    """`true` keeps slice 0's node pool named `<name>`, as earlier versions of tpu-stack named the node pool of a
+    one-slice group: set it on such a group already deployed, or the next `up` deletes its running slice and creates
+    `<name>-0` (a GKE node pool cannot be renamed). Slices 1 and up are `<name>-<i>` either way."""
     provisioning: Provisioning = "on-demand"
     """How GKE gets the capacity (see *How provisioning modes map to the GKE API* below)."""
     reservation: str | None = None
@@ -243,8 +247,7 @@ class TpuPoolConfig(ConfigModel):
 
     def problems(self) -> list[tuple[str, str]]:
         """(config field, message) for each problem of the pool on its own; derived values need none."""
-        labels = self._node_label_problems()
-        return labels or self._shape_problems()
+        return self._node_label_problems() + self._shape_problems()
 
     def _node_label_problems(self) -> list[tuple[str, str]]:
         """Labels become node labels and the Kueue flavor's nodeLabels; taint keys and values have the same form."""
@@ -452,7 +455,11 @@ class TpuPoolConfig(ConfigModel):
 
     @property
     def node_pool_names(self) -> list[str]:
-        return [self.name] if self.slices == 1 else [f"{self.name}-{i}" for i in range(self.slices)]
+        """Slice i's node pool: its name never depends on the count (a new name would be a new node pool)."""
+        return [self.slice_name(i) for i in range(self.slices)]
+
+    def slice_name(self, index: int) -> str:
+        return self.name if (index == 0 and self.legacy_first_slice_name) else f"{self.name}-{index}"
 
     @property
     def autoscaled(self) -> bool:

@@ -161,9 +161,11 @@ class HostResourcesConfig(ConfigModel):
     """CPU and memory of one TPU VM that pods may request; set them to have Kueue account them beside chips."""
 
     cpu: float = Field(gt=0)
-    """Cores per VM pods may request, e.g. `100`."""
+    """Cores per VM pods may request, e.g. `100`; at most what a TPU pod of the pool group may request (a
+    `ct5lp-hightpu-4t` VM: 110.4)."""
     memory: str
-    """Memory per VM pods may request, e.g. `180Gi` (units `Mi`, `Gi`, `Ti`)."""
+    """Memory per VM pods may request, e.g. `170Gi` (units `Mi`, `Gi`, `Ti`); at most what a TPU pod of the pool group
+    may request (a `ct5lp-hightpu-4t` VM: `179495Mi`, see *Submitting workloads*)."""
 
     @field_validator("memory")
     @classmethod
@@ -378,6 +380,39 @@ def cohort_chips(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> dict
     return {pool.name: pool.total_chips - sum(team[pool.name] for team in shares.values()) for pool in pools}
 
 
+def queue_warnings(
+    queues: QueuesConfig,
+    pools: tuple[TpuPoolConfig, ...],
+    ladders: Mapping[str, tuple[TpuPoolConfig, ...]],
+    keys: Mapping[str, str],
+) -> list[str]:
+    """What is valid but rarely meant (`keys`: pool group -> its config key):
+    - chips no team holds: the Cohort's own quota, lent to whichever team asks first (Kueue v0.19.2 cohorts: a
+      queue borrows the unused quota of its cohort), so no team's workload is sure to get them;
+    - a spot rung with no taint: a ResourceFlavor's tolerations are added to the pods Kueue admits on it (Kueue
+      v0.19.2 apis/kueue/v1beta2/resourceflavor_types.go `tolerations`), and a taint keeps every other TPU pod off
+      VMs that Kueue counts as free quota and Compute Engine reclaims when it needs the capacity."""
+    found: list[str] = []
+    if queues.teams:
+        for name, chips in cohort_chips(queues, pools).items():
+            if chips > 0:
+                found.append(
+                    f"{PROJECT}:queues.teams: {chips} chips of pool group {name} are no team's share: the cohort lends "
+                    "them to whichever team asks first and no team can count on them; add them to a team's shares if "
+                    "one needs them"
+                )
+    for ladder, rungs in ladders.items():
+        for pool in rungs:
+            if pool.provisioning == "spot" and not pool.taints:
+                found.append(
+                    f"{keys[pool.name]}.taints: {pool.name} is a spot rung of ladder {ladder} with no taint: TPU pods "
+                    "Kueue did not admit can take its VMs, which Kueue counts as free and Compute Engine may reclaim "
+                    f'at any time; taint it (key: {tpu_catalog.SPOT_LABEL}, value: "true"): Kueue adds the toleration '
+                    "to what it admits there"
+                )
+    return found
+
+
 def queue_refs(queues: QueuesConfig) -> dict[str, QueueRef]:
     """Team -> its queues; without teams one entry, `default`, for the single queue."""
     if not queues.teams:
@@ -449,7 +484,9 @@ def queue_problems(
     problems += ladders or _shape_problems(queues, pools, autopilot=autopilot) + _rung_problems(
         queues, pools, autopilot=autopilot
     )
+    problems += [] if ladders or autopilot else ladder_cost_problems(queues, pools)
     problems += _flavor_problems(queues, pools, serving_pools)
+    problems += host_resource_problems(queues, pools, autopilot=autopilot)
     problems += _priority_problems(queues)
     reserved = set(RESERVED_NAMESPACES) | set(serving_namespaces)
     problems += _team_problems(queues, pools, serving_pools, reserved)
@@ -737,4 +774,66 @@ def _team_problems(
                     "add slices"
                 )
             held[pool].append((team.name, chips))
+    return problems
+
+
+MADE_ON_REQUEST = ("flex-start", "queued")
+"""Provisioning modes whose capacity GKE makes when a workload asks for it and removes after: nothing bills while it
+is idle; so does a spot or on-demand group that scales to zero (`scaleToZero`). Every other rung (a reservation, a
+calendar window, a fixed spot or on-demand pool) bills whether used or not, so using it costs nothing more."""
+
+
+def made_on_request(pool: TpuPoolConfig) -> bool:
+    return pool.provisioning in MADE_ON_REQUEST or pool.scale_to_zero
+
+
+def ladder_cost_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+    """A ladder is walked first rung first (docs/workloads.md, Capacity ladders): capacity that bills while idle comes
+    before capacity made on request, or a workload starts new capacity while paid-for capacity of its shape idles
+    (valid ladders of node pools only: Autopilot makes every TPU node on request)."""
+    problems = []
+    for name, rungs in ladder_pools(queues, pools).items():
+        on_request = next((rung for rung in rungs if made_on_request(rung)), None)
+        if on_request is None:
+            continue
+        after = rungs[rungs.index(on_request) + 1 :]
+        billed = next((rung for rung in after if not made_on_request(rung)), None)
+        if billed is not None:
+            order = ", ".join(rung.name for rung in sorted(rungs, key=made_on_request))
+            problems.append(
+                f"{PROJECT}:queues.ladders.{name}: rung {on_request.name!r} ({on_request.provisioning}, made on "
+                f"request) comes before {billed.name!r} ({billed.provisioning}, billed while idle), so workloads "
+                f"would start new capacity while paid-for capacity idles; list it as [{order}]"
+            )
+    return problems
+
+
+def host_resource_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], *, autopilot: bool) -> list[str]:
+    """hostResources is what each pod of a TPU VM requests, and Kueue admits by it: more than the VM gives a pod is a
+    workload Kueue admits and the scheduler never places. On Standard a TPU pod gets the machine's vCPUs and memory
+    less GKE's reservations, its DaemonSets' room and the Cloud Storage FUSE sidecar (TpuPoolConfig
+    tpu_container_requests); Autopilot sizes its nodes itself, so there the bound is the machine type's own."""
+    key = f"{PROJECT}:queues.hostResources"
+    by_name = {pool.name: pool for pool in pools}
+    problems = []
+    for name, host in queues.host_resources.items():
+        pool = by_name.get(name)
+        if pool is None:
+            continue  # reported as naming no pool group
+        machine = pool.machine
+        if autopilot:
+            limits = (machine.vcpus * 1000, machine.memory_gib * 1024)
+            room = f"a {machine.name} VM has {{}}"
+        else:
+            limits = (pool.tpu_container_cpu_millicores, pool.tpu_container_memory_mib)
+            room = (
+                f"a TPU pod on a {machine.name} VM ({machine.vcpus} vCPUs, {machine.memory_gib} GiB) may request at "
+                "most {} after GKE's reservations, its DaemonSets and the Cloud Storage FUSE sidecar"
+            )
+        if host.millicores > limits[0]:
+            most = f"{machine.vcpus} vCPUs" if autopilot else f"{limits[0] / 1000:g} cores"
+            problems.append(f"{key}.{name}.cpu: {host.cpu:g} cores per VM, but {room.format(most)}; lower it")
+        if host.mebibytes > limits[1]:
+            most = f"{machine.memory_gib} GiB" if autopilot else _memory(limits[1])
+            problems.append(f"{key}.{name}.memory: {host.memory} per VM, but {room.format(most)}; lower it")
     return problems

@@ -6,12 +6,14 @@ Bad config raises `ConfigError` with one line per problem, each naming the confi
 
 from __future__ import annotations
 
+import copy
 import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import ValidationError, field_validator
 from pydantic.alias_generators import to_camel
@@ -34,7 +36,9 @@ from components.config.cluster import REGIONAL_CLUSTER_ZONES, SYSTEM_NODE_SELECT
 from components.config.llm_serving import (
     LlmServingConfig,
     ServerShape,
+    cache_folder_problems,
     llm_serving_problems,
+    llm_serving_warnings,
     server_shapes,
     serving_pools,
 )
@@ -51,6 +55,7 @@ from components.config.queues import (
     queue_namespaces,
     queue_pools,
     queue_problems,
+    queue_warnings,
     serving_shape_problems,
 )
 from components.config.serving import (
@@ -277,6 +282,27 @@ class StackConfig(ConfigModel):
         """Ladder -> its pool groups, first rung first (queues.ladders)."""
         return ladder_pools(self.queues, self.queue_pools)
 
+    @property
+    def pool_keys(self) -> dict[str, str]:
+        """Pool group -> its config key (`tpu-stack:tpuPools[1]`, a worker's `tpu-stack:multiKueue.workers[0]...`)."""
+        keys = {pool.name: f"{PROJECT}:tpuPools[{index}]" for index, pool in enumerate(self.tpu_pools)}
+        for number, worker in enumerate(self.workers):
+            for index, pool in enumerate(worker.tpu_pools):
+                keys.setdefault(pool.name, f"{PROJECT}:multiKueue.workers[{number}].tpuPools[{index}]")
+        return keys
+
+    @property
+    def warnings(self) -> list[str]:
+        """What is valid but rarely meant, one line each naming the key: capacity no team holds, a spot rung with no
+        taint, a gated model with no token. The program logs them (`pulumi preview` shows them as warnings) and the
+        offline preview prints them after the capacity and queues."""
+        queues = self.manager_queues
+        # Autopilot taints the Spot VMs it provisions itself (GKE docs, concepts/spot-vms: "Autopilot automatically
+        # provisions Spot VMs, adds taints and tolerations"): no rung of its capacity needs one of ours.
+        ladders = {} if self.cluster.mode == "autopilot" else queues.ladders
+        found = queue_warnings(queues.queues, queues.queue_pools, ladders, self.pool_keys)
+        return found + (llm_serving_warnings(self.serving) if self.serving else [])
+
     def ladder_of(self, pool: TpuPoolConfig) -> str | None:
         """The ladder `pool` is a rung of, if any."""
         return next((name for name, rungs in self.ladders.items() if pool.name in {r.name for r in rungs}), None)
@@ -431,10 +457,14 @@ def _message(error: Mapping[str, Any]) -> str:
     return text.removeprefix("Value error, ")
 
 
-def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> StackConfig:
+def load(
+    raw: Mapping[str, Any], *, stack: str, now: datetime | None = None, written: Mapping[str, str] | None = None
+) -> StackConfig:
     """Build the model from flat Pulumi config (`{"tpu-stack:tpuPools": [...], "gcp:project": ...}`).
 
-    Values may be JSON strings (how the engine passes structured config) or already-parsed objects.
+    Values may be JSON strings (how the engine passes structured config) or already-parsed objects. `written`: the
+    text of each unquoted number as the stack file has it, by config key, where the caller read the file (the engine
+    hands the program only the number: 1.30 arrives as 1.3).
     """
     import json
 
@@ -457,7 +487,9 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
             data[STACK_KEYS[name]] = value
         elif namespace == PROJECT:
             known = ", ".join(sorted(STACK_KEYS))
-            problems.append(f"{key}: unknown config key; known {PROJECT} keys: {known}")
+            close = difflib.get_close_matches(name, STACK_KEYS, n=1, cutoff=0.6)
+            fix = f"did you mean {PROJECT}:{close[0]}? " if close else ""
+            problems.append(f"{key}: unknown config key; {fix}known {PROJECT} keys: {known}")
         elif namespace not in NAMESPACES:
             problems.append(_namespace_problem(key, namespace, name))
     for key in GCP_KEYS:
@@ -468,11 +500,33 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError([_pydantic_line(e) for e in error.errors() if not _only_follows(e)]) from None
+        errors = [e for e in error.errors() if not _only_follows(e)]
+        lines = [_pydantic_line(e, written or {}) for e in errors]
+        raise ConfigError(lines + _despite_misspellings(data, errors, now)) from None
     problems = stack_problems(config, now or datetime.now(UTC))
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def _despite_misspellings(data: dict[str, Any], errors: list[Any], now: datetime | None) -> list[str]:
+    """The other problems of a config whose only errors are misspelled keys with a close match: read each as the key
+    it is closest to and check the rest, so a pool's other mistakes come with its typo. Any other error, or a key
+    without a close match (what would it have set?), and the rest waits for the fix."""
+    renames = [(tuple(e["loc"]), _closest_key(tuple(e["loc"]))) for e in errors]
+    if not renames or any(e["type"] != "extra_forbidden" for e in errors) or any(new is None for _, new in renames):
+        return []
+    fixed = copy.deepcopy(data)
+    for loc, new in renames:
+        parent: Any = fixed
+        for part in loc[:-1]:
+            parent = parent[part]
+        parent[new] = parent.pop(loc[-1])
+    try:
+        config = StackConfig.model_validate(fixed)
+    except ValidationError:
+        return []
+    return stack_problems(config, now or datetime.now(UTC))
 
 
 def _namespace_problem(key: str, namespace: str, name: str) -> str:
@@ -491,16 +545,64 @@ def _only_follows(error: Mapping[str, Any]) -> bool:
     return error["type"] == "too_short" and isinstance(given, list | tuple) and len(given) >= error["ctx"]["min_length"]
 
 
-def _pydantic_line(error: Mapping[str, Any]) -> str:
+def _is_tag(part: int | str) -> bool:
+    """A part of a pydantic error location that names a union member or validator, not a key of the YAML."""
+    return isinstance(part, str) and ("[" in part or part in ("function-after",))
+
+
+def _pydantic_line(error: Mapping[str, Any], written: Mapping[str, str]) -> str:
     loc = tuple(error["loc"])
     top, rest = loc[0], loc[1:]
     names = {"project": "gcp:project", "region": "gcp:region"}
     key = names.get(str(top), f"{PROJECT}:{to_camel(str(top))}")
     # Drop pydantic's union/type tags so the path reads like the YAML.
-    rest = tuple(p for p in rest if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
+    rest = tuple(p for p in rest if not _is_tag(p))
     # A ladder's key is its name: what it lists is the ladder's pool groups.
     field = "ladders" if loc[:2] == ("queues", "ladders") and len(loc) == 3 else to_camel(str(loc[-1]))
-    return f"{_key_path(key, rest)}: {_user_message(error, field)}"
+    path = _key_path(key, rest)
+    if error["type"] == "extra_forbidden":
+        close = _closest_key(loc)
+        if close is not None:
+            return f"{path}: unknown key; did you mean {close}?"
+    return f"{path}: {_user_message(error, field, written.get(path))}"
+
+
+def _closest_key(loc: tuple[int | str, ...]) -> str | None:
+    """The known key closest to the unknown key at `loc` (a misspelling: `topolgy`, `maxNode`), if one is close."""
+    fields = _model_fields_at(StackConfig, [p for p in loc[:-1] if not _is_tag(p)])
+    names = [info.alias or to_camel(name) for name, info in fields.items()]
+    close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _model_fields_at(annotation: Any, path: list[int | str]) -> dict[str, Any]:
+    """The fields of the config model found by walking `path` (keys and list indexes) from `annotation`."""
+    for candidate in _members(annotation):
+        if not path:
+            if isinstance(candidate, type) and issubclass(candidate, ConfigModel):
+                return dict(candidate.model_fields)
+            continue
+        part, rest = path[0], path[1:]
+        origin, args = get_origin(candidate), get_args(candidate)
+        if isinstance(candidate, type) and issubclass(candidate, ConfigModel) and isinstance(part, str):
+            field = next((f for n, f in candidate.model_fields.items() if part in (n, f.alias)), None)
+            if field is not None:
+                return _model_fields_at(field.annotation, rest)
+        elif origin in (list, tuple, Sequence) and isinstance(part, int) and args:
+            return _model_fields_at(args[0], rest)
+        elif origin in (dict, Mapping) and isinstance(part, str) and len(args) == 2:
+            return _model_fields_at(args[1], rest)
+    return {}
+
+
+def _members(annotation: Any) -> list[Any]:
+    """The types an annotation allows: a union's members, an Annotated type's own."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _members(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return [member for arg in get_args(annotation) for member in _members(arg)]
+    return [annotation]
 
 
 LIST_OF = {
@@ -536,8 +638,9 @@ def _what(value: Any) -> str:
     return "nothing" if value is None else type(value).__name__
 
 
-def _user_message(error: Mapping[str, Any], field: str) -> str:
-    """Pydantic's message in the user's words: what was given and what the key takes, no Python type names."""
+def _user_message(error: Mapping[str, Any], field: str, written: str | None = None) -> str:
+    """Pydantic's message in the user's words: what was given and what the key takes, no Python type names.
+    `written`: the value's text in the stack file, where the caller read it."""
     kind, value, ctx = str(error["type"]), error.get("input"), error.get("ctx") or {}
     if kind == "extra_forbidden":
         return "unknown key; check the spelling against the config reference (docs/config.md)"
@@ -550,9 +653,7 @@ def _user_message(error: Mapping[str, Any], field: str) -> str:
     if kind in ("bool_parsing", "bool_type"):
         return f"{_what(value)} is not true or false"
     if kind == "string_type":
-        quoted = f'"{str(value).lower()}"' if isinstance(value, bool) else f'"{value}"'
-        fix = f"quote it: {quoted}" if isinstance(value, (int, float)) else "write text"
-        return f"{_what(value)} is not text; {fix}"
+        return _not_text(value, written)
     if kind == "literal_error":
         return f"{_what(value)} is not accepted; use {ctx.get('expected')}"
     if kind in ("list_type", "tuple_type"):
@@ -573,6 +674,24 @@ def _user_message(error: Mapping[str, Any], field: str) -> str:
     return _message(error)
 
 
+def _not_text(value: Any, written: str | None) -> str:
+    """A number or flag where text belongs (a version, a label value): quoted back as typed. Without the file's text
+    (the real engine hands the program what YAML read), a float is said to be what YAML made of it."""
+    if isinstance(value, bool):
+        return f'{_what(value)} is not text; quote it: "{str(value).lower()}"'
+    if isinstance(value, int | float) and written is not None and not isinstance(value, bool):
+        read = f" (YAML reads it as {value:g})" if written != f"{value:g}" else ""
+        return f'the number {written} is not text{read}; quote it: "{written}"'
+    if isinstance(value, float):
+        return (
+            f"{_what(value)} is not text; quote it as written (unquoted, YAML drops trailing zeros: 1.30 arrives as "
+            f'1.3), e.g. "{value:g}"'
+        )
+    if isinstance(value, int):
+        return f'{_what(value)} is not text; quote it: "{value}"'
+    return f"{_what(value)} is not text; write text"
+
+
 def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     """Checks that need more than one pool, or the region."""
     problems = []
@@ -581,9 +700,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         key = f"{PROJECT}:tpuPools[{index}]"
         own = pool.problems()
         problems += [f"{key}.{field}: {message}" for field, message in own]
-        if own:
-            continue
-        for node_pool in pool.node_pool_names:
+        # Its name and zone are mistakes of their own, whatever else is wrong with the entry.
+        for node_pool in pool.node_pool_names if pool.slices >= 1 else [pool.name]:
             problem = dns_label_problem(node_pool, "node pool name")
             if problem:
                 problems.append(f"{key}.name: {problem}")
@@ -595,12 +713,14 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
         elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
-        else:
+        elif not own:  # the zone's TPUs need a valid machine type
             problem = tpu_zones.zone_problem(
                 pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=config.region
             )
             if problem:
                 problems.append(f"{key}.zone: {problem}")
+        if own:
+            continue
         if pool.future_reservation is not None:
             problem = pool.future_reservation.lead_time_problem(now)
             if problem:
@@ -619,6 +739,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     problems += [f"{PROJECT}:cluster.controlPlane.{field}: {message}" for field, message in plane]
     maintenance = config.cluster.maintenance.problems()
     problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
+    problems += _autopilot_problems(config)
+    problems += [f"{PROJECT}:monitoring.{field}: {message}" for field, message in config.monitoring.problems()]
     if config.cluster.mode == "autopilot" and config.tpu_pools:
         problems.append(
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
@@ -663,6 +785,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             taken_namespaces={config.saxml.namespace: "Saxml"} if config.saxml else {},
             saxml_pool=config.saxml.pool if config.saxml else None,
         )
+        problems += cache_folder_problems(serving, config.bucket, config.saxml)
     location = config.cluster_location
     if is_zone(location) and not location.startswith(config.region + "-"):
         problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
@@ -704,6 +827,7 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
     owner: dict[str, int] = {}
     for index, worker in enumerate(config.workers):
         where = f"{key}[{index}]"
+        problems += [f"{where}.{field}: {message}" for field, message in worker.problems()]
         derived = config.worker_config(worker)
         if worker.name in clusters:
             problems.append(f"{where}.name: {worker.name!r} is already the name of {clusters[worker.name]}")
@@ -817,6 +941,27 @@ def _ranges_apart(config: StackConfig) -> list[str]:
             if clash is not None and field != "services":
                 problems.append(f"{key}.{field}: {value} overlaps {clash}; the stack's clusters share one VPC")
             seen.append((f"{key}.{field} {value}", network))
+    return problems
+
+
+def _autopilot_problems(config: StackConfig) -> list[str]:
+    """What GKE refuses of an Autopilot cluster: a zonal location (Autopilot clusters are regional: "Compare features
+    in Autopilot and Standard clusters", cluster availability type), no release channel ("Autopilot clusters can only
+    be enrolled in a release channel": GKE's release channels page)."""
+    if config.cluster.mode != "autopilot":
+        return []
+    problems = []
+    location = config.cluster_location
+    if is_zone(location):
+        problems.append(
+            f"{PROJECT}:cluster.location: {location!r} is a zone, and Autopilot clusters are regional; use its region "
+            f"{location.rsplit('-', 1)[0]}, or set cluster.mode: standard"
+        )
+    if config.cluster.release_channel == "UNSPECIFIED":
+        problems.append(
+            f"{PROJECT}:cluster.releaseChannel: Autopilot clusters are always on a release channel; use RAPID, "
+            "REGULAR or STABLE, or set cluster.mode: standard"
+        )
     return problems
 
 

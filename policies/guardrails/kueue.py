@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -229,6 +230,21 @@ def _flavor_groups(resource: PolicyResource) -> list[list[str]]:
     ]
 
 
+def _flavor_name(flavor: PolicyResource) -> str:
+    return str(prop(flavor.props, "metadata.name") or flavor.name)
+
+
+def _ladder_flavors(resources: list[PolicyResource]) -> dict[str, dict[int, PolicyResource]]:
+    """Ladder -> rung place -> its ResourceFlavor, from the flavors' tpu-stack/ladder and tpu-stack/rung labels."""
+    ladders: dict[str, dict[int, PolicyResource]] = {}
+    for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
+        labels = prop(flavor.props, "metadata.labels") or {}
+        ladder, rung = labels.get(tpu_catalog.LADDER_LABEL), labels.get(tpu_catalog.RUNG_LABEL)
+        if ladder is not None and str(rung).isdigit():
+            ladders.setdefault(str(ladder), {})[int(str(rung))] = flavor
+    return ladders
+
+
 def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None:
     """A capacity ladder is walked rung by rung: every ClusterQueue that lists any of its flavors (ResourceFlavors
     labelled tpu-stack/ladder and tpu-stack/rung) lists all of them, in one resource group, in rung order, and
@@ -239,13 +255,10 @@ def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None
     defaults to BorrowingOverPreemption (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go,
     findFlavorForPodSets, shouldTryNextFlavor, isPreferred)."""
     resources = list(args.resources)
-    ladders: dict[str, dict[int, str]] = {}
-    for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
-        labels = prop(flavor.props, "metadata.labels") or {}
-        ladder, rung = labels.get(tpu_catalog.LADDER_LABEL), labels.get(tpu_catalog.RUNG_LABEL)
-        if ladder is not None and str(rung).isdigit():
-            name = str(prop(flavor.props, "metadata.name") or flavor.name)
-            ladders.setdefault(str(ladder), {})[int(str(rung))] = name
+    ladders = {
+        ladder: {place: _flavor_name(flavor) for place, flavor in rungs.items()}
+        for ladder, rungs in _ladder_flavors(resources).items()
+    }
     for queue in (r for r in resources if _kueue(r, "ClusterQueue")):
         name = str(prop(queue.props, "metadata.name") or queue.name)
         groups = _flavor_groups(queue)
@@ -274,3 +287,57 @@ def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None
                     "back its own quota on an earlier one; set flavorFungibility preference to PreemptionOverBorrowing",
                     queue.urn,
                 )
+
+
+def _scaling_pools(resources: list[PolicyResource]) -> list[tuple[dict[str, str], list[Taint], bool]]:
+    """(node labels, taints, scales from zero and bills only while up) of every TPU node pool: a pool with autoscaling
+    that consumes no specific reservation (a reservation bills whether its VMs run or not)."""
+    pools = []
+    for resource in resources:
+        machine = pool_machine(resource.props) if resource.resource_type == NODE_POOL else None
+        topology = pool_topology(resource.props, machine) if machine else None
+        if machine is None or topology is None:
+            continue
+        reserved = (
+            prop(resource.props, "nodeConfig.reservationAffinity.consumeReservationType") == "SPECIFIC_RESERVATION"
+        )
+        scales = isinstance(resource.props.get("autoscaling"), Mapping) and not reserved
+        pools.append((_pool_labels(resource, machine, topology), _pool_taints(resource.props), scales))
+    return pools
+
+
+def _made_on_request(flavor: PolicyResource, pools: list[tuple[dict[str, str], list[Taint], bool]]) -> bool:
+    """A rung whose nodes GKE makes when a workload asks (flex-start, queued provisioning: the flex-start node label,
+    which queued nodes carry too) and removes after; so is one whose node pools all scale from zero without a
+    reservation (a spot or on-demand group with `scaleToZero`). Every other rung's nodes bill while idle."""
+    labels = prop(flavor.props, "spec.nodeLabels") or {}
+    if str(labels.get(tpu_catalog.FLEX_START_LABEL)) == "true":
+        return True
+    wanted = {str(k): str(v) for k, v in labels.items()}
+    tolerations = as_list(prop(flavor.props, "spec.tolerations"))
+    matching = [
+        scales
+        for pool_labels, taints, scales in pools
+        if wanted.items() <= pool_labels.items() and all(_tolerated(t, tolerations) for t in taints)
+    ]
+    return bool(matching) and all(matching)
+
+
+def validate_ladder_cost_order(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A ladder lists capacity that bills while idle (a reservation, a fixed spot or on-demand pool) before capacity
+    made on request (flex-start, queued, a group that scales to zero): Kueue tries the rungs in order, so a
+    made-on-request rung first starts new capacity while the paid-for rung of the same shape idles
+    (docs/workloads.md, Capacity ladders)."""
+    resources = list(args.resources)
+    pools = _scaling_pools(resources)
+    for ladder, rungs in sorted(_ladder_flavors(resources).items()):
+        ordered = [rungs[place] for place in sorted(rungs)]
+        for index, flavor in enumerate(ordered):
+            billed = next((later for later in ordered[index + 1 :] if not _made_on_request(later, pools)), None)
+            if _made_on_request(flavor, pools) and billed is not None:
+                report(
+                    f"ResourceFlavor {_flavor_name(flavor)!r} is rung {index} of ladder {ladder!r}, made on request, "
+                    f"before {_flavor_name(billed)!r}, which bills while idle: put the billed rung first",
+                    flavor.urn,
+                )
+                break

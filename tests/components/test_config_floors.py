@@ -13,6 +13,7 @@ BELOW = {
     "monitoring": {"base"},
     "pools": {"base", "network"},
     "multikueue": {"base", "network", "pools"},
+    "controllers": {"base", "pools"},
     "queues": {"base", "pools"},
     "serving": {"base", "pools"},
     "llm_serving": {"base", "pools", "serving"},

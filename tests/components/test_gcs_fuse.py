@@ -75,7 +75,7 @@ def test_prod_research_reads_only_and_has_no_checkpoint_volume() -> None:
     config = stack_config("prod")
     # prod's examples all go to training (it holds the train ladder's first rung): research's Job on that ladder.
     research = queue_refs(config.queues)["research"]
-    for obj in workloads.slice_job(config, workloads.ladders(config)["train"], "analysis", research):
+    for obj in workloads.workload_objects(config, workloads.ladders(config)["train"], 1, "analysis", research):
         for template in templates(obj):
             assert template["spec"]["serviceAccountName"] == "analyst"  # roles/storage.objectViewer (prod)
             assert [v["name"] for v in template["spec"]["volumes"]] == ["datasets", "gke-gcsfuse-cache"]
@@ -96,7 +96,7 @@ def test_jobs_in_a_namespace_without_a_bucket_ksa_mount_nothing(run: Any) -> Non
 def test_prod_saxml_model_servers_mount_models_read_only_as_sax_sa(plans: dict[str, Plan]) -> None:
     (jobset,) = [
         r for r in plans["prod"].by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
-        if r["inputs"]["metadata"]["name"] == "sax-model-server-set"
+        if r["inputs"]["metadata"]["name"] == "sax-model-server-set-0"
     ]  # fmt: skip
     (template,) = templates(jobset["inputs"])
     assert template["spec"]["serviceAccountName"] == "sax-sa"  # bound to the bucket with roles/storage.objectUser

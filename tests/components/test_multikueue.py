@@ -228,7 +228,11 @@ def test_manager_queues_wait_for_a_worker_and_no_worker_queue_names_multikueue(p
                 "apiVersion": API,
                 "kind": "ProvisioningRequestConfig",
                 "metadata": {"name": f"{pool}-provisioning"},
-                "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": [TPU]},
+                "spec": {
+                    "provisioningClassName": "queued-provisioning.gke.io",
+                    "managedResources": [TPU],
+                    "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
+                },
             }
         }
 

@@ -379,10 +379,11 @@ def test_reservation_pools_upgrade_without_surge_nodes(run: StackRunner) -> None
     assert settings == {
         "res-0": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 4},
         "res-1": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 4},
-        "big": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 20},
-        "one": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1},
-        "od": None,
-        "q": None,
+        # A one-slice group's node pool is named <group>-0 (components/tpu_slice_pools.py).
+        "big-0": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 20},
+        "one-0": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1},
+        "od-0": None,
+        "q-0": None,
     }
 
 

@@ -63,8 +63,9 @@ def test_the_catalogue_holds_each_worker_to_its_own_cluster(multiregion: Records
     account = named(broken, "tpu-mr-japan-multikueue-account")
     token["dependencies"] = [d for d in token["dependencies"] if d != account["urn"]]
     assert CATALOGUE.breaches(broken, {}) == [
-        "kueue-objects-after-kueue: tpu-mr-east5-queues-resourceflavor-east-flex-v6e is created before the Kueue "
-        "chart serves its webhooks",
+        "objects-after-their-webhooks: tpu-mr-east5-queues-resourceflavor-east-flex-v6e is created before "
+        "tpu-mr-east5-kueue-chart serves the webhooks that intercept it (mresourceflavor.kb.io, "
+        "vresourceflavor.kb.io)",
         "token-secret-after-account: tpu-mr-japan-multikueue-token-1 may be created before its ServiceAccount "
         "'multikueue-manager'",
     ]

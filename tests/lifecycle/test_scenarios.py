@@ -96,7 +96,7 @@ def test_dev_new_slice_shape_replaces_the_pools_in_place_of_updating_them(deploy
     follow in place. The teams' shares are whole chips (8), so the ClusterQueues do not change."""
     steps = step(deployed["dev"], changed("dev", _pools(("multislice", "multislice-spot"), topology="4x4")))
     assert steps.refused == []
-    # The spot group is one slice, so its node pool is named after the group (no -0).
+    # The spot group is one slice deployed with its node pool named after the group (legacyFirstSliceName).
     assert only(steps, "replace") == ["multislice-0", "multislice-1", "multislice-2", "multislice-spot"]
     assert only(steps, "update") == [
         "monitoring-dashboard", "queues-cohort-tpu-stack", "queues-resourceflavor-multislice",
@@ -171,34 +171,37 @@ def test_checkpoints_get_their_bucket_beside_the_deployed_one(deployed: dict[str
 
 
 def _on_demand_rung(config: dict[str, Any]) -> None:
-    """A third rung for the multislice ladder: one on-demand v6e 2x4 slice, tried after spot and flex-start. Its
+    """A third rung for the multislice ladder: one fixed on-demand v6e 2x4 slice, billed while up, so tried first:
+    the spot rung scales to zero and flex-start is made on request, both come after it (issue 27, defect 8). Its
     label keeps the pods Kueue admits on it off the spot and flex-start nodes (which carry the shape labels too)."""
     config["tpu-stack:tpuPools"].append({
         "name": "multislice-on-demand", "machineType": "ct6e-standard-4t", "topology": "2x4", "zone": "us-east5-b",
         "labels": {"pool": "multislice-on-demand"}})  # fmt: skip
-    config["tpu-stack:queues"]["ladders"]["multislice"].append("multislice-on-demand")
+    config["tpu-stack:queues"]["ladders"]["multislice"].insert(0, "multislice-on-demand")
 
 
 def test_dev_a_rung_added_to_a_ladder_then_removed(deployed: dict[str, Records]) -> None:
-    """The new slice's node pool (and its component) and ResourceFlavor are created; both teams' ClusterQueues list
-    the new flavor last, in place: Kueue's webhook refuses only a changed concurrentAdmissionPolicy and the CRD has
-    no transition rule on a ClusterQueue (catalogue Refuses), so nothing is replaced and no running workload is
-    evicted. The queues wait for the new flavor (it exists before they name it); the cohort takes its 8 chips (no
-    team has a share of them) and the dashboard shows the slice. Removing the rung reverses it: the queues drop the
-    flavor in place before the flavor and the node pool are deleted."""
+    """The new slice's node pool `multislice-on-demand-0` (and its component) and ResourceFlavor are created; both
+    teams' ClusterQueues list the new flavor first, before the spot and flex-start rungs, in place, and those rungs'
+    flavors take places 1 and 2: Kueue's webhook refuses only a changed concurrentAdmissionPolicy and the CRD has no
+    transition rule on a ClusterQueue (catalogue Refuses), so nothing is replaced and no running workload is evicted.
+    The queues wait for the new flavor (it exists before they name it); the cohort takes its 8 chips (no team has a
+    share of them) and the dashboard shows the slice. Removing the rung reverses it: the queues drop the flavor in
+    place before the flavor and the node pool are deleted."""
     with_rung = changed("dev", _on_demand_rung)
     added = step(deployed["dev"], with_rung)
     assert added.refused == []
     assert only(added, "create") == [
-        "multislice-on-demand", "multislice-on-demand", "queues-resourceflavor-multislice-on-demand"]  # fmt: skip
+        "multislice-on-demand", "multislice-on-demand-0", "queues-resourceflavor-multislice-on-demand"]  # fmt: skip
     assert only(added, "update") == [
         "monitoring-dashboard", "queues-clusterqueue-research-cluster-queue",
-        "queues-clusterqueue-training-cluster-queue", "queues-cohort-tpu-stack",
+        "queues-clusterqueue-training-cluster-queue", "queues-cohort-tpu-stack", "queues-resourceflavor-multislice",
+        "queues-resourceflavor-multislice-spot",
     ]  # fmt: skip
     assert only(added, "replace") == [] and only(added, "delete") == []
     research = next(r for r in with_rung if r["name"] == "queues-clusterqueue-research-cluster-queue")
     listed = [f["name"] for f in research["inputs"]["spec"]["resourceGroups"][0]["flavors"]]
-    assert listed == ["flex-v6e", "multislice-spot", "multislice", "multislice-on-demand"]
+    assert listed == ["flex-v6e", "multislice-on-demand", "multislice-spot", "multislice"]
     assert CATALOGUE.breaches(with_rung, {}) == []
     removed = step(with_rung, deployed["dev"])
     assert removed.refused == []
@@ -286,9 +289,9 @@ def test_pinning_the_model_server_by_digest_replaces_the_jobset_or_asks_for_unpr
     _pin_model_server(pinned)
     staging = step(plan("staging", prod), plan("staging", pinned))
     assert staging.refused == []
-    assert only(staging, "replace") == ["saxml-model-servers"]
+    assert only(staging, "replace") == ["saxml-model-servers-0", "saxml-model-servers-1"]
     protected = step(plan("prod", prod), plan("prod", pinned))
-    assert only(protected, "refuse") == ["saxml-model-servers"]
+    assert only(protected, "refuse") == ["saxml-model-servers-0", "saxml-model-servers-1"]
     assert "pulumi state unprotect" in protected.refused[0]
 
 

@@ -147,10 +147,11 @@ def test_a_bad_policy_config_is_exit_2_before_the_program_runs(
 
 
 def digest_violations(stack: str, config: dict[str, Any] | None) -> list[str]:
-    """Images the images-by-digest policy reports in the stack's deployed view."""
+    """Images the images-by-digest policy reports in the stack's deployed view (each once: prod runs the model
+    server's image in one JobSet per slice)."""
     found = policy_check.evaluate(stack_plan(stack).resources, stack=stack, config=config)
     return sorted(
-        v["message"].split("image ")[1].split(" is not")[0] for v in found if v["policy"] == "images-by-digest"
+        {v["message"].split("image ")[1].split(" is not")[0] for v in found if v["policy"] == "images-by-digest"}
     )
 
 

@@ -88,6 +88,7 @@ def baseline() -> list[dict[str, Any]]:
                 "workloadIdentityConfig": {"workloadPool": "proj.svc.id.goog"},
                 "nodeConfig": {"serviceAccount": SA, "workloadMetadataConfig": {"mode": "GKE_METADATA"}},
                 "datapathProvider": "ADVANCED_DATAPATH",
+                "controlPlaneEndpointsConfig": {"ipEndpointsConfig": {"enabled": False}},
             },
         ),
         pool("system", "e2-standard-4", initialNodeCount=1, management={"autoUpgrade": True}),
@@ -408,6 +409,7 @@ def test_autopilot_clusters_always_run_workload_identity(rules: ModuleType) -> N
             "enableAutopilot": True,
             "resourceLabels": LABELS,
             "clusterAutoscaling": {"autoProvisioningDefaults": {"serviceAccount": SA}},
+            "controlPlaneEndpointsConfig": {"ipEndpointsConfig": {"enabled": False}},
         },
     )
     assert check(rules, [autopilot]) == []
@@ -598,7 +600,10 @@ def test_allowed_source_ranges_come_from_policy_config(rules: ModuleType) -> Non
 def test_no_privileged_container_even_in_tpu_pods(rules: ModuleType) -> None:
     resources = changed(
         "http",
-        ("spec.template.spec.containers", [{"name": "http", "image": "x:1", "securityContext": {"privileged": True}}]),
+        (
+            "spec.template.spec.containers",
+            [{"name": "http", "image": "x:1.0", "securityContext": {"privileged": True}}],
+        ),
     )
     found = only(check(rules, resources), "no-privileged-containers")
     assert found[0]["message"] == (
@@ -612,11 +617,12 @@ def test_no_privileged_container_even_in_tpu_pods(rules: ModuleType) -> None:
 
 
 def test_host_namespaces_and_added_capabilities(rules: ModuleType) -> None:
-    found = only(check(rules, changed("http", ("spec.template.spec.hostNetwork", True))), "no-host-namespaces")
+    found = check(rules, changed("http", ("spec.template.spec.hostNetwork", True)))
+    assert [v["policy"] for v in found] == ["no-host-namespaces", "no-host-network-servers"]  # a Deployment serves
     assert found[0]["message"].startswith("pod on the host network requests no google.com/tpu: remove hostNetwork")
     found = only(check(rules, changed("http", ("spec.template.spec.hostPID", True))), "no-host-namespaces")
     assert found[0]["message"] == "pod sets hostPID: remove it, no workload of the stack needs the node's PID"
-    container = {"name": "http", "image": "x:1", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}
+    container = {"name": "http", "image": "x:1.0", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}
     found = only(check(rules, changed("http", ("spec.template.spec.containers", [container]))), "no-host-namespaces")
     assert found[0]["message"] == "container http adds capabilities NET_ADMIN: drop ALL and add none"
     resources = changed("servers")
@@ -659,6 +665,7 @@ def test_dataplane_v2_and_in_prod_private_nodes_without_ip_endpoint(rules: Modul
     assert found[0]["message"].startswith("set datapathProvider ADVANCED_DATAPATH")
     prod = [r for r in baseline() if r["name"] == "tpu-dev"]
     prod = [{**r, "urn": r["urn"].replace("urn:pulumi:dev", "urn:pulumi:prod")} for r in prod]
+    del prod[0]["inputs"]["controlPlaneEndpointsConfig"]  # GKE's default: the IP endpoint on
     messages = [v["message"] for v in check(rules, prod, stack="prod") if v["policy"] == "cluster-network"]
     assert [m.split(":")[0] for m in messages] == [
         "set privateClusterConfig.enablePrivateNodes true",
@@ -1048,6 +1055,28 @@ def test_without_its_multikueue_check_a_cluster_counts_only_its_own_pools(rules:
         ("tpu-manager-flavor-v5e-4x4", "ResourceFlavor 'v5e-4x4': queues hold 16 google.com/tpu nominal quota but "
          "the 0 matching node pool(s) provide 0 chips; lower the ClusterQueue nominalQuota or add slices"),
     ]  # fmt: skip
+
+
+# --- kueue-ladder-cost-order with slices that scale to zero (issue 27, defect 8) -----------------------------
+
+
+def zero_and_fixed_rungs(order: tuple[str, str]) -> list[dict[str, Any]]:
+    """A spot 4x4 slice that scales to zero (made on request like flex-start: nothing bills while idle) and a fixed
+    on-demand 4x4 slice (billed while idle), rungs of ladder `l` in `order`."""
+    shape = {"tpuTopology": "4x4", "type": ""}
+    zero = pool("spot-zero", initialNodeCount=0, autoscaling={"minNodeCount": 0, "maxNodeCount": 4},
+                nodeConfig={"spot": True, "labels": {"pool": "spot-zero"}}, placementPolicy=shape)  # fmt: skip
+    fixed = pool("od-fixed", nodeCount=4, nodeConfig={"labels": {"pool": "od-fixed"}}, placementPolicy=shape)
+    return [*baseline(), zero, fixed, *(rung(name, "l", place) for place, name in enumerate(order))]
+
+
+def test_a_slice_that_scales_to_zero_is_a_rung_made_on_request(rules: ModuleType) -> None:
+    assert check(rules, zero_and_fixed_rungs(("od-fixed", "spot-zero"))) == []
+    (found,) = only(check(rules, zero_and_fixed_rungs(("spot-zero", "od-fixed"))), "kueue-ladder-cost-order")
+    assert found["message"] == (
+        "ResourceFlavor 'spot-zero' is rung 0 of ladder 'l', made on request, before 'od-fixed', which bills while "
+        "idle: put the billed rung first"
+    )
 
 
 # --- kueue-ladder-order ----------------------------------------------------------------------------------
