@@ -26,6 +26,7 @@ from components.config.queues import (
     QueueRef,
     flavor_labels,
     ladder_slices,
+    placed,
     queue_refs,
     quota,
     shape_selector,
@@ -34,7 +35,14 @@ from components.config.queues import (
 )
 from components.config.serving import bucket_mounts, bucket_service_account, file_cache_gib
 from components.config.stack import StackConfig
-from components.kueue_queues import QUEUE_LABEL, pool_tolerations
+from components.kueue_queues import (
+    PREFERRED_TOPOLOGY,
+    QUEUE_LABEL,
+    REQUIRED_TOPOLOGY,
+    SLICE_REQUIRED_TOPOLOGY,
+    SLICE_SIZE,
+    pool_tolerations,
+)
 
 IMAGE = "python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1"
 JAX = "jax[tpu]==0.6.2"
@@ -121,9 +129,10 @@ def _script(multislice: bool) -> list[str]:
 
 
 def _template(
-    config: StackConfig, target: Target, ports: list[int], namespace: str, *, multislice: bool
+    config: StackConfig, target: Target, ports: list[int], namespace: str, *, slices: int, multislice: bool
 ) -> dict[str, Any]:
-    """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE."""
+    """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE, and where the
+    target is placed by topology Kueue's placement request (Kueue reads pod-set annotations from the pod template)."""
     pod = _pod(config, target, ports, namespace, multislice=multislice)
     cache = file_cache_gib(config.bucket, shape_of(target), autopilot=_autopilot(config))
     annotations = gcs_fuse.attach(
@@ -133,35 +142,68 @@ def _template(
         cache_gib=cache,
         checkpoint_bucket=config.checkpoint_bucket_name,
     )
+    annotations = {**annotations, **placement(config, target, slices)}
     return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
+
+
+def placement(config: StackConfig, target: Target, slices: int) -> dict[str, str]:
+    """Kueue's topology request for a workload of `slices` slices of a placed target (queues.placement): each slice
+    on the nodes of one node pool (podset-slice-required-topology with podset-slice-size, the pods of one slice: one
+    per VM), and with the block level all slices in one block, required or preferred. Kueue's JobSet integration makes
+    one pod set of a replicated job and orders its pods by job index, then completion index, so slice i of the
+    JobSet is child Job i (kueue v0.19.2 pkg/controller/jobs/jobset/jobset_controller.go PodSets; the annotations,
+    apis/kueue/v1beta2/topology_types.go; their rules, pkg/controller/jobframework/tas_validation.go). None where a
+    rung of the target is not placed (a config check keeps a ladder's rungs all placed or none)."""
+    rungs = rungs_of(target)
+    if not all(placed(config.queues, pool) for pool in rungs):
+        return {}
+    request = {
+        SLICE_REQUIRED_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL,
+        SLICE_SIZE: str(shape_of(target).vms_per_slice),
+    }
+    settings = config.queues.placement
+    if settings.blocks and slices > 1:
+        request[REQUIRED_TOPOLOGY if settings.slices == "required" else PREFERRED_TOPOLOGY] = tpu_catalog.BLOCK_LABEL
+    return request
 
 
 def _pod(config: StackConfig, target: Target, ports: list[int], namespace: str, *, multislice: bool) -> dict[str, Any]:
     """A pod on one VM of the target: all its chips and the CPU/memory of the node, the namespace's bucket KSA; on a
     pool group its flavor's labels and the tolerations of its taints, on a ladder the shape only (Kueue adds the
     labels and tolerations of the rung it admits the pod on). Not privileged and not on the host network: GKE gives
-    TPU access without either, and Workload Identity only works off the host network."""
+    TPU access without either, and Workload Identity only works off the host network. On a VM of several NUMA nodes
+    (TPU7x) one container per NUMA node, each with its share of chips, CPU and memory, running the same command, as
+    GKE's Ironwood guidance and xpk do (tpu_catalog.MachineType.containers_per_vm); the TPU runtime's environment
+    comes from GKE, which xpk and GKE's own TPU7x examples leave to it too (xpk src/xpk/core/docker_resources.py
+    get_env_container sets no TPU variable; "The TPU_ACCELERATOR_TYPE environment variable is not explicitly set in
+    this example, as JobSet handles the slice assignment", cloud.google.com/kubernetes-engine/docs/how-to/
+    create-dynamic-slices)."""
     pool = shape_of(target)
-    amounts = {**quota(config.queues, pool, pool.machine.chips_per_vm)}
+    amounts = {**quota(config.queues, pool, pool.chips_per_container)}
     limits = {k: v for k, v in amounts.items() if k != "cpu"}
     if "cpu" not in amounts and not _autopilot(config):
-        amounts.update(pool.tpu_container_requests)
-        limits.update(pool.tpu_container_limits)
-    container: dict[str, Any] = {
-        "name": "jax-tpu",
-        "image": IMAGE,
-        "imagePullPolicy": "Always",
-        "command": _script(multislice),
-        "resources": {"requests": dict(amounts), "limits": limits},
-        "securityContext": pod_security.tpu_container_security(),
-    }
+        amounts.update(pool.numa_container_requests)
+        limits.update(pool.numa_container_limits)
+    count = pool.machine.containers_per_vm
+    containers: list[dict[str, Any]] = [
+        {
+            "name": "jax-tpu" if count == 1 else f"jax-tpu-{index + 1}",
+            "image": IMAGE,
+            "imagePullPolicy": "Always",
+            "command": _script(multislice),
+            "resources": {"requests": dict(amounts), "limits": dict(limits)},
+            "securityContext": pod_security.tpu_container_security(),
+        }
+        for index in range(count)
+    ]
     if ports:
-        container["ports"] = [{"containerPort": port} for port in ports]
+        # The pod's containers share its network: the ports are declared once, on the first.
+        containers[0]["ports"] = [{"containerPort": port} for port in ports]
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "nodeSelector": shape_selector(pool) if isinstance(target, Ladder) else flavor_labels(pool),
         **pod_security.tpu_pod_fields(),
-        "containers": [container],
+        "containers": containers,
     }
     account = bucket_service_account(config.bucket, namespace)
     if account:
@@ -230,7 +272,7 @@ def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -
     bounded number of times; any failure of its own fails the Job (disruptions.job_policy)."""
     pool = shape_of(target)
     assert not pool.multi_host, "a multi-host slice runs as a JobSet (slice_jobset)"
-    template = _template(config, target, [], queue.namespace, multislice=False)
+    template = _template(config, target, [], queue.namespace, slices=1, multislice=False)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -257,7 +299,9 @@ def slice_jobset(config: StackConfig, target: Target, slices: int, name: str, qu
     pool = shape_of(target)
     assert pool.multi_host or slices == 1, "GKE's Multislice runs on multi-host slices only"
     vms = pool.vms_per_slice
-    template = _template(config, target, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
+    template = _template(
+        config, target, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, slices=slices, multislice=True
+    )
     annotations = {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL, **_run_limit(target)}
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",

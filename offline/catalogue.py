@@ -287,6 +287,18 @@ REPLACES = [
         _TF + "compute/resource_compute_subnetwork.go (ForceNew fields; ipCidrRange replaces only when it shrinks)",
         "ipCidrRange widens in place; secondary ranges update in place, but see Refuses",
     ),
+    Replaces(
+        "gcp:compute/resourcePolicy:ResourcePolicy",
+        (
+            "region", "project", "workloadPolicy", "groupPlacementPolicy.tpuTopology",
+            "groupPlacementPolicy.gpuTopology", "diskConsistencyGroupPolicy.enabled",
+        ),
+        "hashicorp/terraform-provider-google-beta v7.45.0 google-beta/services/compute/"
+        "resource_compute_resource_policy.go (ForceNew: region, project, every field of workload_policy)",
+        "name and description are planned as an update, a PATCH of .../resourcePolicies/{{name}} with the new name, "
+        "and Compute updates no workload policy (\"To make changes in a workload policy, you must create a new one\"): "
+        "the stack replaces one on any change (replaceOnChanges '*'), deleting first",
+    ),
     Replaces("gcp:monitoring/alertPolicy:AlertPolicy", ("project",),
              _TF + "monitoring/resource_monitoring_alert_policy.go L133"),
     Replaces("gcp:monitoring/dashboard:Dashboard", ("project",),
@@ -763,6 +775,59 @@ def _queues_after_their_flavors(records: Sequence[Record], _outputs: Mapping[str
     return problems
 
 
+def _pools_after_their_workload_policy(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """A node pool naming a workload policy is created after it (GKE returns InvalidArgument for a policy it cannot
+    find) and deleted before it (the policy is deleted with its pools, not left behind)."""
+    policies = {str(r["inputs"].get("name")): r for r in of_type(records, "compute/resourcePolicy:ResourcePolicy")}
+    problems = []
+    for pool in of_type(records, "container/nodePool:NodePool"):
+        name = (pool["inputs"].get("placementPolicy") or {}).get("policyName")
+        if not name:
+            continue
+        policy = policies.get(str(name))
+        if policy is None:
+            problems.append(f"{pool['name']}: names workload policy {name!r}, which the stack does not declare")
+        elif not waits_for(records, pool, policy):
+            problems.append(f"{pool['name']} may be created before its workload policy {name!r} (and deleted after)")
+    return problems
+
+
+def _workload_policies_replace_with_their_shape(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for policy in of_type(records, "compute/resourcePolicy:ResourcePolicy"):
+        inputs = policy["inputs"]
+        topology = str((inputs.get("workloadPolicy") or {}).get("acceleratorTopology") or "")
+        if not topology:
+            continue
+        if "*" not in (policy.get("replaceOnChanges") or ()):
+            problems.append(f"{policy['name']}: a change would be planned as an update Compute refuses")
+        if not policy.get("deleteBeforeReplace"):
+            problems.append(f"{policy['name']}: a replacement under the same name would create before deleting")
+        if policy.get("retainOnDelete"):
+            problems.append(f"{policy['name']}: destroy would leave the policy behind")
+        if topology not in str(inputs.get("name") or ""):
+            problems.append(f"{policy['name']}: its name does not change with its topology")
+    return problems
+
+
+def _tas_flavors_after_their_topology(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    written_by = writers(records)
+    topologies = {
+        (written_by[str(r["urn"])], obj["metadata"]["name"]): r for r, obj in _kueue_inputs(records, "Topology")
+    }
+    problems = []
+    for record, flavor in _kueue_inputs(records, "ResourceFlavor"):
+        name = (flavor.get("spec") or {}).get("topologyName")
+        if not name:
+            continue
+        topology = topologies.get((written_by[str(record["urn"])], name))
+        if topology is None:
+            problems.append(f"{record['name']}: names Topology {name!r}, which the stack does not declare")
+        elif not waits_for(records, record, topology):
+            problems.append(f"{record['name']} may be created before its Topology {name!r} (and deleted after it)")
+    return problems
+
+
 SERVICE_AWAIT_SECONDS = 600
 """pulumi-kubernetes' default await of a Service (provider/pkg/await/service.go DefaultServiceTimeoutMins; await.go
 Creation and Update default to 10 minutes)."""
@@ -1082,6 +1147,36 @@ REQUIRES = [
         "!endpointsPending; DefaultServiceTimeoutMins 10); provider/pkg/metadata/overrides.go ReadyCondition and "
         "await.go Creation/Update (built-in await only without an await annotation), at v4.32.0 and 94977969",
         _services_wait_only_for_their_address,
+    ),
+    Requires(
+        "tpu7x-pools-after-their-workload-policy",
+        "A node pool that names a workload policy is created after the policy and deleted before it: GKE refuses a "
+        "policy it cannot find, and destroy removes the policy with its pools",
+        'pulumi-gcp 10.2.0 NodePoolPlacementPolicyArgs.policy_name ("If not found, InvalidArgument error is '
+        'returned"); pulumi/pulumi pkg/resource/graph/dependency_graph.go DependenciesOf (destroy order); '
+        "AI-Hypercomputer/xpk issue 752 (a policy left behind by cluster delete)",
+        _pools_after_their_workload_policy,
+    ),
+    Requires(
+        "workload-policy-replaced-by-shape",
+        "A TPU7x workload policy is replaced on any change (Compute updates none; the provider would PATCH a new name "
+        "that does not exist), deleting first, never retained, and named with its topology: a new slice shape is a new "
+        "policy, and the pools that name it (placementPolicy.policyName, ForceNew) are replaced with it",
+        'Compute Engine workload policy docs ("You cannot update a workload policy after you create it"); '
+        "hashicorp/terraform-provider-google-beta v7.45.0 resource_compute_resource_policy.go (name not ForceNew, "
+        "update is a PATCH) and container/resource_container_node_pool.go (placement_policy.policy_name ForceNew); "
+        "AI-Hypercomputer/xpk issues 751 and 752",
+        _workload_policies_replace_with_their_shape,
+    ),
+    Requires(
+        "tas-flavors-after-their-topology",
+        "A ResourceFlavor with a topologyName is created after that Topology (until it exists the ClusterQueues "
+        "naming the flavor are inactive) and deleted before it (a Topology keeps its finalizer while a flavor names "
+        "it)",
+        _KUEUE + "pkg/cache/scheduler/clusterqueue.go (inactive reason TopologyNotFound: \"Can't admit new workloads: "
+        'there is no Topology %q for TAS flavor %q."); pkg/controller/tas/topology_controller.go (finalizer '
+        "kueue.x-k8s.io/resource-in-use while a ResourceFlavor references the Topology)",
+        _tas_flavors_after_their_topology,
     ),
     Requires(
         "slice-shape-replaces-pool",

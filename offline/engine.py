@@ -123,6 +123,9 @@ PUBLIC_ENDPOINT = "192.0.2.10"
 """A documentation address (RFC 5737) standing for the external address GKE gives an IP endpoint."""
 CHANNEL_VERSION = "1.33.5-gke.1308000"
 """A 1.33 patch the REGULAR channel has reported, for clusters on a release channel."""
+RAPID_VERSION = "1.35.2-gke.1842000"
+"""A Rapid version GKE's dynamic slicing page names ("1.35.2-gke.1842000 or later, in the Rapid channel",
+cloud.google.com/kubernetes-engine/docs/how-to/use-gke-dynamic-slicing)."""
 
 
 def cluster_outputs(
@@ -142,7 +145,8 @@ def cluster_outputs(
       peering range of a cluster created with masterIpv4CidrBlock (GKE picks; here its second address), else in the
       node subnetwork (Private Service Connect); masterIpv4CidrBlock and peeringName only for a peering cluster;
       enablePrivateNodes from networkConfig.defaultEnablePrivateNodes. Autopilot reports the same fields.
-    - masterVersion: the channel's version, or the full version pinned.
+    - masterVersion: the channel's version (RAPID_VERSION on RAPID, else CHANNEL_VERSION), or the full version
+      pinned.
     """
     import hashlib
     import ipaddress
@@ -190,6 +194,8 @@ def cluster_outputs(
         "enablePrivateNodes": private_sent.get("enablePrivateNodes") is True,
     }
     pinned = str(inputs.get("minMasterVersion") or "")
+    channel = (inputs.get("releaseChannel") or {}).get("channel")
+    channel_version = RAPID_VERSION if channel == "RAPID" else CHANNEL_VERSION
     return {
         "name": name,
         "endpoint": PUBLIC_ENDPOINT if ip_enabled else dns,
@@ -197,7 +203,7 @@ def cluster_outputs(
         "privateClusterConfig": private,
         # masterAuth.clusterCaCertificate: base64 of the cluster CA (a stand-in; the kubeconfig names no CA).
         "masterAuth": {"clusterCaCertificate": "bW9jay1jYQ=="},
-        "masterVersion": pinned if "-gke." in pinned else CHANNEL_VERSION,
+        "masterVersion": pinned if "-gke." in pinned else channel_version,
         "selfLink": f"https://container.googleapis.com/v1/projects/{project}/locations/{location}/clusters/{name}",
     }
 

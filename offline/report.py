@@ -79,6 +79,10 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"x{_get(i, 'specificSkuProperties.totalCount')} "
         f"{_get(i, 'timeWindow.startTime')} -> {_get(i, 'timeWindow.endTime')}"
     ),
+    "gcp:compute/resourcePolicy:ResourcePolicy": lambda i: (
+        f"{i.get('name')} {_get(i, 'workloadPolicy.type')} {_get(i, 'workloadPolicy.acceleratorTopology')} "
+        f"{i.get('region')}"
+    ),
     CHART_TYPE: lambda i: f"{i.get('chart')} {i.get('version')} ns={i.get('namespace')}",
 }
 

@@ -40,9 +40,10 @@ from guardrails.kubernetes import (
     validate_pinned,
     validate_privileged,
 )
-from guardrails.kueue import validate_ladder_cost_order, validate_ladders, validate_quota
+from guardrails.kueue import validate_ladder_cost_order, validate_ladders, validate_quota, validate_topologies
 from guardrails.monitoring import validate_alert_policies
 from guardrails.props import PROTECTED_STACKS_SCHEMA
+from guardrails.workload_policy import validate_workload_policies
 from guardrails.workloads import validate_literal_secrets, validate_server_host_network
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
@@ -139,6 +140,13 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(
+        name="kueue-topologies",
+        description="Topology-aware flavors name a Topology the stack declares; kubernetes.io/hostname is only a "
+        "Topology's lowest level.",
+        validate=validate_topologies,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
         name="kueue-ladder-order",
         description="Every ClusterQueue that lists a capacity ladder's flavors lists all of them, in ladder order, and "
         "tries the next rung before borrowing or preempting.",
@@ -165,6 +173,13 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         validate=validate_protected,
         enforcement_level=MANDATORY,
         config_schema=PROTECTED_STACKS_SCHEMA,
+    ),
+    StackValidationPolicy(
+        name="ironwood-workload-policy",
+        description="Every multi-host TPU7x node pool names a HIGH_THROUGHPUT workload policy of the stack whose "
+        "accelerator topology is the pool's slice, in VMs its node count, in its region and project.",
+        validate=validate_workload_policies,
+        enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(
         name="tpu-node-auto-upgrade",

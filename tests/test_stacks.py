@@ -117,12 +117,12 @@ def test_a_team_edits_dev_adds_a_stack_and_removes_one_with_no_other_edit(
     (root / "Pulumi.ourdev.yaml").write_text(yaml.safe_dump(ours, sort_keys=False))
     (root / "Pulumi.llm.yaml").unlink()
 
-    assert list(stack_files(root)) == ["dev", "multiregion", "ourdev", "prod"]
-    assert deploy_order(list(stack_files(root))) == ["dev", "multiregion", "ourdev", "prod"]
+    assert list(stack_files(root)) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
+    assert deploy_order(list(stack_files(root))) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
     show = "print-scan-stacks: ; @echo $(SCAN_STACKS)"
     scanned = subprocess.run(["make", "-s", "--eval", show, "print-scan-stacks"], cwd=root, capture_output=True,
                              text=True, check=True).stdout.split()  # fmt: skip
-    assert scanned == ["dev", "multiregion", "ourdev", "prod"]
+    assert scanned == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
     for stack in ("dev", "ourdev"):
         assert problems(stack, stack_files(root)[stack], tmp_path / "build") == [], capsys.readouterr().err
     capacity = json.loads((tmp_path / "build" / "dev" / "plan.json").read_text())["summary"]["capacity"]

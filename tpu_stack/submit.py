@@ -233,17 +233,18 @@ def _pod_specs(obj: Obj) -> list[dict[str, Any]]:
 
 
 def _customize(obj: Obj, request: Request) -> Obj:
-    """The user's image, command, environment and priority in the generated object."""
+    """The user's image, command, environment and priority in the generated object: in each of its TPU containers
+    (one per NUMA node of a TPU7x VM, each running the same command)."""
     obj = copy.deepcopy(obj)
     for pod in _pod_specs(obj):
-        container = pod["containers"][0]
-        container["image"] = request.image
-        if request.command:
-            container["command"] = list(request.command)
-        else:
-            container.pop("command", None)  # the image's entrypoint
-        if request.env:
-            container["env"] = [*container.get("env", []), *_env(request.env)]
+        for container in pod["containers"]:
+            container["image"] = request.image
+            if request.command:
+                container["command"] = list(request.command)
+            else:
+                container.pop("command", None)  # the image's entrypoint
+            if request.env:
+                container["env"] = [*container.get("env", []), *_env(request.env)]
         if request.priority:
             pod["priorityClassName"] = request.priority
     return obj

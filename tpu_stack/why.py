@@ -1160,9 +1160,104 @@ def _pending(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
             f"could not; it tries again in its next cycle. Kueue says: {message[: failed.start()]}.",
             "Nothing needs changing; if it lasts, the platform team can read the Kueue controller's log.",
         )
+    held = _held_by_topology(evidence, view, message)
+    if held is not None:
+        return held
     if _PODSET.search(message):
         return _quota(evidence, view, now, message, since)
     return Diagnosis("Pending", f"Pending: Kueue says: {message}", "")
+
+
+# ---- topology-aware scheduling (queues.placement) ------------------------------------------------------------------
+# Kueue v0.19.2: once a workload's quota fits, TAS looks for nodes in the flavor's Topology and, where they are not
+# there, writes pkg/cache/scheduler/tas_flavor_snapshot.go notFitMessage as the pod set's reason (flavorassigner.go
+# psAssignment.reason(failure.Reason)); a flavor with a topologyName refuses a pod set that asks for no placement in a
+# ClusterQueue that also has other flavors (pkg/scheduler/flavorassigner/tas_flavorassigner.go
+# checkPodSetAndFlavorMatchForTAS).
+_TOPOLOGY_FIT = re.compile(
+    r'topology "(?P<topology>[^"]+)" (?:doesn\'t allow to fit any of|allows to fit only (?P<fit>\d+) out of) '
+    r"(?P<total>\d+) (?P<unit>slice|pod)\(s\)(?:\. Total nodes: (?P<nodes>\d+); excluded: (?P<excluded>[^;]*))?"
+)
+_TAS_ONLY = re.compile(r'Flavor "(?P<flavor>[^"]+)" supports only TopologyAwareScheduling')
+_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+_BLOCK_LABEL = "cloud.google.com/gce-topology-block"
+
+
+_EXCLUSION = re.compile(
+    r'(?P<what>nodeSelector|affinity|topologyDomain|schedulerLibraryNoFit|taint "[^"]*"|resource "[^"]*"): '
+    r"(?P<count>\d+)"
+)
+"""One part of Kueue's exclusion list (tas_flavor_snapshot.go formatReasons)."""
+_EXCLUDED_BY = {
+    "nodeSelector": "not selected by its node selector",
+    "affinity": "not matching its affinity",
+    "topologyDomain": "outside the domain of the node it replaces",
+    "schedulerLibraryNoFit": "refused by the scheduler's filters",
+}
+
+
+def _excluded(text: str) -> str:
+    """Kueue's exclusion list in words: '1 without a free google.com/tpu, 2 tainted node.kubernetes.io/unreachable'."""
+    parts = []
+    for found in _EXCLUSION.finditer(text):
+        what, count = found["what"], found["count"]
+        if what.startswith("taint "):
+            parts.append(f"{count} tainted {what.removeprefix('taint ').strip(chr(34))}")
+        elif what.startswith("resource "):
+            parts.append(f"{count} without a free {what.removeprefix('resource ').strip(chr(34))}")
+        else:
+            parts.append(f"{count} {_EXCLUDED_BY[what]}")
+    return ", ".join(parts) or text
+
+
+def _held_by_topology(evidence: Evidence, view: StackView, message: str) -> Diagnosis | None:
+    """The quota is there but the nodes are not, by the flavor's Topology: each slice needs one node pool with all its
+    nodes free and ready (and with the block level, the slices one block); or the flavor places by topology and the
+    workload asked for no placement."""
+    workload = evidence.workload
+    flavor = kueue.selected_flavor(workload, view.flavors)
+    pools = view.node_pools.get(flavor or "", [])
+    only = _TAS_ONLY.search(message)
+    if only:
+        return Diagnosis(
+            "Pending",
+            f"Pending: flavor {only['flavor']} places workloads by topology, and Kueue admits there only workloads "
+            "that ask for a placement; this one asks for none.",
+            "Submit it with `tpu-stack submit`, which adds the request, or add Kueue's pod-set annotations to its pod "
+            "template (docs/workloads.md, Placement by topology).",
+        )
+    found = _TOPOLOGY_FIT.search(message)
+    if found is None:
+        return None
+    total, fit = int(found["total"]), int(found["fit"] or 0)
+    unit = "slice" if found["unit"] == "slice" else "pod"
+    podsets = workload.get("spec", {}).get("podSets") or [{}]
+    annotations = (podsets[0].get("template") or {}).get("metadata", {}).get("annotations") or {}
+    one_block = annotations.get(_REQUIRED_TOPOLOGY) == _BLOCK_LABEL
+    where = f"{total} {unit}s" if total != 1 else f"1 {unit}"
+    room = f"room for only {fit} of its {where}" if fit else f"room for none of its {where}"
+    per_slice = view.vms_per_slice.get(flavor or "")
+    together = ", all slices in one block" if one_block else ""
+    each = (
+        f" (each slice needs the {per_slice} nodes of one node pool free and ready{together})"
+        if unit == "slice" and per_slice
+        else ""
+    )
+    counted = f" Of its {found['nodes']} nodes Kueue left out {_excluded(found['excluded'])}." if found["nodes"] else ""
+    on = f" on flavor {flavor}" if flavor else ""
+    reason = f"Pending: its quota is free, but topology {found['topology']}{on} has {room}{each}.{counted}"
+    named = f"node pools {', '.join(pools)}" if pools else "the flavor's node pools"
+    block = " in one reservation block" if one_block else ""
+    change = (
+        f"It starts when enough of {named} have all their nodes ready and free{block}: a node that is down, "
+        "being repaired or running another pod holds its whole slice. `kubectl get nodes -l "
+        "cloud.google.com/gke-nodepool=<pool>` shows them."
+    )
+    if one_block:
+        change += (
+            " If the pools are in different blocks, the slices never share one: set queues.placement.slices: preferred."
+        )
+    return Diagnosis("Pending", reason, change)
 
 
 # ---- admission checks, each by its controller ----------------------------------------------------------------

@@ -37,7 +37,11 @@ AUTOPILOT_POD_PREFIX = 17
 HEADROOM = 2
 """Default ranges hold twice what the largest cluster needs: room for surge nodes during upgrades and for growth
 without a new range (a pod range cannot be widened in place; a second one is an `additionalPodRanges` entry)."""
-MIN_NODE_PREFIX = 24
+DEFAULT_POD_PREFIX, DEFAULT_NODE_PREFIX = 14, 20
+"""The smallest default ranges: a /14 of pods (GKE's own default for a VPC-native cluster it sizes itself; 8,192
+TPU nodes at 15 pods each) and a /20 of nodes (4,092). Ranges sized to the stack alone would change as its pools
+grow, and a subnetwork's ranges cannot change while a cluster uses them: a grown pool group would be refused. A
+cluster that outgrows these gets the range its largest needs, which the config states with the numbers."""
 CLUSTER_BLOCKS = 4
 """Default layout: one /10 of 10.0.0.0/8 per cluster of the stack (its own and up to three MultiKueue workers), so
 their subnetworks never overlap in the stack's VPC: pods at the /10's start (up to a /11), Services at +32.0.0.0/20,
@@ -64,12 +68,12 @@ class IpRangesConfig(ConfigModel):
     """The subnetwork's primary range: one address per node, the internal load balancers and a Private Service
     Connect control plane's endpoint.
 
-    Default: in 10.0.0.0/8, sized from the cluster's largest node count"""
+    Default: in 10.0.0.0/8, a /20, or twice the cluster's largest node count where that is more"""
     pods: str | None = None
     """The pod range: a block per node sized from its pool's `maxPodsPerNode`. With an existing subnetwork also a
     size alone (`/14`): GKE then picks the range, as it did for clusters created without one.
 
-    Default: in 10.0.0.0/8, twice what every pool at its largest needs"""
+    Default: in 10.0.0.0/8, a /14, or twice what every pool at its largest needs where that is more"""
     services: str | None = None
     """The Service (ClusterIP) range; with an existing subnetwork also a size alone.
 
@@ -133,8 +137,10 @@ def default_ranges(
     """The default ranges of the stack's `index`-th cluster (0: its own, then its MultiKueue workers in order)."""
     base = index * (256 // CLUSTER_BLOCKS)
     plan = AddressPlan(pools, load_balancers, "", "", "", autopilot)
-    pod_prefix = AUTOPILOT_POD_PREFIX if autopilot else prefix_holding(HEADROOM * plan.pod_addresses)
-    node_prefix = min(MIN_NODE_PREFIX, prefix_holding(HEADROOM * plan.node_addresses))
+    pod_prefix = (
+        AUTOPILOT_POD_PREFIX if autopilot else min(DEFAULT_POD_PREFIX, prefix_holding(HEADROOM * plan.pod_addresses))
+    )
+    node_prefix = min(DEFAULT_NODE_PREFIX, prefix_holding(HEADROOM * plan.node_addresses))
     return IpRangesConfig(
         pods=f"10.{base}.0.0/{max(pod_prefix, WIDEST_POD_PREFIX)}",
         services=f"10.{base + 32}.0.0/{SERVICE_PREFIX}",

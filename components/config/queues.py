@@ -225,6 +225,25 @@ class AutopilotCapacityConfig(ConfigModel):
         return [(field, message) for field, message in self.pool.problems() if field != "zone"]
 
 
+class PlacementConfig(ConfigModel):
+    """Topology-aware scheduling (Kueue's TAS) of multi-host slices: Kueue admits a workload only once each of its
+    slices fits the free, ready nodes of one node pool (one pool is one slice), and with `blocks` keeps a multislice
+    workload's slices in one reservation block. Generated workloads and `tpu-stack submit` ask for it; a workload
+    written by hand for these pool groups needs Kueue's pod-set annotations (docs/workloads.md)."""
+
+    pools: tuple[str, ...] = ()
+    """Multi-host pool groups whose Kueue flavors place workloads by topology; a ladder's rungs all or none. A
+    flavor keeps its topology for its life (Kueue refuses to change or remove it): list a pool group here from the
+    start."""
+    blocks: bool = False
+    """A level above the node pools: the reservation block GKE labels nodes with
+    (`cloud.google.com/gce-topology-block`). Only where every node of these pool groups carries it: Kueue leaves out
+    nodes missing a level's label."""
+    slices: Literal["required", "preferred"] = "preferred"
+    """With `blocks`: whether a multislice workload's slices must share one block (`required`: it waits until they
+    can) or should (`preferred`: Kueue uses as few blocks as it can)."""
+
+
 class QueuesConfig(ConfigModel):
     """Kueue teams, quotas, preemption and priorities, derived from the TPU pool groups.
 
@@ -262,6 +281,11 @@ class QueuesConfig(ConfigModel):
     workload that asks for the shape, cheapest first: capacity that bills while idle (a reservation, a fixed-size spot
     pool), then capacity made on request (flex-start, queued), e.g. [train, burst]."""
 
+    placement: PlacementConfig = PlacementConfig()
+    """Topology-aware scheduling of multi-host slices.
+
+    Default: none, Kueue counts chips only"""
+
     _names = field_validator("cluster_queue", "local_queue", "namespace", "cohort")(kubernetes_name)
 
 
@@ -293,6 +317,24 @@ def shape_selector(pool: TpuPoolConfig) -> dict[str, str]:
     """What a workload of a ladder selects: the accelerator and topology every rung's nodes carry. Kueue adds the
     node labels and tolerations of the rung it admits the workload on (ResourceFlavor nodeLabels, tolerations)."""
     return {key: pool.node_selector[key] for key in (tpu_catalog.ACCELERATOR_LABEL, tpu_catalog.TOPOLOGY_LABEL)}
+
+
+def placed(queues: QueuesConfig, pool: TpuPoolConfig) -> bool:
+    """Whether Kueue places workloads of `pool` by topology (queues.placement.pools)."""
+    return pool.name in queues.placement.pools
+
+
+def topology_name(queues: QueuesConfig) -> str:
+    """The Kueue Topology the placed flavors name. Its levels are immutable (the CRD's `self == oldSelf`), so the name
+    says which levels it has: other levels are another Topology."""
+    return "tpu-blocks" if queues.placement.blocks else "tpu-slices"
+
+
+def topology_levels(queues: QueuesConfig) -> list[str]:
+    """Node labels from the widest level down: the reservation block (with `blocks`), the node pool (one pool is one
+    slice, every GKE node carries its pool's name), the node (Kueue places pods on hosts at the lowest level)."""
+    pools = [tpu_catalog.NODE_POOL_LABEL, tpu_catalog.HOSTNAME_LABEL]
+    return [tpu_catalog.BLOCK_LABEL, *pools] if queues.placement.blocks else pools
 
 
 def ladder_pools(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> dict[str, tuple[TpuPoolConfig, ...]]:
@@ -487,6 +529,7 @@ def queue_problems(
     problems += [] if ladders or autopilot else ladder_cost_problems(queues, pools)
     problems += _flavor_problems(queues, pools, serving_pools)
     problems += host_resource_problems(queues, pools, autopilot=autopilot)
+    problems += _placement_problems(queues, pools, serving_pools, autopilot=autopilot)
     problems += _priority_problems(queues)
     reserved = set(RESERVED_NAMESPACES) | set(serving_namespaces)
     problems += _team_problems(queues, pools, serving_pools, reserved)
@@ -601,6 +644,51 @@ def _flavor_problems(
         )
     if not pools and queues.teams:
         problems.append(f"{key}.teams: there is no TPU capacity to share; add tpuPools (Autopilot: autopilotCapacity)")
+    return problems
+
+
+def _placement_problems(
+    queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], serving_pools: Mapping[str, str], *, autopilot: bool
+) -> list[str]:
+    """Placed pool groups are multi-host queue pools, and a ladder's rungs are placed all or none: its workloads carry
+    one set of annotations, and Kueue refuses a topology request on a flavor without a topology ("Flavor %q does not
+    support TopologyAwareScheduling", kueue v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go
+    checkPodSetAndFlavorMatchForTAS)."""
+    placement, key = queues.placement, f"{PROJECT}:queues.placement"
+    problems: list[str] = []
+    if placement.slices == "required" and not placement.blocks:
+        problems.append(
+            f"{key}.slices: required needs blocks: true; without the block level a node pool is the widest domain, "
+            "and every slice has one of its own"
+        )
+    if not placement.pools:
+        return problems
+    if autopilot:
+        return [*problems, f"{key}.pools: Autopilot has no node pools to place slices on; remove queues.placement"]
+    by_name = {pool.name: pool for pool in pools}
+    seen: dict[str, int] = {}
+    for index, name in enumerate(placement.pools):
+        where = f"{key}.pools[{index}]"
+        pool = by_name.get(name)
+        if name in seen:
+            problems.append(f"{where}: {name!r} is already pools[{seen[name]}]")
+        elif pool is None:
+            problems.append(f"{where}: {_not_a_queue_pool(name, pools, serving_pools)}")
+        elif not pool.multi_host:
+            problems.append(
+                f"{where}: pool group {name!r} is single-host ({pool.slice_topology}, one VM a slice); topology "
+                "placement is for slices of several VMs"
+            )
+        seen.setdefault(name, index)
+    for ladder, rungs in ladder_pools(queues, pools).items():
+        inside = [rung.name for rung in rungs if rung.name in placement.pools]
+        outside = [rung.name for rung in rungs if rung.name not in placement.pools]
+        if inside and outside:
+            problems.append(
+                f"{key}.pools: ladder {ladder!r} has rung {inside[0]!r} placed by topology but not rung "
+                f"{outside[0]!r}; its workloads carry one placement request, which Kueue refuses on a flavor without "
+                "a topology: list every rung of the ladder or none"
+            )
     return problems
 
 

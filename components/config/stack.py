@@ -18,7 +18,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from components import tpu_zones
+from components import tpu_catalog, tpu_zones
 from components.config.base import (
     GCP_LABELS_PER_RESOURCE,
     PROJECT,
@@ -32,7 +32,13 @@ from components.config.base import (
     project_id_problem,
     region_problem,
 )
-from components.config.cluster import REGIONAL_CLUSTER_ZONES, SYSTEM_NODE_SELECTOR, ClusterConfig, node_role_problems
+from components.config.cluster import (
+    REGIONAL_CLUSTER_ZONES,
+    SYSTEM_NODE_SELECTOR,
+    ClusterConfig,
+    node_role_problems,
+    version_below_floor,
+)
 from components.config.llm_serving import (
     LlmServingConfig,
     ServerShape,
@@ -45,7 +51,7 @@ from components.config.llm_serving import (
 from components.config.monitoring import MonitoringConfig
 from components.config.multikueue import MultiKueueConfig, WorkerConfig
 from components.config.network import AddressPlan, IpRangesConfig, PoolAddresses, default_ranges, range_problems
-from components.config.pools import TpuPoolConfig
+from components.config.pools import IRONWOOD_AUTOPILOT_FLOOR, IRONWOOD_STANDARD_FLOOR, TpuPoolConfig
 from components.config.queues import (
     ChartsConfig,
     QueuesConfig,
@@ -371,6 +377,9 @@ class StackConfig(ConfigModel):
                 "teams": teams,
                 "host_resources": {pool: v for pool, v in queues.host_resources.items() if pool in names},
                 "ladders": {name: rungs for name, rungs in queues.ladders.items() if set(rungs) <= names},
+                "placement": queues.placement.model_copy(
+                    update={"pools": tuple(pool for pool in queues.placement.pools if pool in names)}
+                ),
             }
         )
         # The manager's Kueue authenticates to the worker's DNS endpoint with the worker's own service account token.
@@ -733,6 +742,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             )
     problems += _label_problems(config)
     problems += network_problems(config)
+    problems += _version_floor_problems(config)
     problems += node_role_problems(config.cluster)
     problems += _system_pool_problems(config)
     plane = config.cluster.control_plane.problems()
@@ -814,6 +824,11 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
     if config.cluster.mode == "autopilot":
         problems.append(
             f"{PROJECT}:cluster.mode: MultiKueue's clusters are Standard clusters (workers run TPU pools); use standard"
+        )
+    if config.queues.placement.pools:
+        problems.append(
+            f"{PROJECT}:queues.placement: MultiKueue's manager does not place by topology (Kueue skips topology "
+            "checks there and leaves placement to the workers); remove it, or place from a stack without multiKueue"
         )
     if config.cluster.subnetwork is not None:
         problems.append(
@@ -963,6 +978,32 @@ def _autopilot_problems(config: StackConfig) -> list[str]:
             "REGULAR or STABLE, or set cluster.mode: standard"
         )
     return problems
+
+
+def _version_floor_problems(config: StackConfig) -> list[str]:
+    """TPU7x runs only on GKE versions from IRONWOOD_STANDARD_FLOOR (Autopilot: IRONWOOD_AUTOPILOT_FLOOR) on:
+    cluster.minMasterVersion, the stack's floor (the initial version without a release channel, checked against the
+    channel's version on `pulumi up` with one), must be at least that."""
+    autopilot = config.cluster.mode == "autopilot"
+    capacity = config.queue_pools if autopilot else config.tpu_pools
+    ironwood = next((index for index, pool in enumerate(capacity) if _is_ironwood(pool)), None)
+    floor = IRONWOOD_AUTOPILOT_FLOOR if autopilot else IRONWOOD_STANDARD_FLOOR
+    version = config.cluster.min_master_version
+    if ironwood is None or not version_below_floor(version, floor):
+        return []
+    where = f"queues.autopilotCapacity[{ironwood}]" if autopilot else f"tpuPools[{ironwood}]"
+    return [
+        f"{PROJECT}:cluster.minMasterVersion: {version!r} is below {floor}, the first GKE version that runs TPU7x "
+        f'(Ironwood) on {config.cluster.mode.capitalize()} clusters ({where}); set minMasterVersion: "{floor}" or '
+        "a newer version"
+    ]
+
+
+def _is_ironwood(pool: TpuPoolConfig) -> bool:
+    """A TPU7x pool group, read from what it names (its own problems are reported apart)."""
+    name = pool.machine_type or tpu_catalog.DEFAULT_MACHINE_TYPE.get(str(pool.tpu_version))
+    machine = tpu_catalog.machine_type(name) if name else None
+    return machine is not None and machine.version.name == tpu_catalog.IRONWOOD.name
 
 
 def _label_problems(config: StackConfig) -> list[str]:

@@ -341,3 +341,31 @@ def validate_ladder_cost_order(args: StackValidationArgs, report: ReportViolatio
                     flavor.urn,
                 )
                 break
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def validate_topologies(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Topology-aware flavors (queues.placement) name a Topology the stack declares: Kueue keeps a ClusterQueue with a
+    TAS flavor whose Topology is missing inactive ("there is no Topology %q for TAS flavor %q", reason
+    TopologyNotFound: kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go), so every workload of its teams waits. A
+    Topology uses kubernetes.io/hostname only as its lowest level (the CRD's rule in
+    apis/kueue/v1beta2/topology_types.go), checked here at preview rather than refused at `up`."""
+    resources = list(args.resources)
+    topologies = {str(prop(r.props, "metadata.name") or r.name): r for r in resources if _kueue(r, "Topology")}
+    for name, topology in topologies.items():
+        levels = [prop(level, "nodeLabel") for level in as_list(prop(topology.props, "spec.levels"))]
+        if not levels or (HOSTNAME_LABEL in levels and levels[-1] != HOSTNAME_LABEL):
+            report(
+                f"Topology {name!r} has levels {levels}; {HOSTNAME_LABEL} may only be the last (lowest) level",
+                topology.urn,
+            )
+    for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
+        wanted = prop(flavor.props, "spec.topologyName")
+        if wanted and str(wanted) not in topologies:
+            report(
+                f"ResourceFlavor {prop(flavor.props, 'metadata.name')!r} names Topology {wanted!r}, which the stack "
+                f"does not declare ({', '.join(sorted(topologies)) or 'none'}): its ClusterQueues would go inactive",
+                flavor.urn,
+            )

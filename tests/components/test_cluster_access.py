@@ -185,7 +185,7 @@ def test_private_nodes_open_the_webhook_ports_to_the_control_plane_only() -> Non
         "direction": "INGRESS",
         # prod's node and pod ranges (components/config/network.py default layout): where calls through the
         # konnectivity tunnel come from; prod has no peering range.
-        "sourceRanges": ["10.48.0.0/24", "10.0.0.0/19"],
+        "sourceRanges": ["10.48.0.0/20", "10.0.0.0/14"],
         "targetServiceAccounts": ["tpu-prod-nodes@tpu-stack-prod.iam.gserviceaccount.com"],
         "allows": [{"protocol": "tcp", "ports": ["8082", "9443"]}],
     }
@@ -202,7 +202,7 @@ def test_the_webhook_rule_is_known_before_the_cluster_exists() -> None:
     terraform-provider-google flattenPrivateClusterConfig reads nothing else). The rule's sources come from the
     config, so they are known in a new stack's preview and nothing waits on a value GKE does not report."""
     plan = stack_plan("prod", render_charts=False, known_outputs=False)
-    assert one(plan, FIREWALL)["inputs"]["sourceRanges"] == ["10.48.0.0/24", "10.0.0.0/19"]
+    assert one(plan, FIREWALL)["inputs"]["sourceRanges"] == ["10.48.0.0/20", "10.0.0.0/14"]
 
 
 def test_a_peering_range_in_config_is_sent_and_opened(run: StackRunner) -> None:
@@ -212,7 +212,7 @@ def test_a_peering_range_in_config_is_sent_and_opened(run: StackRunner) -> None:
     cluster = plan.one(CLUSTER, "c")["inputs"]
     assert cluster["privateClusterConfig"] == {"enablePrivateNodes": True, "masterIpv4CidrBlock": "172.16.0.32/28"}
     sources = one(plan, FIREWALL)["inputs"]["sourceRanges"]
-    assert sources == ["10.48.0.0/24", "10.0.0.0/21", "172.16.0.32/28"]
+    assert sources == ["10.48.0.0/20", "10.0.0.0/14", "172.16.0.32/28"]
 
 
 @pytest.mark.parametrize(
@@ -220,7 +220,7 @@ def test_a_peering_range_in_config_is_sent_and_opened(run: StackRunner) -> None:
     [
         ("172.16.0.0/24", "'172.16.0.0/24' is not a /28; GKE takes a /28 for the control plane's range"),
         ("8.8.8.0/28", "'8.8.8.0/28' is not a private range; use one of 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16"),
-        ("10.48.0.16/28", "10.48.0.16/28 overlaps ipRanges.nodes 10.48.0.0/24; give a /28 apart"),
+        ("10.48.0.16/28", "10.48.0.16/28 overlaps ipRanges.nodes 10.48.0.0/20; give a /28 apart"),
     ],
 )
 def test_a_wrong_peering_range_is_one_line(cidr: str, message: str) -> None:

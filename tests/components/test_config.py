@@ -45,9 +45,9 @@ VALID_TOPOLOGIES = "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
 P0 = "tpu-stack:tpuPools[0]"
 # MultiKueue: the stack's cluster (us-central1, default name tpu-cluster) is the manager of workers in other regions.
 EAST = {"name": "east", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-east5-b"}
-EUW4 = {"name": "euw4", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "asia-northeast1-b"}
+JAPAN = {"name": "japan", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "asia-northeast1-b"}
 EAST5 = {"name": "tpu-east5", "region": "us-east5", "tpuPools": [EAST]}
-EUROPE = {"name": "tpu-euw4", "region": "asia-northeast1", "tpuPools": [EUW4]}
+ASIA = {"name": "tpu-japan", "region": "asia-northeast1", "tpuPools": [JAPAN]}
 MK = "tpu-stack:multiKueue.workers"
 
 
@@ -178,9 +178,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("calendar window in the past",
      pools(pool(provisioning="reservation", futureReservation=window(SOON - timedelta(days=30), 7))),
      f"{P0}.futureReservation: startTime is in the past; choose a window that starts later"),
-    ("multi-host Ironwood", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
-     f"{P0}.topology: multi-host Ironwood slices need a GCE workload policy, which this stack cannot declare "
-     "yet; use a single-host 2x2x1 slice or another TPU version"),
+    # GKE runs TPU7x from 1.34.0-gke.2201000 on Standard clusters (its Ironwood page); the default floor is 1.33.
+    ("multi-host Ironwood on the default version floor",
+     pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2", zone="us-central1-c")),
+     "tpu-stack:cluster.minMasterVersion: '1.33' is below 1.34.0-gke.2201000, the first GKE version that runs TPU7x "
+     "(Ironwood) on Standard clusters (tpuPools[0]); set minMasterVersion: \"1.34.0-gke.2201000\" or a newer version"),
     ("cluster name not a DNS label", {"tpu-stack:cluster": {"name": "TPU Cluster"}},
      "tpu-stack:cluster.name: cluster name 'TPU Cluster' must be a DNS label: lowercase letters, digits and '-', "
      "starting with a letter"),
@@ -363,17 +365,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {**workers(EAST5), "tpu-stack:cluster": {"subnetwork": "projects/proj-1234/regions/us-central1/subnetworks/s"}},
      "tpu-stack:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it, or "
      "set each worker's own (multiKueue.workers[].subnetwork)"),
-    ("worker in the manager's region", workers({**EAST5, "region": "us-east5"}, {**EUROPE, "region": "us-central1",
-     "tpuPools": [{**EUW4, "provisioning": "spot", "zone": "us-central1-b"}]}),
+    ("worker in the manager's region", workers({**EAST5, "region": "us-east5"}, {**ASIA, "region": "us-central1",
+     "tpuPools": [{**JAPAN, "provisioning": "spot", "zone": "us-central1-b"}]}),
      f"{MK}[1].region: 'us-central1' already has a cluster of this stack (gcp:region); put each worker in a region "
      "of its own (a cluster's Cloud NAT covers every subnetwork of its region, and Compute refuses a second NAT that "
      "does)"),
-    ("two workers in one region", workers(EAST5, {**EUROPE, "region": "us-east5",
-     "tpuPools": [{**EUW4, "zone": "us-east5-b"}]}),
+    ("two workers in one region", workers(EAST5, {**ASIA, "region": "us-east5",
+     "tpuPools": [{**JAPAN, "zone": "us-east5-b"}]}),
      f"{MK}[1].region: 'us-east5' already has a cluster of this stack (workers[0].region); put each worker in a "
      "region of its own (a cluster's Cloud NAT covers every subnetwork of its region, and Compute refuses a second "
      "NAT that does)"),
-    ("two workers of one name", workers(EAST5, {**EUROPE, "name": "tpu-east5"}),
+    ("two workers of one name", workers(EAST5, {**ASIA, "name": "tpu-east5"}),
      f"{MK}[1].name: 'tpu-east5' is already the name of workers[0]"),
     ("worker named like the manager", workers({**EAST5, "name": "tpu-cluster"}),
      f"{MK}[0].name: 'tpu-cluster' is already the name of cluster.name"),
@@ -384,17 +386,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{MK}[0].name: its node service account 'tpu-multiregion-cluster-nodes' (the name's first 24 characters) is "
      "already cluster.name's; change the start of the name"),
     ("two workers with one node account",
-     workers({**EAST5, "name": "tpu-multiregion-worker-east5"}, {**EUROPE, "name": "tpu-multiregion-worker-euw4"}),
+     workers({**EAST5, "name": "tpu-multiregion-worker-east5"}, {**ASIA, "name": "tpu-multiregion-worker-east-asia"}),
      f"{MK}[1].name: its node service account 'tpu-multiregion-worker-e-nodes' (the name's first 24 characters) is "
      "already workers[0]'s; change the start of the name"),
     ("worker name not a DNS label", workers({**EAST5, "name": "East_5"}),
      f"{MK}[0].name: cluster name 'East_5' must be a DNS label: lowercase letters, digits and '-', starting with a "
      "letter"),
-    ("one pool group name in two workers", workers(EAST5, {**EUROPE, "tpuPools": [{**EUW4, "name": "east"}]}),
+    ("one pool group name in two workers", workers(EAST5, {**ASIA, "tpuPools": [{**JAPAN, "name": "east"}]}),
      f"{MK}[1].tpuPools[0].name: 'east' is already workers[0].tpuPools[0]"),
     ("share of no worker's pool group",
-     {**workers(EAST5, EUROPE), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"east": 4, "west": 4}}]}},
-     "tpu-stack:queues.teams[0].shares.west: 'west' names no worker's pool group; pools: east, euw4"),
+     {**workers(EAST5, ASIA), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"east": 4, "west": 4}}]}},
+     "tpu-stack:queues.teams[0].shares.west: 'west' names no worker's pool group; pools: east, japan"),
     ("borrowing limit of no worker's pool group",
      {**workers(EAST5), "tpu-stack:queues": {"teams": [{"name": "a", "borrowingLimit": {"west": 4}}]}},
      "tpu-stack:queues.teams[0].borrowingLimit.west: 'west' names no worker's pool group; pools: east"),
@@ -402,7 +404,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {**workers(EAST5), "tpu-stack:queues": {"ladders": {"v6e": ["east", "west"]}}},
      "tpu-stack:queues.ladders.v6e: 'west' names no worker's pool group; pools: east"),
     ("ladder across two workers",
-     {**workers(EAST5, EUROPE), "tpu-stack:queues": {"ladders": {"v6e": ["east", "euw4"]}}},
+     {**workers(EAST5, ASIA), "tpu-stack:queues": {"ladders": {"v6e": ["east", "japan"]}}},
      "tpu-stack:queues.ladders.v6e: its rungs are in different workers, and each worker's Kueue walks only its own; "
      "keep a ladder's pool groups in one worker"),
     # Before (and for the next three): also "multiKueue.workers: Tuple should have at least 1 item after validation,
@@ -415,7 +417,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{MK}[0].tpuPools: is empty; it lists pool groups ('-' items) and needs at least 1"),
     # A worker's pool groups are checked as the worker's stack: their zones against the worker's region.
     ("worker pool zone outside the worker's region",
-     workers(EAST5, {**EUROPE, "tpuPools": [EUW4, {**EUW4, "name": "euw4-4x4", "topology": "4x4",
+     workers(EAST5, {**ASIA, "tpuPools": [JAPAN, {**JAPAN, "name": "japan-4x4", "topology": "4x4",
                                                    "zone": "us-east5-b"}]}),
      f"{MK}[1].tpuPools[1].zone: 'us-east5-b' is not in {MK}[1].region 'asia-northeast1'"),
     ("worker pool zone given as a region", workers({**EAST5, "tpuPools": [{**EAST, "zone": "us-east5"}]}),

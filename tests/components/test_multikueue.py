@@ -37,9 +37,9 @@ TPU = "google.com/tpu"
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 SECRET_TYPE = "kubernetes:core/v1:Secret"
-MANAGER, EAST, EUW4 = "tpu-mr-manager", "tpu-mr-east5", "tpu-mr-japan"
-CLUSTERS = (MANAGER, EAST, EUW4)
-PREFIX = {MANAGER: "", EAST: "tpu-mr-east5-", EUW4: "tpu-mr-japan-"}
+MANAGER, EAST, JAPAN = "tpu-mr-manager", "tpu-mr-east5", "tpu-mr-japan"
+CLUSTERS = (MANAGER, EAST, JAPAN)
+PREFIX = {MANAGER: "", EAST: "tpu-mr-east5-", JAPAN: "tpu-mr-japan-"}
 """The Pulumi name prefix of each cluster's objects: the manager's have none, a worker's its name."""
 
 # The real program, with the token each worker's token controller would write into its Secret (the mock engine
@@ -184,8 +184,8 @@ def test_the_stack_outputs_the_teams_queues_once(plan: Plan) -> None:
         "ct6e-standard-4t 4x4": ["tpu-mr-east5 (us-east5)", "tpu-mr-japan (asia-northeast1)"],
     }
     workers = plan.outputs["multiKueue"]["workers"]
-    assert {name: worker["region"] for name, worker in workers.items()} == {EAST: "us-east5", EUW4: "asia-northeast1"}
-    assert workers[EUW4]["pools"]["japan-queued-v6e"] == {
+    assert {name: worker["region"] for name, worker in workers.items()} == {EAST: "us-east5", JAPAN: "asia-northeast1"}
+    assert workers[JAPAN]["pools"]["japan-queued-v6e"] == {
         "machineType": "ct6e-standard-4t",
         "topology": "4x4",
         "provisioning": "queued",
@@ -203,7 +203,7 @@ def test_manager_queues_wait_for_a_worker_and_no_worker_queue_names_multikueue(p
     assert list(objects(plan, "AdmissionCheck", MANAGER)) == ["multikueue"]
     assert objects(plan, "ProvisioningRequestConfig", MANAGER) == {}
     # Each worker's queued 4x4 slice comes through a ProvisioningRequest, for that flavor only.
-    for cluster, pool in ((EAST, "east-queued-v6e"), (EUW4, "japan-queued-v6e")):
+    for cluster, pool in ((EAST, "east-queued-v6e"), (JAPAN, "japan-queued-v6e")):
         for queue in objects(plan, "ClusterQueue", cluster).values():
             assert queue["spec"]["admissionChecksStrategy"] == {
                 "admissionChecks": [{"name": f"{pool}-provisioning", "onFlavors": [pool]}]
@@ -247,13 +247,13 @@ def test_each_worker_queues_exactly_its_own_pools_chips(plan: Plan) -> None:
     east = objects(plan, "ClusterQueue", EAST)
     assert flavors(east["research-cluster-queue"]) == {"east-flex-v6e": 4, "east-queued-v6e": 16}
     assert flavors(east["training-cluster-queue"]) == {"east-flex-v6e": 4, "east-queued-v6e": 0}
-    euw4 = objects(plan, "ClusterQueue", EUW4)
-    assert flavors(euw4["research-cluster-queue"]) == {"japan-flex-v6e": 4, "japan-queued-v6e": 0}
-    assert flavors(euw4["training-cluster-queue"]) == {"japan-flex-v6e": 4, "japan-queued-v6e": 16}
-    for cluster in (EAST, EUW4, MANAGER):
+    japan = objects(plan, "ClusterQueue", JAPAN)
+    assert flavors(japan["research-cluster-queue"]) == {"japan-flex-v6e": 4, "japan-queued-v6e": 0}
+    assert flavors(japan["training-cluster-queue"]) == {"japan-flex-v6e": 4, "japan-queued-v6e": 16}
+    for cluster in (EAST, JAPAN, MANAGER):
         assert objects(plan, "Cohort", cluster)["tpu-stack"]["spec"] == {}, cluster
     assert sorted(objects(plan, "ResourceFlavor", EAST)) == ["east-flex-v6e", "east-queued-v6e"]
-    assert sorted(objects(plan, "ResourceFlavor", EUW4)) == ["japan-flex-v6e", "japan-queued-v6e"]
+    assert sorted(objects(plan, "ResourceFlavor", JAPAN)) == ["japan-flex-v6e", "japan-queued-v6e"]
 
 
 def test_manager_queues_hold_the_workers_chips_together(plan: Plan) -> None:
@@ -271,7 +271,7 @@ def test_manager_queues_hold_the_workers_chips_together(plan: Plan) -> None:
     manager_flavors = objects(plan, "ResourceFlavor", MANAGER)
     assert sorted(manager_flavors) == ["east-flex-v6e", "east-queued-v6e", "japan-flex-v6e", "japan-queued-v6e"]
     # The same flavors as on the workers: a workload's node selectors mean the same on either side.
-    for cluster in (EAST, EUW4):
+    for cluster in (EAST, JAPAN):
         for name, flavor in objects(plan, "ResourceFlavor", cluster).items():
             assert manager_flavors[name] == flavor, name
     single = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "2x2",
@@ -295,7 +295,7 @@ def test_the_manager_dispatch_objects_whole(plan: Plan) -> None:
             "metadata": {"name": worker},
             "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": f"{worker}-kubeconfig"}}},
         }
-        for worker in (EAST, EUW4)
+        for worker in (EAST, JAPAN)
     }
     assert objects(plan, "MultiKueueConfig", MANAGER) == {
         "multikueue": {
@@ -317,7 +317,7 @@ def test_the_manager_dispatch_objects_whole(plan: Plan) -> None:
         }
     }
     # Workers dispatch nothing.
-    for cluster in (EAST, EUW4):
+    for cluster in (EAST, JAPAN):
         assert objects(plan, "MultiKueueCluster", cluster) == objects(plan, "MultiKueueConfig", cluster) == {}
 
 
@@ -330,7 +330,7 @@ def test_the_manager_dispatches_only_once_the_worker_can_take_it(plan: Plan) -> 
     def waits(name: str, other: str) -> bool:
         return depends_on(state, record(plan, name)["urn"], record(plan, other)["urn"])
 
-    for worker in (EAST, EUW4):
+    for worker in (EAST, JAPAN):
         cluster = f"multikueue-multikueuecluster-{worker}"
         for needed in (
             f"multikueue-{worker}-kubeconfig", f"{worker}-kueue-chart", f"{worker}-multikueue-read-binding",
@@ -353,7 +353,7 @@ def test_kubeconfig_secrets_are_secret_and_name_the_workers_dns_endpoint_and_tok
     """Kueue reads each worker's kubeconfig from a Secret in kueue-system (key `kubeconfig`). In the stack's own
     plan the token is not known until the worker's token controller writes it; with the token known, the Secret's
     stringData is a secret. The kubeconfig is the worker's DNS endpoint (publicly trusted: no CA) and the token."""
-    for worker in (EAST, EUW4):
+    for worker in (EAST, JAPAN):
         secret = record(plan, f"multikueue-{worker}-kubeconfig", SECRET_TYPE)
         assert provider_cluster(plan, secret) == MANAGER
         assert secret["inputs"] == {
@@ -370,7 +370,7 @@ def test_kubeconfig_secrets_are_secret_and_name_the_workers_dns_endpoint_and_tok
         known = record(with_tokens, f"multikueue-{worker}-kubeconfig", SECRET_TYPE)
         assert known["inputs"]["stringData"] == SECRET
         endpoint = record(with_tokens, f"{worker}-k8s")["inputs"]["clusterIdentifier"]
-        region = {EAST: "us-east5", EUW4: "asia-northeast1"}[worker]
+        region = {EAST: "us-east5", JAPAN: "asia-northeast1"}[worker]
         assert re.fullmatch(rf"gke-[0-9a-f]{{36}}\.{region}\.gke\.goog", endpoint), endpoint
         text = with_tokens.outputs["kubeconfigs"][worker]["kubeconfig"]
         assert yaml.safe_load(text) == {
@@ -389,7 +389,7 @@ LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of":
 DISPATCH = ["create", "delete", "get", "list", "watch"]
 
 
-@pytest.mark.parametrize("worker", [EAST, EUW4])
+@pytest.mark.parametrize("worker", [EAST, JAPAN])
 def test_each_worker_gives_the_manager_an_account_a_role_and_a_token(plan: Plan, worker: str) -> None:
     """The manager reads Jobs, JobSets, Workloads and queues everywhere (its clients watch every namespace) and
     creates and deletes only in the teams' namespaces, research and training: never a Job in kube-system."""
@@ -479,8 +479,8 @@ def test_workers_have_the_bucket_writers_service_account(plan: Plan) -> None:
     accounts = [
         r for r in plan.by_type("kubernetes:core/v1:ServiceAccount") if r["inputs"]["metadata"]["name"] == "trainer"
     ]
-    assert sorted(str(provider_cluster(plan, r)) for r in accounts) == [EAST, EUW4, MANAGER]
-    for worker in (EAST, EUW4):
+    assert sorted(str(provider_cluster(plan, r)) for r in accounts) == [EAST, JAPAN, MANAGER]
+    for worker in (EAST, JAPAN):
         (account,) = [r for r in accounts if provider_cluster(plan, r) == worker]
         assert account["inputs"]["metadata"] == {
             "name": "trainer",
@@ -497,8 +497,8 @@ def test_workers_have_the_bucket_writers_service_account(plan: Plan) -> None:
 
 def test_workers_accept_kubernetes_tokens_on_their_dns_endpoint_and_the_manager_does_not(plan: Plan) -> None:
     clusters = {r["inputs"]["name"]: r["inputs"] for r in plan.by_type(CLUSTER)}
-    assert sorted(clusters) == [EAST, EUW4, MANAGER]
-    for name, location in ((EAST, "us-east5"), (EUW4, "asia-northeast1")):
+    assert sorted(clusters) == [EAST, JAPAN, MANAGER]
+    for name, location in ((EAST, "us-east5"), (JAPAN, "asia-northeast1")):
         assert clusters[name]["location"] == location
         assert clusters[name]["controlPlaneEndpointsConfig"] == {
             "dnsEndpointConfig": {"allowExternalTraffic": True, "enableK8sTokensViaDns": True},
@@ -516,7 +516,7 @@ def test_each_cluster_has_its_own_provider_and_updates_secrets_in_place(plan: Pl
     token generation: every provider updates a Secret's data in place (the default replaces it, deleting first)."""
     providers = {r["name"]: r["inputs"] for r in plan.by_type("pulumi:providers:kubernetes")}
     assert sorted(providers) == ["tpu-mr-east5-k8s", "tpu-mr-japan-k8s", "tpu-mr-manager-k8s"]
-    for cluster, region in ((MANAGER, "us-central1"), (EAST, "us-east5"), (EUW4, "asia-northeast1")):
+    for cluster, region in ((MANAGER, "us-central1"), (EAST, "us-east5"), (JAPAN, "asia-northeast1")):
         inputs = providers[f"{cluster}-k8s"]
         assert re.fullmatch(rf"gke-[0-9a-f]{{36}}\.{region}\.gke\.goog", inputs["clusterIdentifier"]), cluster
         assert inputs == {
@@ -541,13 +541,13 @@ def test_each_worker_runs_its_own_pools_in_its_region(plan: Plan) -> None:
         "east-flex-v6e-0": (EAST, "us-east5", ["us-east5-b"]),
         "east-flex-v6e-1": (EAST, "us-east5", ["us-east5-b"]),
         "east-queued-v6e": (EAST, "us-east5", ["us-east5-b"]),
-        "japan-flex-v6e-0": (EUW4, "asia-northeast1", ["asia-northeast1-b"]),
-        "japan-flex-v6e-1": (EUW4, "asia-northeast1", ["asia-northeast1-b"]),
-        "japan-queued-v6e": (EUW4, "asia-northeast1", ["asia-northeast1-b"]),
+        "japan-flex-v6e-0": (JAPAN, "asia-northeast1", ["asia-northeast1-b"]),
+        "japan-flex-v6e-1": (JAPAN, "asia-northeast1", ["asia-northeast1-b"]),
+        "japan-queued-v6e": (JAPAN, "asia-northeast1", ["asia-northeast1-b"]),
     }
     systems = sorted((r["inputs"]["cluster"], r["inputs"]["location"]) for r in plan.by_type(NODE_POOL)
                      if r["inputs"]["name"] == "system")  # fmt: skip
-    assert systems == [(EAST, "us-east5"), (EUW4, "asia-northeast1"), (MANAGER, "us-central1")]
+    assert systems == [(EAST, "us-east5"), (JAPAN, "asia-northeast1"), (MANAGER, "us-central1")]
     # Each TPU node pool depends on its own cluster (the policy pack counts chips per cluster by this edge).
     cluster_urns = {r["inputs"]["name"]: r["urn"] for r in plan.by_type(CLUSTER)}
     for node_pool in plan.by_type(NODE_POOL):
@@ -602,7 +602,7 @@ def test_only_the_managers_kueue_runs_multikueue(plan: Plan) -> None:
         "workerLostTimeout": "15m0s",
     }
     manager = controller_config(plan, MANAGER)
-    for worker in (EAST, EUW4):
+    for worker in (EAST, JAPAN):
         config = controller_config(plan, worker)
         assert "multiKueue" not in config
         assert config == {key: value for key, value in manager.items() if key != "multiKueue"}
@@ -638,7 +638,7 @@ def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
         for cluster, names in (
             (MANAGER, ["pending-research-cluster-queue", "pending-training-cluster-queue", "waiting-for-a-worker"]),
             (EAST, ["queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
-            (EUW4, ["queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
+            (JAPAN, ["queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
         )
         for alert in names
     )  # fmt: skip
@@ -669,7 +669,7 @@ def test_a_workers_subnetwork_is_its_clusters_own() -> None:
                               "services": f"10.3{index}.0.0/20"}  # fmt: skip
     config["tpu-stack:multiKueue"]["workers"][1]["subnetwork"] = "tpu-asia-northeast1"
     clusters = {r["inputs"]["name"]: r["inputs"] for r in run_program(config, stack="multiregion").by_type(CLUSTER)}
-    assert clusters[EUW4]["subnetwork"] == "tpu-asia-northeast1"
+    assert clusters[JAPAN]["subnetwork"] == "tpu-asia-northeast1"
     assert "subnetwork" not in clusters[EAST] and "subnetwork" not in clusters[MANAGER]
     assert {c["network"] for c in clusters.values()} == {"tpu-net"}
 
@@ -681,7 +681,7 @@ def test_a_queue_in_default_gets_its_dispatch_binding_too() -> None:
     config["tpu-stack:queues"]["teams"][0]["namespace"] = "default"
     config["tpu-stack:bucket"] = {}
     plan = run_program(config, stack="multiregion")
-    for worker in (EAST, EUW4):
+    for worker in (EAST, JAPAN):
         bindings = {
             r["inputs"]["metadata"]["namespace"]
             for r in plan.by_type("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")

@@ -66,9 +66,9 @@ def test_the_stacks_own_vpc_and_the_clusters_subnetwork() -> None:
         "project": "tpu-stack-prod",
         "region": "us-west4",
         "network": "tpu-stack-prod",
-        "ipCidrRange": "10.48.0.0/24",
+        "ipCidrRange": "10.48.0.0/20",
         "secondaryIpRanges": [
-            {"rangeName": "tpu-prod-pods", "ipCidrRange": "10.0.0.0/19"},
+            {"rangeName": "tpu-prod-pods", "ipCidrRange": "10.0.0.0/14"},
             {"rangeName": "tpu-prod-services", "ipCidrRange": "10.32.0.0/20"},
         ],
         "privateIpGoogleAccess": True,
@@ -104,9 +104,9 @@ def test_the_multiregion_clusters_have_subnetworks_apart_in_one_vpc() -> None:
     subnets = {r["inputs"]["name"]: (r["inputs"]["region"], r["inputs"]["ipCidrRange"])
                for r in plan.by_type("gcp:compute/subnetwork:Subnetwork")}  # fmt: skip
     assert subnets == {
-        "tpu-mr-manager-nodes": ("us-central1", "10.48.0.0/24"),
-        "tpu-mr-east5-nodes": ("us-east5", "10.112.0.0/24"),
-        "tpu-mr-japan-nodes": ("asia-northeast1", "10.176.0.0/24"),
+        "tpu-mr-manager-nodes": ("us-central1", "10.48.0.0/20"),
+        "tpu-mr-east5-nodes": ("us-east5", "10.112.0.0/20"),
+        "tpu-mr-japan-nodes": ("asia-northeast1", "10.176.0.0/20"),
     }
 
 
@@ -142,7 +142,7 @@ def test_a_node_range_too_small_is_one_line() -> None:
 
 def test_overlapping_ranges_are_refused() -> None:
     assert _lines(_prod_with(ipRanges={"services": "10.0.0.0/20"})) == [
-        "tpu-stack:cluster.ipRanges.services: 10.0.0.0/20 overlaps pods 10.0.0.0/19; give ranges apart"
+        "tpu-stack:cluster.ipRanges.services: 10.0.0.0/20 overlaps pods 10.0.0.0/14; give ranges apart"
     ]
 
 
@@ -179,11 +179,12 @@ def test_max_pods_per_node_out_of_gkes_bounds_is_refused() -> None:
 
 def test_256_slices_of_prod_fit_with_room_to_spare() -> None:
     """Defect 4's scale: prod with 256 train slices of 4x4 (1,024 TPU VMs) previews; its pod range holds twice what
-    1,052 nodes need (8 x 256 + 1,044 x 32 = 35,456 addresses: a /15 of 131,072)."""
+    1,052 nodes need (8 x 256 + 1,044 x 32 = 35,456 addresses; twice that fits a /15, and the default /14 of 262,144
+    holds it with room to grow)."""
     config = read_stack_file(STACKS_DIR.parent / "scale" / "Pulumi.prod-256.yaml")
     plan = run_program(config, stack="prod")
     (subnet,) = plan.by_type("gcp:compute/subnetwork:Subnetwork")
-    assert subnet["inputs"]["secondaryIpRanges"][0]["ipCidrRange"] == "10.0.0.0/15"
+    assert subnet["inputs"]["secondaryIpRanges"][0]["ipCidrRange"] == "10.0.0.0/14"
     assert subnet["inputs"]["ipCidrRange"] == "10.48.0.0/20"
     assert len(plan.by_type(NODE_POOL)) == 1 + 256 + 1 + 2
     assert plan.violations == []

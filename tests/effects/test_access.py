@@ -249,7 +249,7 @@ def test_on_private_nodes_the_control_plane_reaches_every_webhook_port(plans: di
         "network": "tpu-stack-prod",
         "direction": "INGRESS",
         "allows": [{"protocol": "tcp", "ports": ["8082", "9443"]}],
-        "sourceRanges": ["10.48.0.0/24", "10.0.0.0/19"],
+        "sourceRanges": ["10.48.0.0/20", "10.0.0.0/14"],
         "targetServiceAccounts": ["tpu-prod-nodes@tpu-stack-prod.iam.gserviceaccount.com"],
     }
 

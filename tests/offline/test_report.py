@@ -60,7 +60,7 @@ TPU quota the pools need at their largest (chips, per region and kind):
   us-east5  preemptible  v6e     36
 Addresses (each range holds its cluster with every pool at its largest):
   cluster  nodes         pods         services      max nodes  pod addresses needed
-  tpu-dev  10.48.0.0/24  10.0.0.0/20  10.32.0.0/20         12                  1056
+  tpu-dev  10.48.0.0/20  10.0.0.0/14  10.32.0.0/20         12                  1056
 
 Queues: 2 team(s), in cohort tpu-stack; quota and borrowing limit in chips of google.com/tpu
   team      local queue              cluster queue           flavor           quota  borrowing limit
@@ -99,7 +99,7 @@ PROD_FIRST_SCREEN = "\n".join(
         "  us-west4  on-demand    v5e     64",
         "Addresses (each range holds its cluster with every pool at its largest):",
         "  cluster   nodes         pods         services      max nodes  pod addresses needed",
-        "  tpu-prod  10.48.0.0/24  10.0.0.0/19  10.32.0.0/20         36                  2944",
+        "  tpu-prod  10.48.0.0/20  10.0.0.0/14  10.32.0.0/20         36                  2944",
         "",
         "Queues: 2 team(s), in cohort tpu-stack; quota and borrowing limit in chips of google.com/tpu",
         "  team      local queue              cluster queue           flavor  quota  borrowing limit",
@@ -163,7 +163,7 @@ DEV_SUMMARY = {
     # Flex-start and spot count against preemptible quota; at their largest every slice is up.
     "quota": {"us-east5": {"preemptible": {"v6e": 36}}},
     # 3 system nodes x 256 + 9 TPU VMs x 32 = 1,056 pod addresses, twice that in a /20; 12 nodes + 4 + 1 addresses.
-    "addresses": {"tpu-dev": {"nodes": "10.48.0.0/24", "pods": "10.0.0.0/20", "services": "10.32.0.0/20",
+    "addresses": {"tpu-dev": {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
                               "maxNodes": 12, "podAddressesNeeded": 1056, "nodeAddressesNeeded": 17}},
     "warnings": [
         "tpu-stack:queues.teams: 8 chips of pool group multislice are no team's share: the cohort lends them to "
@@ -202,7 +202,7 @@ PROD_SUMMARY = {
     },
     "quota": {"us-west4": {"reserved": {"v5e": 32}, "preemptible": {"v5e": 16}, "on-demand": {"v5e": 64}}},
     # 8 x 256 + 28 x 32 = 2,944, twice that in a /19; 36 nodes + 4 + 1 + Saxml's internal load balancer = 42.
-    "addresses": {"tpu-prod": {"nodes": "10.48.0.0/24", "pods": "10.0.0.0/19", "services": "10.32.0.0/20",
+    "addresses": {"tpu-prod": {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
                                "maxNodes": 36, "podAddressesNeeded": 2944, "nodeAddressesNeeded": 42}},
     "warnings": [],
 }  # fmt: skip

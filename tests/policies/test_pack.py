@@ -36,10 +36,12 @@ EXPECTED = {
     "pinned-charts-and-images": "mandatory",
     "images-by-digest": "mandatory",
     "protected-stack-resources": "mandatory",
+    "ironwood-workload-policy": "mandatory",
     "tpu-node-auto-upgrade": "advisory",
     "cluster-placement": "mandatory",
     "control-plane-not-public": "mandatory",
     "project-apis-stay-on": "mandatory",
+    "kueue-topologies": "mandatory",
     "no-legacy-metadata-endpoints": "mandatory",
     "firewall-sources": "mandatory",
     "no-host-network-servers": "mandatory",
@@ -167,4 +169,5 @@ def test_rules_only_assembles_the_policies_from_their_domain_modules() -> None:
         "guardrails.monitoring",
         "guardrails.props",
         "guardrails.workloads",
+        "guardrails.workload_policy",
     }

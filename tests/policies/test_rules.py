@@ -1455,3 +1455,31 @@ def test_the_config_refuses_the_node_account_roles_the_pack_refuses(rules: Modul
         f"tpu-stack:cluster.nodeServiceAccountRoles[0]: {message} (node account roles are granted on the whole project)"
         for message in pack
     ]
+
+
+# --- kueue-topologies ------------------------------------------------------------------------------------
+
+
+def topology(name: str, labels: list[str]) -> dict[str, Any]:
+    levels = [{"nodeLabel": label} for label in labels]
+    return res("kubernetes:kueue.x-k8s.io/v1beta2:Topology", f"topology-{name}", {"metadata": {"name": name},
+               "spec": {"levels": levels}})  # fmt: skip
+
+
+def test_placed_flavors_name_a_declared_topology_with_the_node_last(rules: ModuleType) -> None:
+    """Kueue v0.19.2: a ClusterQueue with a TAS flavor whose Topology is missing is inactive (TopologyNotFound); the
+    Topology CRD takes kubernetes.io/hostname only as the lowest level."""
+    placed = flavor("placed", V5E_4X4)
+    placed["inputs"]["spec"]["topologyName"] = "tpu-blocks"
+    orphan = flavor("orphan", V5E_4X4)
+    orphan["inputs"]["spec"]["topologyName"] = "gone"
+    good = topology("tpu-blocks", ["cloud.google.com/gce-topology-block", "kubernetes.io/hostname"])
+    upside = topology("upside-down", ["kubernetes.io/hostname", "cloud.google.com/gke-nodepool"])
+    without = topology("pools-only", ["cloud.google.com/gke-nodepool"])
+    found = only(check(rules, [*baseline(), placed, orphan, good, upside, without]), "kueue-topologies")
+    assert [(v["urn"].rsplit("::", 1)[1], v["message"]) for v in found] == [
+        ("topology-upside-down", "Topology 'upside-down' has levels ['kubernetes.io/hostname', "
+         "'cloud.google.com/gke-nodepool']; kubernetes.io/hostname may only be the last (lowest) level"),
+        ("flavor-orphan", "ResourceFlavor 'orphan' names Topology 'gone', which the stack does not declare "
+         "(pools-only, tpu-blocks, upside-down): its ClusterQueues would go inactive"),
+    ]  # fmt: skip

@@ -28,6 +28,7 @@ CLASSES = (
     "reads that fail",
     "preemption",
     "end of a run",
+    "held by topology",
 )
 OUTCOMES = ("runs", "waits", "stopped")
 ACTORS = ("user", "team", "platform team")
