@@ -181,6 +181,11 @@ class BucketConfig(ConfigModel):
         ]
 
 
+DEFAULT_ACCOUNT = "default"
+"""The service account Kubernetes puts in every namespace and gives every pod that names none
+(https://kubernetes.io/docs/concepts/security/service-accounts/#default-service-accounts)."""
+
+
 def pinned_image(image: str) -> str:
     name, _, digest = image.partition("@")
     if digest and not DIGEST.match(digest):
@@ -372,7 +377,14 @@ def serving_problems(
                 f"{where}.checkpointPath: a reader holds {READER_ROLE} and cannot write checkpoints; move this entry "
                 "to bucket.writers or remove checkpointPath"
             )
-        if workload.key in seen:
+        if workload.service_account == DEFAULT_ACCOUNT:
+            does = "read the bucket" if field == "readers" else "write and delete the bucket's objects"
+            problems.append(
+                f"{where}.serviceAccount: {DEFAULT_ACCOUNT!r} is the account of every pod in namespace "
+                f"{workload.namespace} that names none, and each of them would {does}; name an account of its own, "
+                f"e.g. {'analyst' if field == 'readers' else 'trainer'}"
+            )
+        elif workload.key in seen:
             problems.append(f"{where}: {workload.key} is already {seen[workload.key]}; list it once")
         elif workload.namespace not in namespaces:
             problems.append(

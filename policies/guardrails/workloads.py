@@ -52,9 +52,7 @@ def _env_problems(container: Mapping[str, Any]) -> Iterator[str]:
         if not isinstance(value, str) or not value:
             continue
         variable = str(entry.get("name"))
-        if credentials.contains_credential(value) or (
-            credentials.secret_env_name(variable) and not value.startswith("/")
-        ):
+        if credentials.contains_credential(value) or credentials.secret_env(variable, value):
             yield (
                 f"container {name!r}: env {variable} is a literal value that reads as a credential (not repeated "
                 "here); anyone who can read the object sees it and the stack's state keeps it: take it from a Secret "
@@ -63,15 +61,16 @@ def _env_problems(container: Mapping[str, Any]) -> Iterator[str]:
 
 
 def _arg_problems(container: Mapping[str, Any]) -> Iterator[str]:
+    """A credential flag of vLLM given a value, however written (`--api_key=`, a shell script's `--api-key x`), or a
+    credential of a known form anywhere in the command line."""
     name = container.get("name")
     items = [_known(lambda item=item: item) for kind in ("command", "args") for item in as_list(container.get(kind))]
     for index, item in enumerate(items):
         if not isinstance(item, str):
             continue
-        flag = credentials.secret_flag(item)
-        valued = flag is not None and (item != flag or index + 1 < len(items))
+        valued = [flag for flag, value in credentials.credential_flags(item) if value or index + 1 < len(items)]
         if valued or credentials.contains_credential(item):
-            what = f"sets {flag}" if valued else "holds a credential (not repeated here)"
+            what = f"sets {valued[0]}" if valued else "holds a credential (not repeated here)"
             yield (
                 f"container {name!r}: an argument {what}; arguments are readable by anyone who can read the object: "
                 "pass the credential from a Secret (an environment variable from secretKeyRef, or a mounted file)"

@@ -502,7 +502,7 @@ def test_no_privileged_container_even_in_tpu_pods(rules: ModuleType) -> None:
         "http",
         (
             "spec.template.spec.containers",
-            [{"name": "http", "image": "x:1.0", "securityContext": {"privileged": True}}],
+            [{"name": "http", "image": "x:1.0.0", "securityContext": {"privileged": True}}],
         ),
     )
     found = only(check(rules, resources), "no-privileged-containers")
@@ -522,7 +522,7 @@ def test_host_namespaces_and_added_capabilities(rules: ModuleType) -> None:
     assert found[0]["message"].startswith("pod on the host network requests no google.com/tpu: remove hostNetwork")
     found = only(check(rules, changed("http", ("spec.template.spec.hostPID", True))), "no-host-namespaces")
     assert found[0]["message"] == "pod sets hostPID: remove it, no workload of the stack needs the node's PID"
-    container = {"name": "http", "image": "x:1.0", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}
+    container = {"name": "http", "image": "x:1.0.0", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}
     found = only(check(rules, changed("http", ("spec.template.spec.containers", [container]))), "no-host-namespaces")
     assert found[0]["message"] == "container http adds capabilities NET_ADMIN: drop ALL and add none"
     resources = changed("servers")
