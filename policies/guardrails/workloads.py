@@ -11,10 +11,14 @@ from pulumi_policy.proxy import UnknownValueError
 from components import credentials
 
 from .kubernetes import _containers, _pod_specs, _workload
-from .props import as_list, say
+from .props import as_list, prop, say
 
 SERVER_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet", "LeaderWorkerSet")
 """Kinds that keep pods serving: their pods answer clients and read the bucket as their own service account."""
+PART_OF = "app.kubernetes.io/part-of"
+SERVING_PARTS = ("saxml", "llm-serving")
+"""The stack's serving components (components/saxml.py and components/llm_serving.py PART_OF): whatever their kind,
+their workloads serve, Saxml's model servers included, which are JobSets of TPU pods."""
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
 
@@ -23,9 +27,10 @@ def validate_server_host_network(args: ResourceValidationArgs, report: ReportVio
     network: there it acts as the node's service account instead of its own (GKE's Workload Identity limitations),
     the NetworkPolicies that admit only the serving clients do not apply to it (Kubernetes leaves host-network pods
     out of NetworkPolicy), and it binds its ports on the node. The host network is a multislice training
-    exception (no-host-namespaces), never a server's."""
+    exception (no-host-namespaces), never a server's: not even a TPU model server's in a JobSet."""
     kind = args.resource_type.rsplit(":", 1)[-1]
-    if not args.resource_type.startswith("kubernetes:") or kind not in SERVER_KINDS:
+    serving = prop(args.props, "metadata.labels", {}).get(PART_OF) in SERVING_PARTS
+    if not args.resource_type.startswith("kubernetes:") or not (kind in SERVER_KINDS or serving):
         return
     for pod in _pod_specs(args.props.get("spec")):
         if pod.get("hostNetwork") is True:

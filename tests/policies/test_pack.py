@@ -51,6 +51,12 @@ EXPECTED = {
     "multikueue-credentials": "mandatory",
     "alert-policies": "mandatory",
     "kueue-ladder-cost-order": "mandatory",
+    "bucket-grants": "mandatory",
+    "webhooks-fail-closed": "mandatory",
+    "kueue-queue-namespaces": "mandatory",
+    "queued-flavors-provision": "mandatory",
+    "no-global-default-priority": "mandatory",
+    "no-legacy-cluster-access": "mandatory",
     "required-labels": "advisory",
 }
 
