@@ -112,7 +112,8 @@ class MaintenanceConfig(ConfigModel):
     daily_start_time: str | None = None
     """Start (UTC, `"HH:MM"`, e.g. `"03:00"`) of a daily 4-hour window; or set `recurringWindow`."""
     recurring_window: RecurringWindowConfig | None = None
-    """A recurring window instead of the daily one."""
+    """A recurring window instead of the daily one; GKE needs at least 48 hours in every 32 days, from occurrences of
+    4 hours or more (checked for FREQ=DAILY and WEEKLY rules)."""
     exclusions: tuple[MaintenanceExclusionConfig, ...] = ()
     """Periods without upgrades, e.g. over a training campaign; they need a window."""
 
@@ -300,7 +301,7 @@ class ClusterConfig(ConfigModel):
     name: str = "tpu-cluster"
     """Cluster name: a DNS label of at most 40 characters."""
     location: str | None = None
-    """A region (regional control plane) or one of its zones.
+    """`gcp:region` (regional control plane) or one of its zones: the stack's subnetwork and Cloud NAT are there.
 
     Default: `gcp:region`"""
     mode: Literal["standard", "autopilot"] = "standard"
@@ -328,8 +329,8 @@ class ClusterConfig(ConfigModel):
 
     Default: the stack's own VPC `tpu-stack-<stack>`, with a subnetwork per cluster"""
     subnetwork: str | None = None
-    """An existing subnetwork of `network` for the cluster's nodes; GKE then creates the pod and Service ranges in it
-    from `ipRanges`.
+    """An existing subnetwork of `network` for the cluster's nodes, in the cluster's region; GKE then creates the pod
+    and Service ranges in it from `ipRanges`.
 
     Default: the stack's subnetwork `<cluster>-nodes` (with `network`: the network's subnetwork in the region)"""
     ip_ranges: IpRangesConfig | None = None

@@ -240,9 +240,11 @@ class LlmServerConfig(ConfigModel):
     max_model_len: int = Field(gt=0)
     """vLLM's `--max-model-len`."""
     engine_args: tuple[str, ...] = ()
-    """Further vLLM arguments (`--name=value`); the ones the stack derives are refused."""
+    """Further vLLM arguments (`--name=value`, the name in lower case; vLLM takes `_` for `-`); the ones the stack
+    derives and credential flags (`--api-key`, `--hf-token`) are refused."""
     image: str = VLLM_IMAGE
-    """The vLLM TPU image, pinned: a release tag (`v0.27.0`) or `@sha256:` digest, never `latest` or `nightly`."""
+    """The vLLM TPU image, pinned: a release (major.minor.patch, `v0.27.0`), a dated build or full commit tag, or an
+    `@sha256:` digest; never `latest`, `nightly` or `v0.27`."""
     tensor_parallel_size: int | None = Field(default=None, ge=1)
     """Chips the model is sharded over, for a model whose attention heads the slice's chips do not divide (vLLM
     refuses those): a divisor of a single-host slice's chips, the rest of which stay idle; the weights must fit

@@ -56,7 +56,8 @@ class WorkloadRef(ConfigModel):
     namespace: str
     """Namespace of the KSA: `default`, a team's or Saxml's."""
     service_account: str
-    """The Kubernetes service account (KSA), created by the stack."""
+    """The Kubernetes service account (KSA), created by the stack; not `default`, which every pod that names no
+    account runs as."""
     identity: IdentityForm = "principal"
     """Workload Identity form: roles granted to the KSA's own principal, or to a Google service account it
     impersonates."""
@@ -203,8 +204,8 @@ class SaxmlImagesConfig(ConfigModel):
     """Saxml images of the GKE sample, pinned."""
 
     admin_server: str = f"{SAXML_IMAGES}/sax-admin-server:v1.1.0"
-    """Image of the admin server; a release tag (`v1.1.0`) or `@sha256:` digest, never untagged or a tag its publisher
-    moves (`latest`, `nightly`, `main`)."""
+    """Image of the admin server; a release (major.minor.patch, `v1.1.0`), a dated build or full commit tag, or an
+    `@sha256:` digest, never untagged or a tag its publisher moves (`latest`, `nightly`, `main`, `v1.1`)."""
     model_server: str = f"{SAXML_IMAGES}/sax-model-server:v1.1.0"
     """Image of the model servers, pinned the same way."""
     http_server: str = f"{SAXML_IMAGES}/sax-http:v1.0.0"
