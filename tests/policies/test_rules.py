@@ -454,7 +454,7 @@ def test_storage_admin_on_one_bucket_is_no_project_wide_grant_but_primitive_role
     rules: ModuleType,
 ) -> None:
     """Storage admin on the one bucket spans no other bucket; that it reaches past the bucket's objects is
-    bucket-grants' to say (tests/policies/test_iam_storage.py)."""
+    bucket-grants' to say (tests/policies/test_guardrails_iam_storage.py)."""
     found = check(rules, changed("writer", ("role", "roles/storage.admin")))
     assert [v["policy"] for v in found] == ["bucket-grants"]
     document = res(
@@ -708,7 +708,7 @@ def test_queued_pools_count_total_max_nodes_and_autopilot_flavors_are_skipped(ru
     resources = baseline()
     resources.append(tolerating(flavor("burst", {"cloud.google.com/gke-nodepool": "burst"}), QUEUED_TOLERATION))
     resources.append(cluster_queue("burst", {"burst": 9}))
-    # (The queue also runs no ProvisioningRequest check: queued-flavors-provision's, tests/policies/test_kueue.py.)
+    # (The queue also runs no ProvisioningRequest check: queued-flavors-provision's, test_guardrails_kueue.py.)
     quota = [v for v in check(rules, resources) if v["policy"] == "kueue-quota-within-chips"]
     assert "provide 8 chips" in quota[0]["message"]
     autopilot = [
