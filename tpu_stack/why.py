@@ -60,6 +60,24 @@ _UNUSED = re.compile(
 _MISMATCH = re.compile(r"flavor (?P<flavor>[^,\s]+) doesn't match node affinity")
 _TAINT = re.compile(r"untolerated taint (?P<taint>.+?) in flavor (?P<flavor>[^,\s]+)")
 _NOT_FOUND = re.compile(r"flavor (?P<flavor>[^,\s]+) not found")
+# Kueue's topology check of a flavor, made before node affinity and quota (flavorassigner.go checkFlavorForPodSets,
+# tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS): a flavor with a Topology refuses a pod set that asks for no
+# placement in a ClusterQueue with other flavors; one without refuses a pod set that asks for one, as does one whose
+# Topology lacks the level asked for.
+_TAS_ONLY = re.compile(r'Flavor "(?P<flavor>[^"]+)" supports only TopologyAwareScheduling')
+_TAS_UNSUPPORTED = re.compile(r'Flavor "(?P<flavor>[^"]+)" does not support TopologyAwareScheduling')
+_TAS_LEVEL = re.compile(r'Flavor "(?P<flavor>[^"]+)" does not contain the requested level')
+_FLAVOR_NAMED = re.compile(r'\b[Ff]lavor "?(?P<flavor>[a-z0-9][a-z0-9.-]*)"?')
+"""A flavor named in a reason `why` does not read, to put that reason on its rung."""
+_TOPOLOGY_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
+    "kueue.x-k8s.io/podset-slice-size",
+)
+"""The pod-template annotations that ask Kueue for a placement (apis/kueue/v1beta2/topology_types.go; read by
+pkg/controller/jobframework/tas.go into the pod set's topologyRequest)."""
 # Kueue's human-readable preemption reasons (preemption.go, HumanReadablePreemptionReasons).
 _PREEMPTION_REASONS = {
     "InClusterQueue": "to make room for a workload of higher priority in the same ClusterQueue",
@@ -456,6 +474,7 @@ def _need(workload: Obj, resource: str = kueue.TPU) -> Decimal:
 # ---- one flavor (a ladder's rung) --------------------------------------------------------------------------------
 
 NEVER, FULL, ROOM, OTHER_SHAPE, UNKNOWN = "never", "full", "room", "other shape", "unknown"
+NO_TOPOLOGY, UNREAD = "no topology", "unread"
 
 
 @dataclass(frozen=True)
@@ -465,7 +484,8 @@ class Rung:
     flavor: str
     kind: str
     """NEVER (it can never hold the request), FULL (not now), ROOM (it has room now), OTHER_SHAPE (the pods do not
-    select it), UNKNOWN (numbers out of reach: Kueue's words only)."""
+    select it), NO_TOPOLOGY (it cannot place the pods as they ask), UNKNOWN (numbers out of reach: Kueue's words
+    only), UNREAD (Kueue gives a reason `why` does not read)."""
     words: str
     """What holds it there, with the numbers."""
     when: str = ""
@@ -492,20 +512,51 @@ class _Said:
 
 
 def parse_message(message: str) -> dict[str, _Said]:
+    """Flavor -> the scheduler's reason for it (read_message without the reasons it does not read)."""
+    return read_message(message)[0]
+
+
+def read_message(message: str) -> tuple[dict[str, _Said], list[str]]:
     """Flavor -> the scheduler's reason for it, for every pod set named in the message (flavorassigner.go
-    Assignment.Message joins pod sets with "; ", Status.Message the sorted reasons with ", ")."""
+    Assignment.Message joins pod sets with "; ", Status.Message the sorted reasons with ", "); and every part of the
+    reasons `why` does not read, as Kueue wrote it. Such a reason is put on the flavor it names (kind UNREAD), if any:
+    it is never dropped, since a message whose reasons are not all read cannot be judged out of date."""
     said: dict[str, _Said] = {}
+    unread: list[str] = []
+    patterns = (
+        (_MAXIMUM, NEVER, "most"),
+        (_UNUSED, FULL, "more"),
+        (_MISMATCH, OTHER_SHAPE, ""),
+        (_TAINT, OTHER_SHAPE, ""),
+        (_NOT_FOUND, OTHER_SHAPE, ""),
+        (_TAS_ONLY, OTHER_SHAPE, ""),
+        (_TAS_UNSUPPORTED, NO_TOPOLOGY, ""),
+        (_TAS_LEVEL, NO_TOPOLOGY, ""),
+    )
     for podset in _PODSET.finditer(message):
         reasons = podset["reasons"]
-        for found in _MAXIMUM.finditer(reasons):
-            said[found["flavor"]] = _Said(NEVER, kueue.quantity(found["most"]), found.group(0))
-        for found in _UNUSED.finditer(reasons):
-            if found["flavor"] not in said:
-                said[found["flavor"]] = _Said(FULL, kueue.quantity(found["more"]), found.group(0))
-        for pattern in (_MISMATCH, _TAINT, _NOT_FOUND):
+        spans: list[tuple[int, int]] = []
+        for pattern, kind, number in patterns:
             for found in pattern.finditer(reasons):
-                said.setdefault(found["flavor"], _Said(OTHER_SHAPE, None, found.group(0)))
-    return said
+                spans.append(found.span())
+                value = kueue.quantity(found[number]) if number else None
+                said.setdefault(found["flavor"], _Said(kind, value, found.group(0)))
+        for text in _leftovers(reasons, spans):
+            unread.append(text)
+            named = _FLAVOR_NAMED.search(text)
+            if named:
+                said.setdefault(named["flavor"], _Said(UNREAD, None, text))
+    return said, unread
+
+
+def _leftovers(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The parts of `text` outside `spans`, without the ", " that joins reasons."""
+    parts, start = [], 0
+    for begin, end in sorted(spans):
+        parts.append(text[start:begin])
+        start = max(start, end)
+    parts.append(text[start:])
+    return [part.strip(" ,") for part in parts if part.strip(" ,")]
 
 
 def _selects(workload: Obj, labels: dict[str, str]) -> bool:
@@ -551,8 +602,10 @@ def rung(evidence: Evidence, view: StackView, flavor: str, said: _Said | None, r
     the numbers in them, when the queues could not be read)."""
     workload, cq = evidence.workload, evidence.cluster_queue
     need = _need(workload, resource)
-    if said is not None and said.kind == OTHER_SHAPE:
-        return Rung(flavor, OTHER_SHAPE, said.text)
+    if said is not None and said.kind in (OTHER_SHAPE, NO_TOPOLOGY):
+        return Rung(flavor, said.kind, said.text)
+    if said is not None and said.kind == UNREAD:
+        return Rung(flavor, UNREAD, f'Kueue says "{said.text}"')
     queue = queue_quota(cq, flavor, resource) if cq is not None else None
     cohort_name = (cq or {}).get("spec", {}).get("cohortName")
     cohort = cohort_quota(evidence, cohort_name, flavor, resource) if cohort_name else None
@@ -673,12 +726,13 @@ def _rungs(evidence: Evidence, view: StackView, said: dict[str, _Said]) -> list[
     holds it on each; then flavors the message names that the queue no longer lists."""
     cq = evidence.cluster_queue
     order = _queue_flavors(cq) if cq is not None else []
+    refused = (OTHER_SHAPE, NO_TOPOLOGY)
     names = [
         f
         for f in order
-        if said.get(f, _Said(FULL)).kind != OTHER_SHAPE and _selects(evidence.workload, view.flavors.get(f, {}))
+        if said.get(f, _Said(FULL)).kind not in refused and _selects(evidence.workload, view.flavors.get(f, {}))
     ]
-    names += [f for f in said if f not in names and said[f].kind != OTHER_SHAPE]
+    names += [f for f in said if f not in names and said[f].kind not in refused]
     return [rung(evidence, view, flavor, said.get(flavor)) for flavor in names]
 
 
@@ -819,12 +873,16 @@ def _quota(evidence: Evidence, view: StackView, now: datetime, message: str, sin
     """A pending workload the scheduler could not fit: every rung with its numbers, the queue's order, and whether
     Kueue's message still holds."""
     workload = evidence.workload
-    said = parse_message(message)
+    said, unknown = read_message(message)
     rungs = _rungs(evidence, view, said)
     ladder = len(rungs) > 1
     needs = f"It needs {_chips(workload)}"
     order = _order(evidence, now)
     unread = _unread_queues(evidence)
+    if not rungs and unknown:
+        return _unknown_reasons(unknown, needs, [])
+    if not rungs and any(s.kind == NO_TOPOLOGY for s in said.values()):
+        return _no_placement(evidence, said)
     if not rungs:
         return Diagnosis(
             "Pending",
@@ -835,6 +893,10 @@ def _quota(evidence: Evidence, view: StackView, now: datetime, message: str, sin
         )
     room = [r for r in rungs if r.kind == ROOM]
     full = [r for r in rungs if r.kind in (FULL, UNKNOWN)]
+    if unknown and (room or not full):
+        numbers = [rung(evidence, view, r.flavor, None) if r.kind == UNREAD else r for r in rungs]
+        return _unknown_reasons(unknown, needs, numbers)
+    also = _kueue_also(unknown)
     if room:
         fits = room[0]
         head = f"Pending: Kueue's message ({age(since, now)} ago) is out of date: {fits.flavor} {fits.words}. {needs}."
@@ -844,7 +906,8 @@ def _quota(evidence: Evidence, view: StackView, now: datetime, message: str, sin
         return Diagnosis("Pending", words, change, who)
     if full:
         lines = [_rung_line(r) for r in rungs]
-        head = f"Pending: waiting for quota{' on every rung' if ladder else ''}. {needs}; {_join(lines)}.{unread}"
+        every = " on every rung" if ladder and not unknown else ""
+        head = f"Pending: waiting for quota{every}. {needs}; {_join(lines)}.{also}{unread}"
         words, change, who = _with_order(evidence, view, now, order, head)
         if not change:
             change, who = _starts(full)
@@ -865,6 +928,68 @@ def _quota(evidence: Evidence, view: StackView, now: datetime, message: str, sin
     elif any("borrowing limit" in r.words for r in rungs):
         change += "; a higher borrowing limit would not be enough, the cohort is too small"
     return Diagnosis("Pending", reason, change + ".", who, STOPPED)
+
+
+def _kueue_also(unknown: list[str]) -> str:
+    if not unknown:
+        return ""
+    quoted = "; ".join(f'"{text}"' for text in unknown)
+    return f" Kueue also says {quoted}, which `why` does not read."
+
+
+def _unknown_reasons(unknown: list[str], needs: str, rungs: list[Rung]) -> Diagnosis:
+    """Kueue gives reasons `why` has no reading for: quoted as Kueue wrote them, with the queue's numbers, and never
+    taken for an out-of-date message (room in the numbers does not mean the reason no longer holds)."""
+    quoted = "; ".join(f'"{text}"' for text in unknown)
+    what = "a reason" if len(unknown) == 1 else "reasons"
+    numbers = f"; by the queue's numbers, {_join([_rung_line(r) for r in rungs])}" if rungs else ""
+    return Diagnosis(
+        "Pending",
+        f"Pending: Kueue says {quoted}, {what} `why` does not read. {needs}{numbers}.",
+        f"`why` cannot tell who can change that {what.removeprefix('a ')}: the platform team can look it up in "
+        "Kueue's code and its controller's log.",
+        (PLATFORM,),
+    )
+
+
+def _placement_asked(workload: Obj) -> list[str]:
+    """The pod-template annotations with which the workload's pods ask Kueue for a placement by topology."""
+    asked = []
+    for podset in workload.get("spec", {}).get("podSets", []) or []:
+        annotations = ((podset.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+        asked += [f"{key}: {annotations[key]}" for key in _TOPOLOGY_ANNOTATIONS if key in annotations]
+    return list(dict.fromkeys(asked))
+
+
+def _no_placement(evidence: Evidence, said: dict[str, _Said]) -> Diagnosis:
+    """Every flavor refuses the pods, some because they ask for a placement by topology that the flavor cannot give
+    (tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS): Kueue checks that before quota, so the workload is never
+    admitted as submitted, whatever the queue has free."""
+    cq_name = (evidence.cluster_queue or {}).get("metadata", {}).get("name", "its ClusterQueue")
+    asked = _placement_asked(evidence.workload)
+    how = f" ({'; '.join(asked)})" if asked else ""
+    refusals = "; ".join(f"{flavor}: {_refusal(found)}" for flavor, found in sorted(said.items()))
+    level = any(_TAS_LEVEL.fullmatch(found.text) for found in said.values())
+    other = ", or asking only for levels its flavor's Topology has" if level else ""
+    return Diagnosis(
+        "Pending",
+        f"Pending, and it cannot be admitted as submitted: its pods ask Kueue for a placement by topology{how}, and "
+        f"Kueue refuses every flavor of {cq_name} for it before it looks at quota: {refusals}.",
+        f"You can delete it (tpu-stack delete {_job_name(evidence)}) and submit it again without Kueue's topology "
+        f"annotations on its pod template{other}; `tpu-stack submit` adds them only for the pool groups the stack "
+        "places by topology (queues.placement, docs/workloads.md).",
+        (USER,),
+        STOPPED,
+    )
+
+
+def _refusal(found: _Said) -> str:
+    """A flavor's refusal without the flavor's name, which the sentence gives."""
+    for pattern in (_TAS_UNSUPPORTED, _TAS_LEVEL, _TAS_ONLY):
+        match = pattern.fullmatch(found.text)
+        if match:
+            return found.text.removeprefix(f'Flavor "{match["flavor"]}" ')
+    return found.text
 
 
 def _starts(full: list[Rung]) -> tuple[str, tuple[str, ...]]:
@@ -1178,7 +1303,6 @@ _TOPOLOGY_FIT = re.compile(
     r'topology "(?P<topology>[^"]+)" (?:doesn\'t allow to fit any of|allows to fit only (?P<fit>\d+) out of) '
     r"(?P<total>\d+) (?P<unit>slice|pod)\(s\)(?:\. Total nodes: (?P<nodes>\d+); excluded: (?P<excluded>[^;]*))?"
 )
-_TAS_ONLY = re.compile(r'Flavor "(?P<flavor>[^"]+)" supports only TopologyAwareScheduling')
 _REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 _BLOCK_LABEL = "cloud.google.com/gce-topology-block"
 
