@@ -138,6 +138,14 @@ FAILED_CREATE = "FailedCreate"
 """The Job controller's event when it cannot create a pod ("Error creating: %v", controller_utils.go)."""
 JOB_CREATION_FAILED = "JobCreationFailed"
 """JobSet's event when it cannot create a child Job (jobset pkg/constants/constants.go)."""
+IMAGE_WAITS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ImageInspectError")
+"""A container waiting for an image the kubelet cannot get (kubernetes pkg/kubelet/images/types.go)."""
+CREATE_WAITS = ("CreateContainerConfigError", "CreateContainerError", "RunContainerError", "PreCreateHookError")
+"""A container the runtime cannot create or start as configured (pkg/kubelet/kuberuntime/kuberuntime_container.go,
+pkg/kubelet/container/sync_result.go)."""
+CRASH_LOOP = "CrashLoopBackOff"
+"""A container that exited and that the kubelet restarts after a growing back-off (sync_result.go
+ErrCrashLoopBackOff; kuberuntime_manager.go doBackOff); its last run is in lastState.terminated."""
 _SERVICE_ACCOUNT = re.compile(r"error looking up service account (?P<namespace>[^/\s]+)/(?P<name>[^:\s]+): ")
 _POD_SECURITY = "violates PodSecurity"
 _MULTIKUEUE_EVENT = "MultiKueue"
@@ -2051,6 +2059,77 @@ def _podsready_clock(evidence: Evidence, view: StackView, now: datetime, expecte
     )
 
 
+def _cannot_start(pods: list[Obj]) -> list[tuple[Obj, Obj]]:
+    """(pod, container status) of each pod on its node whose container cannot start: its image does not pull, it
+    cannot be created as configured, or it keeps exiting (the kubelet's waiting reasons). The first such container
+    of each pod."""
+    found = []
+    for pod in pods:
+        for status in pod.get("status", {}).get("containerStatuses") or []:
+            reason = ((status.get("state") or {}).get("waiting") or {}).get("reason")
+            if reason in (*IMAGE_WAITS, *CREATE_WAITS, CRASH_LOOP):
+                found.append((pod, status))
+                break
+    return found
+
+
+def _container_words(evidence: Evidence, pod: Obj, status: Obj) -> tuple[str, str]:
+    """What holds a container that cannot start, and what its submitter can change: only a crash loop has a log to
+    read (the kubelet serves the last run of a waiting container, kubelet_pods.go validateContainerLogStatus)."""
+    name, container = pod["metadata"]["name"], str(status.get("name"))
+    waiting = (status.get("state") or {}).get("waiting") or {}
+    reason, said = str(waiting.get("reason")), str(waiting.get("message") or "").rstrip(".")
+    detail = f"{reason}: {said}" if said else reason
+    job = _job_name(evidence)
+    again = f"delete it (tpu-stack delete {job}) and submit it again"
+    if reason in IMAGE_WAITS:
+        spec: Obj = next((c for c in pod.get("spec", {}).get("containers", []) if c.get("name") == container), {})
+        image = spec.get("image") or status.get("image") or "?"
+        return (
+            f"container {container} of pod {name} cannot pull its image {image} ({detail})",
+            f"You can check its name and tag and that the cluster's nodes may pull it, then {again} (or push "
+            "that image: the kubelet keeps trying); until then it holds its quota.",
+        )
+    if reason in CREATE_WAITS:
+        return (
+            f"container {container} of pod {name} cannot be created ({detail})",
+            "You can create or fix what it names (a Secret or ConfigMap it refers to is picked up when the kubelet "
+            f"retries), or {again} with that fixed; until then it holds its quota.",
+        )
+    ended = (status.get("lastState") or {}).get("terminated") or {}
+    code, why_ended = ended.get("exitCode"), str(ended.get("reason") or "")
+    last = ""
+    if code is not None:
+        out_of_memory = ": it ran out of memory" if why_ended == "OOMKilled" else ""
+        last = f"its last run ended with exit code {code}" + (f" ({why_ended}{out_of_memory})" if why_ended else "")
+        last += ", "
+    restarts = int(status.get("restartCount") or 0)
+    words = (
+        f"container {container} of pod {name} keeps failing: {last}it has restarted {_times(restarts)}, and the "
+        f"kubelet waits before the next start ({CRASH_LOOP})"
+    )
+    return (
+        words,
+        f"`{_logs_command(evidence, pod, container)}` shows its last run's output; you can fix it, then {again}.",
+    )
+
+
+def _logs_command(evidence: Evidence, pod: Obj, container: str) -> str:
+    """`tpu-stack logs` for this pod and container (its slice and worker from the labels JobSet and the Job
+    controller set; the container when it is not the one `logs` reads by default)."""
+    labels = pod["metadata"].get("labels") or {}
+    words = ["tpu-stack", "logs", _job_name(evidence)]
+    if (_job_ref(evidence) or ("", ""))[0] == "JobSet" and labels.get(kueue.JOBSET_JOB_INDEX_LABEL, "0") != "0":
+        words += ["--slice", str(labels[kueue.JOBSET_JOB_INDEX_LABEL])]
+    if labels.get(kueue.COMPLETION_INDEX_LABEL, "0") != "0":
+        words += ["--worker", str(labels[kueue.COMPLETION_INDEX_LABEL])]
+    names = [str(c.get("name")) for c in pod.get("spec", {}).get("containers", [])]
+    default = kueue.WORKLOAD_CONTAINER if kueue.WORKLOAD_CONTAINER in names else (names or [container])[0]
+    if container != default:
+        words += ["--container", container]
+    return " ".join(words)
+
+
 def _booking_expired(evidence: Evidence, now: datetime) -> Obj | None:
     """The Ready provisioning check's request, if its booking expired: the nodes were held 10 minutes after
     Provisioned (the autoscaler's defaultReservationTime), and then let go."""
@@ -2098,11 +2177,20 @@ def _admitted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
             f"and its pods could not be read (403), so why they wait is not known.{clock}{events_hidden}",
             "Read access to its pods (Kubernetes' view role in the team's namespace) lets `tpu-stack why` tell why.",
         )
-    started = f"{len(running)} of {expected} pods are running"
+    stuck = _cannot_start(evidence.pods)
+    started = f"{len([p for p in running if p not in [pod for pod, _ in stuck]])} of {expected} pods are running"
     failures = _creation_failures(evidence)
     if failures:
         words, change, who, outcome = _cannot_create(evidence, view, failures[-1])
         return Diagnosis("Starting", f"Starting: {head}; {started}, and {words}.{clock}", change, who, outcome)
+    if stuck:
+        words, change = _container_words(evidence, *stuck[0])
+        return Diagnosis(
+            "Starting",
+            f"Starting: {head}; {started}, and {len(stuck)} cannot start: {words}.{clock}",
+            change,
+            (USER,),
+        )
     unschedulable = []
     for pod in evidence.pods:
         scheduled = kueue.condition(pod, "PodScheduled")
