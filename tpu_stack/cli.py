@@ -262,13 +262,16 @@ def find(session: Session, name: str, team: str | None) -> Found:
                 workloads = _workloads(session, namespace)
                 workload = kueue.find_workload(workloads, name)
                 job = None if workload is not None else _job_kind(session.reader, namespace, name)
+                if workload is None and job is None:
+                    continue  # gone since it was listed: neither its Workload nor its job is there
                 owner = kueue.owner(workload) if workload is not None else None
                 kind = owner[0] if owner else (job[0] if job else None)
                 hits.append(Found(namespace, kueue.job_name(workload) if workload else name, kind, workload, workloads))
             if len(hits) > 1:
                 teams = ", ".join(session.team_of(hit.namespace) for hit in hits)
                 raise UsageError(f"{name!r} is in several teams' namespaces ({teams}); pick one with --team")
-            return hits[0]
+            if hits:
+                return hits[0]
     by_namespace, skipped = _team_workloads(session, team)
     hits = []
     for namespace, workloads in by_namespace.items():
