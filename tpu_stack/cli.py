@@ -10,7 +10,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -432,7 +432,7 @@ def evidence(
         or (prefix and involved.get("kind") == "Job" and str(involved.get("name", "")).startswith(prefix))
     ]
     neighbours = [w for w in found.neighbours if w.get("spec", {}).get("queueName") == local_name]
-    remote: dict[str, why.Evidence | str | None] = {}
+    remote: dict[str, why.Evidence | why.Unread | None] = {}
     if worker is None:
         for name in _workers_to_read(workload, view, events):
             remote[name] = _remote(session, found, name)
@@ -455,7 +455,7 @@ def evidence(
     )
 
 
-def _remote(session: Session, found: Found, worker: str) -> why.Evidence | str | None:
+def _remote(session: Session, found: Found, worker: str) -> why.Evidence | why.Unread | None:
     """The copy of a manager's workload on a worker (same name and namespace, multikueue/workload.go
     cloneForCreate), read there with the user's own credentials; None when the worker has none, or why it could not
     be read."""
@@ -468,9 +468,9 @@ def _remote(session: Session, found: Found, worker: str) -> why.Evidence | str |
     except kube.NotFound:
         return None
     except kube.Forbidden as error:
-        return f"could not be read: {error}"
+        return why.Unread(str(error), refused=True)
     except kube.ClusterError as error:
-        return f"could not be reached: {error}"
+        return why.Unread(str(error), refused=False)
 
 
 def _age(obj: Obj, now: datetime) -> str:
@@ -587,12 +587,14 @@ def cmd_list(session: Session) -> int:
     }
     pods: dict[tuple[str, str], dict[str, list[Obj]]] = {}
     for cluster, namespace in sorted(wanted):
-        reader = session.worker(cluster) if cluster else session.reader
         try:
+            reader = session.worker(cluster) if cluster else session.reader
             pods[(cluster, namespace)] = _pods_by_job(reader.list(kube.path("", "v1", "pods", namespace=namespace)))
-        except kube.Unauthorized:
-            raise
         except kube.ClusterError as error:
+            # A worker that refuses the credentials (401), refuses the account (403), has no endpoint in the outputs
+            # or does not answer leaves its rows to the manager's record; only the stack's own cluster's 401 fails.
+            if not cluster and isinstance(error, kube.Unauthorized):
+                raise
             print(
                 f"note: pods of {namespace} on {cluster or 'the cluster'} could not be read: {error}", file=session.err
             )
@@ -671,16 +673,14 @@ def cmd_logs(session: Session) -> int:
     """The pod's log from the cluster that runs it: on a MultiKueue manager, the worker that admitted it."""
     args = session.args
     found = find(session, args.name, args.team)
-    reader: kube.Reader = session.reader
     worker = kueue.cluster_name(found.workload) if found.workload else None
-    if worker:
-        reader = session.worker(worker)
-    elif session.stack.workers and found.workload is not None:
+    if worker is None and session.stack.workers and found.workload is not None:
         raise kube.NotFound(
             f"{found.name} runs on no worker yet: MultiKueue has not admitted it on one; `tpu-stack why {found.name}` "
             "tells why"
         )
-    pods = _pods(reader, found)
+    reader: kube.Reader = _at(worker, lambda: session.worker(worker)) if worker else session.reader
+    pods = _at(worker, lambda: _pods(reader, found))
     wanted = {kueue.COMPLETION_INDEX_LABEL: str(args.worker)}
     if found.kind == "JobSet":
         wanted[kueue.JOBSET_JOB_INDEX_LABEL] = str(args.slice)
@@ -698,9 +698,24 @@ def cmd_logs(session: Session) -> int:
     pod = max(matching, key=_leader_first)
     names = [str(c["name"]) for c in pod["spec"]["containers"]]
     container = args.container or (kueue.WORKLOAD_CONTAINER if kueue.WORKLOAD_CONTAINER in names else names[0])
-    for line in reader.log_lines(found.namespace, pod["metadata"]["name"], container=container, follow=args.follow):
-        print(line, file=session.out, flush=args.follow)
+    lines = reader.log_lines(found.namespace, pod["metadata"]["name"], container=container, follow=args.follow)
+    _at(worker, lambda: _print_lines(lines, session.out, flush=args.follow))
     return EXIT_OK
+
+
+def _print_lines(lines: Iterator[str], out: TextIO, *, flush: bool) -> None:
+    for line in lines:
+        print(line, file=out, flush=flush)
+
+
+def _at(worker: str | None, call: Callable[[], T]) -> T:
+    """`call`, whose errors name the MultiKueue worker it reached (None: the stack's own cluster, named by none)."""
+    try:
+        return call()
+    except kube.ClusterError as error:
+        if worker is None:
+            raise
+        raise type(error)(f"worker {worker}: {error}") from None
 
 
 def cmd_delete(session: Session) -> int:

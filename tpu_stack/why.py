@@ -200,6 +200,18 @@ class StackView:
 
 
 @dataclass(frozen=True)
+class Unread:
+    """Why a MultiKueue worker's copy of a workload could not be read."""
+
+    said: str
+    refused: bool
+    """The worker answered and refused the account (401 or 403); else it could not be reached at all."""
+
+    def __str__(self) -> str:
+        return f"could not be {'read' if self.refused else 'reached'}: {self.said}"
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Everything `why` reads about one workload, on one cluster."""
 
@@ -229,7 +241,7 @@ class Evidence:
     reference (multikueue/workload.go cloneForCreate), so the command passes the manager's."""
     cluster: str | None = None
     """The MultiKueue worker this was read on; None for the stack's own cluster."""
-    remote: dict[str, Evidence | str | None] = field(default_factory=dict)
+    remote: dict[str, Evidence | Unread | None] = field(default_factory=dict)
     """On a MultiKueue manager: worker -> its copy of the workload, None when it has none, or why it could not be
     read."""
 
@@ -1477,11 +1489,11 @@ def _where(view: StackView, worker: str) -> str:
     return f"{worker} ({region})" if region else worker
 
 
-def _remote_part(view: StackView, now: datetime, worker: str, remote: Evidence | str | None) -> str:
+def _remote_part(view: StackView, now: datetime, worker: str, remote: Evidence | Unread | None) -> str:
     """What holds the copy of the workload on one worker."""
     if remote is None:
         return f"{_where(view, worker)} has no copy of it yet"
-    if isinstance(remote, str):
+    if isinstance(remote, Unread):
         return f"{_where(view, worker)} {remote}"
     found = explain(remote, view, now)
     said = found.reason
@@ -1496,8 +1508,13 @@ def _dispatched(evidence: Evidence, view: StackView, now: datetime, check: Obj) 
     nominated = list(workload.get("status", {}).get("nominatedClusterNames") or []) or sorted(evidence.remote)
     if not nominated:
         return (f"admission check {check['name']} (MultiKueue) has not dispatched it to a worker yet", "", ())
-    parts = [_remote_part(view, now, worker, evidence.remote.get(worker, "was not read")) for worker in nominated]
-    unreachable = [w for w in nominated if isinstance(evidence.remote.get(w), str)]
+    parts = [
+        _remote_part(view, now, worker, evidence.remote[worker])
+        if worker in evidence.remote
+        else f"{_where(view, worker)} was not read"
+        for worker in nominated
+    ]
+    unreachable = [w for w in nominated if isinstance(evidence.remote.get(w), Unread)]
     text = (
         f"MultiKueue copied it to {_plural(len(nominated), 'worker')} and keeps it on the first that admits it: "
         + "; ".join(parts)
@@ -1805,7 +1822,7 @@ def _taken_back(evidence: Evidence, view: StackView, now: datetime, said: str) -
             "MultiKueue dispatches it to the workers again."
         )
         remote = evidence.remote.get(worker or "")
-        if isinstance(remote, str):
+        if isinstance(remote, Unread):
             reason += f" {worker} {remote}."
             who = (PLATFORM,)
             change = (
@@ -2276,7 +2293,9 @@ def _on_worker(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis 
         found = explain(remote, view, now)
         return replace(found, reason=f"On worker {where}: {found.reason}", cluster=str(worker))
     ready = kueue.condition(evidence.workload, kueue.PODS_READY) or {}
-    said = remote if isinstance(remote, str) else "has no copy of it (it may have just finished there)"
+    if isinstance(remote, Unread) and not remote.refused:
+        return _worker_unreachable(view, str(worker), remote, ready.get("status") == "True")
+    said = str(remote) if isinstance(remote, Unread) else "has no copy of it (it may have just finished there)"
     if ready.get("status") == "True":
         return Diagnosis(
             "Running",
@@ -2296,6 +2315,32 @@ def _on_worker(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis 
         WAITS,
         str(worker),
     )
+
+
+def _worker_unreachable(view: StackView, worker: str, remote: Unread, ready: bool) -> Diagnosis:
+    """The worker that admitted the workload does not answer: the manager's record is all there is, and it may be
+    out of date. If the manager has lost the worker too, MultiKueue keeps the workload admitted for
+    workerLostTimeout, then puts its check in Retry and dispatches it again (multikueue/workload.go:540-560)."""
+    where = _where(view, worker)
+    if ready:
+        state, reason = (
+            "Running",
+            f"Running on worker {where}, as the manager last saw it: MultiKueue admitted it there and Kueue reports "
+            f"all its pods ready; {worker} {remote}, so `why` cannot tell whether it still runs.",
+        )
+    else:
+        state, reason = (
+            "Starting",
+            f"Starting on worker {where}: MultiKueue admitted it there and not all its pods are ready; {worker} "
+            f"{remote}, so why they wait is not known.",
+        )
+    change = (
+        f"If the manager has lost {worker} too, MultiKueue takes the workload back once it has been unreachable for "
+        f"workerLostTimeout ({duration(view.worker_lost_timeout)}) and dispatches it again, to start from the "
+        f"beginning (checkpoint to /checkpoints). The platform team can check {worker} and the manager's connection "
+        f"to it (`kubectl get multikueuecluster {worker} -o yaml` on the manager: its Active condition)."
+    )
+    return Diagnosis(state, reason, change, (PLATFORM,), WAITS, worker)
 
 
 def unmanaged(kind: str, job: Obj, pods: list[Obj], now: datetime, *, pods_hidden: bool = False) -> Diagnosis:
