@@ -1873,17 +1873,23 @@ def _timed_out(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     return Diagnosis("Evicted", f"{reason} Kueue queues it again.{last}", "")
 
 
+_QUEUE_STOPPED = {"ClusterQueueStopped": "ClusterQueue", "LocalQueueStopped": "LocalQueue"}
+"""Evicted reasons of a queue stopped with HoldAndDrain (workload_types.go WorkloadEvictedByClusterQueueStopped,
+WorkloadEvictedByLocalQueueStopped)."""
+_QUEUE_RESTARTED = ("ClusterQueueRestarted", "LocalQueueRestarted")
+"""Requeued=True reasons once such a queue's stopPolicy is None again (workload_controller.go:742-766)."""
+
+
 def _evicted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
-    """Evicted for another reason (a stopped queue, node failures): Kueue queues it again."""
+    """Evicted for another reason (node failures, a stopped queue): Kueue queues it again."""
     workload = evidence.workload
     evicted = kueue.condition(workload, kueue.EVICTED) or {}
+    if evicted.get("reason") in _QUEUE_STOPPED:
+        return _drained(evidence, view, now, evicted)
     since = age(kueue.timestamp(evicted.get("lastTransitionTime")), now)
     reason = f"Evicted {since} ago: {str(evicted.get('message') or evicted.get('reason', '')).rstrip('.')}."
-    stopped = evicted.get("reason") in ("ClusterQueueStopped", "LocalQueueStopped")
-    who: tuple[str, ...] = (PLATFORM,) if stopped else ()
-    change = "The platform team restarts the queue (spec.stopPolicy: None); it waits until then." if stopped else ""
     if kueue.is_true(workload, kueue.QUOTA_RESERVED):
-        return Diagnosis("Evicted", f"{reason} Its pods are stopping; then Kueue queues it again.", change, who)
+        return Diagnosis("Evicted", f"{reason} Its pods are stopping; then Kueue queues it again.", "")
     pending = _then_pending(evidence, view, now, evicted)
     if pending is not None:
         return replace(pending, state="Evicted", reason=_continued(reason, pending))
@@ -1893,7 +1899,59 @@ def _evicted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
         if requeue_at is not None and requeue_at > now
         else ""
     )
-    return Diagnosis("Evicted", f"{reason} Kueue queues it again{when}.", change, who)
+    return Diagnosis("Evicted", f"{reason} Kueue queues it again{when}.", "")
+
+
+def _drained(evidence: Evidence, view: StackView, now: datetime, evicted: Obj) -> Diagnosis:
+    """Evicted because its ClusterQueue or LocalQueue was stopped with HoldAndDrain, the only stop that evicts what
+    is admitted (workload_controller.go:1053-1069, 1091-1113). Once its pods have stopped the job reconciler sets
+    Requeued=False with that reason (jobframework/reconciler.go:589-597), and Kueue queues it again only when the
+    queue's stopPolicy is None again (Requeued=True, ClusterQueueRestarted or LocalQueueRestarted,
+    workload_controller.go:742-766): no backoff, no retry count."""
+    workload = evidence.workload
+    kind = _QUEUE_STOPPED[str(evicted.get("reason"))]
+    namespace = workload["metadata"].get("namespace", "")
+    if kind == "ClusterQueue":
+        queue = evidence.cluster_queue
+        name = str(
+            (queue or {}).get("metadata", {}).get("name")
+            or (workload.get("status", {}).get("admission") or {}).get("clusterQueue")
+            or "its ClusterQueue"
+        )
+        patch = f"kubectl patch clusterqueue {name}"
+    else:
+        queue = evidence.local_queue
+        name = str(workload.get("spec", {}).get("queueName") or "its LocalQueue")
+        patch = f"kubectl patch localqueue {name} -n {namespace}"
+    policy = (queue or {}).get("spec", {}).get("stopPolicy")
+    requeued = kueue.condition(workload, "Requeued") or {}
+    restarted = policy == "None" or (requeued.get("status") == "True" and requeued.get("reason") in _QUEUE_RESTARTED)
+    since = age(kueue.timestamp(evicted.get("lastTransitionTime")), now)
+    changed = f" (now {policy})" if policy and policy not in ("None", "HoldAndDrain") else ""
+    head = (
+        f"Evicted {since} ago: {kind} {name} was stopped with spec.stopPolicy HoldAndDrain{changed}, which evicts "
+        "the workloads it admitted."
+    )
+    if restarted:
+        reason = f"{head} The queue runs again and Kueue has queued it again; it starts from the beginning once the "
+        reason += "scheduler admits it."
+        reserved = kueue.condition(workload, kueue.QUOTA_RESERVED) or {}
+        said = str(reserved.get("message", ""))
+        blocker = _CLUSTER_QUEUE_INACTIVE.match(said) or _LOCAL_QUEUE_INACTIVE.match(said)
+        pending = None if blocker or reserved.get("status") == "True" else _then_pending(evidence, view, now, evicted)
+        if pending is not None and pending.reason.startswith("Pending"):
+            return replace(pending, state="Evicted", reason=_continued(reason, pending))
+        return Diagnosis("Evicted", reason, "")
+    if kueue.is_true(workload, kueue.QUOTA_RESERVED):
+        then = "Its pods are stopping; Kueue queues it again"
+    else:
+        then = "Kueue released its quota and queues it again"
+    return Diagnosis(
+        "Evicted",
+        f"{head} {then} only once the queue's stopPolicy is None again, and it then starts from the beginning.",
+        f'The platform team restarts it with `{patch} --type merge -p \'{{"spec":{{"stopPolicy":"None"}}}}\'`.',
+        (PLATFORM,),
+    )
 
 
 def _preempted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
