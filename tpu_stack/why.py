@@ -19,9 +19,12 @@ one case per situation, with the source lines):
   triggerDeactivation; pkg/workload/evict/evict.go; pkg/workload/workload.go UpdateRequeueState); waitForPodsReady's
   defaults (apis/config/v1beta2/defaults.go: 30 minutes, backoff 60 s doubling to an hour); preemption
   (pkg/scheduler/preemption/preemption.go).
-- cluster-autoscaler 1.35.2 (kubernetes/autoscaler): ProvisioningRequest conditions and messages
-  (provisioningrequest/conditions/conditions.go; BookingExpired ten minutes after Provisioned,
-  processors/provreq/processor.go), the pod events TriggeredScaleUp and NotTriggerScaleUp
+- ProvisioningRequests (autoscaling.x-k8s.io/v1, cluster-autoscaler 1.35.2 apis/provisioningrequest): read by their
+  condition types (Accepted, Provisioned, Failed, BookingExpired, CapacityRevoked), the API Kueue's provisioning
+  controller reads too, and never by their messages: the stack's queued pools use the class queued-provisioning.gke.io,
+  which the open-source autoscaler skips (provreq/processor.go SupportedProvisioningClass) and GKE's own controller
+  serves, so its texts and timers are GKE's and are quoted as they come.
+- cluster-autoscaler 1.35.2 (kubernetes/autoscaler): the pod events TriggeredScaleUp and NotTriggerScaleUp
   (processors/status/eventing_scale_up_processor.go); GKE's autoscaler also reports FailedScaleUp, quoted as it comes.
 - Kubernetes: the Job controller's FailedCreate event ("Error creating: %v", pkg/controller/controller_utils.go),
   JobSet v0.12.0's JobCreationFailed, kube-scheduler's PodScheduled=False/Unschedulable message.
@@ -125,9 +128,6 @@ _ADMITTED_ON = re.compile(r'The workload was admitted on "(?P<worker>[^"]+)"')
 _EVICTED_ON_WORKER = re.compile(r'Workload evicted on worker cluster: "(?P<worker>[^"]+)"')
 _REMOTE_LOST = "Admitting remote lost"
 _REMOTE_GONE = "Admitting remote no longer exists"
-BOOKING_EXPIRED_MESSAGE = "Capacity reservation time is expired"
-"""The autoscaler's BookingExpired message (provisioningrequest/conditions/conditions.go
-CapacityReservationTimeExpiredMsg)."""
 AUTOSCALER_REASONS = ("FailedScaleUp", "NotTriggerScaleUp", "TriggeredScaleUp")
 _BACKOFF = "in backoff after failed scale-up"
 """The autoscaler's skipped-node-group reason (core/scaleup/orchestrator/skippedreasons.go)."""
@@ -1597,16 +1597,17 @@ def _check_flavor(evidence: Evidence, view: StackView, check: str | None) -> str
     return _admission_flavor(evidence.workload, view) or "?"
 
 
-def _rejection(evidence: Evidence, check: str | None, said: str) -> tuple[str | None, int]:
+def _rejection(evidence: Evidence, check: str | None) -> tuple[str | None, int]:
     """Why the provisioning check was Rejected: "failed" (GKE never provided the capacity), "expired" (it did, and
     the booking expired before the workload was admitted onto it) or "revoked" (GKE took it back from a workload
     that was running); None when nothing left tells. With the attempt it happened at.
 
     Kueue deletes the ProvisioningRequests of an evicted workload (CleanupProvisioningRequestsOnEviction, on by
     default in 0.19), so the request is usually gone; the workload's own record then decides: the provisioning
-    controller's event for the change to Rejected (from Ready: the capacity had been provided), whether it was
-    admitted (a BookingExpired request rejects only a workload that is not; controller.go syncCheckStates), and
-    the autoscaler's BookingExpired message."""
+    controller's event for the change to Rejected (from Ready: the capacity had been provided), and whether it was
+    admitted (a BookingExpired request rejects only a workload that is not; controller.go syncCheckStates). The
+    check's message is the request condition's, written by GKE's controller for queued-provisioning.gke.io: it is
+    quoted, never read as a kind."""
     workload = evidence.workload
     attempt = kueue.evictions(workload, kueue.EVICTED_BY_ADMISSION_CHECK) + 1
     request = _request_for(evidence, check)
@@ -1627,8 +1628,6 @@ def _rejection(evidence: Evidence, check: str | None, said: str) -> tuple[str | 
         return ("revoked" if ran else "expired"), attempt
     if ran:
         return "revoked", attempt
-    if said == BOOKING_EXPIRED_MESSAGE:
-        return "expired", attempt
     return None, attempt
 
 
@@ -1678,7 +1677,7 @@ def _deactivated(evidence: Evidence, view: StackView, now: datetime) -> Diagnosi
             (USER,),
             STOPPED,
         )
-    kind, attempt = _rejection(evidence, check, said)
+    kind, attempt = _rejection(evidence, check)
     chips = f"{_chips(workload)} of flavor {_check_flavor(evidence, view, check)}"
     total = 1 + kueue.PROVISIONING_RETRIES
     detail = f" ({said})" if said else ""
@@ -2206,8 +2205,9 @@ def _logs_command(evidence: Evidence, pod: Obj, container: str) -> str:
 
 
 def _booking_expired(evidence: Evidence, now: datetime) -> Obj | None:
-    """The Ready provisioning check's request, if its booking expired: the nodes were held 10 minutes after
-    Provisioned (the autoscaler's defaultReservationTime), and then let go."""
+    """The Ready provisioning check's request, if its booking expired (condition BookingExpired): the nodes were
+    held for a while after Provisioned, then let go. How long is GKE's controller's to say (the open-source
+    autoscaler's defaultReservationTime, 10 minutes, does not apply to queued-provisioning.gke.io)."""
     request = _request_for(evidence, None)
     if request is None:
         return None
