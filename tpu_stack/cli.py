@@ -573,8 +573,9 @@ def _pods_by_job(pods: list[Obj]) -> dict[str, list[Obj]]:
 
 
 def cmd_list(session: Session) -> int:
-    """One row per Workload, from paginated lists: the Workloads (one list, or one per namespace), and pods only for
-    admitted workloads that carry no PodsReady condition, one list per namespace and cluster that runs them."""
+    """One row per Workload, from paginated lists: the Workloads (one list, or one per namespace), pods only for
+    admitted workloads that carry no PodsReady condition, one list per namespace and cluster that runs them, and on a
+    MultiKueue manager the workers' copies, one list per worker and namespace, for the flavor each worker admitted."""
     now = session.now()
     flavors = session.stack.flavors
     manager = bool(session.stack.workers)
@@ -585,19 +586,28 @@ def cmd_list(session: Session) -> int:
         for w in workloads
         if kueue.needs_pods(w)
     }
+    dispatched = {
+        (str(kueue.cluster_name(w)), namespace)
+        for namespace, workloads in by_namespace.items()
+        for w in workloads
+        if manager and kueue.cluster_name(w)
+    }
     pods: dict[tuple[str, str], dict[str, list[Obj]]] = {}
-    for cluster, namespace in sorted(wanted):
-        try:
-            reader = session.worker(cluster) if cluster else session.reader
-            pods[(cluster, namespace)] = _pods_by_job(reader.list(kube.path("", "v1", "pods", namespace=namespace)))
-        except kube.ClusterError as error:
-            # A worker that refuses the credentials (401), refuses the account (403), has no endpoint in the outputs
-            # or does not answer leaves its rows to the manager's record; only the stack's own cluster's 401 fails.
-            if not cluster and isinstance(error, kube.Unauthorized):
-                raise
-            print(
-                f"note: pods of {namespace} on {cluster or 'the cluster'} could not be read: {error}", file=session.err
-            )
+    copies: dict[tuple[str, str], dict[str, Obj]] = {}
+    for cluster, namespace in sorted(wanted | dispatched):
+        key, where = (cluster, namespace), cluster or "the cluster"
+        if key in wanted:
+            try:
+                reader = session.worker(cluster) if cluster else session.reader
+                pods[key] = _pods_by_job(reader.list(kube.path("", "v1", "pods", namespace=namespace)))
+            except kube.ClusterError as error:
+                _unlisted(session, error, cluster, f"pods of {namespace} on {where}")
+        if key in dispatched:
+            try:
+                listed = _workloads(session, namespace, session.worker(cluster))
+                copies[key] = {w["metadata"]["name"]: w for w in listed}
+            except kube.ClusterError as error:
+                _unlisted(session, error, cluster, f"workloads of {namespace} on {where}")
     header = ["NAME", "KIND", "TEAM", "QUEUE", "FLAVOR", "ADMITTED", "AGE", "STATE"]
     rows: list[list[str]] = [[*header, "CLUSTER"] if manager else header]
     for namespace, workloads in by_namespace.items():
@@ -606,7 +616,13 @@ def cmd_list(session: Session) -> int:
             kind, name = owner if owner else ("Workload", workload["metadata"]["name"])
             cluster = kueue.cluster_name(workload) or ""
             own_pods = pods.get((cluster, namespace), {}).get(name, [])
-            flavor = kueue.admitted_flavor(workload) or kueue.selected_flavor(workload, flavors) or "-"
+            if manager:
+                # The manager reserves quota in a flavor of its own queues; the pods run in the flavor the worker
+                # admitted its copy on (same name and namespace, multikueue/workload.go cloneForCreate).
+                copy = copies.get((cluster, namespace), {}).get(workload["metadata"]["name"])
+                flavor = (kueue.admitted_flavor(copy) if copy else None) or "-"
+            else:
+                flavor = kueue.admitted_flavor(workload) or kueue.selected_flavor(workload, flavors) or "-"
             row = [
                 name,
                 kind,
@@ -627,6 +643,15 @@ def cmd_list(session: Session) -> int:
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=session.out)
     return EXIT_OK
+
+
+def _unlisted(session: Session, error: kube.ClusterError, cluster: str, what: str) -> None:
+    """A read `list` goes on without: a MultiKueue worker that refuses the credentials (401) or the account (403),
+    has no endpoint in the outputs or does not answer leaves its rows to the manager's record, as does the stack's own
+    cluster refusing pods (403); only the stack's own cluster refusing the credentials (401) fails the command."""
+    if not cluster and isinstance(error, kube.Unauthorized):
+        raise error
+    print(f"note: {what} could not be read: {error}", file=session.err)
 
 
 def diagnose(session: Session, found: Found) -> why.Diagnosis:
