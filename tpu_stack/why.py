@@ -440,13 +440,25 @@ def _holds(queue: QueueQuota) -> str:
     return f"{queue.name} holds {used}, {_number(queue.reserved - queue.nominal)} beyond its nominal {nominal}"
 
 
+MEMBERS_NAMED = 5
+"""Queues a cohort sentence names; a cohort of many teams is summed up past them."""
+
+
 def _members(cohort: CohortQuota) -> str:
+    """The cohort's queues that hold quota, with what they hold: all of them, in name order, up to MEMBERS_NAMED;
+    past that the largest holders, and the rest summed up, so that a 50-team cohort stays one readable sentence."""
+    holding = [member for member in cohort.members if member.reserved]
+    rest = ""
+    if len(holding) > MEMBERS_NAMED:
+        largest = sorted(holding, key=lambda m: (-m.reserved, m.name))
+        holding, others = largest[:MEMBERS_NAMED], largest[MEMBERS_NAMED:]
+        total = sum((m.reserved for m in others), Decimal(0))
+        rest = f" and {len(others)} more queues holding {_number(total)}"
     parts = []
-    for member in cohort.members:
-        if member.reserved:
-            borrowed = f" with {_number(member.borrowed)} borrowed" if member.borrowed else ""
-            parts.append(f"{member.name} {_number(member.reserved)}{borrowed}")
-    return ", ".join(parts) or "nothing"
+    for member in holding:
+        borrowed = f" with {_number(member.borrowed)} borrowed" if member.borrowed else ""
+        parts.append(f"{member.name} {_number(member.reserved)}{borrowed}")
+    return (", ".join(parts) + rest) or "nothing"
 
 
 def _slices(view: StackView, flavor: str, chips: Decimal) -> str:
