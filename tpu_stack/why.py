@@ -851,9 +851,16 @@ def _described(workload: Obj, now: datetime) -> str:
 def _head_state(evidence: Evidence, view: StackView, head: Obj) -> tuple[str, bool]:
     """What holds the head of a StrictFIFO queue, and whether it can never be admitted as submitted."""
     reserved = kueue.condition(head, kueue.QUOTA_RESERVED) or {}
-    said = parse_message(str(reserved.get("message", "")))
+    said, unknown = read_message(str(reserved.get("message", "")))
     rungs = _rungs(replace(evidence, workload=head, queue_workloads=[]), view, said)
     usable = [r for r in rungs if r.kind != OTHER_SHAPE]
+    if said and not usable and not unknown:
+        what = (
+            "its pods ask for a placement by topology that no flavor of the queue gives"
+            if any(found.kind == NO_TOPOLOGY for found in said.values())
+            else "no flavor of the queue matches its pods"
+        )
+        return f"it can never be admitted as submitted ({what})", True
     if usable and all(r.kind == NEVER for r in usable):
         most = max((r.most or Decimal(0)) for r in usable)
         return (
@@ -1526,13 +1533,26 @@ def _dispatched(evidence: Evidence, view: StackView, now: datetime, check: Obj) 
         else f"{_where(view, worker)} was not read"
         for worker in nominated
     ]
-    unreachable = [w for w in nominated if isinstance(evidence.remote.get(w), Unread)]
+    unread = [(w, r) for w in nominated for r in [evidence.remote.get(w)] if isinstance(r, Unread)]
     text = (
         f"MultiKueue copied it to {_plural(len(nominated), 'worker')} and keeps it on the first that admits it: "
         + "; ".join(parts)
     )
+    changes = []
+    refused = [w for w, r in unread if r.refused]
+    unreachable = [w for w, r in unread if not r.refused]
     if unreachable:
-        return text, "The platform team can check why the manager reaches workers `why` could not read.", (PLATFORM,)
+        changes.append(
+            f"The platform team can check {', '.join(unreachable)}, which did not answer, and whether the manager "
+            "reaches it (its MultiKueueCluster's Active condition)"
+        )
+    if refused:
+        changes.append(
+            f"read roles on {', '.join(refused)} for your identity (docs/workloads.md, Permissions) let `tpu-stack "
+            "why` read the copies there"
+        )
+    if changes:
+        return text, _capitalized("; ".join(changes)) + ".", (PLATFORM,)
     return text, "", ()
 
 

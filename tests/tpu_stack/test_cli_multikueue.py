@@ -327,3 +327,26 @@ def test_a_worker_that_refuses_the_user_is_named(
     )
     assert clusters[EUW4].requests[0].path == path
     assert TOKEN  # the same token signs in everywhere; a refused one would be a 401 named the same way
+
+
+def test_a_dispatched_workload_tells_a_refusing_worker_from_a_silent_one(
+    outputs: dict[str, Any], clusters: dict[str, FakeApi], tmp_path: Path
+) -> None:
+    """Copied to both workers: tpu-mr-east5 refuses the user (403: a role to grant there), tpu-mr-euw4 does not answer
+    (the platform team's to look at)."""
+    files = _files(outputs, clusters, tmp_path)
+    saved = json.loads(files[0].read_text())
+    saved["multiKueue"]["workers"][EUW4]["clusterEndpoint"] = "http://127.0.0.1:9"
+    files[0].write_text(json.dumps(saved))
+    clusters[EAST].forbidden.add(("*", "/"))
+    clusters[""].add(_manager_workload("tune-2", worker=None, pods_ready=None))
+    code, out, _ = _run(files, "why", "tune-2", "--json")
+    answer = json.loads(out)
+    assert (code, answer["who"]) == (6, ["platform team"])
+    assert f"{EAST} (us-east5) could not be read: forbidden (403)" in answer["reason"]
+    assert f"{EUW4} (europe-west4) could not be reached: cannot reach the cluster" in answer["reason"]
+    assert answer["change"] == (
+        f"The platform team can check {EUW4}, which did not answer, and whether the manager reaches it (its "
+        f"MultiKueueCluster's Active condition); read roles on {EAST} for your identity (docs/workloads.md, "
+        "Permissions) let `tpu-stack why` read the copies there."
+    )

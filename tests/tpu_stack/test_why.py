@@ -1178,3 +1178,29 @@ def test_a_cohort_of_fifty_queues_names_the_largest_holders_only() -> None:
         "more queues holding 352), so it can take 0 and 16 more TPU chips must be free. It starts when 16 more TPU "
         "chips of multislice are free in cohort tpu-stack. Nothing needs changing."
     )
+
+
+def test_a_strictfifo_head_no_flavor_can_place_blocks_the_queue_for_good() -> None:
+    """StrictFIFO training queue; its head asks for a placement by topology the dev flavors do not give, so Kueue
+    refuses every flavor (tas_flavorassigner.go) and the head is never admitted: nothing behind it is tried until
+    someone deletes it."""
+    refused = ", ".join(
+        f'Flavor "{flavor}" does not support TopologyAwareScheduling'
+        for flavor in ("flex-v6e", "multislice", "multislice-spot")
+    )
+    head = pending_jobset("explore-tas", "training", 1, f"couldn't assign flavors to pod set slice: {refused}")
+    head["metadata"]["creationTimestamp"] = k.ago(minutes=40)
+    mine = k.workload(
+        "Job", "train-1", "training", "training-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=[], suffix="8a2f4", created=k.ago(minutes=10),
+    )  # fmt: skip
+    cq = training()
+    cq["spec"]["queueingStrategy"] = "StrictFIFO"
+    found = explain(why.Evidence(mine, cq, [research(), cq], COHORT, queue_workloads=[head, mine]))
+    assert found.who == (why.TEAM, why.PLATFORM)
+    assert (
+        "Under StrictFIFO training-cluster-queue tries only the workload at its head, explore-tas (priority 100, 8 TPU "
+        "chips, submitted 40m ago), and it can never be admitted as submitted (its pods ask for a placement by "
+        "topology that no flavor of the queue gives)"
+    ) in found.reason
+    assert found.change.startswith("Your team can delete or resize explore-tas")
