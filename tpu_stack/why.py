@@ -37,10 +37,13 @@ parent. What the account could not read is named, never counted as zero.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
+from components.config.base import parse_duration
 from tpu_stack import kueue
 from tpu_stack.kueue import Obj
 
@@ -155,15 +158,31 @@ QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
 @dataclass(frozen=True)
 class PodsReadySettings:
-    """Kueue's waitForPodsReady as the stack runs it: Kueue 0.19.2's defaults, which the stack's controller config
-    does not change (apis/config/v1beta2/defaults.go: on, 30 minutes, recovery timeout = timeout, backoff 60 s
-    doubling up to 3600 s, no limit on requeues)."""
+    """Kueue's waitForPodsReady as the stack runs it (its output `waitForPodsReady`, components/config/controllers.py);
+    by default Kueue 0.19.2's own, for a stack deployed before it exported them (apis/config/v1beta2/defaults.go: on,
+    30 minutes, recovery timeout = timeout, backoff 60 s doubling up to 3600 s, no limit on requeues)."""
 
     timeout: int = 1800
-    recovery_timeout: int | None = None
+    recovery_timeout: int | None = 1800
+    """None: recovery timeouts are off (`0s`: pkg/controller/core/core.go keeps none)."""
     backoff_base: int = 60
     backoff_max: int = 3600
     limit: int | None = None
+
+    @classmethod
+    def of(cls, configured: Mapping[str, Any]) -> PodsReadySettings:
+        """The settings of a Kueue Configuration's `waitForPodsReady`, defaulted as Kueue defaults them."""
+        timeout = parse_duration(str(configured["timeout"])) if configured.get("timeout") else 1800
+        recovery = parse_duration(str(configured["recoveryTimeout"])) if "recoveryTimeout" in configured else timeout
+        strategy = configured.get("requeuingStrategy") or {}
+        limit = strategy.get("backoffLimitCount")
+        return cls(
+            timeout=timeout,
+            recovery_timeout=recovery or None,
+            backoff_base=int(strategy.get("backoffBaseSeconds", 60)),
+            backoff_max=int(strategy.get("backoffMaxSeconds", 3600)),
+            limit=None if limit is None else int(limit),
+        )
 
     def backoff(self, count: int) -> int:
         """Seconds before the count-th requeue (60 s * 2^(count-1), capped; pkg/workload/workload.go
@@ -1670,8 +1689,12 @@ def _deactivated(evidence: Evidence, view: StackView, now: datetime) -> Diagnosi
     job = _job_name(evidence)
     again = f"Delete it (tpu-stack delete {job}) and submit it again"
     if reason == f"{kueue.DEACTIVATED}DueTo{kueue.REQUEUING_LIMIT}":
-        count = kueue.evictions(workload, kueue.EVICTED_BY_TIMEOUT, kueue.WAIT_FOR_START) + kueue.evictions(
-            workload, kueue.EVICTED_BY_TIMEOUT, kueue.WAIT_FOR_RECOVERY
+        # The timeouts that evicted it, and the one that deactivated it instead (workload_controller.go
+        # triggerDeactivation: no PodsReadyTimeout eviction then).
+        count = (
+            1
+            + kueue.evictions(workload, kueue.EVICTED_BY_TIMEOUT, kueue.WAIT_FOR_START)
+            + kueue.evictions(workload, kueue.EVICTED_BY_TIMEOUT, kueue.WAIT_FOR_RECOVERY)
         )
         timeout = duration(view.pods_ready.timeout)
         return Diagnosis(
@@ -2142,9 +2165,11 @@ def _podsready_clock(evidence: Evidence, view: StackView, now: datetime, expecte
     backoff = duration(settings.backoff(count + 1))
     if ready.get("reason") == kueue.WAIT_FOR_RECOVERY:
         since = kueue.timestamp(ready.get("lastTransitionTime"))
-        timeout = settings.recovery_timeout or settings.timeout
+        timeout = settings.recovery_timeout
         if since is None:
             return ""
+        if timeout is None:
+            return f" A pod failed {age(since, now)} ago: Kueue waits for its replacement without a recovery timeout."
         left = duration(int((since + timedelta(seconds=timeout) - now).total_seconds()))
         return (
             f" A pod failed {age(since, now)} ago: unless {_all_pods(expected)} ready again within the recovery "

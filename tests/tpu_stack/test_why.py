@@ -1006,13 +1006,25 @@ def _admitted_probe(pods: int = 1) -> k.Obj:
     )  # fmt: skip
 
 
-def _waiting_pod(name: str, reason: str, message: str, **status: object) -> k.Obj:
-    pod = k.pod(name, "research", {"batch.kubernetes.io/job-name": "probe"}, running=False)
-    pod["spec"]["containers"][0]["image"] = "us-docker.pkg.dev/my-project/train/jax:0.6.2"
+def _waiting_pod(
+    name: str,
+    reason: str,
+    message: str,
+    *,
+    namespace: str = "research",
+    job: str = "probe",
+    image: str = "us-docker.pkg.dev/my-project/train/jax:0.6.2",
+    **status: object,
+) -> k.Obj:
+    """A pod on its node whose container waits, with the kubelet's reason in containerStatuses[].state.waiting (its
+    image manager's, kubernetes pkg/kubelet/images/types.go; the runtime's, kuberuntime_container.go and
+    pkg/kubelet/container/sync_result.go)."""
+    pod = k.pod(name, namespace, {"batch.kubernetes.io/job-name": job}, running=False)
+    pod["spec"]["containers"][0]["image"] = image
     pod["status"]["containerStatuses"] = [
         {
             "name": "jax-tpu",
-            "image": "us-docker.pkg.dev/my-project/train/jax:0.6.2",
+            "image": image,
             "ready": False,
             "started": False,
             "restartCount": 0,
@@ -1204,3 +1216,77 @@ def test_a_strictfifo_head_no_flavor_can_place_blocks_the_queue_for_good() -> No
         "topology that no flavor of the queue gives)"
     ) in found.reason
     assert found.change.startswith("Your team can delete or resize explore-tas")
+
+
+IMAGE = "us-docker.pkg.dev/my-project/train/jax:0.6.3"
+DEV_SETTINGS = replace(DEV, pods_ready=why.PodsReadySettings(7200, 7200, 60, 3600, 3))
+"""dev as deployed: two hours to start and to recover (its flex-start), three requeues (components/config/
+controllers.py)."""
+
+
+def test_an_admitted_workload_whose_image_never_pulls() -> None:
+    """Admitted 25 minutes ago on multislice; its pod is on a node, its container waits with ImagePullBackOff. The
+    kubelet retries, but an image that does not exist never pulls: Kueue evicts the workload at the PodsReady
+    timeout (two hours in dev, 1h35m left), and deactivates it after three requeues. The user fixes the image."""
+    message = 'Back-off pulling image "us-docker.pkg.dev/my-project/train/jax:0.6.3"'
+    wl = k.workload(
+        "Job",
+        "train-1",
+        "training",
+        "training-queue",
+        pods=1,
+        chips_per_pod=8,
+        labels=k.MULTISLICE_LABELS,
+        conditions=[
+            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=25)),
+            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(25)),
+        ],
+        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
+    )
+    pod = _waiting_pod("train-1-0-abcde", "ImagePullBackOff", message, namespace="training", job="train-1", image=IMAGE)
+    found = explain(why.Evidence(wl, pods=[pod]), DEV_SETTINGS)
+    assert (found.state, found.outcome, found.who) == ("Starting", why.WAITS, (why.USER,))
+    assert found.reason == (
+        "Starting: admitted 25m ago by training-cluster-queue on flavor multislice (8 TPU chips); 0 of 1 pods are "
+        "running, and 1 cannot start: container jax-tpu of pod train-1-0-abcde cannot pull its image "
+        "us-docker.pkg.dev/my-project/train/jax:0.6.3 (ImagePullBackOff: Back-off pulling image "
+        '"us-docker.pkg.dev/my-project/train/jax:0.6.3"). Unless its pod is ready within the PodsReady timeout (2h '
+        "after admission), Kueue evicts it in 1h35m and queues it again after 1m (3 requeues left before Kueue "
+        "deactivates it)."
+    )
+    assert found.change == (
+        "You can check its name and tag and that the cluster's nodes may pull it, then delete it (tpu-stack delete "
+        "train-1) and submit it again (or push that image: the kubelet keeps trying); until then it holds its quota."
+    )
+
+
+def test_an_admitted_workload_whose_container_cannot_be_created() -> None:
+    """The container's configuration names a Secret that does not exist: CreateContainerConfigError. The kubelet
+    retries, so creating the Secret mends it; so does fixing the reference and submitting again. The user's."""
+    message = 'secret "wandb" not found'
+    wl = k.workload(
+        "Job",
+        "train-1",
+        "training",
+        "training-queue",
+        pods=1,
+        chips_per_pod=8,
+        labels=k.MULTISLICE_LABELS,
+        conditions=[
+            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=5)),
+            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(5)),
+        ],
+        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
+    )
+    pod = _waiting_pod("train-1-0-abcde", "CreateContainerConfigError", message, namespace="training", job="train-1")
+    found = explain(why.Evidence(wl, pods=[pod]), DEV_SETTINGS)
+    assert (
+        "1 cannot start: container jax-tpu of pod train-1-0-abcde cannot be created (CreateContainerConfigError: "
+        'secret "wandb" not found)'
+    ) in found.reason
+    assert found.change == (
+        "You can create or fix what it names (a Secret or ConfigMap it refers to is picked up when the kubelet "
+        "retries), or delete it (tpu-stack delete train-1) and submit it again with that fixed; until then it holds "
+        "its quota."
+    )
+    assert found.who == (why.USER,)
