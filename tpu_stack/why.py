@@ -783,7 +783,13 @@ def _rungs(evidence: Evidence, view: StackView, said: dict[str, _Said]) -> list[
         for f in order
         if said.get(f, _Said(FULL)).kind not in refused and _selects(evidence.workload, view.flavors.get(f, {}))
     ]
-    names += [f for f in said if f not in names and said[f].kind not in refused]
+    # A reason `why` does not read names a rung only if the queue has that flavor: the words after "flavor" in such a
+    # reason need not be a flavor's name (it is quoted whole all the same).
+    names += [
+        f
+        for f in said
+        if f not in names and said[f].kind not in refused and (said[f].kind != UNREAD or f in order or cq is None)
+    ]
     return [rung(evidence, view, flavor, said.get(flavor)) for flavor in names]
 
 

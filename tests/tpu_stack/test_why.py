@@ -1290,3 +1290,22 @@ def test_an_admitted_workload_whose_container_cannot_be_created() -> None:
         "its quota."
     )
     assert found.who == (why.USER,)
+
+
+def test_a_reason_it_does_not_read_names_no_rung_the_queue_does_not_have() -> None:
+    """An elastic workload's slice may keep only its original flavor (flavorassigner.go: "could not assign %s flavor
+    since the original workload is assigned: %s"): the word after "flavor" there is no flavor, and no rung is made of
+    it; the reason is quoted whole."""
+    said = "could not assign multislice-spot flavor since the original workload is assigned: multislice"
+    message = f"couldn't assign flavors to pod set main: {said}"
+    wl = k.workload(
+        "Job", "probe", "research", "research-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=k.pending_conditions(message, k.ago(minutes=3)), recorded=True,
+    )  # fmt: skip
+    queues = [research(), training()]
+    found = explain(why.Evidence(wl, queues[0], queues, COHORT))
+    assert found.reason == (
+        f'Pending: Kueue says "{said}", a reason `why` does not read. It needs 8 TPU chips; by the queue\'s numbers, '
+        "on multislice: has room for it now: research-cluster-queue can take 24 more (research-cluster-queue holds 0 "
+        "of its nominal 8)."
+    )
