@@ -10,7 +10,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -262,13 +262,16 @@ def find(session: Session, name: str, team: str | None) -> Found:
                 workloads = _workloads(session, namespace)
                 workload = kueue.find_workload(workloads, name)
                 job = None if workload is not None else _job_kind(session.reader, namespace, name)
+                if workload is None and job is None:
+                    continue  # gone since it was listed: neither its Workload nor its job is there
                 owner = kueue.owner(workload) if workload is not None else None
                 kind = owner[0] if owner else (job[0] if job else None)
                 hits.append(Found(namespace, kueue.job_name(workload) if workload else name, kind, workload, workloads))
             if len(hits) > 1:
                 teams = ", ".join(session.team_of(hit.namespace) for hit in hits)
                 raise UsageError(f"{name!r} is in several teams' namespaces ({teams}); pick one with --team")
-            return hits[0]
+            if hits:
+                return hits[0]
     by_namespace, skipped = _team_workloads(session, team)
     hits = []
     for namespace, workloads in by_namespace.items():
@@ -429,7 +432,7 @@ def evidence(
         or (prefix and involved.get("kind") == "Job" and str(involved.get("name", "")).startswith(prefix))
     ]
     neighbours = [w for w in found.neighbours if w.get("spec", {}).get("queueName") == local_name]
-    remote: dict[str, why.Evidence | str | None] = {}
+    remote: dict[str, why.Evidence | why.Unread | None] = {}
     if worker is None:
         for name in _workers_to_read(workload, view, events):
             remote[name] = _remote(session, found, name)
@@ -452,7 +455,7 @@ def evidence(
     )
 
 
-def _remote(session: Session, found: Found, worker: str) -> why.Evidence | str | None:
+def _remote(session: Session, found: Found, worker: str) -> why.Evidence | why.Unread | None:
     """The copy of a manager's workload on a worker (same name and namespace, multikueue/workload.go
     cloneForCreate), read there with the user's own credentials; None when the worker has none, or why it could not
     be read."""
@@ -465,9 +468,9 @@ def _remote(session: Session, found: Found, worker: str) -> why.Evidence | str |
     except kube.NotFound:
         return None
     except kube.Forbidden as error:
-        return f"could not be read: {error}"
+        return why.Unread(str(error), refused=True)
     except kube.ClusterError as error:
-        return f"could not be reached: {error}"
+        return why.Unread(str(error), refused=False)
 
 
 def _age(obj: Obj, now: datetime) -> str:
@@ -571,8 +574,9 @@ def _pods_by_job(pods: list[Obj]) -> dict[str, list[Obj]]:
 
 
 def cmd_list(session: Session) -> int:
-    """One row per Workload, from paginated lists: the Workloads (one list, or one per namespace), and pods only for
-    admitted workloads that carry no PodsReady condition, one list per namespace and cluster that runs them."""
+    """One row per Workload, from paginated lists: the Workloads (one list, or one per namespace), pods only for
+    admitted workloads that carry no PodsReady condition, one list per namespace and cluster that runs them, and on a
+    MultiKueue manager the workers' copies, one list per worker and namespace, for the flavor each worker admitted."""
     now = session.now()
     flavors = session.stack.flavors
     manager = bool(session.stack.workers)
@@ -583,17 +587,28 @@ def cmd_list(session: Session) -> int:
         for w in workloads
         if kueue.needs_pods(w)
     }
+    dispatched = {
+        (str(kueue.cluster_name(w)), namespace)
+        for namespace, workloads in by_namespace.items()
+        for w in workloads
+        if manager and kueue.cluster_name(w)
+    }
     pods: dict[tuple[str, str], dict[str, list[Obj]]] = {}
-    for cluster, namespace in sorted(wanted):
-        reader = session.worker(cluster) if cluster else session.reader
-        try:
-            pods[(cluster, namespace)] = _pods_by_job(reader.list(kube.path("", "v1", "pods", namespace=namespace)))
-        except kube.Unauthorized:
-            raise
-        except kube.ClusterError as error:
-            print(
-                f"note: pods of {namespace} on {cluster or 'the cluster'} could not be read: {error}", file=session.err
-            )
+    copies: dict[tuple[str, str], dict[str, Obj]] = {}
+    for cluster, namespace in sorted(wanted | dispatched):
+        key, where = (cluster, namespace), cluster or "the cluster"
+        if key in wanted:
+            try:
+                reader = session.worker(cluster) if cluster else session.reader
+                pods[key] = _pods_by_job(reader.list(kube.path("", "v1", "pods", namespace=namespace)))
+            except kube.ClusterError as error:
+                _unlisted(session, error, cluster, f"pods of {namespace} on {where}")
+        if key in dispatched:
+            try:
+                listed = _workloads(session, namespace, session.worker(cluster))
+                copies[key] = {w["metadata"]["name"]: w for w in listed}
+            except kube.ClusterError as error:
+                _unlisted(session, error, cluster, f"workloads of {namespace} on {where}")
     header = ["NAME", "KIND", "TEAM", "QUEUE", "FLAVOR", "ADMITTED", "AGE", "STATE"]
     rows: list[list[str]] = [[*header, "CLUSTER"] if manager else header]
     for namespace, workloads in by_namespace.items():
@@ -602,7 +617,13 @@ def cmd_list(session: Session) -> int:
             kind, name = owner if owner else ("Workload", workload["metadata"]["name"])
             cluster = kueue.cluster_name(workload) or ""
             own_pods = pods.get((cluster, namespace), {}).get(name, [])
-            flavor = kueue.admitted_flavor(workload) or kueue.selected_flavor(workload, flavors) or "-"
+            if manager:
+                # The manager reserves quota in a flavor of its own queues; the pods run in the flavor the worker
+                # admitted its copy on (same name and namespace, multikueue/workload.go cloneForCreate).
+                copy = copies.get((cluster, namespace), {}).get(workload["metadata"]["name"])
+                flavor = (kueue.admitted_flavor(copy) if copy else None) or "-"
+            else:
+                flavor = kueue.admitted_flavor(workload) or kueue.selected_flavor(workload, flavors) or "-"
             row = [
                 name,
                 kind,
@@ -623,6 +644,15 @@ def cmd_list(session: Session) -> int:
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=session.out)
     return EXIT_OK
+
+
+def _unlisted(session: Session, error: kube.ClusterError, cluster: str, what: str) -> None:
+    """A read `list` goes on without: a MultiKueue worker that refuses the credentials (401) or the account (403),
+    has no endpoint in the outputs or does not answer leaves its rows to the manager's record, as does the stack's own
+    cluster refusing pods (403); only the stack's own cluster refusing the credentials (401) fails the command."""
+    if not cluster and isinstance(error, kube.Unauthorized):
+        raise error
+    print(f"note: {what} could not be read: {error}", file=session.err)
 
 
 def diagnose(session: Session, found: Found) -> why.Diagnosis:
@@ -669,16 +699,14 @@ def cmd_logs(session: Session) -> int:
     """The pod's log from the cluster that runs it: on a MultiKueue manager, the worker that admitted it."""
     args = session.args
     found = find(session, args.name, args.team)
-    reader: kube.Reader = session.reader
     worker = kueue.cluster_name(found.workload) if found.workload else None
-    if worker:
-        reader = session.worker(worker)
-    elif session.stack.workers and found.workload is not None:
+    if worker is None and session.stack.workers and found.workload is not None:
         raise kube.NotFound(
             f"{found.name} runs on no worker yet: MultiKueue has not admitted it on one; `tpu-stack why {found.name}` "
             "tells why"
         )
-    pods = _pods(reader, found)
+    reader: kube.Reader = _at(worker, lambda: session.worker(worker)) if worker else session.reader
+    pods = _at(worker, lambda: _pods(reader, found))
     wanted = {kueue.COMPLETION_INDEX_LABEL: str(args.worker)}
     if found.kind == "JobSet":
         wanted[kueue.JOBSET_JOB_INDEX_LABEL] = str(args.slice)
@@ -696,9 +724,24 @@ def cmd_logs(session: Session) -> int:
     pod = max(matching, key=_leader_first)
     names = [str(c["name"]) for c in pod["spec"]["containers"]]
     container = args.container or (kueue.WORKLOAD_CONTAINER if kueue.WORKLOAD_CONTAINER in names else names[0])
-    for line in reader.log_lines(found.namespace, pod["metadata"]["name"], container=container, follow=args.follow):
-        print(line, file=session.out, flush=args.follow)
+    lines = reader.log_lines(found.namespace, pod["metadata"]["name"], container=container, follow=args.follow)
+    _at(worker, lambda: _print_lines(lines, session.out, flush=args.follow))
     return EXIT_OK
+
+
+def _print_lines(lines: Iterator[str], out: TextIO, *, flush: bool) -> None:
+    for line in lines:
+        print(line, file=out, flush=flush)
+
+
+def _at(worker: str | None, call: Callable[[], T]) -> T:
+    """`call`, whose errors name the MultiKueue worker it reached (None: the stack's own cluster, named by none)."""
+    try:
+        return call()
+    except kube.ClusterError as error:
+        if worker is None:
+            raise
+        raise type(error)(f"worker {worker}: {error}") from None
 
 
 def cmd_delete(session: Session) -> int:

@@ -330,6 +330,23 @@ def _selected(obj: Obj, selector: str) -> bool:
     return True
 
 
+FIELDS = ("metadata.name", "metadata.namespace")
+"""The field selectors the API server serves for every kind (apimachinery's DefaultMetaV1FieldSelectorConversion),
+the only ones the commands send."""
+
+
+def _fields_selected(obj: Obj, selector: str) -> bool:
+    """Equality terms of a field selector on metadata.name and metadata.namespace (`metadata.name=x`)."""
+    meta = obj.get("metadata") or {}
+    for term in filter(None, selector.split(",")):
+        key, _, value = term.partition("=")
+        if key not in FIELDS:
+            raise ClusterError(f'field selector "{key}" is not one a recorded state answers ({", ".join(FIELDS)})')
+        if str(meta.get(key.removeprefix("metadata."), "")) != value:
+            return False
+    return True
+
+
 class RecordedCluster:
     """A cluster's state recorded as files, for `list`, `why` and `logs` without a cluster (`--recorded DIR`).
 
@@ -364,15 +381,16 @@ class RecordedCluster:
 
     def list(self, resource: str, **query: str) -> list[Obj]:
         """The recorded objects of a collection: `/.../namespaces/<ns>/<plural>`, or `/.../<plural>` for every
-        namespace and for cluster-scoped kinds."""
+        namespace and for cluster-scoped kinds; with `labelSelector` and `fieldSelector` (metadata.name,
+        metadata.namespace) answered as the API server answers them, so a lookup by name finds only that name."""
         root, namespace, plural, _ = _split(resource)
         items = []
         for where, obj in self.objects.items():
             their_root, their_namespace, their_plural, _ = _split(where)
             if (their_root, their_plural) == (root, plural) and namespace in (None, their_namespace):
                 items.append(obj)
-        selector = query.get("labelSelector", "")
-        return [obj for obj in items if _selected(obj, selector)]
+        labels, fields = query.get("labelSelector", ""), query.get("fieldSelector", "")
+        return [obj for obj in items if _selected(obj, labels) and _fields_selected(obj, fields)]
 
     def log_lines(self, namespace: str, pod: str, *, container: str | None, follow: bool) -> Iterator[str]:
         log = self.directory / "logs" / namespace / f"{pod}.log"

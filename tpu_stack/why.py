@@ -19,9 +19,12 @@ one case per situation, with the source lines):
   triggerDeactivation; pkg/workload/evict/evict.go; pkg/workload/workload.go UpdateRequeueState); waitForPodsReady's
   defaults (apis/config/v1beta2/defaults.go: 30 minutes, backoff 60 s doubling to an hour); preemption
   (pkg/scheduler/preemption/preemption.go).
-- cluster-autoscaler 1.35.2 (kubernetes/autoscaler): ProvisioningRequest conditions and messages
-  (provisioningrequest/conditions/conditions.go; BookingExpired ten minutes after Provisioned,
-  processors/provreq/processor.go), the pod events TriggeredScaleUp and NotTriggerScaleUp
+- ProvisioningRequests (autoscaling.x-k8s.io/v1, cluster-autoscaler 1.35.2 apis/provisioningrequest): read by their
+  condition types (Accepted, Provisioned, Failed, BookingExpired, CapacityRevoked), the API Kueue's provisioning
+  controller reads too, and never by their messages: the stack's queued pools use the class queued-provisioning.gke.io,
+  which the open-source autoscaler skips (provreq/processor.go SupportedProvisioningClass) and GKE's own controller
+  serves, so its texts and timers are GKE's and are quoted as they come.
+- cluster-autoscaler 1.35.2 (kubernetes/autoscaler): the pod events TriggeredScaleUp and NotTriggerScaleUp
   (processors/status/eventing_scale_up_processor.go); GKE's autoscaler also reports FailedScaleUp, quoted as it comes.
 - Kubernetes: the Job controller's FailedCreate event ("Error creating: %v", pkg/controller/controller_utils.go),
   JobSet v0.12.0's JobCreationFailed, kube-scheduler's PodScheduled=False/Unschedulable message.
@@ -63,6 +66,24 @@ _UNUSED = re.compile(
 _MISMATCH = re.compile(r"flavor (?P<flavor>[^,\s]+) doesn't match node affinity")
 _TAINT = re.compile(r"untolerated taint (?P<taint>.+?) in flavor (?P<flavor>[^,\s]+)")
 _NOT_FOUND = re.compile(r"flavor (?P<flavor>[^,\s]+) not found")
+# Kueue's topology check of a flavor, made before node affinity and quota (flavorassigner.go checkFlavorForPodSets,
+# tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS): a flavor with a Topology refuses a pod set that asks for no
+# placement in a ClusterQueue with other flavors; one without refuses a pod set that asks for one, as does one whose
+# Topology lacks the level asked for.
+_TAS_ONLY = re.compile(r'Flavor "(?P<flavor>[^"]+)" supports only TopologyAwareScheduling')
+_TAS_UNSUPPORTED = re.compile(r'Flavor "(?P<flavor>[^"]+)" does not support TopologyAwareScheduling')
+_TAS_LEVEL = re.compile(r'Flavor "(?P<flavor>[^"]+)" does not contain the requested level')
+_FLAVOR_NAMED = re.compile(r'\b[Ff]lavor "?(?P<flavor>[a-z0-9][a-z0-9.-]*)"?')
+"""A flavor named in a reason `why` does not read, to put that reason on its rung."""
+_TOPOLOGY_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
+    "kueue.x-k8s.io/podset-slice-size",
+)
+"""The pod-template annotations that ask Kueue for a placement (apis/kueue/v1beta2/topology_types.go; read by
+pkg/controller/jobframework/tas.go into the pod set's topologyRequest)."""
 # Kueue's human-readable preemption reasons (preemption.go, HumanReadablePreemptionReasons).
 _PREEMPTION_REASONS = {
     "InClusterQueue": "to make room for a workload of higher priority in the same ClusterQueue",
@@ -110,9 +131,6 @@ _ADMITTED_ON = re.compile(r'The workload was admitted on "(?P<worker>[^"]+)"')
 _EVICTED_ON_WORKER = re.compile(r'Workload evicted on worker cluster: "(?P<worker>[^"]+)"')
 _REMOTE_LOST = "Admitting remote lost"
 _REMOTE_GONE = "Admitting remote no longer exists"
-BOOKING_EXPIRED_MESSAGE = "Capacity reservation time is expired"
-"""The autoscaler's BookingExpired message (provisioningrequest/conditions/conditions.go
-CapacityReservationTimeExpiredMsg)."""
 AUTOSCALER_REASONS = ("FailedScaleUp", "NotTriggerScaleUp", "TriggeredScaleUp")
 _BACKOFF = "in backoff after failed scale-up"
 """The autoscaler's skipped-node-group reason (core/scaleup/orchestrator/skippedreasons.go)."""
@@ -123,15 +141,19 @@ FAILED_CREATE = "FailedCreate"
 """The Job controller's event when it cannot create a pod ("Error creating: %v", controller_utils.go)."""
 JOB_CREATION_FAILED = "JobCreationFailed"
 """JobSet's event when it cannot create a child Job (jobset pkg/constants/constants.go)."""
+IMAGE_WAITS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ImageInspectError")
+"""A container waiting for an image the kubelet cannot get (kubernetes pkg/kubelet/images/types.go)."""
+CREATE_WAITS = ("CreateContainerConfigError", "CreateContainerError", "RunContainerError", "PreCreateHookError")
+"""A container the runtime cannot create or start as configured (pkg/kubelet/kuberuntime/kuberuntime_container.go,
+pkg/kubelet/container/sync_result.go)."""
+CRASH_LOOP = "CrashLoopBackOff"
+"""A container that exited and that the kubelet restarts after a growing back-off (sync_result.go
+ErrCrashLoopBackOff; kuberuntime_manager.go doBackOff); its last run is in lastState.terminated."""
 _SERVICE_ACCOUNT = re.compile(r"error looking up service account (?P<namespace>[^/\s]+)/(?P<name>[^:\s]+): ")
 _POD_SECURITY = "violates PodSecurity"
 _MULTIKUEUE_EVENT = "MultiKueue"
 """The reason of MultiKueue's events on the manager's Workload (multikueue/workload.go)."""
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-IMAGE_WAITS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ImageInspectError")
-"""A container waiting for its image, as the kubelet's image manager says (kubernetes pkg/kubelet/images/types.go)."""
-CREATE_WAITS = ("CreateContainerConfigError", "CreateContainerError")
-"""A container the runtime cannot create as configured (pkg/kubelet/container/sync_result.go)."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +219,18 @@ class StackView:
 
 
 @dataclass(frozen=True)
+class Unread:
+    """Why a MultiKueue worker's copy of a workload could not be read."""
+
+    said: str
+    refused: bool
+    """The worker answered and refused the account (401 or 403); else it could not be reached at all."""
+
+    def __str__(self) -> str:
+        return f"could not be {'read' if self.refused else 'reached'}: {self.said}"
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Everything `why` reads about one workload, on one cluster."""
 
@@ -226,7 +260,7 @@ class Evidence:
     reference (multikueue/workload.go cloneForCreate), so the command passes the manager's."""
     cluster: str | None = None
     """The MultiKueue worker this was read on; None for the stack's own cluster."""
-    remote: dict[str, Evidence | str | None] = field(default_factory=dict)
+    remote: dict[str, Evidence | Unread | None] = field(default_factory=dict)
     """On a MultiKueue manager: worker -> its copy of the workload, None when it has none, or why it could not be
     read."""
 
@@ -425,13 +459,25 @@ def _holds(queue: QueueQuota) -> str:
     return f"{queue.name} holds {used}, {_number(queue.reserved - queue.nominal)} beyond its nominal {nominal}"
 
 
+MEMBERS_NAMED = 5
+"""Queues a cohort sentence names; a cohort of many teams is summed up past them."""
+
+
 def _members(cohort: CohortQuota) -> str:
+    """The cohort's queues that hold quota, with what they hold: all of them, in name order, up to MEMBERS_NAMED;
+    past that the largest holders, and the rest summed up, so that a 50-team cohort stays one readable sentence."""
+    holding = [member for member in cohort.members if member.reserved]
+    rest = ""
+    if len(holding) > MEMBERS_NAMED:
+        largest = sorted(holding, key=lambda m: (-m.reserved, m.name))
+        holding, others = largest[:MEMBERS_NAMED], largest[MEMBERS_NAMED:]
+        total = sum((m.reserved for m in others), Decimal(0))
+        rest = f" and {len(others)} more queues holding {_number(total)}"
     parts = []
-    for member in cohort.members:
-        if member.reserved:
-            borrowed = f" with {_number(member.borrowed)} borrowed" if member.borrowed else ""
-            parts.append(f"{member.name} {_number(member.reserved)}{borrowed}")
-    return ", ".join(parts) or "nothing"
+    for member in holding:
+        borrowed = f" with {_number(member.borrowed)} borrowed" if member.borrowed else ""
+        parts.append(f"{member.name} {_number(member.reserved)}{borrowed}")
+    return (", ".join(parts) + rest) or "nothing"
 
 
 def _slices(view: StackView, flavor: str, chips: Decimal) -> str:
@@ -479,6 +525,7 @@ def _need(workload: Obj, resource: str = kueue.TPU) -> Decimal:
 # ---- one flavor (a ladder's rung) --------------------------------------------------------------------------------
 
 NEVER, FULL, ROOM, OTHER_SHAPE, UNKNOWN = "never", "full", "room", "other shape", "unknown"
+NO_TOPOLOGY, UNREAD = "no topology", "unread"
 
 
 @dataclass(frozen=True)
@@ -488,7 +535,8 @@ class Rung:
     flavor: str
     kind: str
     """NEVER (it can never hold the request), FULL (not now), ROOM (it has room now), OTHER_SHAPE (the pods do not
-    select it), UNKNOWN (numbers out of reach: Kueue's words only)."""
+    select it), NO_TOPOLOGY (it cannot place the pods as they ask), UNKNOWN (numbers out of reach: Kueue's words
+    only), UNREAD (Kueue gives a reason `why` does not read)."""
     words: str
     """What holds it there, with the numbers."""
     when: str = ""
@@ -515,20 +563,51 @@ class _Said:
 
 
 def parse_message(message: str) -> dict[str, _Said]:
+    """Flavor -> the scheduler's reason for it (read_message without the reasons it does not read)."""
+    return read_message(message)[0]
+
+
+def read_message(message: str) -> tuple[dict[str, _Said], list[str]]:
     """Flavor -> the scheduler's reason for it, for every pod set named in the message (flavorassigner.go
-    Assignment.Message joins pod sets with "; ", Status.Message the sorted reasons with ", ")."""
+    Assignment.Message joins pod sets with "; ", Status.Message the sorted reasons with ", "); and every part of the
+    reasons `why` does not read, as Kueue wrote it. Such a reason is put on the flavor it names (kind UNREAD), if any:
+    it is never dropped, since a message whose reasons are not all read cannot be judged out of date."""
     said: dict[str, _Said] = {}
+    unread: list[str] = []
+    patterns = (
+        (_MAXIMUM, NEVER, "most"),
+        (_UNUSED, FULL, "more"),
+        (_MISMATCH, OTHER_SHAPE, ""),
+        (_TAINT, OTHER_SHAPE, ""),
+        (_NOT_FOUND, OTHER_SHAPE, ""),
+        (_TAS_ONLY, OTHER_SHAPE, ""),
+        (_TAS_UNSUPPORTED, NO_TOPOLOGY, ""),
+        (_TAS_LEVEL, NO_TOPOLOGY, ""),
+    )
     for podset in _PODSET.finditer(message):
         reasons = podset["reasons"]
-        for found in _MAXIMUM.finditer(reasons):
-            said[found["flavor"]] = _Said(NEVER, kueue.quantity(found["most"]), found.group(0))
-        for found in _UNUSED.finditer(reasons):
-            if found["flavor"] not in said:
-                said[found["flavor"]] = _Said(FULL, kueue.quantity(found["more"]), found.group(0))
-        for pattern in (_MISMATCH, _TAINT, _NOT_FOUND):
+        spans: list[tuple[int, int]] = []
+        for pattern, kind, number in patterns:
             for found in pattern.finditer(reasons):
-                said.setdefault(found["flavor"], _Said(OTHER_SHAPE, None, found.group(0)))
-    return said
+                spans.append(found.span())
+                value = kueue.quantity(found[number]) if number else None
+                said.setdefault(found["flavor"], _Said(kind, value, found.group(0)))
+        for text in _leftovers(reasons, spans):
+            unread.append(text)
+            named = _FLAVOR_NAMED.search(text)
+            if named:
+                said.setdefault(named["flavor"], _Said(UNREAD, None, text))
+    return said, unread
+
+
+def _leftovers(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The parts of `text` outside `spans`, without the ", " that joins reasons."""
+    parts, start = [], 0
+    for begin, end in sorted(spans):
+        parts.append(text[start:begin])
+        start = max(start, end)
+    parts.append(text[start:])
+    return [part.strip(" ,") for part in parts if part.strip(" ,")]
 
 
 def _selects(workload: Obj, labels: dict[str, str]) -> bool:
@@ -574,8 +653,10 @@ def rung(evidence: Evidence, view: StackView, flavor: str, said: _Said | None, r
     the numbers in them, when the queues could not be read)."""
     workload, cq = evidence.workload, evidence.cluster_queue
     need = _need(workload, resource)
-    if said is not None and said.kind == OTHER_SHAPE:
-        return Rung(flavor, OTHER_SHAPE, said.text)
+    if said is not None and said.kind in (OTHER_SHAPE, NO_TOPOLOGY):
+        return Rung(flavor, said.kind, said.text)
+    if said is not None and said.kind == UNREAD:
+        return Rung(flavor, UNREAD, f'Kueue says "{said.text}"')
     queue = queue_quota(cq, flavor, resource) if cq is not None else None
     cohort_name = (cq or {}).get("spec", {}).get("cohortName")
     cohort = cohort_quota(evidence, cohort_name, flavor, resource) if cohort_name else None
@@ -696,12 +777,19 @@ def _rungs(evidence: Evidence, view: StackView, said: dict[str, _Said]) -> list[
     holds it on each; then flavors the message names that the queue no longer lists."""
     cq = evidence.cluster_queue
     order = _queue_flavors(cq) if cq is not None else []
+    refused = (OTHER_SHAPE, NO_TOPOLOGY)
     names = [
         f
         for f in order
-        if said.get(f, _Said(FULL)).kind != OTHER_SHAPE and _selects(evidence.workload, view.flavors.get(f, {}))
+        if said.get(f, _Said(FULL)).kind not in refused and _selects(evidence.workload, view.flavors.get(f, {}))
     ]
-    names += [f for f in said if f not in names and said[f].kind != OTHER_SHAPE]
+    # A reason `why` does not read names a rung only if the queue has that flavor: the words after "flavor" in such a
+    # reason need not be a flavor's name (it is quoted whole all the same).
+    names += [
+        f
+        for f in said
+        if f not in names and said[f].kind not in refused and (said[f].kind != UNREAD or f in order or cq is None)
+    ]
     return [rung(evidence, view, flavor, said.get(flavor)) for flavor in names]
 
 
@@ -788,9 +876,16 @@ def _described(workload: Obj, now: datetime) -> str:
 def _head_state(evidence: Evidence, view: StackView, head: Obj) -> tuple[str, bool]:
     """What holds the head of a StrictFIFO queue, and whether it can never be admitted as submitted."""
     reserved = kueue.condition(head, kueue.QUOTA_RESERVED) or {}
-    said = parse_message(str(reserved.get("message", "")))
+    said, unknown = read_message(str(reserved.get("message", "")))
     rungs = _rungs(replace(evidence, workload=head, queue_workloads=[]), view, said)
     usable = [r for r in rungs if r.kind != OTHER_SHAPE]
+    if said and not usable and not unknown:
+        what = (
+            "its pods ask for a placement by topology that no flavor of the queue gives"
+            if any(found.kind == NO_TOPOLOGY for found in said.values())
+            else "no flavor of the queue matches its pods"
+        )
+        return f"it can never be admitted as submitted ({what})", True
     if usable and all(r.kind == NEVER for r in usable):
         most = max((r.most or Decimal(0)) for r in usable)
         return (
@@ -842,12 +937,16 @@ def _quota(evidence: Evidence, view: StackView, now: datetime, message: str, sin
     """A pending workload the scheduler could not fit: every rung with its numbers, the queue's order, and whether
     Kueue's message still holds."""
     workload = evidence.workload
-    said = parse_message(message)
+    said, unknown = read_message(message)
     rungs = _rungs(evidence, view, said)
     ladder = len(rungs) > 1
     needs = f"It needs {_chips(workload)}"
     order = _order(evidence, now)
     unread = _unread_queues(evidence)
+    if not rungs and unknown:
+        return _unknown_reasons(unknown, needs, [])
+    if not rungs and any(s.kind == NO_TOPOLOGY for s in said.values()):
+        return _no_placement(evidence, said)
     if not rungs:
         return Diagnosis(
             "Pending",
@@ -858,6 +957,10 @@ def _quota(evidence: Evidence, view: StackView, now: datetime, message: str, sin
         )
     room = [r for r in rungs if r.kind == ROOM]
     full = [r for r in rungs if r.kind in (FULL, UNKNOWN)]
+    if unknown and (room or not full):
+        numbers = [rung(evidence, view, r.flavor, None) if r.kind == UNREAD else r for r in rungs]
+        return _unknown_reasons(unknown, needs, numbers)
+    also = _kueue_also(unknown)
     if room:
         fits = room[0]
         head = f"Pending: Kueue's message ({age(since, now)} ago) is out of date: {fits.flavor} {fits.words}. {needs}."
@@ -867,7 +970,8 @@ def _quota(evidence: Evidence, view: StackView, now: datetime, message: str, sin
         return Diagnosis("Pending", words, change, who)
     if full:
         lines = [_rung_line(r) for r in rungs]
-        head = f"Pending: waiting for quota{' on every rung' if ladder else ''}. {needs}; {_join(lines)}.{unread}"
+        every = " on every rung" if ladder and not unknown else ""
+        head = f"Pending: waiting for quota{every}. {needs}; {_join(lines)}.{also}{unread}"
         words, change, who = _with_order(evidence, view, now, order, head)
         if not change:
             change, who = _starts(full)
@@ -888,6 +992,68 @@ def _quota(evidence: Evidence, view: StackView, now: datetime, message: str, sin
     elif any("borrowing limit" in r.words for r in rungs):
         change += "; a higher borrowing limit would not be enough, the cohort is too small"
     return Diagnosis("Pending", reason, change + ".", who, STOPPED)
+
+
+def _kueue_also(unknown: list[str]) -> str:
+    if not unknown:
+        return ""
+    quoted = "; ".join(f'"{text}"' for text in unknown)
+    return f" Kueue also says {quoted}, which `why` does not read."
+
+
+def _unknown_reasons(unknown: list[str], needs: str, rungs: list[Rung]) -> Diagnosis:
+    """Kueue gives reasons `why` has no reading for: quoted as Kueue wrote them, with the queue's numbers, and never
+    taken for an out-of-date message (room in the numbers does not mean the reason no longer holds)."""
+    quoted = "; ".join(f'"{text}"' for text in unknown)
+    what = "a reason" if len(unknown) == 1 else "reasons"
+    numbers = f"; by the queue's numbers, {_join([_rung_line(r) for r in rungs])}" if rungs else ""
+    return Diagnosis(
+        "Pending",
+        f"Pending: Kueue says {quoted}, {what} `why` does not read. {needs}{numbers}.",
+        f"`why` cannot tell who can change that {what.removeprefix('a ')}: the platform team can look it up in "
+        "Kueue's code and its controller's log.",
+        (PLATFORM,),
+    )
+
+
+def _placement_asked(workload: Obj) -> list[str]:
+    """The pod-template annotations with which the workload's pods ask Kueue for a placement by topology."""
+    asked = []
+    for podset in workload.get("spec", {}).get("podSets", []) or []:
+        annotations = ((podset.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+        asked += [f"{key}: {annotations[key]}" for key in _TOPOLOGY_ANNOTATIONS if key in annotations]
+    return list(dict.fromkeys(asked))
+
+
+def _no_placement(evidence: Evidence, said: dict[str, _Said]) -> Diagnosis:
+    """Every flavor refuses the pods, some because they ask for a placement by topology that the flavor cannot give
+    (tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS): Kueue checks that before quota, so the workload is never
+    admitted as submitted, whatever the queue has free."""
+    cq_name = (evidence.cluster_queue or {}).get("metadata", {}).get("name", "its ClusterQueue")
+    asked = _placement_asked(evidence.workload)
+    how = f" ({'; '.join(asked)})" if asked else ""
+    refusals = "; ".join(f"{flavor}: {_refusal(found)}" for flavor, found in sorted(said.items()))
+    level = any(_TAS_LEVEL.fullmatch(found.text) for found in said.values())
+    other = ", or asking only for levels its flavor's Topology has" if level else ""
+    return Diagnosis(
+        "Pending",
+        f"Pending, and it cannot be admitted as submitted: its pods ask Kueue for a placement by topology{how}, and "
+        f"Kueue refuses every flavor of {cq_name} for it before it looks at quota: {refusals}.",
+        f"You can delete it (tpu-stack delete {_job_name(evidence)}) and submit it again without Kueue's topology "
+        f"annotations on its pod template{other}; `tpu-stack submit` adds them only for the pool groups the stack "
+        "places by topology (queues.placement, docs/workloads.md).",
+        (USER,),
+        STOPPED,
+    )
+
+
+def _refusal(found: _Said) -> str:
+    """A flavor's refusal without the flavor's name, which the sentence gives."""
+    for pattern in (_TAS_UNSUPPORTED, _TAS_LEVEL, _TAS_ONLY):
+        match = pattern.fullmatch(found.text)
+        if match:
+            return found.text.removeprefix(f'Flavor "{match["flavor"]}" ')
+    return found.text
 
 
 def _starts(full: list[Rung]) -> tuple[str, tuple[str, ...]]:
@@ -1201,7 +1367,6 @@ _TOPOLOGY_FIT = re.compile(
     r'topology "(?P<topology>[^"]+)" (?:doesn\'t allow to fit any of|allows to fit only (?P<fit>\d+) out of) '
     r"(?P<total>\d+) (?P<unit>slice|pod)\(s\)(?:\. Total nodes: (?P<nodes>\d+); excluded: (?P<excluded>[^;]*))?"
 )
-_TAS_ONLY = re.compile(r'Flavor "(?P<flavor>[^"]+)" supports only TopologyAwareScheduling')
 _REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 _BLOCK_LABEL = "cloud.google.com/gce-topology-block"
 
@@ -1368,11 +1533,11 @@ def _where(view: StackView, worker: str) -> str:
     return f"{worker} ({region})" if region else worker
 
 
-def _remote_part(view: StackView, now: datetime, worker: str, remote: Evidence | str | None) -> str:
+def _remote_part(view: StackView, now: datetime, worker: str, remote: Evidence | Unread | None) -> str:
     """What holds the copy of the workload on one worker."""
     if remote is None:
         return f"{_where(view, worker)} has no copy of it yet"
-    if isinstance(remote, str):
+    if isinstance(remote, Unread):
         return f"{_where(view, worker)} {remote}"
     found = explain(remote, view, now)
     said = found.reason
@@ -1387,14 +1552,32 @@ def _dispatched(evidence: Evidence, view: StackView, now: datetime, check: Obj) 
     nominated = list(workload.get("status", {}).get("nominatedClusterNames") or []) or sorted(evidence.remote)
     if not nominated:
         return (f"admission check {check['name']} (MultiKueue) has not dispatched it to a worker yet", "", ())
-    parts = [_remote_part(view, now, worker, evidence.remote.get(worker, "was not read")) for worker in nominated]
-    unreachable = [w for w in nominated if isinstance(evidence.remote.get(w), str)]
+    parts = [
+        _remote_part(view, now, worker, evidence.remote[worker])
+        if worker in evidence.remote
+        else f"{_where(view, worker)} was not read"
+        for worker in nominated
+    ]
+    unread = [(w, r) for w in nominated for r in [evidence.remote.get(w)] if isinstance(r, Unread)]
     text = (
         f"MultiKueue copied it to {_plural(len(nominated), 'worker')} and keeps it on the first that admits it: "
         + "; ".join(parts)
     )
+    changes = []
+    refused = [w for w, r in unread if r.refused]
+    unreachable = [w for w, r in unread if not r.refused]
     if unreachable:
-        return text, "The platform team can check why the manager reaches workers `why` could not read.", (PLATFORM,)
+        changes.append(
+            f"The platform team can check {', '.join(unreachable)}, which did not answer, and whether the manager "
+            "reaches it (its MultiKueueCluster's Active condition)"
+        )
+    if refused:
+        changes.append(
+            f"read roles on {', '.join(refused)} for your identity (docs/workloads.md, Permissions) let `tpu-stack "
+            "why` read the copies there"
+        )
+    if changes:
+        return text, _capitalized("; ".join(changes)) + ".", (PLATFORM,)
     return text, "", ()
 
 
@@ -1471,16 +1654,17 @@ def _check_flavor(evidence: Evidence, view: StackView, check: str | None) -> str
     return _admission_flavor(evidence.workload, view) or "?"
 
 
-def _rejection(evidence: Evidence, check: str | None, said: str) -> tuple[str | None, int]:
+def _rejection(evidence: Evidence, check: str | None) -> tuple[str | None, int]:
     """Why the provisioning check was Rejected: "failed" (GKE never provided the capacity), "expired" (it did, and
     the booking expired before the workload was admitted onto it) or "revoked" (GKE took it back from a workload
     that was running); None when nothing left tells. With the attempt it happened at.
 
     Kueue deletes the ProvisioningRequests of an evicted workload (CleanupProvisioningRequestsOnEviction, on by
     default in 0.19), so the request is usually gone; the workload's own record then decides: the provisioning
-    controller's event for the change to Rejected (from Ready: the capacity had been provided), whether it was
-    admitted (a BookingExpired request rejects only a workload that is not; controller.go syncCheckStates), and
-    the autoscaler's BookingExpired message."""
+    controller's event for the change to Rejected (from Ready: the capacity had been provided), and whether it was
+    admitted (a BookingExpired request rejects only a workload that is not; controller.go syncCheckStates). The
+    check's message is the request condition's, written by GKE's controller for queued-provisioning.gke.io: it is
+    quoted, never read as a kind."""
     workload = evidence.workload
     attempt = kueue.evictions(workload, kueue.EVICTED_BY_ADMISSION_CHECK) + 1
     request = _request_for(evidence, check)
@@ -1501,8 +1685,6 @@ def _rejection(evidence: Evidence, check: str | None, said: str) -> tuple[str | 
         return ("revoked" if ran else "expired"), attempt
     if ran:
         return "revoked", attempt
-    if said == BOOKING_EXPIRED_MESSAGE:
-        return "expired", attempt
     return None, attempt
 
 
@@ -1556,7 +1738,7 @@ def _deactivated(evidence: Evidence, view: StackView, now: datetime) -> Diagnosi
             (USER,),
             STOPPED,
         )
-    kind, attempt = _rejection(evidence, check, said)
+    kind, attempt = _rejection(evidence, check)
     chips = f"{_chips(workload)} of flavor {_check_flavor(evidence, view, check)}"
     total = 1 + kueue.PROVISIONING_RETRIES
     detail = f" ({said})" if said else ""
@@ -1700,7 +1882,7 @@ def _taken_back(evidence: Evidence, view: StackView, now: datetime, said: str) -
             "MultiKueue dispatches it to the workers again."
         )
         remote = evidence.remote.get(worker or "")
-        if isinstance(remote, str):
+        if isinstance(remote, Unread):
             reason += f" {worker} {remote}."
             who = (PLATFORM,)
             change = (
@@ -1751,17 +1933,23 @@ def _timed_out(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     return Diagnosis("Evicted", f"{reason} Kueue queues it again.{last}", "")
 
 
+_QUEUE_STOPPED = {"ClusterQueueStopped": "ClusterQueue", "LocalQueueStopped": "LocalQueue"}
+"""Evicted reasons of a queue stopped with HoldAndDrain (workload_types.go WorkloadEvictedByClusterQueueStopped,
+WorkloadEvictedByLocalQueueStopped)."""
+_QUEUE_RESTARTED = ("ClusterQueueRestarted", "LocalQueueRestarted")
+"""Requeued=True reasons once such a queue's stopPolicy is None again (workload_controller.go:742-766)."""
+
+
 def _evicted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
-    """Evicted for another reason (a stopped queue, node failures): Kueue queues it again."""
+    """Evicted for another reason (node failures, a stopped queue): Kueue queues it again."""
     workload = evidence.workload
     evicted = kueue.condition(workload, kueue.EVICTED) or {}
+    if evicted.get("reason") in _QUEUE_STOPPED:
+        return _drained(evidence, view, now, evicted)
     since = age(kueue.timestamp(evicted.get("lastTransitionTime")), now)
     reason = f"Evicted {since} ago: {str(evicted.get('message') or evicted.get('reason', '')).rstrip('.')}."
-    stopped = evicted.get("reason") in ("ClusterQueueStopped", "LocalQueueStopped")
-    who: tuple[str, ...] = (PLATFORM,) if stopped else ()
-    change = "The platform team restarts the queue (spec.stopPolicy: None); it waits until then." if stopped else ""
     if kueue.is_true(workload, kueue.QUOTA_RESERVED):
-        return Diagnosis("Evicted", f"{reason} Its pods are stopping; then Kueue queues it again.", change, who)
+        return Diagnosis("Evicted", f"{reason} Its pods are stopping; then Kueue queues it again.", "")
     pending = _then_pending(evidence, view, now, evicted)
     if pending is not None:
         return replace(pending, state="Evicted", reason=_continued(reason, pending))
@@ -1771,7 +1959,59 @@ def _evicted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
         if requeue_at is not None and requeue_at > now
         else ""
     )
-    return Diagnosis("Evicted", f"{reason} Kueue queues it again{when}.", change, who)
+    return Diagnosis("Evicted", f"{reason} Kueue queues it again{when}.", "")
+
+
+def _drained(evidence: Evidence, view: StackView, now: datetime, evicted: Obj) -> Diagnosis:
+    """Evicted because its ClusterQueue or LocalQueue was stopped with HoldAndDrain, the only stop that evicts what
+    is admitted (workload_controller.go:1053-1069, 1091-1113). Once its pods have stopped the job reconciler sets
+    Requeued=False with that reason (jobframework/reconciler.go:589-597), and Kueue queues it again only when the
+    queue's stopPolicy is None again (Requeued=True, ClusterQueueRestarted or LocalQueueRestarted,
+    workload_controller.go:742-766): no backoff, no retry count."""
+    workload = evidence.workload
+    kind = _QUEUE_STOPPED[str(evicted.get("reason"))]
+    namespace = workload["metadata"].get("namespace", "")
+    if kind == "ClusterQueue":
+        queue = evidence.cluster_queue
+        name = str(
+            (queue or {}).get("metadata", {}).get("name")
+            or (workload.get("status", {}).get("admission") or {}).get("clusterQueue")
+            or "its ClusterQueue"
+        )
+        patch = f"kubectl patch clusterqueue {name}"
+    else:
+        queue = evidence.local_queue
+        name = str(workload.get("spec", {}).get("queueName") or "its LocalQueue")
+        patch = f"kubectl patch localqueue {name} -n {namespace}"
+    policy = (queue or {}).get("spec", {}).get("stopPolicy")
+    requeued = kueue.condition(workload, "Requeued") or {}
+    restarted = policy == "None" or (requeued.get("status") == "True" and requeued.get("reason") in _QUEUE_RESTARTED)
+    since = age(kueue.timestamp(evicted.get("lastTransitionTime")), now)
+    changed = f" (now {policy})" if policy and policy not in ("None", "HoldAndDrain") else ""
+    head = (
+        f"Evicted {since} ago: {kind} {name} was stopped with spec.stopPolicy HoldAndDrain{changed}, which evicts "
+        "the workloads it admitted."
+    )
+    if restarted:
+        reason = f"{head} The queue runs again and Kueue has queued it again; it starts from the beginning once the "
+        reason += "scheduler admits it."
+        reserved = kueue.condition(workload, kueue.QUOTA_RESERVED) or {}
+        said = str(reserved.get("message", ""))
+        blocker = _CLUSTER_QUEUE_INACTIVE.match(said) or _LOCAL_QUEUE_INACTIVE.match(said)
+        pending = None if blocker or reserved.get("status") == "True" else _then_pending(evidence, view, now, evicted)
+        if pending is not None and pending.reason.startswith("Pending"):
+            return replace(pending, state="Evicted", reason=_continued(reason, pending))
+        return Diagnosis("Evicted", reason, "")
+    if kueue.is_true(workload, kueue.QUOTA_RESERVED):
+        then = "Its pods are stopping; Kueue queues it again"
+    else:
+        then = "Kueue released its quota and queues it again"
+    return Diagnosis(
+        "Evicted",
+        f"{head} {then} only once the queue's stopPolicy is None again, and it then starts from the beginning.",
+        f'The platform team restarts it with `{patch} --type merge -p \'{{"spec":{{"stopPolicy":"None"}}}}\'`.',
+        (PLATFORM,),
+    )
 
 
 def _preempted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
@@ -1956,22 +2196,81 @@ def _podsready_clock(evidence: Evidence, view: StackView, now: datetime, expecte
     )
 
 
-def _cannot_start(pods: list[Obj]) -> list[tuple[Obj, str, Obj]]:
-    """(pod, container, its waiting state) of each pod on a node whose container waits for an image that does not
-    pull or cannot be created as configured: Kueue's PodsReady timeout is what ends such a wait."""
+def _cannot_start(pods: list[Obj]) -> list[tuple[Obj, Obj]]:
+    """(pod, container status) of each pod on its node whose container cannot start: its image does not pull, it
+    cannot be created as configured, or it keeps exiting (the kubelet's waiting reasons). The first such container
+    of each pod."""
     found = []
     for pod in pods:
         for status in pod.get("status", {}).get("containerStatuses") or []:
-            waiting = (status.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") in IMAGE_WAITS + CREATE_WAITS:
-                found.append((pod, str(status.get("name")), waiting))
+            reason = ((status.get("state") or {}).get("waiting") or {}).get("reason")
+            if reason in (*IMAGE_WAITS, *CREATE_WAITS, CRASH_LOOP):
+                found.append((pod, status))
                 break
     return found
 
 
+def _container_words(evidence: Evidence, pod: Obj, status: Obj) -> tuple[str, str]:
+    """What holds a container that cannot start, and what its submitter can change: only a crash loop has a log to
+    read (the kubelet serves the last run of a waiting container, kubelet_pods.go validateContainerLogStatus)."""
+    name, container = pod["metadata"]["name"], str(status.get("name"))
+    waiting = (status.get("state") or {}).get("waiting") or {}
+    reason, said = str(waiting.get("reason")), str(waiting.get("message") or "").rstrip(".")
+    detail = f"{reason}: {said}" if said else reason
+    job = _job_name(evidence)
+    again = f"delete it (tpu-stack delete {job}) and submit it again"
+    if reason in IMAGE_WAITS:
+        spec: Obj = next((c for c in pod.get("spec", {}).get("containers", []) if c.get("name") == container), {})
+        image = spec.get("image") or status.get("image") or "?"
+        return (
+            f"container {container} of pod {name} cannot pull its image {image} ({detail})",
+            f"You can check its name and tag and that the cluster's nodes may pull it, then {again} (or push "
+            "that image: the kubelet keeps trying); until then it holds its quota.",
+        )
+    if reason in CREATE_WAITS:
+        return (
+            f"container {container} of pod {name} cannot be created ({detail})",
+            "You can create or fix what it names (a Secret or ConfigMap it refers to is picked up when the kubelet "
+            f"retries), or {again} with that fixed; until then it holds its quota.",
+        )
+    ended = (status.get("lastState") or {}).get("terminated") or {}
+    code, why_ended = ended.get("exitCode"), str(ended.get("reason") or "")
+    last = ""
+    if code is not None:
+        out_of_memory = ": it ran out of memory" if why_ended == "OOMKilled" else ""
+        last = f"its last run ended with exit code {code}" + (f" ({why_ended}{out_of_memory})" if why_ended else "")
+        last += ", "
+    restarts = int(status.get("restartCount") or 0)
+    words = (
+        f"container {container} of pod {name} keeps failing: {last}it has restarted {_times(restarts)}, and the "
+        f"kubelet waits before the next start ({CRASH_LOOP})"
+    )
+    return (
+        words,
+        f"`{_logs_command(evidence, pod, container)}` shows its last run's output; you can fix it, then {again}.",
+    )
+
+
+def _logs_command(evidence: Evidence, pod: Obj, container: str) -> str:
+    """`tpu-stack logs` for this pod and container (its slice and worker from the labels JobSet and the Job
+    controller set; the container when it is not the one `logs` reads by default)."""
+    labels = pod["metadata"].get("labels") or {}
+    words = ["tpu-stack", "logs", _job_name(evidence)]
+    if (_job_ref(evidence) or ("", ""))[0] == "JobSet" and labels.get(kueue.JOBSET_JOB_INDEX_LABEL, "0") != "0":
+        words += ["--slice", str(labels[kueue.JOBSET_JOB_INDEX_LABEL])]
+    if labels.get(kueue.COMPLETION_INDEX_LABEL, "0") != "0":
+        words += ["--worker", str(labels[kueue.COMPLETION_INDEX_LABEL])]
+    names = [str(c.get("name")) for c in pod.get("spec", {}).get("containers", [])]
+    default = kueue.WORKLOAD_CONTAINER if kueue.WORKLOAD_CONTAINER in names else (names or [container])[0]
+    if container != default:
+        words += ["--container", container]
+    return " ".join(words)
+
+
 def _booking_expired(evidence: Evidence, now: datetime) -> Obj | None:
-    """The Ready provisioning check's request, if its booking expired: the nodes were held 10 minutes after
-    Provisioned (the autoscaler's defaultReservationTime), and then let go."""
+    """The Ready provisioning check's request, if its booking expired (condition BookingExpired): the nodes were
+    held for a while after Provisioned, then let go. How long is GKE's controller's to say (the open-source
+    autoscaler's defaultReservationTime, 10 minutes, does not apply to queued-provisioning.gke.io)."""
     request = _request_for(evidence, None)
     if request is None:
         return None
@@ -2016,31 +2315,18 @@ def _admitted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
             f"and its pods could not be read (403), so why they wait is not known.{clock}{events_hidden}",
             "Read access to its pods (Kubernetes' view role in the team's namespace) lets `tpu-stack why` tell why.",
         )
-    started = f"{len(running)} of {expected} pods are running"
+    stuck = _cannot_start(evidence.pods)
+    started = f"{len([p for p in running if p not in [pod for pod, _ in stuck]])} of {expected} pods are running"
     failures = _creation_failures(evidence)
     if failures:
         words, change, who, outcome = _cannot_create(evidence, view, failures[-1])
         return Diagnosis("Starting", f"Starting: {head}; {started}, and {words}.{clock}", change, who, outcome)
-    stuck = _cannot_start(evidence.pods)
     if stuck:
-        pod, container, waiting = stuck[0]
-        said = str(waiting.get("message") or "").rstrip(".")
-        reason = str(waiting.get("reason"))
-        detail = f" ({said})" if said else ""
-        again = f"then delete it (tpu-stack delete {_job_name(evidence)}) and submit it again"
-        if reason in IMAGE_WAITS:
-            image = next((c.get("image") for c in pod["spec"].get("containers", []) if c.get("name") == container), "")
-            change = (
-                f"Its image {image} cannot be pulled: check its name and tag, and that the nodes may read its "
-                f"registry; {again}."
-            )
-        else:
-            change = f"Its container cannot be created as it is configured{detail}: fix that, {again}."
+        words, change = _container_words(evidence, *stuck[0])
         return Diagnosis(
             "Starting",
-            f"Starting: {head}; {started}, and {len(stuck)} cannot start: its container {container} waits with "
-            f"{reason}{detail}.{clock}",
-            f"{change} Until Kueue evicts it, it holds its quota.",
+            f"Starting: {head}; {started}, and {len(stuck)} cannot start: {words}.{clock}",
+            change,
             (USER,),
         )
     unschedulable = []
@@ -2128,7 +2414,9 @@ def _on_worker(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis 
         found = explain(remote, view, now)
         return replace(found, reason=f"On worker {where}: {found.reason}", cluster=str(worker))
     ready = kueue.condition(evidence.workload, kueue.PODS_READY) or {}
-    said = remote if isinstance(remote, str) else "has no copy of it (it may have just finished there)"
+    if isinstance(remote, Unread) and not remote.refused:
+        return _worker_unreachable(view, str(worker), remote, ready.get("status") == "True")
+    said = str(remote) if isinstance(remote, Unread) else "has no copy of it (it may have just finished there)"
     if ready.get("status") == "True":
         return Diagnosis(
             "Running",
@@ -2148,6 +2436,32 @@ def _on_worker(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis 
         WAITS,
         str(worker),
     )
+
+
+def _worker_unreachable(view: StackView, worker: str, remote: Unread, ready: bool) -> Diagnosis:
+    """The worker that admitted the workload does not answer: the manager's record is all there is, and it may be
+    out of date. If the manager has lost the worker too, MultiKueue keeps the workload admitted for
+    workerLostTimeout, then puts its check in Retry and dispatches it again (multikueue/workload.go:540-560)."""
+    where = _where(view, worker)
+    if ready:
+        state, reason = (
+            "Running",
+            f"Running on worker {where}, as the manager last saw it: MultiKueue admitted it there and Kueue reports "
+            f"all its pods ready; {worker} {remote}, so `why` cannot tell whether it still runs.",
+        )
+    else:
+        state, reason = (
+            "Starting",
+            f"Starting on worker {where}: MultiKueue admitted it there and not all its pods are ready; {worker} "
+            f"{remote}, so why they wait is not known.",
+        )
+    change = (
+        f"If the manager has lost {worker} too, MultiKueue takes the workload back once it has been unreachable for "
+        f"workerLostTimeout ({duration(view.worker_lost_timeout)}) and dispatches it again, to start from the "
+        f"beginning (checkpoint to /checkpoints). The platform team can check {worker} and the manager's connection "
+        f"to it (`kubectl get multikueuecluster {worker} -o yaml` on the manager: its Active condition)."
+    )
+    return Diagnosis(state, reason, change, (PLATFORM,), WAITS, worker)
 
 
 def unmanaged(kind: str, job: Obj, pods: list[Obj], now: datetime, *, pods_hidden: bool = False) -> Diagnosis:

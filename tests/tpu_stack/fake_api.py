@@ -50,6 +50,9 @@ class FakeApi:
     hooks: list[Callable[[FakeApi, Request], None]] = field(default_factory=list)
     """Called before each request: how a test makes the cluster change over time."""
     requests: list[Request] = field(default_factory=list)
+    token: str = TOKEN
+    """The bearer token this server accepts: another one is refused with 401, as a cluster refuses a user it does not
+    know."""
     port: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -106,7 +109,7 @@ class FakeApi:
             self.requests.append(request)
             for hook in self.hooks:
                 hook(self, request)
-            if token != f"Bearer {TOKEN}":
+            if token != f"Bearer {self.token}":
                 return _status(401, "Unauthorized", "Unauthorized")
             for method, prefix in self.forbidden:
                 if method in (request.method, "*") and request.path.startswith(prefix):

@@ -1047,6 +1047,37 @@ def test_why_and_list_read_a_recorded_cluster_state(outputs: dict[str, Path], tm
     assert (code, err) == (2, "error: a recorded cluster state is read-only: submit and delete need a cluster\n")
 
 
+def test_a_recorded_state_finds_a_job_by_its_name_among_other_teams_jobs(
+    outputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """`why` looks a job up across namespaces with fieldSelector=metadata.name (as the API server serves it for every
+    kind); a recording answers that selector too, so other Jobs of other namespaces are not taken for it: not "in
+    several teams' namespaces", and never a namespace where neither its Workload nor its job is."""
+    state = tmp_path / "state"
+    state.mkdir()
+    workload = _train_workload(k.admitted_conditions("training-cluster-queue", k.ago(minutes=3)), admitted=True)
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "train-2", "namespace": "training", "creationTimestamp": k.ago(minutes=4)},
+    }
+    foreign = [
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace}}
+        for name, namespace in (("etl-nightly", "research"), ("probe", "research"), ("backup", "kube-system"))
+    ]  # fmt: skip
+    items = [workload, jobset, *foreign]
+    (state / "objects.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    base = ("--outputs", outputs["dev"], "--recorded", state, "--at", "2026-05-04T12:00:00Z")
+    code, out, err = run(*base, "why", "train-2")
+    assert (code, err) == (6, "")
+    assert out.startswith("Starting: admitted 3m ago by training-cluster-queue on flavor multislice")
+    # Only another team's Job and train-2's Workload recorded (no JobSet): the Workload is found, not the Job.
+    (state / "objects.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [workload, *foreign]}))
+    code, out, err = run(*base, "why", "train-2")
+    assert (code, err) == (6, "")
+    assert out.startswith("Starting: admitted 3m ago by training-cluster-queue on flavor multislice")
+
+
 def test_submit_wait_stops_with_exit_7_when_the_workload_fails(
     outputs: dict[str, Path], api: FakeApi, tmp_path: Path
 ) -> None:

@@ -198,11 +198,10 @@ def test_why_of_a_dispatched_workload_reads_every_worker(
     )
 
 
-def test_list_on_the_manager_names_the_worker_and_reads_pods_only_there(
-    outputs: dict[str, Any], clusters: dict[str, FakeApi], tmp_path: Path
-) -> None:
-    """A workload Kueue keeps PodsReady on needs no pod read; one without it (waitForPodsReady turned off) is
-    answered from its worker's pods, one list for the namespace there."""
+def _listed(outputs: dict[str, Any], clusters: dict[str, FakeApi], tmp_path: Path) -> tuple[Path, Path]:
+    """tune-1 runs on tpu-mr-japan (Kueue keeps PodsReady on it), tune-3 on tpu-mr-east5 (no PodsReady: waitForPodsReady
+    turned off), tune-2 is dispatched and admitted nowhere yet. The manager reserved quota for each in its own flavor
+    east-flex-v6e; each worker admitted its copy in its own flavor."""
     files = _files(outputs, clusters, tmp_path)
     ready = _manager_workload("tune-1", worker=JAPAN, pods_ready=True)
     unknown = _manager_workload("tune-3", worker=EAST, pods_ready=None)
@@ -211,19 +210,102 @@ def test_list_on_the_manager_names_the_worker_and_reads_pods_only_there(
     waiting["metadata"]["creationTimestamp"] = k.ago(minutes=40)
     for workload in (ready, unknown, waiting):
         clusters[""].add(workload)
+    _running_on(clusters, JAPAN, ready, "tune-1")
     _running_on(clusters, EAST, unknown, "tune-3")
+    return files
+
+
+def test_list_on_the_manager_names_the_worker_its_flavor_and_reads_pods_only_there(
+    outputs: dict[str, Any], clusters: dict[str, FakeApi], tmp_path: Path
+) -> None:
+    """FLAVOR is the flavor of the worker's copy, next to the worker that admitted it (the manager's own reservation is
+    in a flavor of the manager's queues, not where the pods run), or `-` for a workload no worker admitted: one list of
+    the namespace's Workloads per worker that runs any. A workload Kueue keeps PodsReady on needs no pod read; one
+    without it is answered from its worker's pods, one list for the namespace there."""
+    files = _listed(outputs, clusters, tmp_path)
     code, out, err = _run(files, "list")
     assert (code, err) == (0, "")
     assert out.splitlines() == [
-        "NAME    KIND  TEAM      QUEUE           FLAVOR         ADMITTED  AGE  STATE         CLUSTER",
-        "tune-1  Job   training  training-queue  east-flex-v6e  yes       1h   Running       tpu-mr-japan",
-        "tune-3  Job   training  training-queue  east-flex-v6e  yes       50m  Running       tpu-mr-east5",
-        "tune-2  Job   training  training-queue  east-flex-v6e  no        40m  Provisioning  -",
+        "NAME    KIND  TEAM      QUEUE           FLAVOR          ADMITTED  AGE  STATE         CLUSTER",
+        "tune-1  Job   training  training-queue  japan-flex-v6e  yes       1h   Running       tpu-mr-japan",
+        "tune-3  Job   training  training-queue  east-flex-v6e   yes       50m  Running       tpu-mr-east5",
+        "tune-2  Job   training  training-queue  -               no        40m  Provisioning  -",
     ]
-    assert [(r.path, r.query.get("limit")) for r in clusters[EAST].requests] == [
-        ("/api/v1/namespaces/training/pods", ["500"])
+    assert sorted((r.path, r.query.get("limit")) for r in clusters[EAST].requests) == [
+        ("/api/v1/namespaces/training/pods", ["500"]),
+        (f"{KUEUE}/namespaces/training/workloads", ["500"]),
     ]
-    assert clusters[JAPAN].requests == []
+    assert [(r.path, r.query.get("limit")) for r in clusters[JAPAN].requests] == [
+        (f"{KUEUE}/namespaces/training/workloads", ["500"])
+    ]
+
+
+def test_list_goes_on_when_a_worker_refuses_the_credentials_or_has_no_endpoint(
+    outputs: dict[str, Any], clusters: dict[str, FakeApi], tmp_path: Path
+) -> None:
+    """tpu-mr-east5 refuses the user's token (401): like a 403 there, its rows keep the manager's record and a note
+    names the worker; the manager's own 401 still fails the command. A worker the outputs give no endpoint for is a
+    note as well."""
+    files = _listed(outputs, clusters, tmp_path)
+    clusters[EAST].token = "another-token"
+    code, out, err = _run(files, "list")
+    assert code == 0
+    assert out.splitlines()[1:3] == [
+        "tune-1  Job   training  training-queue  japan-flex-v6e  yes       1h   Running       tpu-mr-japan",
+        "tune-3  Job   training  training-queue  -               yes       50m  Starting      tpu-mr-east5",
+    ]
+    assert err.splitlines() == [
+        "note: pods of training on tpu-mr-east5 could not be read: forbidden (401): Unauthorized",
+        "note: workloads of training on tpu-mr-east5 could not be read: forbidden (401): Unauthorized",
+    ]
+    saved = json.loads(files[0].read_text())
+    del saved["multiKueue"]["workers"][JAPAN]["clusterEndpoint"]
+    files[0].write_text(json.dumps(saved))
+    code, out, err = _run(files, "list")
+    assert code == 0
+    assert out.splitlines()[1].split() == ["tune-1", "Job", "training", "training-queue", "-", "yes", "1h", "Running",
+                                           "tpu-mr-japan"]  # fmt: skip
+    missing = f"the stack's outputs name no endpoint of worker {JAPAN}"
+    assert f"note: workloads of training on {JAPAN} could not be read: {missing}" in err
+    clusters[""].token = "another-token"
+    code, _, err = _run(files, "list")
+    assert (code, err.startswith("error: forbidden (401)")) == (4, True)
+
+
+def test_logs_says_which_worker_refused(outputs: dict[str, Any], clusters: dict[str, FakeApi], tmp_path: Path) -> None:
+    files = _files(outputs, clusters, tmp_path)
+    workload = _manager_workload("tune-1", worker=JAPAN, pods_ready=True)
+    clusters[""].add(workload)
+    _running_on(clusters, JAPAN, workload, "tune-1")
+    clusters[JAPAN].forbidden.add(("GET", "/api/v1/namespaces/training/pods/tune-1-0-x7k2p/log"))
+    code, out, err = _run(files, "logs", "tune-1")
+    assert (code, out) == (4, "")
+    assert err == (
+        f"error: worker {JAPAN}: forbidden (403): GET /api/v1/namespaces/training/pods/tune-1-0-x7k2p/log is "
+        'forbidden: User "dev" cannot do this\n'
+    )
+
+
+def test_a_worker_that_does_not_answer_is_not_a_missing_role(
+    outputs: dict[str, Any], clusters: dict[str, FakeApi], tmp_path: Path
+) -> None:
+    """The workload was admitted on tpu-mr-japan, whose pods are not all ready, and tpu-mr-japan does not answer: `why`
+    says so and who can look, not that the user lacks a role there (multikueue/workload.go: MultiKueue takes a
+    workload back only after its worker has been lost for workerLostTimeout)."""
+    files = _files(outputs, clusters, tmp_path)
+    saved = json.loads(files[0].read_text())
+    saved["multiKueue"]["workers"][JAPAN]["clusterEndpoint"] = "http://127.0.0.1:9"
+    files[0].write_text(json.dumps(saved))
+    clusters[""].add(_manager_workload("tune-1", worker=JAPAN, pods_ready=False))
+    code, out, _ = _run(files, "why", "tune-1", "--json")
+    answer = json.loads(out)
+    assert (code, answer["state"], answer["outcome"], answer["who"]) == (6, "Starting", "waits", ["platform team"])
+    assert "tpu-mr-japan could not be reached: cannot reach the cluster at http://127.0.0.1:9" in answer["reason"]
+    assert "Access to" not in answer["change"]
+    assert answer["change"].startswith(
+        "If the manager has lost tpu-mr-japan too, MultiKueue takes the workload back once it has been unreachable for "
+        "workerLostTimeout (15m)"
+    )
 
 
 def test_a_worker_that_refuses_the_user_is_named(
@@ -245,3 +327,26 @@ def test_a_worker_that_refuses_the_user_is_named(
     )
     assert clusters[JAPAN].requests[0].path == path
     assert TOKEN  # the same token signs in everywhere; a refused one would be a 401 named the same way
+
+
+def test_a_dispatched_workload_tells_a_refusing_worker_from_a_silent_one(
+    outputs: dict[str, Any], clusters: dict[str, FakeApi], tmp_path: Path
+) -> None:
+    """Copied to both workers: tpu-mr-east5 refuses the user (403: a role to grant there), tpu-mr-japan does not answer
+    (the platform team's to look at)."""
+    files = _files(outputs, clusters, tmp_path)
+    saved = json.loads(files[0].read_text())
+    saved["multiKueue"]["workers"][JAPAN]["clusterEndpoint"] = "http://127.0.0.1:9"
+    files[0].write_text(json.dumps(saved))
+    clusters[EAST].forbidden.add(("*", "/"))
+    clusters[""].add(_manager_workload("tune-2", worker=None, pods_ready=None))
+    code, out, _ = _run(files, "why", "tune-2", "--json")
+    answer = json.loads(out)
+    assert (code, answer["who"]) == (6, ["platform team"])
+    assert f"{EAST} (us-east5) could not be read: forbidden (403)" in answer["reason"]
+    assert f"{JAPAN} (asia-northeast1) could not be reached: cannot reach the cluster" in answer["reason"]
+    assert answer["change"] == (
+        f"The platform team can check {JAPAN}, which did not answer, and whether the manager reaches it (its "
+        f"MultiKueueCluster's Active condition); read roles on {EAST} for your identity (docs/workloads.md, "
+        "Permissions) let `tpu-stack why` read the copies there."
+    )

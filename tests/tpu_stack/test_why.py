@@ -765,14 +765,15 @@ def test_deactivated_after_the_last_attempt_failed_its_request_gone() -> None:
 
 def test_deactivated_after_the_last_booking_expired_its_request_gone() -> None:
     """Attempt 4 was provisioned and its booking expired before admission; no event is left, the request is
-    deleted: the autoscaler's BookingExpired message tells."""
+    deleted. Only the check's message is left, the BookingExpired condition's text, which GKE's own controller
+    writes for queued-provisioning.gke.io (the open-source autoscaler skips that class, provreq/processor.go
+    SupportedProvisioningClass): it is quoted as it came, not read as proof of an expired booking."""
     wl = deactivated_job("Capacity reservation time is expired", 3)
     found = explain(why.Evidence(wl), PROD)
     assert found.text == (
-        "Stopped: GKE provided 8 TPU chips of flavor burst for queued provisioning attempt 4 of 4, but the "
-        "booking expired before the workload was admitted onto them (Capacity reservation time is expired), "
-        "and Kueue deactivated the workload. You can delete it (tpu-stack delete burst-queued) and submit it "
-        "again to queue a new request."
+        "Stopped: Kueue deactivated the workload after its queued provisioning request was rejected (attempt 4 "
+        "of 4): Capacity reservation time is expired. You can delete it (tpu-stack delete burst-queued) and submit "
+        "it again to queue a new request."
     )
 
 
@@ -970,19 +971,254 @@ def test_starting_names_the_workload_to_follow() -> None:
     )
 
 
-def _pulling(name: str, reason: str, message: str) -> k.Obj:
-    """A pod on its node whose container waits: the kubelet's image manager reasons (kubernetes
-    pkg/kubelet/images/types.go: ErrImagePull, ImagePullBackOff, InvalidImageName) or the runtime's
-    (pkg/kubelet/container/sync_result.go: CreateContainerConfigError), in containerStatuses[].state.waiting."""
-    pod = k.pod(name, "training", {"batch.kubernetes.io/job-name": "train-1"}, running=False)
-    pod["spec"]["containers"][0]["image"] = "us-docker.pkg.dev/my-project/train/jax:0.6.3"
+# ---- reasons `why` does not read, container states, stopped queues, big cohorts ------------------------------------
+
+
+def test_a_reason_it_does_not_read_is_quoted_and_the_message_never_called_out_of_date() -> None:
+    """A hand-written Job asks for a GPU as well as TPU chips: Kueue finds no resource group for it
+    (flavorassigner.go findFlavorForPodSets: "resource %s unavailable in ClusterQueue"). The queue has room for the
+    chips, but that does not make Kueue's message out of date: the reason is quoted, nobody is told that nothing needs
+    changing."""
+    message = "couldn't assign flavors to pod set main: resource nvidia.com/gpu unavailable in ClusterQueue"
+    wl = k.workload(
+        "Job", "probe-gpu", "research", "research-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=k.pending_conditions(message, k.ago(minutes=3)), recorded=True,
+    )  # fmt: skip
+    queues = [research(), training()]
+    found = explain(why.Evidence(wl, queues[0], queues, COHORT))
+    assert (found.state, found.outcome, found.who) == ("Pending", why.WAITS, (why.PLATFORM,))
+    assert found.text == (
+        'Pending: Kueue says "resource nvidia.com/gpu unavailable in ClusterQueue", a reason `why` does not read. '
+        "It needs 8 TPU chips; by the queue's numbers, on multislice: has room for it now: research-cluster-queue "
+        "can take 24 more (research-cluster-queue holds 0 of its nominal 8). `why` cannot tell who can change that "
+        "reason: the platform team can look it up in Kueue's code and its controller's log."
+    )
+
+
+def _admitted_probe(pods: int = 1) -> k.Obj:
+    return k.workload(
+        "Job", "probe", "research", "research-queue", pods=pods, chips_per_pod=4, labels=k.FLEX_V6E_LABELS,
+        conditions=[
+            *k.admitted_conditions("research-cluster-queue", k.ago(minutes=5)),
+            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(minutes=5)),
+        ],
+        admission=k.admission("research-cluster-queue", "main", "flex-v6e", pods, 4 * pods),
+    )  # fmt: skip
+
+
+def _waiting_pod(
+    name: str,
+    reason: str,
+    message: str,
+    *,
+    namespace: str = "research",
+    job: str = "probe",
+    image: str = "us-docker.pkg.dev/my-project/train/jax:0.6.2",
+    **status: object,
+) -> k.Obj:
+    """A pod on its node whose container waits, with the kubelet's reason in containerStatuses[].state.waiting (its
+    image manager's, kubernetes pkg/kubelet/images/types.go; the runtime's, kuberuntime_container.go and
+    pkg/kubelet/container/sync_result.go)."""
+    pod = k.pod(name, namespace, {"batch.kubernetes.io/job-name": job}, running=False)
+    pod["spec"]["containers"][0]["image"] = image
     pod["status"]["containerStatuses"] = [
-        {"name": "jax-tpu", "ready": False, "restartCount": 0, "image": "us-docker.pkg.dev/my-project/train/jax:0.6.3",
-         "state": {"waiting": {"reason": reason, "message": message}}}
-    ]  # fmt: skip
+        {
+            "name": "jax-tpu",
+            "image": image,
+            "ready": False,
+            "started": False,
+            "restartCount": 0,
+            "state": {"waiting": {"reason": reason, "message": message}},
+            "lastState": {},
+            **status,
+        }
+    ]
     return pod
 
 
+def test_a_container_that_cannot_be_created_names_what_it_misses() -> None:
+    """The pod is on its node, but the kubelet cannot build the container's config: the Secret its env names does not
+    exist (kuberuntime_container.go ErrCreateContainerConfig "CreateContainerConfigError"). The kubelet retries, so
+    creating the Secret is enough; there is no log to read."""
+    pod = _waiting_pod("probe-0-x7k2p", "CreateContainerConfigError", 'secret "hf-token" not found')
+    found = explain(why.Evidence(_admitted_probe(), pods=[pod]))
+    assert (found.state, found.outcome, found.who) == ("Starting", why.WAITS, (why.USER,))
+    assert found.reason.startswith(
+        "Starting: admitted 5m ago by research-cluster-queue on flavor flex-v6e (4 TPU chips); 0 of 1 pods are "
+        "running, and 1 cannot start: container jax-tpu of pod probe-0-x7k2p cannot be created "
+        '(CreateContainerConfigError: secret "hf-token" not found).'
+    )
+    assert found.change == (
+        "You can create or fix what it names (a Secret or ConfigMap it refers to is picked up when the kubelet "
+        "retries), or delete it (tpu-stack delete probe) and submit it again with that fixed; until then it holds its "
+        "quota."
+    )
+    assert "tpu-stack logs" not in found.text
+
+
+def test_a_crash_loop_that_ran_out_of_memory_points_to_the_last_runs_log() -> None:
+    """The second pod of a 2-pod Job (completion index 1) restarts after the kernel killed it for memory
+    (lastState.terminated reason OOMKilled, exit code 137); `tpu-stack logs` reads the last run of a waiting
+    container (kubelet_pods.go validateContainerLogStatus), for that worker."""
+    first = k.pod("probe-0-a1b2c", "research", {"batch.kubernetes.io/job-name": "probe"}, running=True)
+    second = _waiting_pod(
+        "probe-1-d3e4f",
+        "CrashLoopBackOff",
+        "back-off 40s restarting failed container=jax-tpu pod=probe-1-d3e4f_research(uid-probe-1-d3e4f)",
+        restartCount=2,
+        lastState={"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": k.ago(minutes=1)}},
+    )
+    second["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = "1"
+    second["status"]["phase"] = "Running"
+    found = explain(why.Evidence(_admitted_probe(pods=2), pods=[first, second]))
+    assert (found.state, found.outcome, found.who) == ("Starting", why.WAITS, (why.USER,))
+    assert (
+        "1 of 2 pods are running, and 1 cannot start: container jax-tpu of pod probe-1-d3e4f keeps failing: its last "
+        "run ended with exit code 137 (OOMKilled: it ran out of memory), it has restarted 2 times, and the kubelet "
+        "waits before the next start (CrashLoopBackOff)."
+    ) in found.reason
+    assert found.change == (
+        "`tpu-stack logs probe --worker 1` shows its last run's output; you can fix it, then delete it (tpu-stack "
+        "delete probe) and submit it again."
+    )
+
+
+def _stopped_probe(reason: str, quota_reserved: bool, requeued: tuple[str, str] | None) -> k.Obj:
+    """The admitted probe Job after Kueue evicted it for a HoldAndDrain queue (workload_controller.go
+    reconcileOnLocalQueueActiveState / reconcileOnClusterQueueActiveState); with `quota_reserved` its pods are
+    still stopping, else the job reconciler released the quota (reconciler.go: Requeued False) and the workload
+    controller wrote the queue blocker."""
+    said = "The LocalQueue is stopped" if reason == "LocalQueueStopped" else "The ClusterQueue is stopped"
+    since = k.ago(minutes=4)
+    if quota_reserved:
+        conditions = k.admitted_conditions("research-cluster-queue", k.ago(hours=1))
+    else:
+        blocker = (
+            "LocalQueue research-queue is inactive"
+            if reason == "LocalQueueStopped"
+            else "ClusterQueue research-cluster-queue is inactive"
+        )
+        conditions = [
+            k.condition("QuotaReserved", "False", "Inadmissible", blocker, since),
+            k.condition("Admitted", "False", "NoReservation", "The workload has no reservation", since),
+        ]
+    conditions.append(k.condition("Evicted", "True", reason, said, since))
+    if requeued is not None:
+        conditions.append(k.condition("Requeued", requeued[0], requeued[1], said, since))
+    return k.workload(
+        "Job", "probe", "research", "research-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=conditions,
+        admission=k.admission("research-cluster-queue", "main", "multislice", 2, 8) if quota_reserved else None,
+    )  # fmt: skip
+
+
+def _local_queue(policy: str) -> k.Obj:
+    active = ("False", "Stopped", "LocalQueue is stopped") if policy != "None" else ("True", "Ready", "Can submit")
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "research-queue", "namespace": "research"},
+        "spec": {"clusterQueue": "research-cluster-queue", "stopPolicy": policy},
+        "status": {"conditions": [k.condition("Active", *active, k.ago(minutes=4))]},
+    }
+
+
+def test_evicted_by_a_stopped_local_queue_whose_pods_are_stopping() -> None:
+    wl = _stopped_probe("LocalQueueStopped", quota_reserved=True, requeued=None)
+    found = explain(why.Evidence(wl, local_queue=_local_queue("HoldAndDrain")))
+    assert (found.state, found.outcome, found.who) == ("Evicted", why.WAITS, (why.PLATFORM,))
+    assert found.text == (
+        "Evicted 4m ago: LocalQueue research-queue was stopped with spec.stopPolicy HoldAndDrain, which evicts the "
+        "workloads it admitted. Its pods are stopping; Kueue queues it again only once the queue's stopPolicy is "
+        "None again, and it then starts from the beginning. The platform team restarts it with `kubectl patch "
+        'localqueue research-queue -n research --type merge -p \'{"spec":{"stopPolicy":"None"}}\'`.'
+    )
+
+
+def test_evicted_by_a_stopped_cluster_queue_waits_for_it_without_a_second_sentence() -> None:
+    """Quota released, Requeued False with ClusterQueueStopped: the queue blocker Kueue then writes is the same
+    stop, not news."""
+    cq = research()
+    cq["spec"]["stopPolicy"] = "HoldAndDrain"
+    wl = _stopped_probe("ClusterQueueStopped", quota_reserved=False, requeued=("False", "ClusterQueueStopped"))
+    found = explain(why.Evidence(wl, cq, [cq, training()], COHORT))
+    assert (found.state, found.outcome, found.who) == ("Evicted", why.WAITS, (why.PLATFORM,))
+    assert found.text == (
+        "Evicted 4m ago: ClusterQueue research-cluster-queue was stopped with spec.stopPolicy HoldAndDrain, which "
+        "evicts the workloads it admitted. Kueue released its quota and queues it again only once the queue's "
+        "stopPolicy is None again, and it then starts from the beginning. The platform team restarts it with "
+        '`kubectl patch clusterqueue research-cluster-queue --type merge -p \'{"spec":{"stopPolicy":"None"}}\'`.'
+    )
+
+
+def test_evicted_by_a_cluster_queue_that_was_restarted_since() -> None:
+    """The queue runs again (stopPolicy None, Requeued True ClusterQueueRestarted, workload_controller.go:763); the
+    scheduler has not looked at the workload yet, so QuotaReserved still carries the old blocker."""
+    wl = _stopped_probe("ClusterQueueStopped", quota_reserved=False, requeued=("True", "ClusterQueueRestarted"))
+    queues = [research(), training()]
+    found = explain(why.Evidence(wl, queues[0], queues, COHORT))
+    assert (found.state, found.outcome, found.who) == ("Evicted", why.WAITS, ())
+    assert found.text == (
+        "Evicted 4m ago: ClusterQueue research-cluster-queue was stopped with spec.stopPolicy HoldAndDrain, which "
+        "evicts the workloads it admitted. The queue runs again and Kueue has queued it again; it starts from the "
+        "beginning once the scheduler admits it."
+    )
+
+
+def test_a_cohort_of_fifty_queues_names_the_largest_holders_only() -> None:
+    """50 teams in cohort tpu-stack, 8 nominal chips of multislice each, all in use: the sentence names five queues
+    and sums up the rest, so it stays readable (about 2,000 characters otherwise)."""
+    queues = [
+        k.cluster_queue(
+            f"team-{i:02d}-cluster-queue", f"team-{i:02d}", cohort="tpu-stack", quotas={"multislice": ("8", None)},
+            reserved={"multislice": ("8", "0")},
+        )
+        for i in range(50)
+    ]  # fmt: skip
+    queues[7]["status"]["flavorsReservation"][0]["resources"][0].update(total="16", borrowed="8")
+    queues[3]["status"]["flavorsReservation"][0]["resources"][0].update(total="0", borrowed="0")
+    message = (
+        "couldn't assign flavors to pod set slice: insufficient unused quota for google.com/tpu in flavor "
+        "multislice, 16 more needed"
+    )
+    wl = pending_jobset("train-2", "team-00", 2, message)
+    found = explain(why.Evidence(wl, queues[0], queues))
+    assert found.text == (
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: team-00-cluster-queue holds 8 of its "
+        "nominal 8, and 400 of the cohort's 400 are in use (team-07-cluster-queue 16 with 8 borrowed, "
+        "team-00-cluster-queue 8, team-01-cluster-queue 8, team-02-cluster-queue 8, team-04-cluster-queue 8 and 44 "
+        "more queues holding 352), so it can take 0 and 16 more TPU chips must be free. It starts when 16 more TPU "
+        "chips of multislice are free in cohort tpu-stack. Nothing needs changing."
+    )
+
+
+def test_a_strictfifo_head_no_flavor_can_place_blocks_the_queue_for_good() -> None:
+    """StrictFIFO training queue; its head asks for a placement by topology the dev flavors do not give, so Kueue
+    refuses every flavor (tas_flavorassigner.go) and the head is never admitted: nothing behind it is tried until
+    someone deletes it."""
+    refused = ", ".join(
+        f'Flavor "{flavor}" does not support TopologyAwareScheduling'
+        for flavor in ("flex-v6e", "multislice", "multislice-spot")
+    )
+    head = pending_jobset("explore-tas", "training", 1, f"couldn't assign flavors to pod set slice: {refused}")
+    head["metadata"]["creationTimestamp"] = k.ago(minutes=40)
+    mine = k.workload(
+        "Job", "train-1", "training", "training-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=[], suffix="8a2f4", created=k.ago(minutes=10),
+    )  # fmt: skip
+    cq = training()
+    cq["spec"]["queueingStrategy"] = "StrictFIFO"
+    found = explain(why.Evidence(mine, cq, [research(), cq], COHORT, queue_workloads=[head, mine]))
+    assert found.who == (why.TEAM, why.PLATFORM)
+    assert (
+        "Under StrictFIFO training-cluster-queue tries only the workload at its head, explore-tas (priority 100, 8 TPU "
+        "chips, submitted 40m ago), and it can never be admitted as submitted (its pods ask for a placement by "
+        "topology that no flavor of the queue gives)"
+    ) in found.reason
+    assert found.change.startswith("Your team can delete or resize explore-tas")
+
+
+IMAGE = "us-docker.pkg.dev/my-project/train/jax:0.6.3"
 DEV_SETTINGS = replace(DEV, pods_ready=why.PodsReadySettings(7200, 7200, 60, 3600, 3))
 """dev as deployed: two hours to start and to recover (its flex-start), three requeues (components/config/
 controllers.py)."""
@@ -1007,25 +1243,26 @@ def test_an_admitted_workload_whose_image_never_pulls() -> None:
         ],
         admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
     )
-    found = explain(why.Evidence(wl, pods=[_pulling("train-1-0-abcde", "ImagePullBackOff", message)]), DEV_SETTINGS)
+    pod = _waiting_pod("train-1-0-abcde", "ImagePullBackOff", message, namespace="training", job="train-1", image=IMAGE)
+    found = explain(why.Evidence(wl, pods=[pod]), DEV_SETTINGS)
     assert (found.state, found.outcome, found.who) == ("Starting", why.WAITS, (why.USER,))
     assert found.reason == (
         "Starting: admitted 25m ago by training-cluster-queue on flavor multislice (8 TPU chips); 0 of 1 pods are "
-        "running, and 1 cannot start: its container jax-tpu waits with ImagePullBackOff (Back-off pulling image "
+        "running, and 1 cannot start: container jax-tpu of pod train-1-0-abcde cannot pull its image "
+        "us-docker.pkg.dev/my-project/train/jax:0.6.3 (ImagePullBackOff: Back-off pulling image "
         '"us-docker.pkg.dev/my-project/train/jax:0.6.3"). Unless its pod is ready within the PodsReady timeout (2h '
         "after admission), Kueue evicts it in 1h35m and queues it again after 1m (3 requeues left before Kueue "
         "deactivates it)."
     )
     assert found.change == (
-        "Its image us-docker.pkg.dev/my-project/train/jax:0.6.3 cannot be pulled: check its name and tag, and that "
-        "the nodes may read its registry; then delete it (tpu-stack delete train-1) and submit it again. Until "
-        "Kueue evicts it, it holds its quota."
+        "You can check its name and tag and that the cluster's nodes may pull it, then delete it (tpu-stack delete "
+        "train-1) and submit it again (or push that image: the kubelet keeps trying); until then it holds its quota."
     )
 
 
 def test_an_admitted_workload_whose_container_cannot_be_created() -> None:
-    """The container's configuration names a Secret that does not exist: CreateContainerConfigError, which no retry
-    mends; the user fixes the reference."""
+    """The container's configuration names a Secret that does not exist: CreateContainerConfigError. The kubelet
+    retries, so creating the Secret mends it; so does fixing the reference and submitting again. The user's."""
     message = 'secret "wandb" not found'
     wl = k.workload(
         "Job",
@@ -1041,13 +1278,34 @@ def test_an_admitted_workload_whose_container_cannot_be_created() -> None:
         ],
         admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
     )
-    pod = _pulling("train-1-0-abcde", "CreateContainerConfigError", message)
+    pod = _waiting_pod("train-1-0-abcde", "CreateContainerConfigError", message, namespace="training", job="train-1")
     found = explain(why.Evidence(wl, pods=[pod]), DEV_SETTINGS)
-    assert '1 cannot start: its container jax-tpu waits with CreateContainerConfigError (secret "wandb" not found)' in (
-        found.reason
-    )
+    assert (
+        "1 cannot start: container jax-tpu of pod train-1-0-abcde cannot be created (CreateContainerConfigError: "
+        'secret "wandb" not found)'
+    ) in found.reason
     assert found.change == (
-        'Its container cannot be created as it is configured (secret "wandb" not found): fix that, then delete it '
-        "(tpu-stack delete train-1) and submit it again. Until Kueue evicts it, it holds its quota."
+        "You can create or fix what it names (a Secret or ConfigMap it refers to is picked up when the kubelet "
+        "retries), or delete it (tpu-stack delete train-1) and submit it again with that fixed; until then it holds "
+        "its quota."
     )
     assert found.who == (why.USER,)
+
+
+def test_a_reason_it_does_not_read_names_no_rung_the_queue_does_not_have() -> None:
+    """An elastic workload's slice may keep only its original flavor (flavorassigner.go: "could not assign %s flavor
+    since the original workload is assigned: %s"): the word after "flavor" there is no flavor, and no rung is made of
+    it; the reason is quoted whole."""
+    said = "could not assign multislice-spot flavor since the original workload is assigned: multislice"
+    message = f"couldn't assign flavors to pod set main: {said}"
+    wl = k.workload(
+        "Job", "probe", "research", "research-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=k.pending_conditions(message, k.ago(minutes=3)), recorded=True,
+    )  # fmt: skip
+    queues = [research(), training()]
+    found = explain(why.Evidence(wl, queues[0], queues, COHORT))
+    assert found.reason == (
+        f'Pending: Kueue says "{said}", a reason `why` does not read. It needs 8 TPU chips; by the queue\'s numbers, '
+        "on multislice: has room for it now: research-cluster-queue can take 24 more (research-cluster-queue holds 0 "
+        "of its nominal 8)."
+    )
