@@ -42,9 +42,16 @@ def test_one_high_throughput_policy_per_pool_group_named_with_its_topology(plan:
     assert train["parent"] == plan.one("tpu-stack:index:TpuSlicePools", "train")["urn"]
 
 
-def test_the_policy_is_replaced_on_any_change_deleting_first_and_never_kept(plan: Plan) -> None:
+def test_the_policy_is_replaced_on_a_new_name_deleting_first_and_never_kept(plan: Plan) -> None:
+    """The provider plans a new name as a PATCH (terraform-provider-google-beta v7.45.0
+    resource_compute_resource_policy.go: `name` is Required, not ForceNew), so a new name must replace; every other
+    field the stack sets replaces by itself (workloadPolicy's fields, region and project are ForceNew, L466-506, L295,
+    L511). Nothing else may: a client-side field such as deletion_policy (clientSideFields, L785; set by the
+    provider's CustomizeDiff, tpgresource/utils.go DefaultProviderDeletionPolicy) would otherwise replace the policy,
+    and with it every node pool of the group. The description is set at creation only."""
     for policy in plan.by_type(POLICY):
-        assert policy["replaceOnChanges"] == ["*"]
+        assert policy["replaceOnChanges"] == ["name"]
+        assert policy["ignoreChanges"] == ["description"]
         assert policy["deleteBeforeReplace"] is True
         assert not policy.get("retainOnDelete")
 

@@ -63,6 +63,24 @@ def test_a_new_slice_shape_replaces_the_policy_and_its_pools_together(deployed: 
     assert "placementPolicy.policyName" in why["burst-0"]
 
 
+def test_a_cosmetic_or_client_side_change_of_a_policy_replaces_nothing(deployed: Records) -> None:
+    """A state whose policies differ from the program only in the description (an earlier wording) or in the
+    client-side deletionPolicy (the provider's CustomizeDiff fills it from the provider's default:
+    terraform-provider-google-beta v7.45.0 tpgresource/utils.go DefaultProviderDeletionPolicy; its Update only reads
+    back when nothing but client-side fields changed, resource_compute_resource_policy.go L785): neither is a new
+    policy. Replacing one would replace the group's node pools with it (their policyName depends on it), so the
+    description is ignored and deletionPolicy is an update in place; the pools stay."""
+    state = copy.deepcopy(deployed)
+    records = {r["name"]: r for r in state}
+    records["burst-workload-policy"]["inputs"]["description"] = "TPU7x slices of burst (an earlier wording)"
+    records["train-workload-policy"]["inputs"]["deletionPolicy"] = "DELETE"
+    steps = step(state, deployed)
+    assert steps.refused == []
+    assert only(steps, "replace") == []
+    assert only(steps, "update") == ["train-workload-policy"]
+    assert "deletionPolicy" in {s.name: s.why for s in steps.of("update")}["train-workload-policy"]
+
+
 def test_a_placed_groups_new_shape_is_refused_by_its_flavor(deployed: Records) -> None:
     """train 4x4x4 -> 4x4x8: its flavor has a topology, so Kueue refuses new node labels in place (the CRD's rule)
     and holds the delete of a flavor a ClusterQueue names: the preview says so before anything is replaced."""
@@ -145,6 +163,11 @@ def test_each_new_rule_catches_its_breach(deployed: Records) -> None:
         "'tpu-blocks' (and deleted after it)",
         "tpu7x-pools-after-their-workload-policy: train-0 may be created before its workload policy "
         "'train-4x4x4-a8bfcdcd' (and deleted after)",
-        "workload-policy-replaced-by-shape: train-workload-policy: a change would be planned as an update Compute "
+        "workload-policy-replaced-by-shape: train-workload-policy: a new name would be planned as an update Compute "
         "refuses",
+    ]
+    records["train-workload-policy"]["replaceOnChanges"] = ["*"]
+    assert [b for b in CATALOGUE.breaches(broken, {}) if b.startswith("workload-policy")] == [
+        "workload-policy-replaced-by-shape: train-workload-policy: replaced on any change, a client-side one too, and "
+        "its node pools with it"
     ]
