@@ -115,15 +115,16 @@ IRONWOOD_AUTOPILOT_FLOOR = "1.34.1-gke.3084001"
 """The first GKE versions that run TPU7x: "available in GKE Standard clusters that run version 1.34.0-gke.2201000 and
 later, and in Autopilot clusters that run version 1.34.1-gke.3084001 and later"
 (https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, Availability)."""
-IRONWOOD_PROVISIONING: tuple[str, ...] = ("reservation", "flex-start", "queued", "spot")
-"""How TPU7x capacity is had on GKE: reservations, whole or a block or sub-block of one (`--reservation-affinity=
-specific --reservation=projects/P/reservations/R/reservationBlocks/B[/reservationSubBlocks/S]`,
-https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices), calendar mode among them (TPU7x
-(Ironwood) in the calendar-mode row of https://cloud.google.com/tpu/docs/consumption-options); flex-start and queued
-provisioning with a workload policy (GoogleCloudPlatform/cluster-toolkit v1.95.0 examples/gke-consumption-options/
-dws-flex-start/gke-tpu-7x and dws-flex-start-queued-provisioning/gke-tpu-7x); spot (xpk's TPU7x node pool recipes
-pass --spot, AI-Hypercomputer/xpk 367c8382 recipes/Cluster_create_for_multi-host_nodepool.md). No source offers
-on-demand TPU7x: "To get access to TPU7x, contact your account team" (https://cloud.google.com/tpu/docs/tpu7x)."""
+# How TPU7x capacity is had on GKE: every provisioning mode. Reservations, whole or a block or sub-block of one
+# (`--reservation-affinity=specific --reservation=projects/P/reservations/R/reservationBlocks/B[/reservationSubBlocks/
+# S]`, https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices), calendar mode among them (TPU7x
+# (Ironwood) in the calendar-mode row of https://cloud.google.com/tpu/docs/consumption-options); flex-start and queued
+# provisioning with a workload policy (GoogleCloudPlatform/cluster-toolkit v1.95.0 examples/gke-consumption-options/
+# dws-flex-start/gke-tpu-7x and dws-flex-start-queued-provisioning/gke-tpu-7x); spot (xpk's TPU7x node pool recipes pass
+# --spot, AI-Hypercomputer/xpk 367c8382 recipes/Cluster_create_for_multi-host_nodepool.md); on-demand ("All TPU
+# versions: see TPU regions and zones" in the on-demand row of the consumption options page, whose regions-zones page
+# lists "All TPU7x configurations": us-central1-c). TPU7x access and quota are arranged with the account team ("To get
+# access to TPU7x, contact your account team", https://cloud.google.com/tpu/docs/tpu7x); that is not a mode of its own.
 WORKLOAD_POLICY_TYPE = "HIGH_THROUGHPUT"
 """"Ironwood (TPU7x) supports the High throughput workload policy" (GKE's Ironwood page, above)."""
 _RESOURCE_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
@@ -327,18 +328,9 @@ class TpuPoolConfig(ConfigModel):
         return problems
 
     def _ironwood_problems(self) -> list[tuple[str, str]]:
-        """What TPU7x capacity GKE offers (IRONWOOD_PROVISIONING), and what this stack can ask for."""
+        """What this stack cannot ask for of TPU7x capacity (GKE offers every provisioning mode for it)."""
         if self.machine.version.name != tpu_catalog.IRONWOOD.name:
             return []
-        if self.provisioning not in IRONWOOD_PROVISIONING:
-            return [
-                (
-                    "provisioning",
-                    f"GKE offers no {self.provisioning} TPU7x capacity (TPU7x comes from reservations, calendar mode "
-                    "among them, flex-start, queued provisioning and spot); use one of "
-                    f"{', '.join(IRONWOOD_PROVISIONING)}",
-                )
-            ]
         if self.future_reservation is not None:
             return [
                 (

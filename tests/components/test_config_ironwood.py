@@ -56,9 +56,6 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:cluster.minMasterVersion: '1.34.0-gke.2201000' is below 1.34.1-gke.3084001, the first GKE version "
      "that runs TPU7x (Ironwood) on Autopilot clusters (queues.autopilotCapacity[1]); set minMasterVersion: "
      "\"1.34.1-gke.3084001\" or a newer version"),
-    ("a provisioning kind GKE does not offer for TPU7x", ironwood(train(provisioning="on-demand", reservation=None)),
-     f"{P0}.provisioning: GKE offers no on-demand TPU7x capacity (TPU7x comes from reservations, calendar mode among "
-     "them, flex-start, queued provisioning and spot); use one of reservation, flex-start, queued, spot"),
     ("a TPU7x calendar request the provider cannot make",
      ironwood(train(reservation=None, futureReservation={"startTime": "2099-01-01T00:00:00Z",
                                                           "endTime": "2099-01-08T00:00:00Z"})),
@@ -148,6 +145,10 @@ def test_the_floor_itself_and_newer_minors_run_tpu7x() -> None:
         {"provisioning": "flex-start", "reservation": None},
         {"provisioning": "queued", "reservation": None},
         {"provisioning": "spot", "reservation": None},
+        # "All TPU versions: see TPU regions and zones" in the on-demand row of
+        # https://cloud.google.com/tpu/docs/consumption-options, whose zone list has "All TPU7x configurations:
+        # us-central1-c" (https://cloud.google.com/tpu/docs/regions-zones).
+        {"provisioning": "on-demand", "reservation": None},
     ],
 )
 def test_the_kinds_gke_offers_for_tpu7x(provisioning: dict[str, Any]) -> None:
