@@ -115,6 +115,11 @@ IRONWOOD_AUTOPILOT_FLOOR = "1.34.1-gke.3084001"
 """The first GKE versions that run TPU7x: "available in GKE Standard clusters that run version 1.34.0-gke.2201000 and
 later, and in Autopilot clusters that run version 1.34.1-gke.3084001 and later"
 (https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, Availability)."""
+IRONWOOD_TOOLKIT_FLOOR = "1.34.3-gke.1318000"
+"""What Cluster Toolkit's TPU7x example asks of a Standard cluster: "Cloud TPU 7x requires a specific minimum GKE
+version to function correctly. Minimum Version: 1.34.3-gke.1318000 or later" (GoogleCloudPlatform/cluster-toolkit
+v1.95.0 examples/gke-tpu-7x/README.md). GKE's own page states the older floor, so below this is a warning, not an
+error."""
 # How TPU7x capacity is had on GKE: every provisioning mode. Reservations, whole or a block or sub-block of one
 # (`--reservation-affinity=specific --reservation=projects/P/reservations/R/reservationBlocks/B[/reservationSubBlocks/
 # S]`, https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices), calendar mode among them (TPU7x

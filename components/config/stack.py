@@ -51,7 +51,12 @@ from components.config.llm_serving import (
 from components.config.monitoring import MonitoringConfig
 from components.config.multikueue import MultiKueueConfig, WorkerConfig
 from components.config.network import AddressPlan, IpRangesConfig, PoolAddresses, default_ranges, range_problems
-from components.config.pools import IRONWOOD_AUTOPILOT_FLOOR, IRONWOOD_STANDARD_FLOOR, TpuPoolConfig
+from components.config.pools import (
+    IRONWOOD_AUTOPILOT_FLOOR,
+    IRONWOOD_STANDARD_FLOOR,
+    IRONWOOD_TOOLKIT_FLOOR,
+    TpuPoolConfig,
+)
 from components.config.queues import (
     ChartsConfig,
     QueuesConfig,
@@ -301,6 +306,7 @@ class StackConfig(ConfigModel):
         # provisions Spot VMs, adds taints and tolerations"): no rung of its capacity needs one of ours.
         ladders = {} if self.cluster.mode == "autopilot" else queues.ladders
         found = queue_warnings(queues.queues, queues.queue_pools, ladders, self.pool_keys)
+        found += _version_warnings(self)
         return found + (llm_serving_warnings(self.serving) if self.serving else [])
 
     def ladder_of(self, pool: TpuPoolConfig) -> str | None:
@@ -972,6 +978,23 @@ def _version_floor_problems(config: StackConfig) -> list[str]:
         f"{PROJECT}:cluster.minMasterVersion: {version!r} is below {floor}, the first GKE version that runs TPU7x "
         f'(Ironwood) on {config.cluster.mode.capitalize()} clusters ({where}); set minMasterVersion: "{floor}" or '
         "a newer version"
+    ]
+
+
+def _version_warnings(config: StackConfig) -> list[str]:
+    """A Standard cluster with TPU7x pools at or above GKE's floor but below what Cluster Toolkit's TPU7x example
+    needs (IRONWOOD_TOOLKIT_FLOOR)."""
+    version = config.cluster.min_master_version
+    ironwood = any(_is_ironwood(pool) for pool in [*config.tpu_pools, *config.worker_pools])
+    if config.cluster.mode == "autopilot" or not ironwood:
+        return []
+    below_gke = version_below_floor(version, IRONWOOD_STANDARD_FLOOR)  # an error (_version_floor_problems)
+    if below_gke or not version_below_floor(version, IRONWOOD_TOOLKIT_FLOOR):
+        return []
+    return [
+        f"{PROJECT}:cluster.minMasterVersion: {version!r} runs TPU7x (GKE's floor), but Cluster Toolkit's TPU7x "
+        f"example needs {IRONWOOD_TOOLKIT_FLOOR} or later to work correctly; set minMasterVersion: "
+        f'"{IRONWOOD_TOOLKIT_FLOOR}" unless this patch is what you have tested'
     ]
 
 

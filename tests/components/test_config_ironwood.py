@@ -136,6 +136,21 @@ def test_the_floor_itself_and_newer_minors_run_tpu7x() -> None:
         assert config.tpu_pools[0].workload_policy_topology == "4x4x4"
 
 
+def test_below_the_version_cluster_toolkit_asks_for_is_a_warning() -> None:
+    """GKE's floor runs TPU7x; Cluster Toolkit's TPU7x example asks for 1.34.3-gke.1318000 or later "to function
+    correctly" (GoogleCloudPlatform/cluster-toolkit v1.95.0 examples/gke-tpu-7x/README.md): valid, but said."""
+    base = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
+    warned = load({**base, **ironwood(train())}, stack="dev").warnings
+    assert warned == [
+        "tpu-stack:cluster.minMasterVersion: '1.34.0-gke.2201000' runs TPU7x (GKE's floor), but Cluster Toolkit's "
+        "TPU7x example needs 1.34.3-gke.1318000 or later to work correctly; set minMasterVersion: "
+        '"1.34.3-gke.1318000" unless this patch is what you have tested'
+    ]
+    for version in ("1.34.3-gke.1318000", "1.35"):
+        config = load({**base, **ironwood(train(), cluster={"minMasterVersion": version})}, stack="dev")
+        assert config.warnings == [], version
+
+
 @pytest.mark.parametrize(
     "provisioning",
     [
