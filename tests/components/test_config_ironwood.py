@@ -80,6 +80,29 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:queues.placement.pools: ladder 'train' has rung 'train' placed by topology but not rung 'spare'; its "
      "workloads carry one placement request, which Kueue refuses on a flavor without a topology: list every rung of "
      "the ladder or none"),
+    # Kueue's TAS cache holds only the nodes that exist (kueue v0.19.2 pkg/cache/scheduler/tas_nodes_cache.go
+    # find, tas_topology_tree.go newTopologyTree); nodes made on request come through the ProvisioningRequest check
+    # only (site/content/en/docs/concepts/topology_aware_scheduling.md, ClusterAutoscaler support).
+    ("placement of a group that scales from zero",
+     ironwood(train(), BURST, **{"tpu-stack:queues": {"placement": {"pools": ["train", "burst"]}}}),
+     "tpu-stack:queues.placement.pools[1]: pool group 'burst' is flex-start and scales from zero, and Kueue places "
+     "by topology only on nodes that exist, so its workloads would wait for nodes nothing brings up; place it only "
+     "with provisioning: queued (Kueue's ProvisioningRequest check brings the nodes up first), or remove it"),
+    # Kueue leaves out a node missing a level's label (pkg/util/tas/node.go NodeMatchesFlavor); GKE documents the
+    # block label for the VMs of a reservation block; nodes a ProvisioningRequest brings up "may or may not respect
+    # the topology requested" (keps/2724-topology-aware-scheduling/README.md, Provisioning request and required mode).
+    ("the block level over a spot group",
+     ironwood(train(name="spare", provisioning="spot", reservation=None),
+              **{"tpu-stack:queues": {"placement": {"pools": ["spare"], "blocks": True}}}),
+     "tpu-stack:queues.placement.blocks: placed pool group 'spare' is spot, and GKE documents "
+     "cloud.google.com/gce-topology-block only for the VMs of a reservation (Kueue leaves out every node without a "
+     "level's label); set blocks: false, or place only pool groups on reservations"),
+    ("the block level over a queued group",
+     ironwood(train(name="spare", provisioning="queued", reservation=None),
+              **{"tpu-stack:queues": {"placement": {"pools": ["spare"], "blocks": True}}}),
+     "tpu-stack:queues.placement.blocks: placed pool group 'spare' is queued, and GKE documents "
+     "cloud.google.com/gce-topology-block only for the VMs of a reservation (Kueue leaves out every node without a "
+     "level's label); set blocks: false, or place only pool groups on reservations"),
     ("slices required without the block level",
      ironwood(train(), **{"tpu-stack:queues": {"placement": {"pools": ["train"], "slices": "required"}}}),
      "tpu-stack:queues.placement.slices: required needs blocks: true; without the block level a node pool is the "
@@ -170,6 +193,19 @@ def test_the_kinds_gke_offers_for_tpu7x(provisioning: dict[str, Any]) -> None:
     base = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
     config = load({**base, **ironwood(train(**provisioning))}, stack="dev")
     assert config.tpu_pools[0].provisioning == provisioning["provisioning"]
+
+
+def test_a_queued_group_is_placed_and_a_reservation_group_under_the_block_level() -> None:
+    """Queued provisioning brings a slice's nodes up before Kueue places it (the ProvisioningRequest admission check);
+    a reservation's VMs carry the block label."""
+    base = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
+    queued = train(name="spare", topology="2x2x2", provisioning="queued", reservation=None)
+    config = load({**base, **ironwood(train(), queued, **{"tpu-stack:queues": {"placement": {
+        "pools": ["train", "spare"]}}})}, stack="dev")  # fmt: skip
+    assert config.queues.placement.pools == ("train", "spare")
+    config = load({**base, **ironwood(train(), **{"tpu-stack:queues": {"placement": {
+        "pools": ["train"], "blocks": True, "slices": "required"}}})}, stack="dev")  # fmt: skip
+    assert config.queues.placement.blocks
 
 
 def test_only_multi_host_tpu7x_slices_need_a_workload_policy() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from components.config.base import ConfigError
 from offline.lifecycle import destroy_order
 from tests.fixtures import stack_data
 from tests.lifecycle.catalogue import CATALOGUE
@@ -110,25 +111,36 @@ def test_a_placed_group_reshaped_under_a_new_name_is_a_new_flavor(deployed: Reco
     assert "queues-clusterqueue-cluster-queue" in only(steps, "update")
 
 
-def test_an_unplaced_group_gains_a_topology_in_place(deployed: Records) -> None:
-    """burst joins queues.placement: its flavor gains topologyName, which the CRD allows on a flavor without one."""
+def test_a_group_gains_a_topology_in_place(deployed: Records) -> None:
+    """train deployed unplaced, then listed in queues.placement: its flavor gains topologyName, which the CRD allows on
+    a flavor without one, and the Topology is created before it."""
 
-    def place(config: dict[str, Any]) -> None:
-        config["tpu-stack:queues"]["placement"]["pools"] = ["train", "burst"]
+    def unplaced(config: dict[str, Any]) -> None:
+        config["tpu-stack:queues"]["placement"]["pools"] = []
 
-    steps = step(deployed, changed(place))
+    steps = step(changed(unplaced), deployed)
     assert steps.refused == []
-    assert only(steps, "update") == ["queues-resourceflavor-burst"]
-    assert only(steps, "replace") == [] and only(steps, "create") == [] and only(steps, "delete") == []
+    assert only(steps, "update") == ["queues-resourceflavor-train"]
+    assert only(steps, "create") == ["queues-topology-tpu-slices"]
+    assert only(steps, "replace") == [] and only(steps, "delete") == []
 
 
-def test_leaving_the_block_level_is_refused_by_the_placed_flavor(deployed: Records) -> None:
-    """blocks off: another Topology (tpu-slices) is created, but the train flavor cannot change its topologyName."""
+def test_placing_the_flex_start_group_is_refused_before_any_step() -> None:
+    """burst scales from zero: Kueue would never find its nodes (the config says so, nothing is planned)."""
+    config = copy.deepcopy(stack_data("ironwood"))
+    config["tpu-stack:queues"]["placement"]["pools"] = ["train", "burst"]
+    with pytest.raises(ConfigError) as error:
+        plan("ironwood", config)
+    assert [line.split(": ")[0] for line in error.value.lines] == ["tpu-stack:queues.placement.pools[1]"]
 
-    def flat(config: dict[str, Any]) -> None:
-        config["tpu-stack:queues"]["placement"].update(blocks=False, slices="preferred")
 
-    steps = step(deployed, changed(flat))
+def test_gaining_the_block_level_is_refused_by_the_placed_flavor(deployed: Records) -> None:
+    """blocks on: another Topology (tpu-blocks) is created, but the train flavor cannot change its topologyName."""
+
+    def blocks(config: dict[str, Any]) -> None:
+        config["tpu-stack:queues"]["placement"].update(blocks=True, slices="required")
+
+    steps = step(deployed, changed(blocks))
     assert only(steps, "refuse") == ["queues-resourceflavor-train"]
     assert "topologyName is immutable when topologyName is set" in steps.refused[0]
 
@@ -141,11 +153,11 @@ def test_destroy_deletes_pools_before_their_policy_and_flavors_before_their_topo
     ]
     assert steps.retained == []
     deleted = only(steps, "delete")
-    assert {"train-workload-policy", "burst-workload-policy", "queues-topology-tpu-blocks"} <= set(deleted)
+    assert {"train-workload-policy", "burst-workload-policy", "queues-topology-tpu-slices"} <= set(deleted)
     order = destroy_order(deployed)
     for pool, policy in (("train-0", "train-workload-policy"), ("train-1", "train-workload-policy"),
                          ("burst-0", "burst-workload-policy"), ("burst-1", "burst-workload-policy"),
-                         ("queues-resourceflavor-train", "queues-topology-tpu-blocks")):  # fmt: skip
+                         ("queues-resourceflavor-train", "queues-topology-tpu-slices")):  # fmt: skip
         assert order.index(pool) < order.index(policy), (pool, policy)
 
 
@@ -155,12 +167,12 @@ def test_each_new_rule_catches_its_breach(deployed: Records) -> None:
     policy, pool = records["train-workload-policy"], records["train-0"]
     pool["dependencies"] = [d for d in pool["dependencies"] if d != policy["urn"]]
     policy["replaceOnChanges"] = []
-    topology = records["queues-topology-tpu-blocks"]
+    topology = records["queues-topology-tpu-slices"]
     flavor = records["queues-resourceflavor-train"]
     flavor["dependencies"] = [d for d in flavor["dependencies"] if d != topology["urn"]]
     assert sorted(CATALOGUE.breaches(broken, {})) == [
         "tas-flavors-after-their-topology: queues-resourceflavor-train may be created before its Topology "
-        "'tpu-blocks' (and deleted after it)",
+        "'tpu-slices' (and deleted after it)",
         "tpu7x-pools-after-their-workload-policy: train-0 may be created before its workload policy "
         "'train-4x4x4-a8bfcdcd' (and deleted after)",
         "workload-policy-replaced-by-shape: train-workload-policy: a new name would be planned as an update Compute "
