@@ -46,6 +46,12 @@ from components.kueue_queues import (
 
 IMAGE = "python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1"
 JAX = "jax[tpu]==0.6.2"
+JAX_BY_VERSION = {tpu_catalog.IRONWOOD.name: "jax[tpu]==0.8.2"}
+"""Where a TPU generation needs a newer JAX than JAX: TPU7x needs 0.8.2 or later ("Ironwood TPU requires a jax[tpu]
+version of at least 0.8.2", ray-project/ray#62402; an older one fails with "TPU initialization failed: No ba16c7433
+device found"). jax 0.8.2's tpu extra pins libtpu 0.0.32.* (its METADATA on PyPI), and jaxlib 0.8.2 and libtpu
+0.0.32.1 have CPython 3.11 wheels for IMAGE's Python (`pip install --dry-run --python-version 3.11
+'jax[tpu]==0.8.2'`)."""
 METRICS_PORT = 8431
 MEGASCALE_PORT = 8080
 MAX_RESTARTS = 4
@@ -119,12 +125,18 @@ def _lowest_priority(config: StackConfig) -> str | None:
     return min(classes, key=lambda p: p.value).name if classes else None
 
 
-def _script(multislice: bool) -> list[str]:
+def jax_requirement(pool: TpuPoolConfig) -> str:
+    """The pinned jax[tpu] the generated workloads install on `pool`'s TPU generation."""
+    return JAX_BY_VERSION.get(pool.machine.version.name, JAX)
+
+
+def _script(pool: TpuPoolConfig, multislice: bool) -> list[str]:
     count = "Global device count" if multislice else "TPU chips"
+    jax = jax_requirement(pool)
     return [
         "bash",
         "-c",
-        f"pip install --no-cache-dir '{JAX}' && python -c 'import jax; print(\"{count}:\", jax.device_count())'",
+        f"pip install --no-cache-dir '{jax}' && python -c 'import jax; print(\"{count}:\", jax.device_count())'",
     ]
 
 
@@ -184,7 +196,7 @@ def _pod(config: StackConfig, target: Target, ports: list[int], namespace: str, 
             "name": "jax-tpu" if count == 1 else f"jax-tpu-{index + 1}",
             "image": IMAGE,
             "imagePullPolicy": "Always",
-            "command": _script(multislice),
+            "command": _script(pool, multislice),
             "resources": {"requests": dict(amounts), "limits": dict(limits)},
             "securityContext": pod_security.tpu_container_security(),
         }

@@ -97,3 +97,16 @@ def test_one_container_per_numa_node_with_its_share_of_the_vm(found: dict[str, W
             }
         assert containers[0]["command"] == containers[1]["command"]
         assert "ports" in containers[0] and "ports" not in containers[1]
+
+
+def test_the_jax_pin_follows_the_machine(found: dict[str, Workload]) -> None:
+    """TPU7x needs jax[tpu] 0.8.2 or later ("Ironwood TPU requires a jax[tpu] version of at least 0.8.2",
+    ray-project/ray#62402); jax 0.8.2's tpu extra pins libtpu 0.0.32.* (its METADATA on PyPI) and resolves for the
+    image's CPython 3.11 (`pip install --dry-run --python-version 3.11 'jax[tpu]==0.8.2'`: cp311 wheels of jaxlib
+    0.8.2 and libtpu 0.0.32.1). Other generations keep the pin their workloads were written against."""
+    for workload in found.values():
+        for container in template(workload)["spec"]["containers"]:
+            assert "pip install --no-cache-dir 'jax[tpu]==0.8.2'" in container["command"][2], workload.name
+    dev = stack_config("dev")  # v5e and v6e
+    commands = [c["command"][2] for w in workloads(dev) for c in template(w)["spec"]["containers"]]
+    assert commands and all("'jax[tpu]==0.6.2'" in command for command in commands)
