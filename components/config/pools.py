@@ -618,27 +618,17 @@ class TpuPoolConfig(ConfigModel):
         the DaemonSets' unused room instead of ending the run (no CPU limit: it would only throttle input)."""
         return {"memory": f"{self.allocatable_memory_mib - FUSE_SIDECAR_MEMORY_MIB}Mi"}
 
-    @property
-    def chips_per_container(self) -> int:
-        """Chips of each TPU container: a VM's chips shared by its containers, one per NUMA node (MachineType.
-        containers_per_vm)."""
-        return self.machine.chips_per_vm // self.machine.containers_per_vm
-
-    @property
-    def numa_container_requests(self) -> dict[str, str]:
-        """CPU and memory each TPU container of a pod requests: its NUMA node's share of what the node gives the TPU
-        containers (tpu_container_requests on a VM of one NUMA node)."""
-        share = self.machine.containers_per_vm
+    def container_requests(self, containers: int) -> dict[str, str]:
+        """CPU and memory each of `containers` TPU containers of a pod requests: an equal share of what the node gives
+        the TPU containers (all of it for one)."""
         return {
-            "cpu": cpu_quantity(self.tpu_container_cpu_millicores // share),
-            "memory": f"{self.tpu_container_memory_mib // share}Mi",
+            "cpu": cpu_quantity(self.tpu_container_cpu_millicores // containers),
+            "memory": f"{self.tpu_container_memory_mib // containers}Mi",
         }
 
-    @property
-    def numa_container_limits(self) -> dict[str, str]:
-        """Each TPU container's memory limit: its NUMA node's share of tpu_container_limits."""
-        share = self.machine.containers_per_vm
-        return {"memory": f"{(self.allocatable_memory_mib - FUSE_SIDECAR_MEMORY_MIB) // share}Mi"}
+    def container_limits(self, containers: int) -> dict[str, str]:
+        """Each of `containers` TPU containers' memory limit: its share of tpu_container_limits."""
+        return {"memory": f"{(self.allocatable_memory_mib - FUSE_SIDECAR_MEMORY_MIB) // containers}Mi"}
 
     @property
     def allocatable_ephemeral_mib(self) -> int:

@@ -220,6 +220,10 @@ def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -
             ["--name", "Train_2"],
             "error: 'Train_2': a name is lowercase letters, digits and '-', starting with a letter",
         ),
+        (
+            ["--containers-per-vm", "2"],
+            "error: --containers-per-vm 2: a ct5lp-hightpu-4t VM runs 1 container (all 4 chips)",
+        ),
     ],
 )
 def test_a_request_the_stack_cannot_run_is_one_line_and_exit_2(
