@@ -59,6 +59,7 @@ from components.config.pools import (
 )
 from components.config.queues import (
     ChartsConfig,
+    PlacementConfig,
     QueuesConfig,
     controller_resources,
     flavor_order,
@@ -372,9 +373,8 @@ class StackConfig(ConfigModel):
                 "teams": teams,
                 "host_resources": {pool: v for pool, v in queues.host_resources.items() if pool in names},
                 "ladders": {name: rungs for name, rungs in queues.ladders.items() if set(rungs) <= names},
-                "placement": queues.placement.model_copy(
-                    update={"pools": tuple(pool for pool in queues.placement.pools if pool in names)}
-                ),
+                # The manager refuses queues.placement: a worker places nothing (and repeats no placement problem).
+                "placement": PlacementConfig(),
             }
         )
         # The manager's Kueue authenticates to the worker's DNS endpoint with the worker's own service account token.
@@ -808,9 +808,12 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
             f"{PROJECT}:cluster.mode: MultiKueue's clusters are Standard clusters (workers run TPU pools); use standard"
         )
     if config.queues.placement.pools:
+        # Kueue supports it: its manager skips the TAS checks ("topology runs on worker clusters", kueue v0.19.2
+        # pkg/cache/scheduler/clusterqueue.go isTASViolated), so the workers would need the Topology and placed flavors.
         problems.append(
-            f"{PROJECT}:queues.placement: MultiKueue's manager does not place by topology (Kueue skips topology "
-            "checks there and leaves placement to the workers); remove it, or place from a stack without multiKueue"
+            f"{PROJECT}:queues.placement: placement by topology with MultiKueue is not supported by tpu-stack yet "
+            "(Kueue places on the workers, and tpu-stack does not give them the Topology and placed flavors); remove "
+            "it, or place from a stack without multiKueue"
         )
     if config.cluster.subnetwork is not None:
         problems.append(

@@ -116,8 +116,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {"tpu-stack:cluster": FLOOR, "tpu-stack:queues": {"placement": {"pools": ["train"]}},
       "tpu-stack:multiKueue": {"workers": [{"name": "tpu-east5", "region": "us-east5",
                                            "tpuPools": [train(zone="us-east5-a")]}]}},
-     "tpu-stack:queues.placement: MultiKueue's manager does not place by topology (Kueue skips topology checks there "
-     "and leaves placement to the workers); remove it, or place from a stack without multiKueue"),
+     # Kueue supports it on the workers (kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go: the manager skips its
+     # TAS checks, "topology runs on worker clusters"); tpu-stack does not declare placement on workers yet.
+     "tpu-stack:queues.placement: placement by topology with MultiKueue is not supported by tpu-stack yet (Kueue "
+     "places on the workers, and tpu-stack does not give them the Topology and placed flavors); remove it, or place "
+     "from a stack without multiKueue"),
 ]  # fmt: skip
 
 
