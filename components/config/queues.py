@@ -222,7 +222,23 @@ class AutopilotCapacityConfig(ConfigModel):
 
     def problems(self) -> list[tuple[str, str]]:
         # Autopilot places a slice in a zone itself.
-        return [(field, message) for field, message in self.pool.problems() if field != "zone"]
+        problems = [(field, message) for field, message in self.pool.problems() if field != "zone"]
+        if problems or self.pool.workload_policy_topology is None:
+            return problems
+        # GKE's node auto-provisioning places a multi-host TPU7x slice by a workload policy made beforehand, named by
+        # the pods' node selector cloud.google.com/placement-policy-name (GoogleCloudPlatform/cluster-toolkit PR #6274
+        # pkg/orchestrator/gke/scheduling.go getNodeSelector; AI-Hypercomputer/xpk 367c8382 src/xpk/core/scheduling.py
+        # create_placement_policy_label): tpu-stack declares neither for Autopilot yet.
+        pool = self.pool
+        return [
+            (
+                "topology",
+                f"a multi-host TPU7x slice ({pool.slice_topology}, {pool.vms_per_slice} VMs) on Autopilot needs a "
+                "HIGH_THROUGHPUT workload policy made beforehand and named by its pods' node selector "
+                "cloud.google.com/placement-policy-name, which tpu-stack does not declare yet; use a single-host "
+                f"topology ({pool.machine.single_host_topology}), or a Standard cluster with tpuPools",
+            )
+        ]
 
 
 class PlacementConfig(ConfigModel):
