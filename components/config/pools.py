@@ -130,6 +130,16 @@ error."""
 # versions: see TPU regions and zones" in the on-demand row of the consumption options page, whose regions-zones page
 # lists "All TPU7x configurations": us-central1-c). TPU7x access and quota are arranged with the account team ("To get
 # access to TPU7x, contact your account team", https://cloud.google.com/tpu/docs/tpu7x); that is not a mode of its own.
+TOPOLOGY_MANAGER_POLICY = "best-effort"
+TOPOLOGY_MANAGER_SCOPE = "container"
+"""The kubelet's Topology Manager on pools of VMs with several NUMA nodes (TPU7x), so that each of a pod's containers
+gets its TPU chips from one NUMA node: GKE's Ironwood page has the multi-container setup bind each container to one
+NUMA node's resources (https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, NUMA binding) without
+naming the kubelet settings; "the gke nodepool topology manager needs to be configured with best effort. The default
+is none" (a Google engineer, AI-Hypercomputer/xpk PR #880). Scope `container`: each container aligned on its own (the
+pod's 4 chips do not fit one NUMA node of 2). CPU and memory are not pinned: that takes the static CPU and memory
+managers and Guaranteed pods, which GKE does not ask for and the TPU pods are not (no CPU limit; the Cloud Storage FUSE
+sidecar's limits are off)."""
 WORKLOAD_POLICY_TYPE = "HIGH_THROUGHPUT"
 """"Ironwood (TPU7x) supports the High throughput workload policy" (GKE's Ironwood page, above)."""
 _RESOURCE_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
@@ -553,6 +563,12 @@ class TpuPoolConfig(ConfigModel):
         if self.machine.version.name != tpu_catalog.IRONWOOD.name or not self.multi_host:
             return None
         return self.slice_topology
+
+    @property
+    def numa_aligned(self) -> bool:
+        """Its VMs have several NUMA nodes, and its pods one TPU container per NUMA node: the kubelet aligns each
+        container's chips (TOPOLOGY_MANAGER_POLICY)."""
+        return self.machine.containers_per_vm > 1
 
     @property
     def max_run_duration_seconds(self) -> int | None:

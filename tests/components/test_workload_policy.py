@@ -94,3 +94,26 @@ def test_single_host_tpu7x_and_other_versions_need_no_policy() -> None:
     assert plan.by_type(POLICY) == []
     assert "placementPolicy" not in plan.one(NODE_POOL, "one-0")["inputs"]
     assert plan.one(NODE_POOL, "v6e-0")["inputs"]["placementPolicy"] == {"type": "", "tpuTopology": "4x4"}
+
+
+def test_tpu7x_pools_align_each_containers_chips_to_one_numa_node(plan: Plan) -> None:
+    """The two containers of a tpu7x-standard-4t pod get their chips from one NUMA node each only when the kubelet's
+    Topology Manager aligns devices: "the gke nodepool topology manager needs to be configured with best effort. The
+    default is none" (a Google engineer on AI-Hypercomputer/xpk PR #880); scope container, so each container is
+    aligned on its own (pod scope would try to fit the pod's 4 chips in one NUMA node of 2). The provider updates it in
+    place (terraform-provider-google-beta v7.45.0 node_config.go: kubelet_config not ForceNew, UpdateNodePool)."""
+    for name in ("train-0", "train-1", "burst-0", "burst-1"):
+        node_config = plan.one(NODE_POOL, name)["inputs"]["nodeConfig"]
+        assert node_config["kubeletConfig"] == {"topologyManager": {"policy": "best-effort", "scope": "container"}}
+
+
+def test_pools_of_one_numa_node_keep_the_kubelets_defaults() -> None:
+    plan = run_program(
+        {
+            **BASE,
+            "tpu-stack:tpuPools": [{"name": "v6e", "machineType": "ct6e-standard-4t", "topology": "4x4",
+                                    "zone": "us-central1-b", "provisioning": "flex-start"}],
+        },
+        stack="dev",
+    )  # fmt: skip
+    assert "kubeletConfig" not in plan.one(NODE_POOL, "v6e-0")["inputs"]["nodeConfig"]

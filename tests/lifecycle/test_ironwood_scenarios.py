@@ -82,6 +82,20 @@ def test_a_cosmetic_or_client_side_change_of_a_policy_replaces_nothing(deployed:
     assert "deletionPolicy" in {s.name: s.why for s in steps.of("update")}["train-workload-policy"]
 
 
+def test_pools_deployed_before_numa_alignment_are_updated_in_place(deployed: Records) -> None:
+    """A state whose TPU7x pools have no kubelet config (created before the Topology Manager setting): the provider
+    updates kubelet_config in place (terraform-provider-google-beta v7.45.0 node_config.go: not ForceNew,
+    UpdateNodePool), so the pools and their policies stay."""
+    state = copy.deepcopy(deployed)
+    for record in state:
+        if record["name"] in ("train-0", "train-1", "burst-0", "burst-1"):
+            del record["inputs"]["nodeConfig"]["kubeletConfig"]
+    steps = step(state, deployed)
+    assert steps.refused == []
+    assert only(steps, "update") == ["burst-0", "burst-1", "train-0", "train-1"]
+    assert only(steps, "replace") == []
+
+
 def test_a_placed_groups_new_shape_is_refused_by_its_flavor(deployed: Records) -> None:
     """train 4x4x4 -> 4x4x8: its flavor has a topology, so Kueue refuses new node labels in place (the CRD's rule)
     and holds the delete of a flavor a ClusterQueue names: the preview says so before anything is replaced."""
