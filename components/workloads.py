@@ -154,7 +154,13 @@ def _template(
     target is placed by topology Kueue's placement request (Kueue reads pod-set annotations from the pod template)."""
     pod = _pod(config, target, ports, namespace, multislice=multislice, containers=containers)
     cache = file_cache_gib(config.bucket, shape_of(target), autopilot=_autopilot(config))
-    annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace), cache_gib=cache)
+    annotations = gcs_fuse.attach(
+        pod,
+        config.bucket_name,
+        bucket_mounts(config.bucket, namespace),
+        cache_gib=cache,
+        checkpoint_bucket=config.checkpoint_bucket_name,
+    )
     annotations = {**annotations, **placement(config, target, slices)}
     return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
 
@@ -286,8 +292,9 @@ def slice_job(
 ) -> dict[str, Any]:
     """A Job of one single-host slice, created suspended for Kueue: one pod, all the VM's chips. For a
     queued-provisioning group or rung the run limit travels to the ProvisioningRequest as an annotation. A pod the
-    platform stops (DisruptionTarget: an upgrade, a repair, maintenance, a spot preemption) is started again, a
-    bounded number of times; any failure of its own fails the Job (disruptions.job_policy)."""
+    platform stops (DisruptionTarget: an upgrade, a repair, maintenance, a spot preemption) is started again without
+    counting, one deleted without that condition within a budget; any failure of its own fails the Job
+    (disruptions.job_policy)."""
     pool = shape_of(target)
     assert not pool.multi_host, "a multi-host slice runs as a JobSet (slice_jobset)"
     template = _template(config, target, [], queue.namespace, slices=1, multislice=False, containers=containers)

@@ -18,7 +18,7 @@ import yaml
 from components import workloads
 from components.config import ConfigError, StackConfig, load
 from offline import charts, engine, helm, parallel, policy_check, report, summary
-from offline.engine import REPO, Plan, run_stack
+from offline.engine import REPO, DuplicateUrn, Plan, run_stack
 
 EXIT_OK, EXIT_VIOLATION, EXIT_CONFIG = 0, 1, 2
 NewStackFindings = tuple[list[dict[str, Any]], list[str]]
@@ -156,6 +156,9 @@ def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFinding
         print(f"error: policy config: {error}", file=sys.stderr)
         return EXIT_CONFIG
     except (charts.ChartError, helm.HelmMissing) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    except DuplicateUrn as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
     except ConfigError as error:

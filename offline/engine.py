@@ -251,6 +251,12 @@ def _close_worker_loops() -> None:
             loop.close()
 
 
+class DuplicateUrn(Exception):
+    """The program registered a second resource of one URN, which the engine refuses: pulumi
+    pkg/resource/deploy/step_generator.go generateURN bails the deployment with sdk/go/common/diag/errors.go
+    GetDuplicateResourceURNError, whose message this carries."""
+
+
 class _RecordingMonitor(mocks.MockMonitor):
     """Keeps what the real engine would receive, in registration order."""
 
@@ -279,6 +285,8 @@ class _RecordingMonitor(mocks.MockMonitor):
         if request.type == "pulumi:pulumi:Stack":
             return super().RegisterResource(request)
         urn = self.make_urn(request.parent, request.type, request.name)
+        if urn in self.resources:
+            raise DuplicateUrn(f"Duplicate resource URN '{urn}'; try giving it a unique name")
         inputs = _plain(json_format.MessageToDict(request.object))
         computed = (
             _computed_outputs(request.type, request.name, inputs, self._registered(request.type))
@@ -393,7 +401,21 @@ def read_stack_file(path: Path, written: dict[str, str] | None = None) -> dict[s
     config = data.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
+    # The real engine hands the program the decrypted text; the preview has only the ciphertext.
+    encrypted = [
+        f"{_full_key(str(key))}: is encrypted ({{secure: ...}}); settings under {PROJECT}: are plain, none is a "
+        "secret, and the preview cannot read an encrypted one: set it with `pulumi config set` without --secret"
+        for key, value in config.items()
+        if _full_key(str(key)).startswith(f"{PROJECT}:") and isinstance(value, dict) and set(value) == {"secure"}
+    ]
+    if encrypted:
+        raise ConfigError(encrypted)
     return config
+
+
+def _full_key(key: str) -> str:
+    """A config key with its namespace: a key without one is the project's (`cluster` is `tpu-stack:cluster`)."""
+    return key if ":" in key else f"{PROJECT}:{key}"
 
 
 STACK_FILE_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt", "environment", "config")
@@ -459,7 +481,7 @@ def _engine_config(config: Mapping[str, Any]) -> dict[str, str]:
     """Structured values travel as JSON strings, as the CLI passes them to the program."""
     flat = {}
     for key, value in config.items():
-        full_key = key if ":" in key else f"{PROJECT}:{key}"
+        full_key = _full_key(key)
         if isinstance(value, dict) and set(value) == {"secure"}:
             value = SECRET
         flat[full_key] = value if isinstance(value, str) else json.dumps(value)
@@ -491,6 +513,10 @@ def run_program(
     monitor = _RecordingMonitor(recorded, known_outputs)
     plan = Plan(project=PROJECT, stack=stack, resources=recorded)
     mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor, logger=_log(plan))
+    # set_mocks gives the SDK new settings but keeps their pending outputs (MockSettings sets no `outputs`): a run that
+    # ended early (the engine's refusal of a duplicate URN) left tasks of its closed loop there, which this run would
+    # wait for.
+    settings.SETTINGS.outputs = set()
     runtime_config.set_all_config(_engine_config(config))
     # A run builds ~100k SDK objects (outputs, futures, typed args) that live until it ends; cyclic collection
     # during the run only re-scans them (a third of the run at 256 slices), so it waits until the run is over.

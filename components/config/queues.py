@@ -20,6 +20,7 @@ from components.config.base import (
     kubernetes_name,
     optional_kubernetes_name,
 )
+from components.config.controllers import PodsReadyConfig
 from components.config.pools import TpuPoolConfig
 
 _CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
@@ -294,6 +295,8 @@ class QueuesConfig(ConfigModel):
     Default: TPU chips only"""
     autopilot_capacity: tuple[AutopilotCapacityConfig, ...] = ()
     """Autopilot only: TPU capacity the queues may hand out (there are no pools to derive it from)."""
+    pods_ready: PodsReadyConfig = PodsReadyConfig()
+    """How long Kueue waits for an admitted workload's pods to be ready, and how often it tries again."""
     ladders: dict[str, tuple[str, ...]] = {}
     """Ladder name -> pool groups of one shape (machine type and topology) in the order Kueue tries them for a
     workload that asks for the shape, cheapest first: capacity that bills while idle (a reservation, a fixed-size spot
@@ -919,8 +922,12 @@ def _team_problems(
 
 MADE_ON_REQUEST = ("flex-start", "queued")
 """Provisioning modes whose capacity GKE makes when a workload asks for it and removes after: nothing bills while it
-is idle. Every other rung (a reservation, a calendar window, a fixed spot or on-demand pool) bills whether used or
-not, so using it costs nothing more."""
+is idle; so does a spot or on-demand group that scales to zero (`scaleToZero`). Every other rung (a reservation, a
+calendar window, a fixed spot or on-demand pool) bills whether used or not, so using it costs nothing more."""
+
+
+def made_on_request(pool: TpuPoolConfig) -> bool:
+    return pool.provisioning in MADE_ON_REQUEST or pool.scale_to_zero
 
 
 def ladder_cost_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
@@ -929,15 +936,13 @@ def ladder_cost_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...])
     (valid ladders of node pools only: Autopilot makes every TPU node on request)."""
     problems = []
     for name, rungs in ladder_pools(queues, pools).items():
-        on_request = next((rung for rung in rungs if rung.provisioning in MADE_ON_REQUEST), None)
+        on_request = next((rung for rung in rungs if made_on_request(rung)), None)
         if on_request is None:
             continue
         after = rungs[rungs.index(on_request) + 1 :]
-        billed = next((rung for rung in after if rung.provisioning not in MADE_ON_REQUEST), None)
+        billed = next((rung for rung in after if not made_on_request(rung)), None)
         if billed is not None:
-            order = ", ".join(
-                rung.name for rung in sorted(rungs, key=lambda rung: rung.provisioning in MADE_ON_REQUEST)
-            )
+            order = ", ".join(rung.name for rung in sorted(rungs, key=made_on_request))
             problems.append(
                 f"{PROJECT}:queues.ladders.{name}: rung {on_request.name!r} ({on_request.provisioning}, made on "
                 f"request) comes before {billed.name!r} ({billed.provisioning}, billed while idle), so workloads "
@@ -965,8 +970,9 @@ def host_resource_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...
         else:
             limits = (pool.tpu_container_cpu_millicores, pool.tpu_container_memory_mib)
             room = (
-                f"a TPU pod on a {machine.name} VM ({machine.vcpus} vCPUs, {machine.memory_gib} GiB) may request at "
-                "most {} after GKE's reservations, its DaemonSets and the Cloud Storage FUSE sidecar"
+                f"by the stack's estimate a TPU pod on a {machine.name} VM ({machine.vcpus} vCPUs, "
+                f"{machine.memory_gib} GiB) can request at most {{}}: what GKE's node reservations leave, less the "
+                "room the stack keeps for GKE's DaemonSets and the Cloud Storage FUSE sidecar (docs/workloads.md)"
             )
         if host.millicores > limits[0]:
             most = f"{machine.vcpus} vCPUs" if autopilot else f"{limits[0] / 1000:g} cores"

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from components import tpu_catalog
+from components import tpu_catalog, tpu_zones
 from components.config.base import (
     GCP_LABELS_PER_RESOURCE,
     PROJECT,
@@ -35,10 +35,12 @@ from components.config.base import (
 from components.config.cluster import (
     REGIONAL_CLUSTER_ZONES,
     SYSTEM_NODE_SELECTOR,
+    SYSTEM_POOL_NAME,
     ClusterConfig,
     node_role_problems,
     version_below_floor,
 )
+from components.config.controllers import PodsReady, PodsReadyConfig, duration, pods_ready
 from components.config.llm_serving import (
     LlmServingConfig,
     ServerShape,
@@ -49,7 +51,7 @@ from components.config.llm_serving import (
     serving_pools,
 )
 from components.config.monitoring import MonitoringConfig
-from components.config.multikueue import MultiKueueConfig, WorkerConfig
+from components.config.multikueue import MultiKueueConfig, WorkerConfig, subnetwork_region
 from components.config.network import AddressPlan, IpRangesConfig, PoolAddresses, default_ranges, range_problems
 from components.config.pools import (
     IRONWOOD_AUTOPILOT_FLOOR,
@@ -70,7 +72,13 @@ from components.config.queues import (
     queue_warnings,
     serving_shape_problems,
 )
-from components.config.serving import BucketConfig, SaxmlConfig, bucket_name, serving_problems
+from components.config.serving import (
+    BucketConfig,
+    SaxmlConfig,
+    bucket_name,
+    checkpoint_bucket_name,
+    serving_problems,
+)
 from components.stacks import PROTECTED_STACKS
 
 
@@ -325,6 +333,11 @@ class StackConfig(ConfigModel):
         return bucket_name(self.bucket, project=self.project, stack=self.stack)
 
     @property
+    def checkpoint_bucket_name(self) -> str | None:
+        """The checkpoint bucket's name; None when the stack has no writers, so no checkpoint bucket."""
+        return checkpoint_bucket_name(self.bucket, data_bucket=self.bucket_name) if self.bucket.writers else None
+
+    @property
     def saxml_pool(self) -> TpuPoolConfig:
         """The pool Saxml serves on; only read with saxml set (stack_problems checked it exists)."""
         assert self.saxml is not None
@@ -375,6 +388,7 @@ class StackConfig(ConfigModel):
                 "ladders": {name: rungs for name, rungs in queues.ladders.items() if set(rungs) <= names},
                 # The manager refuses queues.placement: a worker places nothing (and repeats no placement problem).
                 "placement": PlacementConfig(),
+                "pods_ready": self._workers_pods_ready(),
             }
         )
         # The manager's Kueue authenticates to the worker's DNS endpoint with the worker's own service account token.
@@ -401,6 +415,24 @@ class StackConfig(ConfigModel):
                 "multi_kueue": None,
             }
         )
+
+    def _workers_pods_ready(self) -> PodsReadyConfig:
+        """A worker's Kueue waits as long as the manager's: the manager mirrors the worker's admission and evicts
+        (re-dispatching) by its own clock, so both take the settings of every worker's capacity."""
+        chosen = self.queues.pods_ready
+        if chosen.problems():
+            return chosen  # reported on the manager's keys
+        settings = self.pods_ready
+        return chosen.model_copy(
+            update={"timeout": f"{settings.timeout}s", "recovery_timeout": f"{settings.recovery_timeout}s"}
+        )
+
+    @property
+    def pods_ready(self) -> PodsReady:
+        """Kueue's waitForPodsReady in this cluster (components/config/controllers.py), from the capacity its Kueue
+        hands out (a MultiKueue manager's: its workers') and `queues.podsReady`."""
+        capacity = self.manager_queues.queue_pools if self.is_manager else self.queue_pools
+        return pods_ready(capacity, self.queues.pods_ready)
 
     @property
     def worker_shapes(self) -> dict[str, list[str]]:
@@ -466,7 +498,9 @@ def load(
 ) -> StackConfig:
     """Build the model from flat Pulumi config (`{"tpu-stack:tpuPools": [...], "gcp:project": ...}`).
 
-    Values may be JSON strings (how the engine passes structured config) or already-parsed objects. `written`: the
+    Values may be JSON strings (how the engine passes structured config) or already-parsed objects; only the keys the
+    program reads are parsed (a provider's own keys, such as `gcp:credentials` or an encrypted `gcp:accessToken`,
+    are the provider's to read). `written`: the
     text of each unquoted number as the stack file has it, by config key, where the caller read the file (the engine
     hands the program only the number: 1.30 arrives as 1.3).
     """
@@ -476,13 +510,16 @@ def load(
     data: dict[str, Any] = {"stack": stack}
     for key, value in raw.items():
         namespace, _, name = key.partition(":")
-        if isinstance(value, str) and value.startswith(("[", "{")):
+        read = key in GCP_KEYS or namespace == PROJECT
+        if read and isinstance(value, str) and value.startswith(("[", "{")):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as error:
+                # The value is not repeated: text pasted into a setting may be a credential of no known form.
                 problems.append(
-                    f"{key}: {value!r} starts like JSON but is not ({error.msg} at column {error.colno}); "
-                    "give a YAML mapping or list"
+                    f"{key}: the value starts like JSON but is not ({error.msg.removesuffix(' at')} at column "
+                    f"{error.colno}); give a YAML "
+                    "mapping or list"
                 )
                 continue
         if key in GCP_KEYS:
@@ -696,10 +733,45 @@ def _not_text(value: Any, written: str | None) -> str:
     return f"{_what(value)} is not text; write text"
 
 
+class NodePoolNames:
+    """The node pool names of a cluster's pool groups, which must be unique: GKE names node pools per cluster, and
+    each is a resource whose URN is its name under the TpuSlicePools type, whatever the group or cluster, which the
+    engine refuses twice in one stack (pulumi pkg/resource/deploy/step_generator.go generateURN, "Duplicate resource
+    URN"). Group `a` of two slices has `a-0` and `a-1`; a group `a-1` keeping its legacy first name has `a-1` too."""
+
+    def __init__(self, *, system: bool) -> None:
+        self.owners: dict[str, tuple[str, str, int]] = {}
+        """Node pool -> (where its group is, the group's name, the slice's index)."""
+        self.system = system
+        """A Standard cluster's system node pool is named SYSTEM_POOL_NAME."""
+
+    def taken(self, pool: TpuPoolConfig) -> list[str]:
+        """The problem of the group when one of its node pools is already taken."""
+        for index, name in enumerate(pool.node_pool_names):
+            if self.system and name == SYSTEM_POOL_NAME:
+                return [
+                    f"its node pool {name!r} (slice {index}) is already the cluster's system node pool; rename the "
+                    "group"
+                ]
+            owner = self.owners.get(name)
+            if owner is not None:
+                return [
+                    f"its node pool {name!r} (slice {index}) is already slice {owner[2]} of {owner[0]} ({owner[1]!r}); "
+                    "rename one of the two groups"
+                ]
+        return []
+
+    def add(self, pool: TpuPoolConfig, where: str) -> None:
+        """Takes the node pools of the group at `where` (a config path)."""
+        for index, name in enumerate(pool.node_pool_names):
+            self.owners.setdefault(name, (where, pool.name, index))
+
+
 def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     """Checks that need more than one pool, or the region."""
     problems = []
     seen: dict[str, int] = {}
+    node_pools = NodePoolNames(system=config.cluster.mode == "standard")
     for index, pool in enumerate(config.tpu_pools):
         key = f"{PROJECT}:tpuPools[{index}]"
         own = pool.problems()
@@ -712,11 +784,20 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
                 break
         if pool.name in seen:
             problems.append(f"{key}.name: {pool.name!r} is already used by tpuPools[{seen[pool.name]}]")
+        else:
+            problems += [f"{key}.name: {problem}" for problem in node_pools.taken(pool)]
+            node_pools.add(pool, f"tpuPools[{index}]")
         seen.setdefault(pool.name, index)
         if pool.zone is not None and REGION.match(pool.zone):
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
         elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
+        elif not own:  # the zone's TPUs need a valid machine type
+            problem = tpu_zones.zone_problem(
+                pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=config.region
+            )
+            if problem:
+                problems.append(f"{key}.zone: {problem}")
         if own:
             continue
         if pool.future_reservation is not None:
@@ -739,7 +820,17 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     maintenance = config.cluster.maintenance.problems()
     problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
     problems += _autopilot_problems(config)
-    problems += [f"{PROJECT}:monitoring.{field}: {message}" for field, message in config.monitoring.problems()]
+    alerts = config.monitoring.problems()
+    problems += [f"{PROJECT}:monitoring.{field}: {message}" for field, message in alerts]
+    waiting = config.queues.pods_ready.problems()
+    problems += [f"{PROJECT}:queues.podsReady.{field}: {message}" for field, message in waiting]
+    if not (alerts or waiting) and config.monitoring.not_starting_minutes * 60 >= config.pods_ready.timeout:
+        problems.append(
+            f"{PROJECT}:monitoring.notStartingMinutes: {config.monitoring.not_starting_minutes} minutes is not less "
+            f"than Kueue's PodsReady timeout ({duration(config.pods_ready.timeout)}), which deletes the pods first, so "
+            f"the alert would never fire; use fewer than {config.pods_ready.timeout // 60}, or a longer "
+            "queues.podsReady.timeout"
+        )
     if config.cluster.mode == "autopilot" and config.tpu_pools:
         problems.append(
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
@@ -755,6 +846,13 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         )
     problems += serving_shape_problems(config.tpu_pools, config.serving_pools)
     # --- serving checks (bucket, identity, Saxml) ---
+    if config.protected and not config.monitoring.notification_channels:
+        # Issue 27, defect 11: with no channel, an incident of a protected stack shows in Cloud Monitoring only.
+        problems.append(
+            f"{PROJECT}:monitoring.notificationChannels: {config.stack} is a protected stack and its alert policies "
+            "would notify nobody; list the channels to notify, projects/<project>/notificationChannels/<id> (gcloud "
+            "beta monitoring channels list; create one with gcloud beta monitoring channels create)"
+        )
     if config.throwaway and config.protected:
         problems.append(
             f"{PROJECT}:throwaway: the {config.stack} stack is protected and keeps its data (its bucket is protected); "
@@ -778,11 +876,31 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             saxml_pool=config.saxml.pool if config.saxml else None,
         )
         problems += cache_folder_problems(serving, config.bucket, config.saxml)
-    location = config.cluster_location
-    if is_zone(location) and not location.startswith(config.region + "-"):
-        problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
+    problems += _placement_problems(config)
     problems += _multikueue_problems(config, now)
     return list(dict.fromkeys(problems))
+
+
+def _placement_problems(config: StackConfig) -> list[str]:
+    """The cluster sits in gcp:region, where the stack makes its subnetwork, router and Cloud NAT, and its nodes in a
+    subnetwork of that region (a subnetwork is regional, and GKE puts a cluster's nodes in one of its own region)."""
+    location = config.cluster_location
+    region = location.rsplit("-", 1)[0] if is_zone(location) else location
+    if is_zone(location) and region != config.region:
+        return [f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}"]
+    if region != config.region:
+        return [
+            f"{PROJECT}:cluster.location: {location!r} is not gcp:region {config.region!r}; use gcp:region or one of "
+            "its zones, or change gcp:region"
+        ]
+    subnetwork = config.cluster.subnetwork
+    named = subnetwork_region(subnetwork or "")
+    if subnetwork is not None and named is not None and named != region and not config.is_manager:
+        return [
+            f"{PROJECT}:cluster.subnetwork: {subnetwork!r} is a subnetwork of {named}, but the cluster is in {region}; "
+            f"a cluster's nodes use a subnetwork of its own region: name one of {region}"
+        ]
+    return []
 
 
 def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
@@ -825,9 +943,10 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
     accounts = {config.cluster.node_service_account_id: "cluster.name"}
     pools: dict[str, str] = {}
     owner: dict[str, int] = {}
+    # Each worker's own node pools are checked with it (stack_problems below); across workers the URNs must differ.
+    node_pools = NodePoolNames(system=False)
     for index, worker in enumerate(config.workers):
         where = f"{key}[{index}]"
-        problems += [f"{where}.{field}: {message}" for field, message in worker.problems()]
         derived = config.worker_config(worker)
         if worker.name in clusters:
             problems.append(f"{where}.name: {worker.name!r} is already the name of {clusters[worker.name]}")
@@ -849,8 +968,13 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
         for pool_index, pool in enumerate(worker.tpu_pools):
             if pool.name in pools:
                 problems.append(f"{where}.tpuPools[{pool_index}].name: {pool.name!r} is already {pools[pool.name]}")
+            elif not pool.problems():
+                taken = node_pools.taken(pool)
+                problems += [f"{where}.tpuPools[{pool_index}].name: {problem}" for problem in taken]
             pools.setdefault(pool.name, f"workers[{index}].tpuPools[{pool_index}]")
             owner.setdefault(pool.name, index)
+        for pool_index, pool in enumerate(worker.tpu_pools):
+            node_pools.add(pool, f"workers[{index}].tpuPools[{pool_index}]")
         for line in stack_problems(derived, now):
             line = line.replace(f"{PROJECT}:tpuPools", f"{where}.tpuPools")
             line = line.replace(f"{PROJECT}:cluster.ipRanges", f"{where}.ipRanges")

@@ -19,11 +19,12 @@ from components.config.pools import (
 )
 from components.config.stack import load
 from offline import __main__ as cli
-from offline.engine import _engine_config, run_program
+from offline.engine import _engine_config, read_stack_file, run_program
 from tests.fixtures import stack_data, stack_path, stack_plan
 
+# Trillium in us-central1-b, on spot VMs: us-central1 offers no Trillium on flex-start (vendor/data/tpu_zones.json).
 POOL = {"name": "train", "machineType": "ct6e-standard-4t", "topology": "4x4", "zone": "us-central1-b",
-        "provisioning": "flex-start"}  # fmt: skip
+        "provisioning": "spot"}  # fmt: skip
 SOON = (datetime.now(UTC) + timedelta(days=7)).replace(microsecond=0)
 
 
@@ -44,9 +45,9 @@ VALID_TOPOLOGIES = "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
 P0 = "tpu-stack:tpuPools[0]"
 # MultiKueue: the stack's cluster (us-central1, default name tpu-cluster) is the manager of workers in other regions.
 EAST = {"name": "east", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-east5-b"}
-EUW4 = {"name": "euw4", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "europe-west4-a"}
+JAPAN = {"name": "japan", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "asia-northeast1-b"}
 EAST5 = {"name": "tpu-east5", "region": "us-east5", "tpuPools": [EAST]}
-EUROPE = {"name": "tpu-euw4", "region": "europe-west4", "tpuPools": [EUW4]}
+ASIA = {"name": "tpu-japan", "region": "asia-northeast1", "tpuPools": [JAPAN]}
 MK = "tpu-stack:multiKueue.workers"
 
 
@@ -59,13 +60,20 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:clusterr: unknown config key; did you mean tpu-stack:cluster? known tpu-stack keys: bucket, charts, "
      "cluster, labels, monitoring, multiKueue, queues, saxml, serving, throwaway, tpuPools"),
     # The engine passes structured config as JSON text: text that only looks like JSON is a config error too.
+    # The value is never repeated: pasted text may be a credential of no known form.
     ("labels that are not JSON", {"tpu-stack:labels": "{team: ml"},
-     "tpu-stack:labels: '{team: ml' starts like JSON but is not (Expecting property name enclosed in double quotes "
+     "tpu-stack:labels: the value starts like JSON but is not (Expecting property name enclosed in double quotes "
      "at column 2); give a YAML mapping or list"),
+    # A key file's private_key with its newlines as typed: a control character inside a JSON string.
+    ("a service account key pasted into a setting",
+     {"tpu-stack:labels": '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN'
+                          'BgkqhkiG9w0\n-----END PRIVATE KEY-----\n"}'},
+     "tpu-stack:labels: the value starts like JSON but is not (Invalid control character at column 72); give a "
+     "YAML mapping or list"),
     ("labels as an empty string", {"tpu-stack:labels": ""},
      "tpu-stack:labels: expected a mapping (key: value lines), got the text ''"),
     ("pools that are not JSON", {"tpu-stack:tpuPools": "[train"},
-     "tpu-stack:tpuPools: '[train' starts like JSON but is not (Expecting value at column 2); give a YAML mapping "
+     "tpu-stack:tpuPools: the value starts like JSON but is not (Expecting value at column 2); give a YAML mapping "
      "or list"),
     ("unknown pool key", pools(pool(topolgy="4x4")),
      f"{P0}.topolgy: unknown key; did you mean topology?"),
@@ -77,7 +85,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("negative slices", pools(pool(slices=-2)), f"{P0}.slices: is -2; a pool group needs at least 1 slice"),
     ("slices not a number", pools(pool(slices="three")),
      f"{P0}.slices: the text 'three' is not a whole number; write one like 4"),
-    ("flex-start with a reservation", pools(pool(reservation="r1")),
+    ("flex-start with a reservation", pools(pool(provisioning="flex-start", reservation="r1")),
      f"{P0}.reservation: provisioning flex-start cannot consume a reservation (it needs NO_RESERVATION); "
      "remove it or set provisioning: reservation"),
     ("queued with spot", pools(pool(provisioning="queued", spot=True)),
@@ -109,17 +117,25 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "starting with a letter"),
     ("duplicate pool names", pools(pool(), pool(topology="2x4")),
      "tpu-stack:tpuPools[1].name: 'train' is already used by tpuPools[0]"),
+    # GKE names node pools per cluster and the engine refuses a second resource of one URN (pulumi
+    # pkg/resource/deploy/step_generator.go generateURN): a group's slice names must not be another group's.
+    ("two groups, one node pool name", pools(pool(name="a", slices=2), pool(name="a-1", topology="2x4",
+                                                                            legacyFirstSliceName=True)),
+     "tpu-stack:tpuPools[1].name: its node pool 'a-1' (slice 0) is already slice 1 of tpuPools[0] ('a'); rename one "
+     "of the two groups"),
+    ("a group named after the system pool", pools(pool(name="system", legacyFirstSliceName=True)),
+     f"{P0}.name: its node pool 'system' (slice 0) is already the cluster's system node pool; rename the group"),
     ("reservation mode without a reservation", pools(pool(provisioning="reservation")),
      f"{P0}.reservation: provisioning reservation needs a reservation name or a futureReservation"),
     ("reservation and future reservation both",
      pools(pool(provisioning="reservation", reservation="r", futureReservation=window(SOON, 7))),
      f"{P0}.futureReservation: set reservation or futureReservation, not both"),
-    ("flex-start run longer than 7 days", pools(pool(maxRunDuration="8d")),
+    ("flex-start run longer than 7 days", pools(pool(provisioning="flex-start", maxRunDuration="8d")),
      f"{P0}.maxRunDuration: 8d exceeds flex-start's 7-day limit; use 7d or less"),
     # 7 days = 168 hours: one hour more is over the limit, which a duration read with a wrong unit would miss.
-    ("flex-start run of 169 hours", pools(pool(maxRunDuration="169h")),
+    ("flex-start run of 169 hours", pools(pool(provisioning="flex-start", maxRunDuration="169h")),
      f"{P0}.maxRunDuration: 169h exceeds flex-start's 7-day limit; use 7d or less"),
-    ("flex-start run of 10081 minutes", pools(pool(maxRunDuration="10081m")),
+    ("flex-start run of 10081 minutes", pools(pool(provisioning="flex-start", maxRunDuration="10081m")),
      f"{P0}.maxRunDuration: 10081m exceeds flex-start's 7-day limit; use 7d or less"),
     ("run duration without a unit", pools(pool(maxRunDuration="3600")),
      f"{P0}.maxRunDuration: '3600' is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d"),
@@ -167,7 +183,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:saxml.pool: pool 'serve' is TPU v6e, a chip Saxml's model server does not know (--platform_chip); "
      "serve on v4, v5e"),
     ("saxml in a system namespace",
-     {**pools(pool(name="serve", provisioning="on-demand", machineType="ct5lp-hightpu-4t")),
+     {**pools(pool(name="serve", provisioning="on-demand", machineType="ct5lp-hightpu-4t", zone="us-central1-a")),
       "tpu-stack:saxml": {"pool": "serve", "namespace": "kube-system", "service": {"sourceRanges": ["10.20.0.0/24"]}}},
      "tpu-stack:saxml.namespace: 'kube-system' belongs to the system; use default or a namespace of your own"),
     ("system pool whose per-zone start exceeds its maximum",
@@ -178,7 +194,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      pools(pool(provisioning="reservation", futureReservation=window(SOON - timedelta(days=30), 7))),
      f"{P0}.futureReservation: startTime is in the past; choose a window that starts later"),
     # GKE runs TPU7x from 1.34.0-gke.2201000 on Standard clusters (its Ironwood page); the default floor is 1.33.
-    ("multi-host Ironwood on the default version floor", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
+    ("multi-host Ironwood on the default version floor",
+     pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2", zone="us-central1-c")),
      "tpu-stack:cluster.minMasterVersion: '1.33' is below 1.34.0-gke.2201000, the first GKE version that runs TPU7x "
      "(Ironwood) on Standard clusters (tpuPools[0]); set minMasterVersion: \"1.34.0-gke.2201000\" or a newer version"),
     ("cluster name not a DNS label", {"tpu-stack:cluster": {"name": "TPU Cluster"}},
@@ -192,6 +209,36 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"),
     ("cluster location outside the region", {"tpu-stack:cluster": {"location": "us-east1-b"}},
      "tpu-stack:cluster.location: 'us-east1-b' is not in gcp:region 'us-central1'"),
+    # A regional location too: the stack's subnetwork and Cloud NAT are in gcp:region, and GKE puts a cluster's nodes
+    # only in a subnetwork of the cluster's own region.
+    ("cluster region other than the stack's", {"tpu-stack:cluster": {"location": "us-east1"}},
+     "tpu-stack:cluster.location: 'us-east1' is not gcp:region 'us-central1'; use gcp:region or one of its zones, or "
+     "change gcp:region"),
+    ("a subnetwork of another region", {"tpu-stack:cluster": {
+        "network": "tpu-net", "subnetwork": "projects/proj-1234/regions/us-east1/subnetworks/tpu",
+        "ipRanges": {"nodes": "10.1.0.0/24", "pods": "10.4.0.0/14", "services": "10.3.0.0/20"}}},
+     "tpu-stack:cluster.subnetwork: 'projects/proj-1234/regions/us-east1/subnetworks/tpu' is a subnetwork of "
+     "us-east1, but the cluster is in us-central1; a cluster's nodes use a subnetwork of its own region: name one "
+     "of us-central1"),
+    # GKE: "at least 48 hours of maintenance availability in a 32-day rolling window. Only contiguous availability
+    # windows of at least four hours are considered." A Sunday each week is 4 Sundays in some 32 days: 24 hours.
+    ("a maintenance window too rare for GKE", {"tpu-stack:cluster": {"maintenance": {"recurringWindow": {
+        "startTime": "2026-01-04T02:00:00Z", "endTime": "2026-01-04T08:00:00Z",
+        "recurrence": "FREQ=WEEKLY;BYDAY=SU"}}}},
+     "tpu-stack:cluster.maintenance.recurringWindow: FREQ=WEEKLY;BYDAY=SU with 6-hour windows allows 24 hours of "
+     "maintenance in some 32 days; GKE requires at least 48 hours in every 32 days, counting only windows of 4 hours "
+     "or more: lengthen the window or let it recur more often"),
+    ("maintenance windows too short to count", {"tpu-stack:cluster": {"maintenance": {"recurringWindow": {
+        "startTime": "2026-01-04T01:00:00Z", "endTime": "2026-01-04T04:00:00Z", "recurrence": "FREQ=DAILY"}}}},
+     "tpu-stack:cluster.maintenance.recurringWindow: FREQ=DAILY with 3-hour windows allows 0 hours of maintenance in "
+     "some 32 days; GKE requires at least 48 hours in every 32 days, counting only windows of 4 hours or more: "
+     "lengthen the window or let it recur more often"),
+    ("every other weekend", {"tpu-stack:cluster": {"maintenance": {"recurringWindow": {
+        "startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T08:00:00Z",
+        "recurrence": "FREQ=WEEKLY;INTERVAL=2;BYDAY=SA,SU"}}}},
+     "tpu-stack:cluster.maintenance.recurringWindow: FREQ=WEEKLY;INTERVAL=2;BYDAY=SA,SU with 6-hour windows allows "
+     "24 hours of maintenance in some 32 days; GKE requires at least 48 hours in every 32 days, counting only "
+     "windows of 4 hours or more: lengthen the window or let it recur more often"),
     ("auto-upgrade off on a release channel", pools(pool(autoUpgrade=False)),
      f"{P0}.autoUpgrade: GKE keeps node auto-upgrade on in clusters on a release channel (cluster.releaseChannel "
      "RAPID); remove autoUpgrade and hold upgrades during training with cluster.maintenance.exclusions, or set "
@@ -216,10 +263,35 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {"tpu-stack:bucket": {"readers": [{"namespace": "default", "serviceAccount": "a", "checkpointPath": "ckpt"}]}},
      "tpu-stack:bucket.readers[0].checkpointPath: a reader holds roles/storage.objectViewer and cannot write "
      "checkpoints; move this entry to bucket.writers or remove checkpointPath"),
+    # Pods that name no service account run as `default`: a grant to it is a grant to each of them.
+    ("a bucket writer as the namespace's default account",
+     {"tpu-stack:bucket": {"writers": [{"namespace": "default", "serviceAccount": "default"}]}},
+     "tpu-stack:bucket.writers[0].serviceAccount: 'default' is the account of every pod in namespace default that "
+     "names none, and each of them would write and delete the bucket's objects; name an account of its own, e.g. "
+     "trainer"),
+    ("a bucket reader as the namespace's default account",
+     {"tpu-stack:bucket": {"readers": [{"namespace": "default", "serviceAccount": "default"}]}},
+     "tpu-stack:bucket.readers[0].serviceAccount: 'default' is the account of every pod in namespace default that "
+     "names none, and each of them would read the bucket; name an account of its own, e.g. analyst"),
     ("bucket folder that climbs out", {"tpu-stack:bucket": {"writers": [
          {"namespace": "default", "serviceAccount": "a", "dataPath": "../other"}]}},
      "tpu-stack:bucket.writers[0].dataPath: '../other' is not a folder of the bucket; use a relative path like "
      "datasets or checkpoints/team"),
+    ("PodsReady timeout not a duration", {"tpu-stack:queues": {"podsReady": {"timeout": "two hours"}}},
+     "tpu-stack:queues.podsReady.timeout: 'two hours' is not a duration; use a number and a unit, e.g. 3600s, 90m, "
+     "24h, 7d"),
+    ("PodsReady timeout under a minute", {"tpu-stack:queues": {"podsReady": {"timeout": "30s"}}},
+     "tpu-stack:queues.podsReady.timeout: 30s is under a minute; Kueue needs a start timeout, give one of 1m or more"),
+    ("PodsReady recovery timeout not a duration", {"tpu-stack:queues": {"podsReady": {"recoveryTimeout": "1y"}}},
+     "tpu-stack:queues.podsReady.recoveryTimeout: '1y' is not a duration; use a number and a unit, e.g. 3600s, 90m, "
+     "24h, 7d"),
+    ("negative requeue limit", {"tpu-stack:queues": {"podsReady": {"requeueLimit": -1}}},
+     "tpu-stack:queues.podsReady.requeueLimit: the number -1 is too small; use 0 or more"),
+    # Kueue deletes the pods at its PodsReady timeout (30 minutes here, no pool groups): a Pending pod alert held
+    # as long never fires.
+    ("not-starting alert held past the PodsReady timeout", {"tpu-stack:monitoring": {"notStartingMinutes": 30}},
+     "tpu-stack:monitoring.notStartingMinutes: 30 minutes is not less than Kueue's PodsReady timeout (30m0s), which "
+     "deletes the pods first, so the alert would never fire; use fewer than 30, or a longer queues.podsReady.timeout"),
     ("notification channel not a resource name", {"tpu-stack:monitoring": {"notificationChannels": ["ops@x.com"]}},
      "tpu-stack:monitoring.notificationChannels[0]: 'ops@x.com' is not a notification channel; give its resource "
      "name, projects/<project>/notificationChannels/<id> (gcloud beta monitoring channels list)"),
@@ -287,6 +359,13 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "aws:region: 'aws' is not a config namespace this stack reads, so everything under it would be ignored; "
      "namespaces: tpu-stack, gcp, kubernetes, pulumi"),
     # The policy pack's least-privilege-iam reasoning, applied where the config grants roles.
+    # IAM: a role granted on the project lets the member act as every service account in it
+    # (https://cloud.google.com/iam/docs/service-account-permissions).
+    ("a token creator role for the node account",
+     {"tpu-stack:cluster": {"nodeServiceAccountRoles": ["roles/iam.serviceAccountTokenCreator"]}},
+     "tpu-stack:cluster.nodeServiceAccountRoles[0]: roles/iam.serviceAccountTokenCreator on a whole "
+     "project/folder/organization lets the member act as every service account in it: grant it on the one service "
+     "account that needs it (node account roles are granted on the whole project)"),
     ("primitive role for the node account", {"tpu-stack:cluster": {"nodeServiceAccountRoles": ["roles/editor"]}},
      "tpu-stack:cluster.nodeServiceAccountRoles[0]: roles/editor is a primitive role: grant a predefined role scoped "
      "to what the member uses (node account roles are granted on the whole project)"),
@@ -363,18 +442,28 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {**workers(EAST5), "tpu-stack:cluster": {"subnetwork": "projects/proj-1234/regions/us-central1/subnetworks/s"}},
      "tpu-stack:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it, or "
      "set each worker's own (multiKueue.workers[].subnetwork)"),
-    ("worker in the manager's region", workers({**EAST5, "region": "us-east5"}, {**EUROPE, "region": "us-central1",
-     "tpuPools": [{**EUW4, "zone": "us-central1-b"}]}),
+    ("worker in the manager's region", workers({**EAST5, "region": "us-east5"}, {**ASIA, "region": "us-central1",
+     "tpuPools": [{**JAPAN, "provisioning": "spot", "zone": "us-central1-b"}]}),
      f"{MK}[1].region: 'us-central1' already has a cluster of this stack (gcp:region); put each worker in a region "
      "of its own (a cluster's Cloud NAT covers every subnetwork of its region, and Compute refuses a second NAT that "
      "does)"),
-    ("two workers in one region", workers(EAST5, {**EUROPE, "region": "us-east5",
-     "tpuPools": [{**EUW4, "zone": "us-east5-b"}]}),
+    ("two workers in one region", workers(EAST5, {**ASIA, "region": "us-east5",
+     "tpuPools": [{**JAPAN, "zone": "us-east5-b"}]}),
      f"{MK}[1].region: 'us-east5' already has a cluster of this stack (workers[0].region); put each worker in a "
      "region of its own (a cluster's Cloud NAT covers every subnetwork of its region, and Compute refuses a second "
      "NAT that does)"),
-    ("two workers of one name", workers(EAST5, {**EUROPE, "name": "tpu-east5"}),
+    ("two workers of one name", workers(EAST5, {**ASIA, "name": "tpu-east5"}),
      f"{MK}[1].name: 'tpu-east5' is already the name of workers[0]"),
+    ("two workers' groups, one node pool name",
+     workers({**EAST5, "tpuPools": [{**EAST, "name": "a", "slices": 2}]},
+             {**ASIA, "tpuPools": [{**JAPAN, "name": "a-1", "legacyFirstSliceName": True}]}),
+     f"{MK}[1].tpuPools[0].name: its node pool 'a-1' (slice 0) is already slice 1 of workers[0].tpuPools[0] ('a'); "
+     "rename one of the two groups"),
+    ("one worker's groups, one node pool name",
+     workers({**EAST5, "tpuPools": [{**EAST, "name": "a", "slices": 2},
+                                    {**EAST, "name": "a-1", "legacyFirstSliceName": True, "topology": "2x4"}]}),
+     f"{MK}[0].tpuPools[1].name: its node pool 'a-1' (slice 0) is already slice 1 of tpuPools[0] ('a'); rename one "
+     "of the two groups"),
     ("worker named like the manager", workers({**EAST5, "name": "tpu-cluster"}),
      f"{MK}[0].name: 'tpu-cluster' is already the name of cluster.name"),
     # Node service account ids are the cluster name's first 24 characters and -nodes (30 at most).
@@ -384,17 +473,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{MK}[0].name: its node service account 'tpu-multiregion-cluster-nodes' (the name's first 24 characters) is "
      "already cluster.name's; change the start of the name"),
     ("two workers with one node account",
-     workers({**EAST5, "name": "tpu-multiregion-worker-east5"}, {**EUROPE, "name": "tpu-multiregion-worker-euw4"}),
+     workers({**EAST5, "name": "tpu-multiregion-worker-east5"}, {**ASIA, "name": "tpu-multiregion-worker-east-asia"}),
      f"{MK}[1].name: its node service account 'tpu-multiregion-worker-e-nodes' (the name's first 24 characters) is "
      "already workers[0]'s; change the start of the name"),
     ("worker name not a DNS label", workers({**EAST5, "name": "East_5"}),
      f"{MK}[0].name: cluster name 'East_5' must be a DNS label: lowercase letters, digits and '-', starting with a "
      "letter"),
-    ("one pool group name in two workers", workers(EAST5, {**EUROPE, "tpuPools": [{**EUW4, "name": "east"}]}),
+    ("one pool group name in two workers", workers(EAST5, {**ASIA, "tpuPools": [{**JAPAN, "name": "east"}]}),
      f"{MK}[1].tpuPools[0].name: 'east' is already workers[0].tpuPools[0]"),
     ("share of no worker's pool group",
-     {**workers(EAST5, EUROPE), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"east": 4, "west": 4}}]}},
-     "tpu-stack:queues.teams[0].shares.west: 'west' names no worker's pool group; pools: east, euw4"),
+     {**workers(EAST5, ASIA), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"east": 4, "west": 4}}]}},
+     "tpu-stack:queues.teams[0].shares.west: 'west' names no worker's pool group; pools: east, japan"),
     ("borrowing limit of no worker's pool group",
      {**workers(EAST5), "tpu-stack:queues": {"teams": [{"name": "a", "borrowingLimit": {"west": 4}}]}},
      "tpu-stack:queues.teams[0].borrowingLimit.west: 'west' names no worker's pool group; pools: east"),
@@ -402,7 +491,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {**workers(EAST5), "tpu-stack:queues": {"ladders": {"v6e": ["east", "west"]}}},
      "tpu-stack:queues.ladders.v6e: 'west' names no worker's pool group; pools: east"),
     ("ladder across two workers",
-     {**workers(EAST5, EUROPE), "tpu-stack:queues": {"ladders": {"v6e": ["east", "euw4"]}}},
+     {**workers(EAST5, ASIA), "tpu-stack:queues": {"ladders": {"v6e": ["east", "japan"]}}},
      "tpu-stack:queues.ladders.v6e: its rungs are in different workers, and each worker's Kueue walks only its own; "
      "keep a ladder's pool groups in one worker"),
     # Before (and for the next three): also "multiKueue.workers: Tuple should have at least 1 item after validation,
@@ -415,9 +504,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{MK}[0].tpuPools: is empty; it lists pool groups ('-' items) and needs at least 1"),
     # A worker's pool groups are checked as the worker's stack: their zones against the worker's region.
     ("worker pool zone outside the worker's region",
-     workers(EAST5, {**EUROPE, "tpuPools": [EUW4, {**EUW4, "name": "euw4-4x4", "topology": "4x4",
+     workers(EAST5, {**ASIA, "tpuPools": [JAPAN, {**JAPAN, "name": "japan-4x4", "topology": "4x4",
                                                    "zone": "us-east5-b"}]}),
-     f"{MK}[1].tpuPools[1].zone: 'us-east5-b' is not in {MK}[1].region 'europe-west4'"),
+     f"{MK}[1].tpuPools[1].zone: 'us-east5-b' is not in {MK}[1].region 'asia-northeast1'"),
     ("worker pool zone given as a region", workers({**EAST5, "tpuPools": [{**EAST, "zone": "us-east5"}]}),
      f"{MK}[0].tpuPools[0].zone: 'us-east5' is a region; give one of its zones, e.g. us-east5-a"),
     ("no workers", workers(), f"{MK}: is empty; it lists worker clusters ('-' items) and needs at least 1"),
@@ -479,11 +568,36 @@ def test_structured_values_arrive_as_json_strings_like_the_engine_sends_them() -
     assert group.node_pool_names == ["a-0", "a-1", "a-2"]
 
 
+def test_provider_keys_are_the_providers_to_read_encrypted_or_not(tmp_path: Path) -> None:
+    """An encrypted provider value reaches the offline preview as the secret marker and a real run as its text; either
+    way only the provider reads it (tests/test_config_reference.py: the schema takes `{secure: ...}` there)."""
+    data = stack_data("dev") | {
+        "gcp:accessToken": {"secure": "v1:AAAABBBBCCCC"},
+        "gcp:credentials": '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n"}',
+    }
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump({"config": data}))
+    assert load(_engine_config(read_stack_file(path)), stack="dev").project == data["gcp:project"]
+
+
+def test_an_encrypted_setting_of_the_stack_is_refused_without_its_text(tmp_path: Path) -> None:
+    """Values under tpu-stack: are plain; the preview cannot read an encrypted one, so it says that, not that the
+    marker it would read is bad JSON."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump({"config": stack_data("dev") | {"tpu-stack:labels": {"secure": "v1:AAAA"}}}))
+    with pytest.raises(ConfigError) as error:
+        read_stack_file(path)
+    assert error.value.lines == [
+        "tpu-stack:labels: is encrypted ({secure: ...}); settings under tpu-stack: are plain, none is a secret, and "
+        "the preview cannot read an encrypted one: set it with `pulumi config set` without --secret"
+    ]
+
+
 def test_flex_start_runs_up_to_exactly_seven_days() -> None:
     """Flex-start VMs run at most 7 days (604800 s); 168h and 10080m are that limit, not over it."""
     for duration, seconds in (("7d", 604800), ("168h", 604800), ("10080m", 604800), ("24h", 86400), ("90s", 90)):
-        config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1", **pools(pool(maxRunDuration=duration))},
-                      stack="dev")  # fmt: skip
+        flex = pool(provisioning="flex-start", zone="us-east5-b", maxRunDuration=duration)
+        config = load({"gcp:project": "proj-1234", "gcp:region": "us-east5", **pools(flex)}, stack="dev")
         assert config.tpu_pools[0].max_run_duration_seconds == seconds, duration
 
 
@@ -531,14 +645,14 @@ DEV_STACK = stack_path("dev")
 DUPLICATED_POOL = """    - name: flex-v6e
       machineType: ct6e-standard-4t
       provisioning: flex-start
-      zone: us-central1-b
+      zone: us-east5-b
 """
 # One defect in the dev stack file, and the one line it must give. Before, each of these gave the listed
 # follow-on lines instead (or nothing at all):
 ONE_DEFECT = [
-    # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-central1-a'".
-    ("zone as region", ("gcp:region: us-central1", "gcp:region: us-central1-a"),
-     "gcp:region: 'us-central1-a' is a zone; gcp:region takes its region: us-central1"),
+    # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-east5-b'".
+    ("zone as region", ("gcp:region: us-east5", "gcp:region: us-east5-b"),
+     "gcp:region: 'us-east5-b' is a zone; gcp:region takes its region: us-east5"),
     # 6 lines about the teams' shares naming pools that do not exist; the pools themselves were silently dropped.
     ("typo in the namespace of the pools", ("  tpu-stack:tpuPools:", "  tpu-stak:tpuPools:"),
      "tpu-stak:tpuPools: 'tpu-stak' is not a config namespace this stack reads, so everything under it would be "
@@ -549,7 +663,10 @@ ONE_DEFECT = [
      "letter and not ending with '-'"),
     # Previewed cleanly; GKE would refuse the node label.
     ("node label value ending in a dash",
-     ("      machineType: ct6e-standard-4t\n", "      machineType: ct6e-standard-4t\n      labels: {team: ml-}\n"),
+     ("- name: flex-v6e\n      # Deployed when a one-slice group's node pool was named after the group: it keeps that "
+      "name.\n      legacyFirstSliceName: true\n",
+      "- name: flex-v6e\n      # Deployed when a one-slice group's node pool was named after the group: it keeps that "
+      "name.\n      legacyFirstSliceName: true\n      labels: {team: ml-}\n"),
      "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', starting "
      "and ending with a letter or digit (Kubernetes labels)"),
     # 3 lines: the name, the two pools' identical node labels, and research's share against one pool's chips.
@@ -719,8 +836,8 @@ def test_independent_mistakes_in_one_entry_are_all_reported(tmp_path: Path, caps
     )
     assert preview_errors(tmp_path, text, capsys) == [
         "tpu-stack:tpuPools[1].provisoning: unknown key; did you mean provisioning?",
-        "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', starting "
-        "and ending with a letter or digit (Kubernetes labels)",
+        "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', "
+        "starting and ending with a letter or digit (Kubernetes labels)",
         "tpu-stack:tpuPools[0].topology: '2x5' is not a v5e topology for ct5lp-hightpu-4t; valid: " + VALID_TOPOLOGIES,
         "tpu-stack:tpuPools[0].name: node pool name 'Train_A-0' must be a DNS label: lowercase letters, digits and "
         "'-', starting with a letter",

@@ -14,10 +14,21 @@ BELOW = {
     "pools": {"base", "network"},
     "multikueue": {"base", "network", "pools"},
     "controllers": {"base", "pools"},
-    "queues": {"base", "pools"},
+    "queues": {"base", "pools", "controllers"},
     "serving": {"base", "pools"},
     "llm_serving": {"base", "pools", "serving"},
-    "stack": {"base", "network", "cluster", "monitoring", "multikueue", "pools", "queues", "serving", "llm_serving"},
+    "stack": {
+        "base",
+        "network",
+        "cluster",
+        "monitoring",
+        "multikueue",
+        "pools",
+        "controllers",
+        "queues",
+        "serving",
+        "llm_serving",
+    },
 }
 
 

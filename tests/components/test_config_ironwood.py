@@ -125,9 +125,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "cloud.google.com/placement-policy-name, which tpu-stack does not declare yet; use a single-host topology "
      "(2x2x1), or a Standard cluster with tpuPools"),
     ("placement on a MultiKueue manager",
-     {"tpu-stack:cluster": FLOOR, "tpu-stack:queues": {"placement": {"pools": ["train"]}},
-      "tpu-stack:multiKueue": {"workers": [{"name": "tpu-east5", "region": "us-east5",
-                                           "tpuPools": [train(zone="us-east5-a")]}]}},
+     # TPU7x is only in us-central1 (vendor/data/tpu_zones.json): the manager is elsewhere, the worker there.
+     {"gcp:region": "us-east5", "tpu-stack:cluster": FLOOR, "tpu-stack:queues": {"placement": {"pools": ["train"]}},
+      "tpu-stack:multiKueue": {"workers": [{"name": "tpu-central1", "region": "us-central1",
+                                           "tpuPools": [train(zone="us-central1-c")]}]}},
      # Kueue supports it on the workers (kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go: the manager skips its
      # TAS checks, "topology runs on worker clusters"); tpu-stack does not declare placement on workers yet.
      "tpu-stack:queues.placement: placement by topology with MultiKueue is not supported by tpu-stack yet (Kueue "

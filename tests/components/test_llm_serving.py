@@ -81,8 +81,8 @@ def example() -> Plan:
     ("pool", "kind", "tensor_parallel", "hosts", "chips_per_host"),
     [
         ({"machineType": "ct5lp-hightpu-4t", "topology": "4x4"}, "LeaderWorkerSet", 16, 4, 4),
-        ({"machineType": "ct6e-standard-8t"}, "Deployment", 8, 1, 8),
-        ({"machineType": "ct6e-standard-4t", "topology": "2x4"}, "LeaderWorkerSet", 8, 2, 4),
+        ({"machineType": "ct6e-standard-8t", "zone": "us-central1-b"}, "Deployment", 8, 1, 8),
+        ({"machineType": "ct6e-standard-4t", "topology": "2x4", "zone": "us-central1-b"}, "LeaderWorkerSet", 8, 2, 4),
         ({"machineType": "ct5lp-hightpu-4t", "topology": "8x8"}, "LeaderWorkerSet", 64, 16, 4),
     ],
 )
@@ -104,7 +104,7 @@ def test_a_70b_bf16_model_fits_these_slices_sharded_over_every_chip(
          "128 GB, of which the server uses 90%: use topology 4x4 or larger"),
         # 140 GB / 28.8 usable GB a v6e chip = 5 chips: an 8-chip VM holds them, a single-host server (a Deployment);
         # a 2x4 of the 4-chip type would be two VMs, a multi-host server that vLLM on TPUs does not support on GKE.
-        ({"machineType": "ct6e-standard-4t", "topology": "2x2"}, {},
+        ({"machineType": "ct6e-standard-4t", "topology": "2x2", "zone": "us-central1-b"}, {},
          "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x2, 4 v6e chips) hold "
          "128 GB, of which the server uses 90%: use machineType ct6e-standard-8t, a 2x4 slice on one VM"),
         # 80 GB / 14.4 usable GB a v5e chip = 6 chips: the 8-chip v5e VM.
@@ -112,7 +112,7 @@ def test_a_70b_bf16_model_fits_these_slices_sharded_over_every_chip(
          "a 40B model in bfloat16 needs 80 GB of HBM for its weights; pool 'serve' slices (2x2, 4 v5e chips) hold "
          "64 GB, of which the server uses 90%: use machineType ct5lp-hightpu-8t, a 2x4 slice on one VM"),
         # A 1-chip v6e VM holds 28.8 usable GB; 20B x 2 = 40 GB needs 2 chips: the 4-chip VM, a 2x2 slice.
-        ({"machineType": "ct6e-standard-1t"}, {"billionsOfParameters": 20},
+        ({"machineType": "ct6e-standard-1t", "zone": "us-central1-b"}, {"billionsOfParameters": 20},
          "a 20B model in bfloat16 needs 40 GB of HBM for its weights; pool 'serve' slices (1x1, 1 v6e chips) hold "
          "32 GB, of which the server uses 90%: use machineType ct6e-standard-4t, a 2x2 slice on one VM"),
         # An 8-chip v5e VM is a fixed 2x4 slice: the next size is a multi-host slice of the 4-chip machine type.
@@ -120,7 +120,7 @@ def test_a_70b_bf16_model_fits_these_slices_sharded_over_every_chip(
          "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x4, 8 v5e chips) hold "
          "128 GB, of which the server uses 90%: use machineType ct5lp-hightpu-4t with topology 4x4 or larger"),
         # 405B x 2 = 810 GB: 29 v6e chips at 28.8 usable GB each, the 32-chip 4x8.
-        ({"machineType": "ct6e-standard-8t"}, {"billionsOfParameters": 405},
+        ({"machineType": "ct6e-standard-8t", "zone": "us-central1-b"}, {"billionsOfParameters": 405},
          "a 405B model in bfloat16 needs 810 GB of HBM for its weights; pool 'serve' slices (2x4, 8 v6e chips) hold "
          "256 GB, of which the server uses 90%: use machineType ct6e-standard-4t with topology 4x8 or larger"),
         # float32: 4 bytes a parameter; 70 x 4 = 280 GB > 230.4 usable of a 4x4 v5e.
@@ -488,7 +488,8 @@ def test_servers_wait_for_their_identity_and_leaderworkersets_for_the_lws_and_ku
 
 
 def test_a_protected_stack_protects_every_serving_resource() -> None:
-    plan = run_program({**BASE, **config(V5E_4X4)}, stack="prod")
+    alerts = {"tpu-stack:monitoring": {"notificationChannels": ["projects/proj-1234/notificationChannels/1"]}}
+    plan = run_program({**BASE, **config(V5E_4X4), **alerts}, stack="prod")
     serving = [r for r in plan.resources if "LlmServing" in r["urn"] or "LwsInstall" in r["urn"]]
     assert serving and all(r["protect"] for r in serving)
 
@@ -561,8 +562,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "lock between pods; copy the weights into the bucket and set modelFolder, or serve it with replicas: 1"),
     ("an argument the stack derives", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--tensor-parallel-size=4"]}),
      f"{S0}.engineArgs: --tensor-parallel-size is derived by the stack from the server and its pool; remove it"),
-    ("not an argument", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["max-num-seqs=64"]}),
-     f"{S0}.engineArgs: 'max-num-seqs=64' is not an engine argument; write --name or --name=value, one per item"),
+    # vLLM reads `--max_model_len` as `--max-model-len` (vllm utils/argparse_utils.py FlexibleArgumentParser).
+    ("an argument the stack derives, with underscores",
+     config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--max_model_len=8192"]}),
+     f"{S0}.engineArgs: --max-model-len is derived by the stack from the server and its pool; remove it"),
+    # The item is never repeated: it may hold a credential of no known form.
+    ("not an argument", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--max-num-seqs=64", "max-num-seqs=64"]}),
+     f"{S0}.engineArgs: item 1 is not an engine argument (not repeated here); write --name or --name=value, the "
+     "name in lower case, one per item"),
+    ("an argument in upper case", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--MAX-NUM-SEQS=64"]}),
+     f"{S0}.engineArgs: item 0 is not an engine argument (not repeated here); write --name or --name=value, the "
+     "name in lower case, one per item"),
     ("no max model length", config(V5E_4X4, {k: v for k, v in LLAMA_70B.items() if k != "maxModelLen"}),
      f"{S0}.maxModelLen: required; add it"),
     ("zero replicas", config(V5E_4X4, {**LLAMA_70B, "replicas": 0}),
@@ -582,7 +592,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("a TPU version vLLM is not served on here",
      config({**V5E_4X4, "machineType": "ct5p-hightpu-4t", "topology": "2x2x4"}),
      f"{S0}.pool: pool 'serve' is TPU v5p (ct5p-hightpu-4t); the stack serves vLLM on v5e, v6e"),
-    ("a queued pool", config({**V5E_4X4, "provisioning": "queued", "slices": 1}),
+    # In us-west4-a, which gives v5e on flex-start capacity, as queued provisioning needs (vendor/data/tpu_zones.json).
+    ("a queued pool", {**config({**V5E_4X4, "provisioning": "queued", "slices": 1, "zone": "us-west4-a"}),
+                       "gcp:region": "us-west4"},
      f"{S0}.pool: pool 'serve' is queued-provisioning, whose nodes exist only for Kueue-admitted jobs; serve on an "
      "on-demand, reservation, spot or flex-start pool"),
     ("Saxml's pool", {**config(SAX_POOL, {**LLAMA_70B, "pool": "sax", "dtype": "int8"}), "tpu-stack:saxml": SAXML},
@@ -659,6 +671,21 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
 @pytest.mark.parametrize(("case", "extra", "line"), CASES, ids=[c[0] for c in CASES])
 def test_serving_config_errors_are_one_line_each(case: str, extra: dict[str, Any], line: str) -> None:
     assert config_error(extra) == [line]
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        {"engineArgs": ["--max_num_seqs=128", "--chat-template=templates/sk-llama.jinja"]},
+        {"servedModelName": "acme-sk-llama-31-70b-instruct-v2"},
+        {"servedModelName": "acme/llama-33-70b-sk-instruct-finetuned-v2"},
+        {"modelFolder": "models/sk-llama-3.1-70b-instruct-finetuned"},
+    ],
+    ids=["underscores and an sk- path in engineArgs", "an sk- served model name", "an sk- model id", "an sk- folder"],
+)
+def test_names_and_flags_that_only_look_like_credentials_are_accepted(server: dict[str, Any]) -> None:
+    """vLLM takes `_` for `-` in flag names; `sk-` inside a name or a path is no OpenAI key."""
+    assert loaded(config(V5E_4X4, {**LLAMA_70B, **server})).serving is not None
 
 
 def test_only_the_serving_identity_needs_the_project_number(run: StackRunner) -> None:

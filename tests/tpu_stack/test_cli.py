@@ -25,6 +25,8 @@ from tests.fixtures import stack_config, stack_plan
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
+from tpu_stack import stack as stack_module
+from tpu_stack.why import PodsReadySettings
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
@@ -143,7 +145,7 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     assert pod["spec"]["serviceAccountName"] == "trainer"
     # dev's multislice is a ladder (spot, then flex-start): the pods ask only for the shape, Kueue adds the rest.
     assert pod["spec"]["nodeSelector"] == {
-        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
         "cloud.google.com/gke-tpu-topology": "2x4",
     }
     assert "tolerations" not in pod["spec"]
@@ -151,10 +153,11 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     assert container["image"] == IMAGE
     assert container["command"] == ["python", "-m", "train", "--steps", "1000"]
     assert container["env"] == [{"name": "STEPS", "value": "1000"}]
-    # A v5e 4t VM (112 vCPU, 192 GiB) less GKE's reservations, its DaemonSets and the FUSE sidecar.
+    # A v6e 4t VM (180 vCPU, 720 GiB) less GKE's reservations, its DaemonSets and the FUSE sidecar
+    # (tests/components/test_workloads.py works the numbers out).
     assert container["resources"] == {
-        "requests": {"google.com/tpu": 4, "cpu": "110400m", "memory": "179495Mi"},
-        "limits": {"google.com/tpu": 4, "memory": "181543Mi"},
+        "requests": {"google.com/tpu": 4, "cpu": "178230m", "memory": "698757Mi"},
+        "limits": {"google.com/tpu": 4, "memory": "700805Mi"},
     }
     mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
     assert mounts == {"/data": True, "/checkpoints": False}
@@ -222,7 +225,20 @@ def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -
         ),
         (
             ["--containers-per-vm", "2"],
-            "error: --containers-per-vm 2: a ct5lp-hightpu-4t VM runs 1 container (all 4 chips)",
+            "error: --containers-per-vm 2: a ct6e-standard-4t VM runs 1 container (all 4 chips)",
+        ),
+        (
+            ["--max-exec-time", "two days"],
+            "error: --max-exec-time 'two days' is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d",
+        ),
+        (
+            ["--max-exec-time", "0s"],
+            "error: --max-exec-time 0s: give a time of 1s or more (Kueue refuses 0)",
+        ),
+        (
+            ["--max-exec-time", "100000d"],
+            "error: --max-exec-time 100000d: Kueue reads the limit as a 32-bit number of seconds, at most 2147483647s "
+            "(about 68 years)",
         ),
     ],
 )
@@ -305,11 +321,17 @@ def test_a_ladder_with_a_queued_rung_takes_one_slice_even_where_its_quota_holds_
     accepted, since the reservation could take it."""
     pools = [
         {"name": "reserved", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2,
-         "provisioning": "reservation", "reservation": "r", "zone": "us-central1-a"},
+         "provisioning": "reservation", "reservation": "r", "zone": "us-west4-a"},
         {"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "provisioning": "queued",
-         "zone": "us-central1-a"},
+         "zone": "us-west4-a"},
     ]  # fmt: skip
-    config = {**BASE, "tpu-stack:tpuPools": pools, "tpu-stack:queues": {"ladders": {"v5e": ["reserved", "dws"]}}}
+    # us-west4-a: v5e by reservation and on flex-start, which queued provisioning needs (vendor/data/tpu_zones.json).
+    config = {
+        **BASE,
+        "gcp:region": "us-west4",
+        "tpu-stack:tpuPools": pools,
+        "tpu-stack:queues": {"ladders": {"v5e": ["reserved", "dws"]}},
+    }
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps(run_program(config, stack="dev").outputs))
     code, out, err = run("--outputs", path, "submit", "two", "--slices", "2", "--image", IMAGE, "--dry-run")
@@ -337,7 +359,7 @@ def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
         "submitted JobSet training/train-2: 2 slice(s) of ladder multislice (multislice-spot, then multislice) (16 TPU "
         "chips) via training/training-queue",
         "  mounts /data <- gs://tpu-stack-dev-dev-tpu-stack/datasets (read-only)",
-        "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack/checkpoints/training (read-write)",
+        "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack-ckpt/checkpoints/training (read-write)",
         "Follow it with `tpu-stack why train-2` and `tpu-stack logs train-2`.",
     ]
     (create,) = [r for r in api.requests if r.method == "POST"]
@@ -1104,3 +1126,41 @@ def test_why_finds_a_job_by_name_across_namespaces_without_reading_every_workloa
         (f"{KUEUE}/namespaces/training/workloads", None),
     ]
     assert not [r for r in api.requests if r.path == f"{KUEUE}/workloads"]
+
+
+def test_why_times_evictions_by_the_settings_the_stack_deployed(outputs: dict[str, Path]) -> None:
+    """The stack exports Kueue's waitForPodsReady (output `waitForPodsReady`); `why` reads it instead of assuming
+    Kueue's defaults: dev two hours to start and to recover (its flex-start), prod 30 minutes and an hour, both 60 s
+    doubling to an hour and three requeues. Outputs of a stack deployed before the export: Kueue 0.19.2's defaults
+    (30 minutes, recovery = timeout, no limit: apis/config/v1beta2/defaults.go)."""
+    dev, prod = (stack_module.from_file(outputs[s]) for s in ("dev", "prod"))
+    assert dev.view().pods_ready == PodsReadySettings(7200, 7200, 60, 3600, 3)
+    assert prod.view().pods_ready == PodsReadySettings(1800, 3600, 60, 3600, 3)
+    older = {key: value for key, value in dev.outputs.items() if key != "waitForPodsReady"}
+    assert stack_module.Stack("old", older).view().pods_ready == PodsReadySettings(1800, 1800, 60, 3600, None)
+    off = {**dev.outputs, "waitForPodsReady": {"timeout": "45m0s", "recoveryTimeout": "0s"}}
+    assert stack_module.Stack("off", off).view().pods_ready == PodsReadySettings(2700, None, 60, 3600, None)
+
+
+@pytest.mark.parametrize("kind", ["Job", "JobSet"])
+def test_max_exec_time_is_kueues_limit_on_the_time_admitted(outputs: dict[str, Path], kind: str) -> None:
+    """`--max-exec-time 36h` labels the job `kueue.x-k8s.io/max-exec-time-seconds: "129600"`: Kueue copies it into
+    the Workload's spec.maximumExecutionTimeSeconds (pkg/controller/jobframework/utils.go
+    MaximumExecutionTimeSecondsForObject reads the label, a positive integer) and deactivates the workload once its
+    time admitted, summed over its admissions, passes it (pkg/controller/core/workload_controller.go
+    reconcileMaxExecutionTime), whether its pods ran or waited. Without the flag, no label."""
+    pool, slices = ("multislice", "2") if kind == "JobSet" else ("flex-v6e", "1")
+    base: list[str | Path] = [
+        "--outputs", outputs["dev"], "submit", "train-2", "--team", "research", "--pool", pool, "--slices", slices
+    ]  # fmt: skip
+    code, out, err = run(*base, "--image", IMAGE, "--max-exec-time", "36h", "--dry-run")
+    assert (code, err) == (0, "")
+    (obj,) = list(yaml.safe_load_all(out))
+    assert obj["kind"] == kind
+    assert obj["metadata"]["labels"] == {
+        "kueue.x-k8s.io/queue-name": "research-queue",
+        "kueue.x-k8s.io/max-exec-time-seconds": "129600",
+    }
+    assert validate.validate_all([obj]) == []
+    _, plain, _ = run(*base, "--image", IMAGE, "--dry-run")
+    assert "max-exec-time" not in plain
