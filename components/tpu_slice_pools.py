@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 from pulumi_gcp import compute, container
 
-from components.config.pools import TpuPoolConfig
+from components.config.pools import TOPOLOGY_MANAGER_POLICY, TOPOLOGY_MANAGER_SCOPE, TpuPoolConfig
 from components.config.stack import StackConfig
 from components.gke_cluster import CLOUD_PLATFORM_SCOPE, NODE_POOL_TIMEOUTS
 from components.workload_policy import placement_policy, workload_policy
@@ -193,6 +193,12 @@ def _node_config(
     seconds = pool.max_run_duration_seconds
     if seconds:
         node_config["max_run_duration"] = f"{seconds}s"
+    if pool.numa_aligned:
+        # Updated in place (terraform-provider-google-beta v7.45.0 node_config.go: kubelet_config not ForceNew, sent
+        # with UpdateNodePool); GKE applies a new kubelet config to the pool's nodes.
+        node_config["kubelet_config"] = {
+            "topology_manager": {"policy": TOPOLOGY_MANAGER_POLICY, "scope": TOPOLOGY_MANAGER_SCOPE}
+        }
     if pool.labels:
         node_config["labels"] = pool.labels
     if pool.taints:

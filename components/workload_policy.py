@@ -26,13 +26,17 @@ def workload_policy(
     """The pool group's workload policy, or None where it needs none (not TPU7x, or single-host).
 
     Compute updates no workload policy ("You cannot update a workload policy after you create it", Compute Engine's
-    workload policy docs), and terraform-provider-google-beta v7.45.0 plans a new name as a PATCH of the new name
-    (google-beta/services/compute/resource_compute_resource_policy.go: `name` is not ForceNew): so any change replaces
-    it (replaceOnChanges `*`). Every field of `workloadPolicy` is ForceNew in that provider, and the topology is in the
-    name: a new slice shape is a new policy, and the node pools, whose placementPolicy.policyName is ForceNew, are
-    replaced with it. Deleting first never meets a policy of the same name still there; the engine deletes the node
-    pools that use the old policy before it (they depend on it), and `pulumi destroy` deletes both, pools first (the
-    policy is not retained: xpk leaves its policies behind, AI-Hypercomputer/xpk issue 752)."""
+    workload policy docs). Every field of `workloadPolicy`, `region` and `project` are ForceNew in
+    terraform-provider-google-beta v7.45.0 (google-beta/services/compute/resource_compute_resource_policy.go L466-506,
+    L295, L511), but `name` is not (the provider PATCHes the new name): replaceOnChanges `name`, and nothing more. A
+    wider one (`*`) would replace the policy, and with it every node pool that names it, on a client-side change too
+    (`deletion_policy`, which the provider's CustomizeDiff fills from its default, tpgresource/utils.go
+    DefaultProviderDeletionPolicy, and whose change its Update only reads back, L785). The description is written once:
+    ignored afterwards, a new wording never touches a deployed policy. The topology is in the name: a new slice shape
+    is a new policy, and the node pools, whose placementPolicy.policyName is ForceNew, are replaced with it. Deleting
+    first never meets a policy of the same name still there; the engine deletes the node pools that use the old policy
+    before it (they depend on it), and `pulumi destroy` deletes both, pools first (the policy is not retained: xpk
+    leaves its policies behind, AI-Hypercomputer/xpk issue 752)."""
     topology = pool.workload_policy_topology
     if topology is None:
         return None
@@ -44,7 +48,12 @@ def workload_policy(
         region=config.region,
         description=f"TPU7x {topology} slices of pool group {pool.name} in GKE cluster {config.cluster.name}",
         workload_policy={"type": WORKLOAD_POLICY_TYPE, "accelerator_topology": topology},
-        opts=pulumi.ResourceOptions(parent=parent, replace_on_changes=["*"], delete_before_replace=True),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            replace_on_changes=["name"],
+            delete_before_replace=True,
+            ignore_changes=["description"],
+        ),
     )
 
 

@@ -46,6 +46,12 @@ from components.kueue_queues import (
 
 IMAGE = "python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1"
 JAX = "jax[tpu]==0.6.2"
+JAX_BY_VERSION = {tpu_catalog.IRONWOOD.name: "jax[tpu]==0.8.2"}
+"""Where a TPU generation needs a newer JAX than JAX: TPU7x needs 0.8.2 or later ("Ironwood TPU requires a jax[tpu]
+version of at least 0.8.2", ray-project/ray#62402; an older one fails with "TPU initialization failed: No ba16c7433
+device found"). jax 0.8.2's tpu extra pins libtpu 0.0.32.* (its METADATA on PyPI), and jaxlib 0.8.2 and libtpu
+0.0.32.1 have CPython 3.11 wheels for IMAGE's Python (`pip install --dry-run --python-version 3.11
+'jax[tpu]==0.8.2'`)."""
 METRICS_PORT = 8431
 MEGASCALE_PORT = 8080
 MAX_RESTARTS = 4
@@ -119,21 +125,34 @@ def _lowest_priority(config: StackConfig) -> str | None:
     return min(classes, key=lambda p: p.value).name if classes else None
 
 
-def _script(multislice: bool) -> list[str]:
+def jax_requirement(pool: TpuPoolConfig) -> str:
+    """The pinned jax[tpu] the generated workloads install on `pool`'s TPU generation."""
+    return JAX_BY_VERSION.get(pool.machine.version.name, JAX)
+
+
+def _script(pool: TpuPoolConfig, multislice: bool) -> list[str]:
     count = "Global device count" if multislice else "TPU chips"
+    jax = jax_requirement(pool)
     return [
         "bash",
         "-c",
-        f"pip install --no-cache-dir '{JAX}' && python -c 'import jax; print(\"{count}:\", jax.device_count())'",
+        f"pip install --no-cache-dir '{jax}' && python -c 'import jax; print(\"{count}:\", jax.device_count())'",
     ]
 
 
 def _template(
-    config: StackConfig, target: Target, ports: list[int], namespace: str, *, slices: int, multislice: bool
+    config: StackConfig,
+    target: Target,
+    ports: list[int],
+    namespace: str,
+    *,
+    slices: int,
+    multislice: bool,
+    containers: int | None,
 ) -> dict[str, Any]:
     """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE, and where the
     target is placed by topology Kueue's placement request (Kueue reads pod-set annotations from the pod template)."""
-    pod = _pod(config, target, ports, namespace, multislice=multislice)
+    pod = _pod(config, target, ports, namespace, multislice=multislice, containers=containers)
     cache = file_cache_gib(config.bucket, shape_of(target), autopilot=_autopilot(config))
     annotations = gcs_fuse.attach(
         pod,
@@ -167,7 +186,9 @@ def placement(config: StackConfig, target: Target, slices: int) -> dict[str, str
     return request
 
 
-def _pod(config: StackConfig, target: Target, ports: list[int], namespace: str, *, multislice: bool) -> dict[str, Any]:
+def _pod(
+    config: StackConfig, target: Target, ports: list[int], namespace: str, *, multislice: bool, containers: int | None
+) -> dict[str, Any]:
     """A pod on one VM of the target: all its chips and the CPU/memory of the node, the namespace's bucket KSA; on a
     pool group its flavor's labels and the tolerations of its taints, on a ladder the shape only (Kueue adds the
     labels and tolerations of the rung it admits the pod on). Not privileged and not on the host network: GKE gives
@@ -177,20 +198,21 @@ def _pod(config: StackConfig, target: Target, ports: list[int], namespace: str, 
     comes from GKE, which xpk and GKE's own TPU7x examples leave to it too (xpk src/xpk/core/docker_resources.py
     get_env_container sets no TPU variable; "The TPU_ACCELERATOR_TYPE environment variable is not explicitly set in
     this example, as JobSet handles the slice assignment", cloud.google.com/kubernetes-engine/docs/how-to/
-    create-dynamic-slices)."""
+    create-dynamic-slices). `containers` overrides the count: 1 runs one container with the whole VM, as xpk's
+    --no-use-parallel-containers does (submit checks the count)."""
     pool = shape_of(target)
-    amounts = {**quota(config.queues, pool, pool.chips_per_container)}
+    count = containers or pool.machine.containers_per_vm
+    amounts = {**quota(config.queues, pool, pool.machine.chips_per_vm // count)}
     limits = {k: v for k, v in amounts.items() if k != "cpu"}
     if "cpu" not in amounts and not _autopilot(config):
-        amounts.update(pool.numa_container_requests)
-        limits.update(pool.numa_container_limits)
-    count = pool.machine.containers_per_vm
-    containers: list[dict[str, Any]] = [
+        amounts.update(pool.container_requests(count))
+        limits.update(pool.container_limits(count))
+    specs: list[dict[str, Any]] = [
         {
             "name": "jax-tpu" if count == 1 else f"jax-tpu-{index + 1}",
             "image": IMAGE,
             "imagePullPolicy": "Always",
-            "command": _script(multislice),
+            "command": _script(pool, multislice),
             "resources": {"requests": dict(amounts), "limits": dict(limits)},
             "securityContext": pod_security.tpu_container_security(),
         }
@@ -198,12 +220,12 @@ def _pod(config: StackConfig, target: Target, ports: list[int], namespace: str, 
     ]
     if ports:
         # The pod's containers share its network: the ports are declared once, on the first.
-        containers[0]["ports"] = [{"containerPort": port} for port in ports]
+        specs[0]["ports"] = [{"containerPort": port} for port in ports]
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "nodeSelector": shape_selector(pool) if isinstance(target, Ladder) else flavor_labels(pool),
         **pod_security.tpu_pod_fields(),
-        "containers": containers,
+        "containers": specs,
     }
     account = bucket_service_account(config.bucket, namespace)
     if account:
@@ -265,7 +287,9 @@ def _queued_run_seconds(target: Target) -> int | None:
     )
 
 
-def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -> dict[str, Any]:
+def slice_job(
+    config: StackConfig, target: Target, name: str, queue: QueueRef, *, containers: int | None = None
+) -> dict[str, Any]:
     """A Job of one single-host slice, created suspended for Kueue: one pod, all the VM's chips. For a
     queued-provisioning group or rung the run limit travels to the ProvisioningRequest as an annotation. A pod the
     platform stops (DisruptionTarget: an upgrade, a repair, maintenance, a spot preemption) is started again without
@@ -273,7 +297,7 @@ def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -
     (disruptions.job_policy)."""
     pool = shape_of(target)
     assert not pool.multi_host, "a multi-host slice runs as a JobSet (slice_jobset)"
-    template = _template(config, target, [], queue.namespace, slices=1, multislice=False)
+    template = _template(config, target, [], queue.namespace, slices=1, multislice=False, containers=containers)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -292,7 +316,15 @@ def _run_limit(target: Target) -> dict[str, str]:
     return {MAX_RUN_ANNOTATION: str(seconds)} if seconds else {}
 
 
-def slice_jobset(config: StackConfig, target: Target, slices: int, name: str, queue: QueueRef) -> dict[str, Any]:
+def slice_jobset(
+    config: StackConfig,
+    target: Target,
+    slices: int,
+    name: str,
+    queue: QueueRef,
+    *,
+    containers: int | None = None,
+) -> dict[str, Any]:
     """The multislice seed's JobSet over `slices` multi-host slices: one child Job per slice (exclusive node pool),
     one pod per VM, the headless Service made by JobSet on the cluster that runs it. A disruption restarts every
     slice without counting; a failure of its own restarts them within failurePolicy.maxRestarts
@@ -300,9 +332,8 @@ def slice_jobset(config: StackConfig, target: Target, slices: int, name: str, qu
     pool = shape_of(target)
     assert pool.multi_host or slices == 1, "GKE's Multislice runs on multi-host slices only"
     vms = pool.vms_per_slice
-    template = _template(
-        config, target, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, slices=slices, multislice=True
-    )
+    ports = [tpu_catalog.ICI_PORT, MEGASCALE_PORT]
+    template = _template(config, target, ports, queue.namespace, slices=slices, multislice=True, containers=containers)
     annotations = {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL, **_run_limit(target)}
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
@@ -330,12 +361,20 @@ def slice_jobset(config: StackConfig, target: Target, slices: int, name: str, qu
 
 
 def workload_objects(
-    config: StackConfig, target: Target, slices: int, name: str, queue: QueueRef, *, jobset: bool = False
+    config: StackConfig,
+    target: Target,
+    slices: int,
+    name: str,
+    queue: QueueRef,
+    *,
+    jobset: bool = False,
+    containers: int | None = None,
 ) -> tuple[dict[str, Any], ...]:
-    """What runs `slices` slices of `target`: a JobSet on multi-host slices (or when asked), else a Job."""
+    """What runs `slices` slices of `target`: a JobSet on multi-host slices (or when asked), else a Job; `containers`
+    TPU containers per VM (default: one per NUMA node)."""
     if shape_of(target).multi_host or jobset:
-        return (slice_jobset(config, target, slices, name, queue),)
-    return (slice_job(config, target, name, queue),)
+        return (slice_jobset(config, target, slices, name, queue, containers=containers),)
+    return (slice_job(config, target, name, queue, containers=containers),)
 
 
 def targets(config: StackConfig) -> list[Target]:

@@ -218,7 +218,8 @@ REPLACES = [
             "nodeConfig.minCpuPlatform", "nodeConfig.shieldedInstanceConfig",
         ),
         _TF + "container/resource_container_node_pool.go and node_config.go (ForceNew fields)",
-        "machineType, disk, labels, taints, resourceLabels, autoscaling, management, nodeLocations, upgradeSettings "
+        "machineType, disk, labels, taints, resourceLabels, kubeletConfig, autoscaling, management, nodeLocations, "
+        "upgradeSettings "
         "update in place; "
         "placementPolicy.tpuTopology is neither ForceNew nor updated: see Refuses",
     ),
@@ -297,7 +298,8 @@ REPLACES = [
         "resource_compute_resource_policy.go (ForceNew: region, project, every field of workload_policy)",
         "name and description are planned as an update, a PATCH of .../resourcePolicies/{{name}} with the new name, "
         "and Compute updates no workload policy (\"To make changes in a workload policy, you must create a new one\"): "
-        "the stack replaces one on any change (replaceOnChanges '*'), deleting first",
+        "the stack replaces one on a new name (replaceOnChanges 'name'), deleting first, and writes the description "
+        "once (ignoreChanges); deletionPolicy is client-side (clientSideFields, L785): its change is only read back",
     ),
     Replaces("gcp:monitoring/alertPolicy:AlertPolicy", ("project",),
              _TF + "monitoring/resource_monitoring_alert_policy.go L133"),
@@ -815,8 +817,13 @@ def _workload_policies_replace_with_their_shape(records: Sequence[Record], _outp
         topology = str((inputs.get("workloadPolicy") or {}).get("acceleratorTopology") or "")
         if not topology:
             continue
-        if "*" not in (policy.get("replaceOnChanges") or ()):
-            problems.append(f"{policy['name']}: a change would be planned as an update Compute refuses")
+        replace_on = policy.get("replaceOnChanges") or ()
+        if "*" in replace_on:
+            problems.append(
+                f"{policy['name']}: replaced on any change, a client-side one too, and its node pools with it"
+            )
+        elif "name" not in replace_on:
+            problems.append(f"{policy['name']}: a new name would be planned as an update Compute refuses")
         if not policy.get("deleteBeforeReplace"):
             problems.append(f"{policy['name']}: a replacement under the same name would create before deleting")
         if policy.get("retainOnDelete"):
@@ -1179,13 +1186,17 @@ REQUIRES = [
     ),
     Requires(
         "workload-policy-replaced-by-shape",
-        "A TPU7x workload policy is replaced on any change (Compute updates none; the provider would PATCH a new name "
-        "that does not exist), deleting first, never retained, and named with its topology: a new slice shape is a new "
-        "policy, and the pools that name it (placementPolicy.policyName, ForceNew) are replaced with it",
+        "A TPU7x workload policy is replaced on a new name (Compute updates none; the provider would PATCH a new name "
+        "that does not exist; its other fields are ForceNew) and on nothing else (a client-side change such as "
+        "deletionPolicy must not replace it and the pools that name it), deleting first, never retained, and named "
+        "with its topology: a new slice shape is a new policy, and the pools that name it "
+        "(placementPolicy.policyName, ForceNew) are replaced with it",
         'Compute Engine workload policy docs ("You cannot update a workload policy after you create it"); '
         "hashicorp/terraform-provider-google-beta v7.45.0 resource_compute_resource_policy.go (name not ForceNew, "
-        "update is a PATCH) and container/resource_container_node_pool.go (placement_policy.policy_name ForceNew); "
-        "AI-Hypercomputer/xpk issues 751 and 752",
+        "update is a PATCH; workload_policy fields, region, project ForceNew L466-506, L295, L511; clientSideFields "
+        "deletion_policy L785) and container/resource_container_node_pool.go (placement_policy.policy_name ForceNew); "
+        "pulumi/pulumi pkg/resource/deploy/step_generator.go calculateDependentReplacements (a delete-before-replace "
+        "replaces the dependents whose ForceNew inputs it feeds); AI-Hypercomputer/xpk issues 751 and 752",
         _workload_policies_replace_with_their_shape,
     ),
     Requires(

@@ -122,7 +122,10 @@ DNS_ENDPOINT_SUFFIX = "gke.goog"
 PUBLIC_ENDPOINT = "192.0.2.10"
 """A documentation address (RFC 5737) standing for the external address GKE gives an IP endpoint."""
 CHANNEL_VERSION = "1.33.5-gke.1308000"
-"""A 1.33 patch the REGULAR channel has reported, for clusters on a release channel."""
+"""A 1.33 patch the REGULAR and STABLE channels have reported, for clusters on another channel than these two."""
+REGULAR_VERSION = "1.34.3-gke.1318000"
+"""A REGULAR version: its "Default patch version for cluster creation" in GKE's release notes (current versions table,
+https://cloud.google.com/kubernetes-engine/docs/release-notes), the version Cluster Toolkit's TPU7x example asks for."""
 RAPID_VERSION = "1.35.2-gke.1842000"
 """A Rapid version GKE's dynamic slicing page names ("1.35.2-gke.1842000 or later, in the Rapid channel",
 cloud.google.com/kubernetes-engine/docs/how-to/use-gke-dynamic-slicing)."""
@@ -145,8 +148,8 @@ def cluster_outputs(
       peering range of a cluster created with masterIpv4CidrBlock (GKE picks; here its second address), else in the
       node subnetwork (Private Service Connect); masterIpv4CidrBlock and peeringName only for a peering cluster;
       enablePrivateNodes from networkConfig.defaultEnablePrivateNodes. Autopilot reports the same fields.
-    - masterVersion: the channel's version (RAPID_VERSION on RAPID, else CHANNEL_VERSION), or the full version
-      pinned.
+    - masterVersion: the channel's version (RAPID_VERSION on RAPID, REGULAR_VERSION on REGULAR, else
+      CHANNEL_VERSION), or the full version pinned.
     """
     import hashlib
     import ipaddress
@@ -195,7 +198,7 @@ def cluster_outputs(
     }
     pinned = str(inputs.get("minMasterVersion") or "")
     channel = (inputs.get("releaseChannel") or {}).get("channel")
-    channel_version = RAPID_VERSION if channel == "RAPID" else CHANNEL_VERSION
+    channel_version = {"RAPID": RAPID_VERSION, "REGULAR": REGULAR_VERSION}.get(str(channel), CHANNEL_VERSION)
     return {
         "name": name,
         "endpoint": PUBLIC_ENDPOINT if ip_enabled else dns,

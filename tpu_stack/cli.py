@@ -501,6 +501,7 @@ def cmd_submit(session: Session) -> int:
         args.env or [],
         args.priority,
         jobset=args.jobset,
+        containers_per_vm=args.containers_per_vm,
         max_exec_time=args.max_exec_time,
     )
     built = submit.build(config, request)
@@ -832,6 +833,12 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--jobset", action="store_true", help="a JobSet even for a single-host slice (multi-host slices always are one)"
+    )
+    run.add_argument(
+        "--containers-per-vm",
+        type=int,
+        metavar="N",
+        help="TPU containers in each pod: 1 for one with all the VM's chips (default: one per NUMA node, 2 on TPU7x)",
     )
     run.add_argument("--image", required=True, help="container image, pinned by tag (not latest) or digest")
     run.add_argument("--env", action="append", metavar="NAME=VALUE", help="environment variable (repeatable)")

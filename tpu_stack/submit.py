@@ -52,6 +52,8 @@ class Request:
     priority: str | None
     jobset: bool = False
     """A JobSet even for a single-host slice (a multi-host slice is always one)."""
+    containers_per_vm: int | None = None
+    """TPU containers per VM: 1, or the machine's NUMA nodes (the default)."""
     max_exec_time: str | None = None
     """Kueue's limit on the time the workload is admitted (`36h`), summed over its admissions: then it is
     deactivated."""
@@ -216,6 +218,19 @@ def _check_name(name: str, pool: TpuPoolConfig, slices: int, *, jobset: bool) ->
         raise SubmitError(f"{name!r}: its pod names would be {over} character(s) longer than {NAME_MAX}; shorten it")
 
 
+def _check_containers(pool: TpuPoolConfig, count: int | None) -> None:
+    """One container with the whole VM, or one per NUMA node (GKE's Ironwood guidance, xpk's default)."""
+    machine = pool.machine
+    numa = machine.containers_per_vm
+    if count is None or count in (1, numa):
+        return
+    whole = f"1 container (all {machine.chips_per_vm} chips)"
+    split = (
+        f" or {numa} (one per NUMA node, {machine.chips_per_vm // numa} chips each: the default)" if numa > 1 else ""
+    )
+    raise SubmitError(f"--containers-per-vm {count}: a {machine.name} VM runs {whole}{split}")
+
+
 def _check_image(image: str) -> None:
     try:
         pinned_image(image)
@@ -288,13 +303,22 @@ def build(config: StackConfig, request: Request) -> Submission:
     pool = workloads.shape_of(target)
     _check_slices(config, team, target, request.slices)
     _check_name(request.name, pool, request.slices, jobset=pool.multi_host or request.jobset)
+    _check_containers(pool, request.containers_per_vm)
     _check_image(request.image)
     _env(request.env)
     _max_exec_seconds(request.max_exec_time)
     classes = [p.name for p in config.queues.priority_classes]
     if request.priority is not None and request.priority not in classes:
         raise SubmitError(f"--priority {request.priority}: no such priority class; this stack has {', '.join(classes)}")
-    generated = workloads.workload_objects(config, target, request.slices, request.name, queue, jobset=request.jobset)
+    generated = workloads.workload_objects(
+        config,
+        target,
+        request.slices,
+        request.name,
+        queue,
+        jobset=request.jobset,
+        containers=request.containers_per_vm,
+    )
     objects = tuple(_customize(obj, request) for obj in generated)
     return Submission(request.name, queue, target, request.slices, objects)
 

@@ -1414,6 +1414,9 @@ def _held_by_topology(evidence: Evidence, view: StackView, message: str) -> Diag
             "Submit it with `tpu-stack submit`, which adds the request, or add Kueue's pod-set annotations to its pod "
             "template (docs/workloads.md, Placement by topology).",
         )
+    empty = _NO_DOMAINS.search(message)
+    if empty:
+        return _no_nodes(flavor, pools, empty["level"])
     found = _TOPOLOGY_FIT.search(message)
     if found is None:
         return None
@@ -1446,6 +1449,39 @@ def _held_by_topology(evidence: Evidence, view: StackView, message: str) -> Diag
             " If the pools are in different blocks, the slices never share one: set queues.placement.slices: preferred."
         )
     return Diagnosis("Pending", reason, change)
+
+
+_NO_DOMAINS = re.compile(r"no topology domains at level: (?P<level>\S+)")
+"""The level Kueue searched has no domain (tas_flavor_snapshot.go findLevelWithFitDomains): its TAS cache holds only
+the nodes that exist and carry every level's label (tas_nodes_cache.go find, pkg/util/tas/node.go NodeMatchesFlavor)."""
+_ON_EVERY_NODE = ("cloud.google.com/gke-nodepool", "kubernetes.io/hostname")
+"""Levels whose label GKE puts on every node: where one has no domain, the flavor's pools have no node."""
+
+
+def _no_nodes(flavor: str | None, pools: list[str], level: str) -> Diagnosis:
+    """No domain at `level`: the flavor's node pools have no node, or (a label GKE does not put on every node) their
+    nodes lack the level's label. Either way only the platform team changes it."""
+    whose = f"flavor {flavor}'s topology" if flavor else "its flavor's topology"
+    named = f"node pools {', '.join(pools)}" if pools else "the flavor's node pools"
+    reason = (
+        f"Pending: its quota is free, but {whose} has no node at level {level}: Kueue places only on nodes that exist "
+        "and carry every level's label."
+    )
+    listing = "kubectl get nodes -l cloud.google.com/gke-nodepool=<pool>"
+    if level in _ON_EVERY_NODE:
+        change = (
+            f"GKE labels every node with its node pool, so {named} have no nodes: their capacity is not up (a "
+            "reservation not delivered yet, or slices being recreated by a repair or an upgrade). It starts once a "
+            f"slice's nodes are up; `{listing}` shows them."
+        )
+    else:
+        where = ", which GKE documents for the VMs of a reservation block" if level == _BLOCK_LABEL else ""
+        change = (
+            f"Either {named} have no nodes, or their nodes do not carry {level}{where}. `{listing} -L {level}` shows "
+            "which; without the label, set queues.placement.blocks: false (a new Topology: rename the pool group with "
+            "it, docs/workloads.md)."
+        )
+    return Diagnosis("Pending", reason, change, (PLATFORM,))
 
 
 # ---- admission checks, each by its controller ----------------------------------------------------------------

@@ -115,15 +115,31 @@ IRONWOOD_AUTOPILOT_FLOOR = "1.34.1-gke.3084001"
 """The first GKE versions that run TPU7x: "available in GKE Standard clusters that run version 1.34.0-gke.2201000 and
 later, and in Autopilot clusters that run version 1.34.1-gke.3084001 and later"
 (https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, Availability)."""
-IRONWOOD_PROVISIONING: tuple[str, ...] = ("reservation", "flex-start", "queued", "spot")
-"""How TPU7x capacity is had on GKE: reservations, whole or a block or sub-block of one (`--reservation-affinity=
-specific --reservation=projects/P/reservations/R/reservationBlocks/B[/reservationSubBlocks/S]`,
-https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices), calendar mode among them (TPU7x
-(Ironwood) in the calendar-mode row of https://cloud.google.com/tpu/docs/consumption-options); flex-start and queued
-provisioning with a workload policy (GoogleCloudPlatform/cluster-toolkit v1.95.0 examples/gke-consumption-options/
-dws-flex-start/gke-tpu-7x and dws-flex-start-queued-provisioning/gke-tpu-7x); spot (xpk's TPU7x node pool recipes
-pass --spot, AI-Hypercomputer/xpk 367c8382 recipes/Cluster_create_for_multi-host_nodepool.md). No source offers
-on-demand TPU7x: "To get access to TPU7x, contact your account team" (https://cloud.google.com/tpu/docs/tpu7x)."""
+IRONWOOD_TOOLKIT_FLOOR = "1.34.3-gke.1318000"
+"""What Cluster Toolkit's TPU7x example asks of a Standard cluster: "Cloud TPU 7x requires a specific minimum GKE
+version to function correctly. Minimum Version: 1.34.3-gke.1318000 or later" (GoogleCloudPlatform/cluster-toolkit
+v1.95.0 examples/gke-tpu-7x/README.md). GKE's own page states the older floor, so below this is a warning, not an
+error."""
+# How TPU7x capacity is had on GKE: every provisioning mode. Reservations, whole or a block or sub-block of one
+# (`--reservation-affinity=specific --reservation=projects/P/reservations/R/reservationBlocks/B[/reservationSubBlocks/
+# S]`, https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices), calendar mode among them (TPU7x
+# (Ironwood) in the calendar-mode row of https://cloud.google.com/tpu/docs/consumption-options); flex-start and queued
+# provisioning with a workload policy (GoogleCloudPlatform/cluster-toolkit v1.95.0 examples/gke-consumption-options/
+# dws-flex-start/gke-tpu-7x and dws-flex-start-queued-provisioning/gke-tpu-7x); spot (xpk's TPU7x node pool recipes pass
+# --spot, AI-Hypercomputer/xpk 367c8382 recipes/Cluster_create_for_multi-host_nodepool.md); on-demand ("All TPU
+# versions: see TPU regions and zones" in the on-demand row of the consumption options page, whose regions-zones page
+# lists "All TPU7x configurations": us-central1-c). TPU7x access and quota are arranged with the account team ("To get
+# access to TPU7x, contact your account team", https://cloud.google.com/tpu/docs/tpu7x); that is not a mode of its own.
+TOPOLOGY_MANAGER_POLICY = "best-effort"
+TOPOLOGY_MANAGER_SCOPE = "container"
+"""The kubelet's Topology Manager on pools of VMs with several NUMA nodes (TPU7x), so that each of a pod's containers
+gets its TPU chips from one NUMA node: GKE's Ironwood page has the multi-container setup bind each container to one
+NUMA node's resources (https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, NUMA binding) without
+naming the kubelet settings; "the gke nodepool topology manager needs to be configured with best effort. The default
+is none" (a Google engineer, AI-Hypercomputer/xpk PR #880). Scope `container`: each container aligned on its own (the
+pod's 4 chips do not fit one NUMA node of 2). CPU and memory are not pinned: that takes the static CPU and memory
+managers and Guaranteed pods, which GKE does not ask for and the TPU pods are not (no CPU limit; the Cloud Storage FUSE
+sidecar's limits are off)."""
 WORKLOAD_POLICY_TYPE = "HIGH_THROUGHPUT"
 """"Ironwood (TPU7x) supports the High throughput workload policy" (GKE's Ironwood page, above)."""
 _RESOURCE_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
@@ -340,18 +356,9 @@ class TpuPoolConfig(ConfigModel):
         return problems
 
     def _ironwood_problems(self) -> list[tuple[str, str]]:
-        """What TPU7x capacity GKE offers (IRONWOOD_PROVISIONING), and what this stack can ask for."""
+        """What this stack cannot ask for of TPU7x capacity (GKE offers every provisioning mode for it)."""
         if self.machine.version.name != tpu_catalog.IRONWOOD.name:
             return []
-        if self.provisioning not in IRONWOOD_PROVISIONING:
-            return [
-                (
-                    "provisioning",
-                    f"GKE offers no {self.provisioning} TPU7x capacity (TPU7x comes from reservations, calendar mode "
-                    "among them, flex-start, queued provisioning and spot); use one of "
-                    f"{', '.join(IRONWOOD_PROVISIONING)}",
-                )
-            ]
         if self.future_reservation is not None:
             return [
                 (
@@ -583,6 +590,12 @@ class TpuPoolConfig(ConfigModel):
         return self.slice_topology
 
     @property
+    def numa_aligned(self) -> bool:
+        """Its VMs have several NUMA nodes, and its pods one TPU container per NUMA node: the kubelet aligns each
+        container's chips (TOPOLOGY_MANAGER_POLICY)."""
+        return self.machine.containers_per_vm > 1
+
+    @property
     def max_run_duration_seconds(self) -> int | None:
         return parse_duration(self.max_run_duration) if self.max_run_duration else None
 
@@ -658,27 +671,17 @@ class TpuPoolConfig(ConfigModel):
         the DaemonSets' unused room instead of ending the run (no CPU limit: it would only throttle input)."""
         return {"memory": f"{self.allocatable_memory_mib - FUSE_SIDECAR_MEMORY_MIB}Mi"}
 
-    @property
-    def chips_per_container(self) -> int:
-        """Chips of each TPU container: a VM's chips shared by its containers, one per NUMA node (MachineType.
-        containers_per_vm)."""
-        return self.machine.chips_per_vm // self.machine.containers_per_vm
-
-    @property
-    def numa_container_requests(self) -> dict[str, str]:
-        """CPU and memory each TPU container of a pod requests: its NUMA node's share of what the node gives the TPU
-        containers (tpu_container_requests on a VM of one NUMA node)."""
-        share = self.machine.containers_per_vm
+    def container_requests(self, containers: int) -> dict[str, str]:
+        """CPU and memory each of `containers` TPU containers of a pod requests: an equal share of what the node gives
+        the TPU containers (all of it for one)."""
         return {
-            "cpu": cpu_quantity(self.tpu_container_cpu_millicores // share),
-            "memory": f"{self.tpu_container_memory_mib // share}Mi",
+            "cpu": cpu_quantity(self.tpu_container_cpu_millicores // containers),
+            "memory": f"{self.tpu_container_memory_mib // containers}Mi",
         }
 
-    @property
-    def numa_container_limits(self) -> dict[str, str]:
-        """Each TPU container's memory limit: its NUMA node's share of tpu_container_limits."""
-        share = self.machine.containers_per_vm
-        return {"memory": f"{(self.allocatable_memory_mib - FUSE_SIDECAR_MEMORY_MIB) // share}Mi"}
+    def container_limits(self, containers: int) -> dict[str, str]:
+        """Each of `containers` TPU containers' memory limit: its share of tpu_container_limits."""
+        return {"memory": f"{(self.allocatable_memory_mib - FUSE_SIDECAR_MEMORY_MIB) // containers}Mi"}
 
     @property
     def allocatable_ephemeral_mib(self) -> int:

@@ -223,7 +223,23 @@ class AutopilotCapacityConfig(ConfigModel):
 
     def problems(self) -> list[tuple[str, str]]:
         # Autopilot places a slice in a zone itself.
-        return [(field, message) for field, message in self.pool.problems() if field != "zone"]
+        problems = [(field, message) for field, message in self.pool.problems() if field != "zone"]
+        if problems or self.pool.workload_policy_topology is None:
+            return problems
+        # GKE's node auto-provisioning places a multi-host TPU7x slice by a workload policy made beforehand, named by
+        # the pods' node selector cloud.google.com/placement-policy-name (GoogleCloudPlatform/cluster-toolkit PR #6274
+        # pkg/orchestrator/gke/scheduling.go getNodeSelector; AI-Hypercomputer/xpk 367c8382 src/xpk/core/scheduling.py
+        # create_placement_policy_label): tpu-stack declares neither for Autopilot yet.
+        pool = self.pool
+        return [
+            (
+                "topology",
+                f"a multi-host TPU7x slice ({pool.slice_topology}, {pool.vms_per_slice} VMs) on Autopilot needs a "
+                "HIGH_THROUGHPUT workload policy made beforehand and named by its pods' node selector "
+                "cloud.google.com/placement-policy-name, which tpu-stack does not declare yet; use a single-host "
+                f"topology ({pool.machine.single_host_topology}), or a Standard cluster with tpuPools",
+            )
+        ]
 
 
 class PlacementConfig(ConfigModel):
@@ -233,13 +249,15 @@ class PlacementConfig(ConfigModel):
     written by hand for these pool groups needs Kueue's pod-set annotations (docs/workloads.md)."""
 
     pools: tuple[str, ...] = ()
-    """Multi-host pool groups whose Kueue flavors place workloads by topology; a ladder's rungs all or none. A
-    flavor keeps its topology for its life (Kueue refuses to change or remove it): list a pool group here from the
-    start."""
+    """Multi-host pool groups whose Kueue flavors place workloads by topology; a ladder's rungs all or none. Not a
+    group that scales from zero (flex-start, calendar mode) unless it is `queued`: Kueue places only on nodes that
+    exist. A flavor keeps its topology for its life (Kueue refuses to change or remove it): list a pool group here
+    from the start."""
     blocks: bool = False
     """A level above the node pools: the reservation block GKE labels nodes with
-    (`cloud.google.com/gce-topology-block`). Only where every node of these pool groups carries it: Kueue leaves out
-    nodes missing a level's label."""
+    (`cloud.google.com/gce-topology-block`). Only where every node of these pool groups carries it, so only over pool
+    groups on reservations (check: `kubectl get nodes -L cloud.google.com/gce-topology-block`): Kueue leaves out nodes
+    missing a level's label."""
     slices: Literal["required", "preferred"] = "preferred"
     """With `blocks`: whether a multislice workload's slices must share one block (`required`: it waits until they
     can) or should (`preferred`: Kueue uses as few blocks as it can)."""
@@ -656,7 +674,15 @@ def _placement_problems(
     """Placed pool groups are multi-host queue pools, and a ladder's rungs are placed all or none: its workloads carry
     one set of annotations, and Kueue refuses a topology request on a flavor without a topology ("Flavor %q does not
     support TopologyAwareScheduling", kueue v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go
-    checkPodSetAndFlavorMatchForTAS)."""
+    checkPodSetAndFlavorMatchForTAS). A placed group has its nodes before Kueue places a workload: Kueue's TAS cache
+    builds the topology from the nodes that exist (pkg/cache/scheduler/tas_nodes_cache.go find,
+    tas_topology_tree.go newTopologyTree), and nodes made on request are waited for only through the ProvisioningRequest
+    admission check (site/content/en/docs/concepts/topology_aware_scheduling.md, ClusterAutoscaler support): a group
+    that scales from zero is placed only as a queued one. The block level only over reservations: Kueue leaves out a
+    node without a level's label (pkg/util/tas/node.go NodeMatchesFlavor), GKE documents the block label for the VMs
+    of a reservation block (https://cloud.google.com/ai-hypercomputer/docs/workloads/schedule-gke-workloads-tas), and
+    nodes a ProvisioningRequest brings up "may or may not respect the topology requested"
+    (keps/2724-topology-aware-scheduling/README.md, Provisioning request and required mode)."""
     placement, key = queues.placement, f"{PROJECT}:queues.placement"
     problems: list[str] = []
     if placement.slices == "required" and not placement.blocks:
@@ -682,7 +708,24 @@ def _placement_problems(
                 f"{where}: pool group {name!r} is single-host ({pool.slice_topology}, one VM a slice); topology "
                 "placement is for slices of several VMs"
             )
+        elif pool.autoscaled and pool.provisioning != "queued":
+            problems.append(
+                f"{where}: pool group {name!r} is {_scaled_from_zero(pool)} and scales from zero, and Kueue places by "
+                "topology only on nodes that exist, so its workloads would wait for nodes nothing brings up; place it "
+                "only with provisioning: queued (Kueue's ProvisioningRequest check brings the nodes up first), or "
+                "remove it"
+            )
         seen.setdefault(name, index)
+    if placement.blocks:
+        off = next(
+            (by_name[name] for name in placement.pools if name in by_name and not _on_reservation(by_name[name])), None
+        )
+        if off is not None:
+            problems.append(
+                f"{key}.blocks: placed pool group {off.name!r} is {off.provisioning}, and GKE documents "
+                f"{tpu_catalog.BLOCK_LABEL} only for the VMs of a reservation (Kueue leaves out every node without a "
+                "level's label); set blocks: false, or place only pool groups on reservations"
+            )
     for ladder, rungs in ladder_pools(queues, pools).items():
         inside = [rung.name for rung in rungs if rung.name in placement.pools]
         outside = [rung.name for rung in rungs if rung.name not in placement.pools]
@@ -693,6 +736,15 @@ def _placement_problems(
                 "a topology: list every rung of the ladder or none"
             )
     return problems
+
+
+def _scaled_from_zero(pool: TpuPoolConfig) -> str:
+    return "on calendar-mode capacity" if pool.future_reservation is not None else pool.provisioning
+
+
+def _on_reservation(pool: TpuPoolConfig) -> bool:
+    """Whether the group's VMs are a reservation's, the only capacity GKE documents with a reservation block label."""
+    return pool.provisioning == "reservation"
 
 
 def _ladder_problems(

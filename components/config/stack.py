@@ -53,9 +53,15 @@ from components.config.llm_serving import (
 from components.config.monitoring import MonitoringConfig
 from components.config.multikueue import MultiKueueConfig, WorkerConfig, subnetwork_region
 from components.config.network import AddressPlan, IpRangesConfig, PoolAddresses, default_ranges, range_problems
-from components.config.pools import IRONWOOD_AUTOPILOT_FLOOR, IRONWOOD_STANDARD_FLOOR, TpuPoolConfig
+from components.config.pools import (
+    IRONWOOD_AUTOPILOT_FLOOR,
+    IRONWOOD_STANDARD_FLOOR,
+    IRONWOOD_TOOLKIT_FLOOR,
+    TpuPoolConfig,
+)
 from components.config.queues import (
     ChartsConfig,
+    PlacementConfig,
     QueuesConfig,
     controller_resources,
     flavor_order,
@@ -309,6 +315,7 @@ class StackConfig(ConfigModel):
         # provisions Spot VMs, adds taints and tolerations"): no rung of its capacity needs one of ours.
         ladders = {} if self.cluster.mode == "autopilot" else queues.ladders
         found = queue_warnings(queues.queues, queues.queue_pools, ladders, self.pool_keys)
+        found += _version_warnings(self)
         return found + (llm_serving_warnings(self.serving) if self.serving else [])
 
     def ladder_of(self, pool: TpuPoolConfig) -> str | None:
@@ -379,9 +386,8 @@ class StackConfig(ConfigModel):
                 "teams": teams,
                 "host_resources": {pool: v for pool, v in queues.host_resources.items() if pool in names},
                 "ladders": {name: rungs for name, rungs in queues.ladders.items() if set(rungs) <= names},
-                "placement": queues.placement.model_copy(
-                    update={"pools": tuple(pool for pool in queues.placement.pools if pool in names)}
-                ),
+                # The manager refuses queues.placement: a worker places nothing (and repeats no placement problem).
+                "placement": PlacementConfig(),
                 "pods_ready": self._workers_pods_ready(),
             }
         )
@@ -920,9 +926,12 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
             f"{PROJECT}:cluster.mode: MultiKueue's clusters are Standard clusters (workers run TPU pools); use standard"
         )
     if config.queues.placement.pools:
+        # Kueue supports it: its manager skips the TAS checks ("topology runs on worker clusters", kueue v0.19.2
+        # pkg/cache/scheduler/clusterqueue.go isTASViolated), so the workers would need the Topology and placed flavors.
         problems.append(
-            f"{PROJECT}:queues.placement: MultiKueue's manager does not place by topology (Kueue skips topology "
-            "checks there and leaves placement to the workers); remove it, or place from a stack without multiKueue"
+            f"{PROJECT}:queues.placement: placement by topology with MultiKueue is not supported by tpu-stack yet "
+            "(Kueue places on the workers, and tpu-stack does not give them the Topology and placed flavors); remove "
+            "it, or place from a stack without multiKueue"
         )
     if config.cluster.subnetwork is not None:
         problems.append(
@@ -1096,6 +1105,23 @@ def _version_floor_problems(config: StackConfig) -> list[str]:
         f"{PROJECT}:cluster.minMasterVersion: {version!r} is below {floor}, the first GKE version that runs TPU7x "
         f'(Ironwood) on {config.cluster.mode.capitalize()} clusters ({where}); set minMasterVersion: "{floor}" or '
         "a newer version"
+    ]
+
+
+def _version_warnings(config: StackConfig) -> list[str]:
+    """A Standard cluster with TPU7x pools at or above GKE's floor but below what Cluster Toolkit's TPU7x example
+    needs (IRONWOOD_TOOLKIT_FLOOR)."""
+    version = config.cluster.min_master_version
+    ironwood = any(_is_ironwood(pool) for pool in [*config.tpu_pools, *config.worker_pools])
+    if config.cluster.mode == "autopilot" or not ironwood:
+        return []
+    below_gke = version_below_floor(version, IRONWOOD_STANDARD_FLOOR)  # an error (_version_floor_problems)
+    if below_gke or not version_below_floor(version, IRONWOOD_TOOLKIT_FLOOR):
+        return []
+    return [
+        f"{PROJECT}:cluster.minMasterVersion: {version!r} runs TPU7x (GKE's floor), but Cluster Toolkit's TPU7x "
+        f"example needs {IRONWOOD_TOOLKIT_FLOOR} or later to work correctly; set minMasterVersion: "
+        f'"{IRONWOOD_TOOLKIT_FLOOR}" unless this patch is what you have tested'
     ]
 
 

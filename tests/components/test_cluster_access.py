@@ -260,5 +260,5 @@ def test_a_new_cluster_gives_the_provider_a_new_identity() -> None:
 
 def test_the_channel_version_reaches_the_floor_check(tmp_path: Path) -> None:
     plan = run_with_kubeconfig(tmp_path, "prod")
-    assert plan.outputs["masterVersion"] == "1.33.5-gke.1308000"
+    assert plan.outputs["masterVersion"] == "1.34.3-gke.1318000"  # prod is on REGULAR
     assert plan.outputs["clusterEndpoint"] == plan.outputs["reportedDnsEndpoint"]

@@ -56,9 +56,6 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:cluster.minMasterVersion: '1.34.0-gke.2201000' is below 1.34.1-gke.3084001, the first GKE version "
      "that runs TPU7x (Ironwood) on Autopilot clusters (queues.autopilotCapacity[1]); set minMasterVersion: "
      "\"1.34.1-gke.3084001\" or a newer version"),
-    ("a provisioning kind GKE does not offer for TPU7x", ironwood(train(provisioning="on-demand", reservation=None)),
-     f"{P0}.provisioning: GKE offers no on-demand TPU7x capacity (TPU7x comes from reservations, calendar mode among "
-     "them, flex-start, queued provisioning and spot); use one of reservation, flex-start, queued, spot"),
     ("a TPU7x calendar request the provider cannot make",
      ironwood(train(reservation=None, futureReservation={"startTime": "2099-01-01T00:00:00Z",
                                                           "endTime": "2099-01-08T00:00:00Z"})),
@@ -83,22 +80,60 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:queues.placement.pools: ladder 'train' has rung 'train' placed by topology but not rung 'spare'; its "
      "workloads carry one placement request, which Kueue refuses on a flavor without a topology: list every rung of "
      "the ladder or none"),
+    # Kueue's TAS cache holds only the nodes that exist (kueue v0.19.2 pkg/cache/scheduler/tas_nodes_cache.go
+    # find, tas_topology_tree.go newTopologyTree); nodes made on request come through the ProvisioningRequest check
+    # only (site/content/en/docs/concepts/topology_aware_scheduling.md, ClusterAutoscaler support).
+    ("placement of a group that scales from zero",
+     ironwood(train(), BURST, **{"tpu-stack:queues": {"placement": {"pools": ["train", "burst"]}}}),
+     "tpu-stack:queues.placement.pools[1]: pool group 'burst' is flex-start and scales from zero, and Kueue places "
+     "by topology only on nodes that exist, so its workloads would wait for nodes nothing brings up; place it only "
+     "with provisioning: queued (Kueue's ProvisioningRequest check brings the nodes up first), or remove it"),
+    # Kueue leaves out a node missing a level's label (pkg/util/tas/node.go NodeMatchesFlavor); GKE documents the
+    # block label for the VMs of a reservation block; nodes a ProvisioningRequest brings up "may or may not respect
+    # the topology requested" (keps/2724-topology-aware-scheduling/README.md, Provisioning request and required mode).
+    ("the block level over a spot group",
+     ironwood(train(name="spare", provisioning="spot", reservation=None),
+              **{"tpu-stack:queues": {"placement": {"pools": ["spare"], "blocks": True}}}),
+     "tpu-stack:queues.placement.blocks: placed pool group 'spare' is spot, and GKE documents "
+     "cloud.google.com/gce-topology-block only for the VMs of a reservation (Kueue leaves out every node without a "
+     "level's label); set blocks: false, or place only pool groups on reservations"),
+    ("the block level over a queued group",
+     ironwood(train(name="spare", provisioning="queued", reservation=None),
+              **{"tpu-stack:queues": {"placement": {"pools": ["spare"], "blocks": True}}}),
+     "tpu-stack:queues.placement.blocks: placed pool group 'spare' is queued, and GKE documents "
+     "cloud.google.com/gce-topology-block only for the VMs of a reservation (Kueue leaves out every node without a "
+     "level's label); set blocks: false, or place only pool groups on reservations"),
     ("slices required without the block level",
      ironwood(train(), **{"tpu-stack:queues": {"placement": {"pools": ["train"], "slices": "required"}}}),
      "tpu-stack:queues.placement.slices: required needs blocks: true; without the block level a node pool is the "
      "widest domain, and every slice has one of its own"),
     ("placement on Autopilot", {"tpu-stack:cluster": {"mode": "autopilot", "minMasterVersion": "1.34.1-gke.3084001"},
-                                "tpu-stack:queues": {"autopilotCapacity": [{"tpuVersion": "tpu7x", "topology": "2x2x2",
+                                "tpu-stack:queues": {"autopilotCapacity": [{"tpuVersion": "v6e", "topology": "4x4",
                                                                             "provisioning": "spot"}],
-                                                     "placement": {"pools": ["tpu7x-2x2x2"]}}},
+                                                     "placement": {"pools": ["v6e-4x4"]}}},
      "tpu-stack:queues.placement.pools: Autopilot has no node pools to place slices on; remove queues.placement"),
+    # GKE's node auto-provisioning places a multi-host TPU7x slice by a workload policy made beforehand and named by
+    # the pods' node selector cloud.google.com/placement-policy-name (GoogleCloudPlatform/cluster-toolkit PR #6274,
+    # pkg/orchestrator/gke/scheduling.go getNodeSelector; AI-Hypercomputer/xpk 367c8382 src/xpk/core/scheduling.py
+    # create_placement_policy_label): not declared here yet.
+    ("multi-host TPU7x on Autopilot",
+     {"tpu-stack:cluster": {"mode": "autopilot", "minMasterVersion": "1.34.1-gke.3084001"},
+      "tpu-stack:queues": {"autopilotCapacity": [
+          {"tpuVersion": "tpu7x", "topology": "2x2x2", "provisioning": "spot"}]}},
+     "tpu-stack:queues.autopilotCapacity[0].topology: a multi-host TPU7x slice (2x2x2, 2 VMs) on Autopilot needs a "
+     "HIGH_THROUGHPUT workload policy made beforehand and named by its pods' node selector "
+     "cloud.google.com/placement-policy-name, which tpu-stack does not declare yet; use a single-host topology "
+     "(2x2x1), or a Standard cluster with tpuPools"),
     ("placement on a MultiKueue manager",
      # TPU7x is only in us-central1 (vendor/data/tpu_zones.json): the manager is elsewhere, the worker there.
      {"gcp:region": "us-east5", "tpu-stack:cluster": FLOOR, "tpu-stack:queues": {"placement": {"pools": ["train"]}},
       "tpu-stack:multiKueue": {"workers": [{"name": "tpu-central1", "region": "us-central1",
                                            "tpuPools": [train(zone="us-central1-c")]}]}},
-     "tpu-stack:queues.placement: MultiKueue's manager does not place by topology (Kueue skips topology checks there "
-     "and leaves placement to the workers); remove it, or place from a stack without multiKueue"),
+     # Kueue supports it on the workers (kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go: the manager skips its
+     # TAS checks, "topology runs on worker clusters"); tpu-stack does not declare placement on workers yet.
+     "tpu-stack:queues.placement: placement by topology with MultiKueue is not supported by tpu-stack yet (Kueue "
+     "places on the workers, and tpu-stack does not give them the Topology and placed flavors); remove it, or place "
+     "from a stack without multiKueue"),
 ]  # fmt: skip
 
 
@@ -140,6 +175,21 @@ def test_the_floor_itself_and_newer_minors_run_tpu7x() -> None:
         assert config.tpu_pools[0].workload_policy_topology == "4x4x4"
 
 
+def test_below_the_version_cluster_toolkit_asks_for_is_a_warning() -> None:
+    """GKE's floor runs TPU7x; Cluster Toolkit's TPU7x example asks for 1.34.3-gke.1318000 or later "to function
+    correctly" (GoogleCloudPlatform/cluster-toolkit v1.95.0 examples/gke-tpu-7x/README.md): valid, but said."""
+    base = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
+    warned = load({**base, **ironwood(train())}, stack="dev").warnings
+    assert warned == [
+        "tpu-stack:cluster.minMasterVersion: '1.34.0-gke.2201000' runs TPU7x (GKE's floor), but Cluster Toolkit's "
+        "TPU7x example needs 1.34.3-gke.1318000 or later to work correctly; set minMasterVersion: "
+        '"1.34.3-gke.1318000" unless this patch is what you have tested'
+    ]
+    for version in ("1.34.3-gke.1318000", "1.35"):
+        config = load({**base, **ironwood(train(), cluster={"minMasterVersion": version})}, stack="dev")
+        assert config.warnings == [], version
+
+
 @pytest.mark.parametrize(
     "provisioning",
     [
@@ -149,12 +199,29 @@ def test_the_floor_itself_and_newer_minors_run_tpu7x() -> None:
         {"provisioning": "flex-start", "reservation": None},
         {"provisioning": "queued", "reservation": None},
         {"provisioning": "spot", "reservation": None},
+        # "All TPU versions: see TPU regions and zones" in the on-demand row of
+        # https://cloud.google.com/tpu/docs/consumption-options, whose zone list has "All TPU7x configurations:
+        # us-central1-c" (https://cloud.google.com/tpu/docs/regions-zones).
+        {"provisioning": "on-demand", "reservation": None},
     ],
 )
 def test_the_kinds_gke_offers_for_tpu7x(provisioning: dict[str, Any]) -> None:
     base = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
     config = load({**base, **ironwood(train(**provisioning))}, stack="dev")
     assert config.tpu_pools[0].provisioning == provisioning["provisioning"]
+
+
+def test_a_queued_group_is_placed_and_a_reservation_group_under_the_block_level() -> None:
+    """Queued provisioning brings a slice's nodes up before Kueue places it (the ProvisioningRequest admission check);
+    a reservation's VMs carry the block label."""
+    base = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
+    queued = train(name="spare", topology="2x2x2", provisioning="queued", reservation=None)
+    config = load({**base, **ironwood(train(), queued, **{"tpu-stack:queues": {"placement": {
+        "pools": ["train", "spare"]}}})}, stack="dev")  # fmt: skip
+    assert config.queues.placement.pools == ("train", "spare")
+    config = load({**base, **ironwood(train(), **{"tpu-stack:queues": {"placement": {
+        "pools": ["train"], "blocks": True, "slices": "required"}}})}, stack="dev")  # fmt: skip
+    assert config.queues.placement.blocks
 
 
 def test_only_multi_host_tpu7x_slices_need_a_workload_policy() -> None:

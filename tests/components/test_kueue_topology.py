@@ -39,15 +39,38 @@ def objects(config: dict[str, Any] | None = None) -> dict[tuple[str, str], dict[
     return {(o["kind"], o["metadata"]["name"]): o for o in kueue_objects(stack)}
 
 
-def test_the_placed_flavor_names_the_block_topology_and_the_other_none() -> None:
+SLICES: dict[str, Any] = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "Topology",
+    "metadata": {"name": "tpu-slices"},
+    "spec": {"levels": [{"nodeLabel": "cloud.google.com/gke-nodepool"}, {"nodeLabel": "kubernetes.io/hostname"}]},
+}
+TRAIN = {"name": "train", "machineType": "tpu7x-standard-4t", "topology": "4x4x4", "zone": "us-central1-c",
+         "provisioning": "reservation", "reservation": "projects/proj-1234/reservations/iw"}  # fmt: skip
+
+
+def test_the_placed_flavor_names_the_slice_topology_and_the_other_none() -> None:
     found = objects()
-    assert found[("Topology", "tpu-blocks")] == BLOCKS
+    assert found[("Topology", "tpu-slices")] == SLICES
+    assert ("Topology", "tpu-blocks") not in found
     assert found[("ResourceFlavor", "train")]["spec"] == {
         "nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "4x4x4"},
         "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}],
-        "topologyName": "tpu-blocks",
+        "topologyName": "tpu-slices",
     }
     assert "topologyName" not in found[("ResourceFlavor", "burst")]["spec"]
+
+
+def test_with_blocks_the_reservation_block_is_the_top_level() -> None:
+    config = {
+        "tpu-stack:cluster": {"minMasterVersion": "1.34.3-gke.1318000"},
+        "tpu-stack:tpuPools": [TRAIN],
+        "tpu-stack:queues": {"placement": {"pools": ["train"], "blocks": True, "slices": "required"}},
+    }
+    found = objects(config)
+    assert found[("Topology", "tpu-blocks")] == BLOCKS
+    assert found[("ResourceFlavor", "train")]["spec"]["topologyName"] == "tpu-blocks"
+    assert validate.validate_all(list(found.values())) == []
 
 
 def test_every_kueue_object_is_valid_against_the_vendored_crds(plan: Plan) -> None:
@@ -68,7 +91,7 @@ def test_the_crds_refuse_a_topology_without_hostname_last() -> None:
 
 
 def test_flavors_wait_for_the_topology_they_name(plan: Plan) -> None:
-    topology = plan.one("kubernetes:kueue.x-k8s.io/v1beta2:Topology", "queues-topology-tpu-blocks")
+    topology = plan.one("kubernetes:kueue.x-k8s.io/v1beta2:Topology", "queues-topology-tpu-slices")
     flavor = plan.one("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor", "queues-resourceflavor-train")
     assert topology["urn"] in flavor["dependencies"]
 
@@ -95,7 +118,7 @@ def test_a_flavor_gains_a_topology_in_place_but_never_changes_or_loses_it() -> N
     del plain["spec"]["topologyName"]
     assert validate.validate_update(plain, placed) == []
     other = copy.deepcopy(placed)
-    other["spec"]["topologyName"] = "tpu-slices"
+    other["spec"]["topologyName"] = "tpu-blocks"
     assert validate.validate_update(placed, other) == [
         "ResourceFlavor/train: spec: topologyName is immutable when topologyName is set"
     ]

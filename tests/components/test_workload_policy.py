@@ -42,9 +42,16 @@ def test_one_high_throughput_policy_per_pool_group_named_with_its_topology(plan:
     assert train["parent"] == plan.one("tpu-stack:index:TpuSlicePools", "train")["urn"]
 
 
-def test_the_policy_is_replaced_on_any_change_deleting_first_and_never_kept(plan: Plan) -> None:
+def test_the_policy_is_replaced_on_a_new_name_deleting_first_and_never_kept(plan: Plan) -> None:
+    """The provider plans a new name as a PATCH (terraform-provider-google-beta v7.45.0
+    resource_compute_resource_policy.go: `name` is Required, not ForceNew), so a new name must replace; every other
+    field the stack sets replaces by itself (workloadPolicy's fields, region and project are ForceNew, L466-506, L295,
+    L511). Nothing else may: a client-side field such as deletion_policy (clientSideFields, L785; set by the
+    provider's CustomizeDiff, tpgresource/utils.go DefaultProviderDeletionPolicy) would otherwise replace the policy,
+    and with it every node pool of the group. The description is set at creation only."""
     for policy in plan.by_type(POLICY):
-        assert policy["replaceOnChanges"] == ["*"]
+        assert policy["replaceOnChanges"] == ["name"]
+        assert policy["ignoreChanges"] == ["description"]
         assert policy["deleteBeforeReplace"] is True
         assert not policy.get("retainOnDelete")
 
@@ -87,3 +94,26 @@ def test_single_host_tpu7x_and_other_versions_need_no_policy() -> None:
     assert plan.by_type(POLICY) == []
     assert "placementPolicy" not in plan.one(NODE_POOL, "one-0")["inputs"]
     assert plan.one(NODE_POOL, "v6e-0")["inputs"]["placementPolicy"] == {"type": "", "tpuTopology": "4x4"}
+
+
+def test_tpu7x_pools_align_each_containers_chips_to_one_numa_node(plan: Plan) -> None:
+    """The two containers of a tpu7x-standard-4t pod get their chips from one NUMA node each only when the kubelet's
+    Topology Manager aligns devices: "the gke nodepool topology manager needs to be configured with best effort. The
+    default is none" (a Google engineer on AI-Hypercomputer/xpk PR #880); scope container, so each container is
+    aligned on its own (pod scope would try to fit the pod's 4 chips in one NUMA node of 2). The provider updates it in
+    place (terraform-provider-google-beta v7.45.0 node_config.go: kubelet_config not ForceNew, UpdateNodePool)."""
+    for name in ("train-0", "train-1", "burst-0", "burst-1"):
+        node_config = plan.one(NODE_POOL, name)["inputs"]["nodeConfig"]
+        assert node_config["kubeletConfig"] == {"topologyManager": {"policy": "best-effort", "scope": "container"}}
+
+
+def test_pools_of_one_numa_node_keep_the_kubelets_defaults() -> None:
+    plan = run_program(
+        {
+            **BASE,
+            "tpu-stack:tpuPools": [{"name": "v6e", "machineType": "ct6e-standard-4t", "topology": "4x4",
+                                    "zone": "us-central1-b"}],
+        },
+        stack="dev",
+    )  # fmt: skip
+    assert "kubeletConfig" not in plan.one(NODE_POOL, "v6e-0")["inputs"]["nodeConfig"]

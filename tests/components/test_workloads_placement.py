@@ -1,6 +1,6 @@
 """Generated workloads on TPU7x fit the machine and ask Kueue for placement (the ironwood fixture): one container per
-NUMA node of a tpu7x-standard-4t VM, and on the placed pool group train each slice on one node pool, all slices in
-one block."""
+NUMA node of a tpu7x-standard-4t VM, and on the placed pool group train each slice on one node pool (and, with the
+block level, the slices in one block)."""
 
 from __future__ import annotations
 
@@ -46,14 +46,11 @@ def test_every_generated_object_is_valid(found: dict[str, Workload], config: Sta
     assert validate.validate_all(objects, kubernetes_version=config.cluster.kubernetes_minor) == []
 
 
-def test_a_multislice_train_jobset_keeps_each_slice_on_a_node_pool_and_all_in_one_block(
-    found: dict[str, Workload],
-) -> None:
+def test_a_multislice_train_jobset_keeps_each_slice_on_a_node_pool(found: dict[str, Workload]) -> None:
     annotations = template(found["train-2slice"])["metadata"]["annotations"]
     assert {k: v for k, v in annotations.items() if k.startswith("kueue.x-k8s.io/")} == {
         SLICE_REQUIRED: "cloud.google.com/gke-nodepool",
         SLICE_SIZE: "16",  # a 4x4x4 slice: 64 chips / 4 per VM, one pod per VM
-        REQUIRED: "cloud.google.com/gce-topology-block",
     }
 
 
@@ -69,12 +66,18 @@ def test_one_slice_needs_no_block_and_the_unplaced_group_asks_for_nothing(found:
         assert not [k for k in annotations if k.startswith("kueue.x-k8s.io/podset")], name
 
 
-def test_preferred_blocks_when_the_team_says_so(config: StackConfig) -> None:
-    placement = config.queues.placement.model_copy(update={"slices": "preferred"})
-    preferred = config.model_copy(update={"queues": config.queues.model_copy(update={"placement": placement})})
-    jobset = {w.name: w for w in workloads(preferred)}["train-2slice"]
-    annotations = template(jobset)["metadata"]["annotations"]
-    assert annotations[PREFERRED] == "cloud.google.com/gce-topology-block" and REQUIRED not in annotations
+@pytest.mark.parametrize(("slices", "key"), [("required", REQUIRED), ("preferred", PREFERRED)])
+def test_with_the_block_level_the_slices_share_a_block_as_the_team_says(
+    config: StackConfig, slices: str, key: str
+) -> None:
+    placement = config.queues.placement.model_copy(update={"blocks": True, "slices": slices})
+    blocks = config.model_copy(update={"queues": config.queues.model_copy(update={"placement": placement})})
+    by_name = {w.name: w for w in workloads(blocks)}
+    annotations = template(by_name["train-2slice"])["metadata"]["annotations"]
+    assert annotations[key] == "cloud.google.com/gce-topology-block"
+    assert (PREFERRED if key == REQUIRED else REQUIRED) not in annotations
+    one = template(by_name["train-1slice"])["metadata"]["annotations"]
+    assert key not in one  # one slice is in one pool, so in one block
 
 
 def test_one_container_per_numa_node_with_its_share_of_the_vm(found: dict[str, Workload]) -> None:
@@ -94,3 +97,16 @@ def test_one_container_per_numa_node_with_its_share_of_the_vm(found: dict[str, W
             }
         assert containers[0]["command"] == containers[1]["command"]
         assert "ports" in containers[0] and "ports" not in containers[1]
+
+
+def test_the_jax_pin_follows_the_machine(found: dict[str, Workload]) -> None:
+    """TPU7x needs jax[tpu] 0.8.2 or later ("Ironwood TPU requires a jax[tpu] version of at least 0.8.2",
+    ray-project/ray#62402); jax 0.8.2's tpu extra pins libtpu 0.0.32.* (its METADATA on PyPI) and resolves for the
+    image's CPython 3.11 (`pip install --dry-run --python-version 3.11 'jax[tpu]==0.8.2'`: cp311 wheels of jaxlib
+    0.8.2 and libtpu 0.0.32.1). Other generations keep the pin their workloads were written against."""
+    for workload in found.values():
+        for container in template(workload)["spec"]["containers"]:
+            assert "pip install --no-cache-dir 'jax[tpu]==0.8.2'" in container["command"][2], workload.name
+    dev = stack_config("dev")  # v5e and v6e
+    commands = [c["command"][2] for w in workloads(dev) for c in template(w)["spec"]["containers"]]
+    assert commands and all("'jax[tpu]==0.6.2'" in command for command in commands)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from components.config.base import ConfigError
 from offline.lifecycle import destroy_order
 from tests.fixtures import stack_data
 from tests.lifecycle.catalogue import CATALOGUE
@@ -63,6 +64,38 @@ def test_a_new_slice_shape_replaces_the_policy_and_its_pools_together(deployed: 
     assert "placementPolicy.policyName" in why["burst-0"]
 
 
+def test_a_cosmetic_or_client_side_change_of_a_policy_replaces_nothing(deployed: Records) -> None:
+    """A state whose policies differ from the program only in the description (an earlier wording) or in the
+    client-side deletionPolicy (the provider's CustomizeDiff fills it from the provider's default:
+    terraform-provider-google-beta v7.45.0 tpgresource/utils.go DefaultProviderDeletionPolicy; its Update only reads
+    back when nothing but client-side fields changed, resource_compute_resource_policy.go L785): neither is a new
+    policy. Replacing one would replace the group's node pools with it (their policyName depends on it), so the
+    description is ignored and deletionPolicy is an update in place; the pools stay."""
+    state = copy.deepcopy(deployed)
+    records = {r["name"]: r for r in state}
+    records["burst-workload-policy"]["inputs"]["description"] = "TPU7x slices of burst (an earlier wording)"
+    records["train-workload-policy"]["inputs"]["deletionPolicy"] = "DELETE"
+    steps = step(state, deployed)
+    assert steps.refused == []
+    assert only(steps, "replace") == []
+    assert only(steps, "update") == ["train-workload-policy"]
+    assert "deletionPolicy" in {s.name: s.why for s in steps.of("update")}["train-workload-policy"]
+
+
+def test_pools_deployed_before_numa_alignment_are_updated_in_place(deployed: Records) -> None:
+    """A state whose TPU7x pools have no kubelet config (created before the Topology Manager setting): the provider
+    updates kubelet_config in place (terraform-provider-google-beta v7.45.0 node_config.go: not ForceNew,
+    UpdateNodePool), so the pools and their policies stay."""
+    state = copy.deepcopy(deployed)
+    for record in state:
+        if record["name"] in ("train-0", "train-1", "burst-0", "burst-1"):
+            del record["inputs"]["nodeConfig"]["kubeletConfig"]
+    steps = step(state, deployed)
+    assert steps.refused == []
+    assert only(steps, "update") == ["burst-0", "burst-1", "train-0", "train-1"]
+    assert only(steps, "replace") == []
+
+
 def test_a_placed_groups_new_shape_is_refused_by_its_flavor(deployed: Records) -> None:
     """train 4x4x4 -> 4x4x8: its flavor has a topology, so Kueue refuses new node labels in place (the CRD's rule)
     and holds the delete of a flavor a ClusterQueue names: the preview says so before anything is replaced."""
@@ -92,25 +125,36 @@ def test_a_placed_group_reshaped_under_a_new_name_is_a_new_flavor(deployed: Reco
     assert "queues-clusterqueue-cluster-queue" in only(steps, "update")
 
 
-def test_an_unplaced_group_gains_a_topology_in_place(deployed: Records) -> None:
-    """burst joins queues.placement: its flavor gains topologyName, which the CRD allows on a flavor without one."""
+def test_a_group_gains_a_topology_in_place(deployed: Records) -> None:
+    """train deployed unplaced, then listed in queues.placement: its flavor gains topologyName, which the CRD allows on
+    a flavor without one, and the Topology is created before it."""
 
-    def place(config: dict[str, Any]) -> None:
-        config["tpu-stack:queues"]["placement"]["pools"] = ["train", "burst"]
+    def unplaced(config: dict[str, Any]) -> None:
+        config["tpu-stack:queues"]["placement"]["pools"] = []
 
-    steps = step(deployed, changed(place))
+    steps = step(changed(unplaced), deployed)
     assert steps.refused == []
-    assert only(steps, "update") == ["queues-resourceflavor-burst"]
-    assert only(steps, "replace") == [] and only(steps, "create") == [] and only(steps, "delete") == []
+    assert only(steps, "update") == ["queues-resourceflavor-train"]
+    assert only(steps, "create") == ["queues-topology-tpu-slices"]
+    assert only(steps, "replace") == [] and only(steps, "delete") == []
 
 
-def test_leaving_the_block_level_is_refused_by_the_placed_flavor(deployed: Records) -> None:
-    """blocks off: another Topology (tpu-slices) is created, but the train flavor cannot change its topologyName."""
+def test_placing_the_flex_start_group_is_refused_before_any_step() -> None:
+    """burst scales from zero: Kueue would never find its nodes (the config says so, nothing is planned)."""
+    config = copy.deepcopy(stack_data("ironwood"))
+    config["tpu-stack:queues"]["placement"]["pools"] = ["train", "burst"]
+    with pytest.raises(ConfigError) as error:
+        plan("ironwood", config)
+    assert [line.split(": ")[0] for line in error.value.lines] == ["tpu-stack:queues.placement.pools[1]"]
 
-    def flat(config: dict[str, Any]) -> None:
-        config["tpu-stack:queues"]["placement"].update(blocks=False, slices="preferred")
 
-    steps = step(deployed, changed(flat))
+def test_gaining_the_block_level_is_refused_by_the_placed_flavor(deployed: Records) -> None:
+    """blocks on: another Topology (tpu-blocks) is created, but the train flavor cannot change its topologyName."""
+
+    def blocks(config: dict[str, Any]) -> None:
+        config["tpu-stack:queues"]["placement"].update(blocks=True, slices="required")
+
+    steps = step(deployed, changed(blocks))
     assert only(steps, "refuse") == ["queues-resourceflavor-train"]
     assert "topologyName is immutable when topologyName is set" in steps.refused[0]
 
@@ -123,11 +167,11 @@ def test_destroy_deletes_pools_before_their_policy_and_flavors_before_their_topo
     ]
     assert steps.retained == []
     deleted = only(steps, "delete")
-    assert {"train-workload-policy", "burst-workload-policy", "queues-topology-tpu-blocks"} <= set(deleted)
+    assert {"train-workload-policy", "burst-workload-policy", "queues-topology-tpu-slices"} <= set(deleted)
     order = destroy_order(deployed)
     for pool, policy in (("train-0", "train-workload-policy"), ("train-1", "train-workload-policy"),
                          ("burst-0", "burst-workload-policy"), ("burst-1", "burst-workload-policy"),
-                         ("queues-resourceflavor-train", "queues-topology-tpu-blocks")):  # fmt: skip
+                         ("queues-resourceflavor-train", "queues-topology-tpu-slices")):  # fmt: skip
         assert order.index(pool) < order.index(policy), (pool, policy)
 
 
@@ -137,14 +181,19 @@ def test_each_new_rule_catches_its_breach(deployed: Records) -> None:
     policy, pool = records["train-workload-policy"], records["train-0"]
     pool["dependencies"] = [d for d in pool["dependencies"] if d != policy["urn"]]
     policy["replaceOnChanges"] = []
-    topology = records["queues-topology-tpu-blocks"]
+    topology = records["queues-topology-tpu-slices"]
     flavor = records["queues-resourceflavor-train"]
     flavor["dependencies"] = [d for d in flavor["dependencies"] if d != topology["urn"]]
     assert sorted(CATALOGUE.breaches(broken, {})) == [
         "tas-flavors-after-their-topology: queues-resourceflavor-train may be created before its Topology "
-        "'tpu-blocks' (and deleted after it)",
+        "'tpu-slices' (and deleted after it)",
         "tpu7x-pools-after-their-workload-policy: train-0 may be created before its workload policy "
         "'train-4x4x4-a8bfcdcd' (and deleted after)",
-        "workload-policy-replaced-by-shape: train-workload-policy: a change would be planned as an update Compute "
+        "workload-policy-replaced-by-shape: train-workload-policy: a new name would be planned as an update Compute "
         "refuses",
+    ]
+    records["train-workload-policy"]["replaceOnChanges"] = ["*"]
+    assert [b for b in CATALOGUE.breaches(broken, {}) if b.startswith("workload-policy")] == [
+        "workload-policy-replaced-by-shape: train-workload-policy: replaced on any change, a client-side one too, and "
+        "its node pools with it"
     ]

@@ -114,6 +114,18 @@ def test_the_version_is_the_channels_or_the_full_one_pinned(pinned: str, reporte
     assert cluster_outputs("p-123456", "c", _cluster(False, minMasterVersion=pinned), {})["masterVersion"] == reported
 
 
+@pytest.mark.parametrize(
+    ("channel", "reported"),
+    [("RAPID", "1.35.2-gke.1842000"), ("REGULAR", "1.34.3-gke.1318000"), ("STABLE", "1.33.5-gke.1308000")],
+)
+def test_each_channel_reports_a_version_it_has_carried(channel: str, reported: str) -> None:
+    """REGULAR: 1.34.3-gke.1318000 was its "Default patch version for cluster creation" (GKE release notes,
+    https://cloud.google.com/kubernetes-engine/docs/release-notes, current versions table), the version Cluster
+    Toolkit's TPU7x example asks for."""
+    cluster = _cluster(False, releaseChannel={"channel": channel}, minMasterVersion="1.33")
+    assert cluster_outputs("p-123456", "c", cluster, {})["masterVersion"] == reported
+
+
 def test_types_without_computed_outputs_get_none_invented() -> None:
     """A project service or an IAM grant has no `name` of its own: the mock adds nothing to its inputs."""
     assert (

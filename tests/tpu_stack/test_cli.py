@@ -224,6 +224,10 @@ def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -
             "error: 'Train_2': a name is lowercase letters, digits and '-', starting with a letter",
         ),
         (
+            ["--containers-per-vm", "2"],
+            "error: --containers-per-vm 2: a ct6e-standard-4t VM runs 1 container (all 4 chips)",
+        ),
+        (
             ["--max-exec-time", "two days"],
             "error: --max-exec-time 'two days' is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d",
         ),

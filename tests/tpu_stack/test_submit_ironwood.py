@@ -30,7 +30,7 @@ def run(*argv: str | Path) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_a_two_slice_train_jobset_runs_the_command_in_both_containers_and_asks_for_one_block(outputs: Path) -> None:
+def test_a_two_slice_train_jobset_runs_the_command_in_both_containers_and_asks_for_placement(outputs: Path) -> None:
     code, out, err = run(
         "--outputs", outputs, "submit", "pretrain", "--pool", "train", "--slices", "2", "--image", IMAGE,
         "--env", "STEPS=1000", "--dry-run", "--", "python", "-m", "train",
@@ -50,7 +50,7 @@ def test_a_two_slice_train_jobset_runs_the_command_in_both_containers_and_asks_f
     annotations = pod["metadata"]["annotations"]
     assert annotations["kueue.x-k8s.io/podset-slice-required-topology"] == "cloud.google.com/gke-nodepool"
     assert annotations["kueue.x-k8s.io/podset-slice-size"] == "16"
-    assert annotations["kueue.x-k8s.io/podset-required-topology"] == "cloud.google.com/gce-topology-block"
+    assert "kueue.x-k8s.io/podset-required-topology" not in annotations  # the fixture has no block level
 
 
 def test_the_flex_start_group_is_not_placed_by_topology(outputs: Path) -> None:
@@ -61,3 +61,37 @@ def test_the_flex_start_group_is_not_placed_by_topology(outputs: Path) -> None:
     annotations = (template.get("metadata") or {}).get("annotations") or {}
     assert not [key for key in annotations if key.startswith("kueue.x-k8s.io/podset")]
     assert [c["name"] for c in template["spec"]["containers"]] == ["jax-tpu-1", "jax-tpu-2"]
+
+
+def test_one_container_per_vm_when_asked(outputs: Path) -> None:
+    """xpk's --no-use-parallel-containers: one container with all 4 chips of the VM and all the node gives its TPU pod
+    (tests/components/test_workloads_placement.py works the numbers out: 222120m of CPU, 934785Mi requested, limit
+    937089 - 256 = 936833Mi)."""
+    code, out, err = run(
+        "--outputs", outputs, "submit", "whole", "--pool", "train", "--containers-per-vm", "1", "--image", IMAGE,
+        "--dry-run", "--", "python", "-m", "train",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    (jobset,) = yaml.safe_load_all(out)
+    assert validate.validate_all([jobset]) == []
+    (container,) = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"]
+    assert container["name"] == "jax-tpu"
+    assert container["command"] == ["python", "-m", "train"]
+    assert container["resources"] == {
+        "requests": {"google.com/tpu": 4, "cpu": "222120m", "memory": "934785Mi"},
+        "limits": {"google.com/tpu": 4, "memory": "936833Mi"},
+    }
+    assert [p["containerPort"] for p in container["ports"]] == [8471, 8080]
+
+
+@pytest.mark.parametrize("count", ["0", "3", "4"])
+def test_other_container_counts_are_refused_in_one_line(outputs: Path, count: str) -> None:
+    code, out, err = run(
+        "--outputs", outputs, "submit", "odd", "--pool", "train", "--containers-per-vm", count, "--image", IMAGE,
+        "--dry-run",
+    )  # fmt: skip
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        f"error: --containers-per-vm {count}: a tpu7x-standard-4t VM runs 1 container (all 4 chips) or 2 (one per "
+        "NUMA node, 2 chips each: the default)"
+    ]
