@@ -101,6 +101,7 @@ class GkeCluster(pulumi.ComponentResource):
         ]
 
         autopilot = cluster_config.mode == "autopilot"
+        adopted = cluster_config.adopted
         plane = cluster_config.control_plane
         self.cluster: container.Cluster = container.Cluster(
             name,
@@ -154,7 +155,9 @@ class GkeCluster(pulumi.ComponentResource):
                 if autopilot
                 else None
             ),
-            remove_default_node_pool=None if autopilot else True,
+            # An adopted cluster's default-pool stays where it exists (adopted.defaultPool): the provider deletes it on
+            # the update that turns this on.
+            remove_default_node_pool=None if autopilot or (adopted and adopted.default_pool) else True,
             initial_node_count=None if autopilot else 1,
             workload_identity_config=None if autopilot else {"workload_pool": config.workload_pool},
             # The default pool only lives until removal; it still must not run as the default compute SA.
@@ -171,7 +174,9 @@ class GkeCluster(pulumi.ComponentResource):
                 parent=self,
                 protect=config.protected,
                 custom_timeouts=CLUSTER_TIMEOUTS,
-                ignore_changes=None if autopilot else ["nodeConfig", "initialNodeCount"],
+                ignore_changes=(None if autopilot else ["nodeConfig", "initialNodeCount"])
+                if not adopted or not adopted.keep
+                else [*([] if autopilot else ["nodeConfig", "initialNodeCount"]), *adopted.keep],
             ),
         )
         self.system_pool: container.NodePool | None = None if autopilot else self._system_pool(name, config)

@@ -31,7 +31,8 @@ class TpuSlicePools(pulumi.ComponentResource):
         super().__init__("tpu-stack:index:TpuSlicePools", name, None, opts)
         self.future_reservation: compute.FutureReservation | None = self._future_reservation(name, config, pool)
         depends_on: list[pulumi.Resource] = [self.future_reservation] if self.future_reservation else []
-        ignore = AUTOSCALED_FIELDS if pool.autoscaled else []
+        # An adopted pool group keeps the fields it lists as they exist (the state's values, from the import).
+        ignore = [*(AUTOSCALED_FIELDS if pool.autoscaled else []), *(pool.adopted.keep if pool.adopted else ())]
         node_config = _node_config(config, pool, node_service_account_email)
         self.node_pools: list[container.NodePool] = [
             container.NodePool(
@@ -56,7 +57,7 @@ class TpuSlicePools(pulumi.ComponentResource):
                     parent=self,
                     depends_on=depends_on,
                     custom_timeouts=NODE_POOL_TIMEOUTS,
-                    ignore_changes=ignore,
+                    ignore_changes=ignore or None,
                     # The provider updates no placement policy in place (placement_policy.tpu_topology is not
                     # ForceNew and the node pool update sends no topology): a new slice shape is a new pool. The
                     # engine creates first for a replaceOnChanges replacement; the pool's name is fixed, so delete
@@ -152,10 +153,13 @@ def _autoscaling(pool: TpuPoolConfig) -> container.NodePoolAutoscalingArgsDict |
 def _node_config(
     config: StackConfig, pool: TpuPoolConfig, service_account: pulumi.Input[str]
 ) -> container.NodePoolNodeConfigArgsDict:
+    adopted = pool.adopted
+    # An adopted pool keeps its nodes' account and scopes: the provider replaces a pool when either changes
+    # (node_config.go: service_account and oauth_scopes are ForceNew).
     node_config: container.NodePoolNodeConfigArgsDict = {
         "machine_type": pool.machine.name,
-        "service_account": service_account,
-        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+        "service_account": (adopted.service_account if adopted and adopted.service_account else service_account),
+        "oauth_scopes": list(adopted.oauth_scopes) if adopted and adopted.oauth_scopes else [CLOUD_PLATFORM_SCOPE],
         "workload_metadata_config": {"mode": "GKE_METADATA"},
         "resource_labels": {**config.resource_labels, "tpu-pool": pool.name},
     }

@@ -181,6 +181,46 @@ class ControlPlaneConfig(ConfigModel):
         return []
 
 
+KEEPABLE_CLUSTER_FIELDS = {
+    "datapathProvider": "the datapath (a change recreates the cluster; LEGACY_DATAPATH enforces no NetworkPolicies)",
+    "resourceLabels": "the cluster's Google Cloud labels",
+    "addonsConfig": "add-ons as they are",
+    "monitoringConfig": "monitoring as it is",
+    "loggingConfig": "logging as it is",
+    "maintenancePolicy": "the maintenance window as it is",
+    "clusterAutoscaling": "node auto-provisioning and autoscaling profile",
+    "enableMultiNetworking": "multi-networking (xpk, Cluster Toolkit's additional networks)",
+    "privateClusterConfig": "private nodes and endpoint as they are",
+    "masterAuthorizedNetworksConfig": "authorized networks as they are",
+    "controlPlaneEndpointsConfig": "control plane endpoints as they are",
+    "ipAllocationPolicy": "pod and service ranges",
+    "workloadIdentityConfig": "Workload Identity as it is",
+}
+"""Cluster fields an adopted cluster may keep as they exist (`cluster.adopted.keep`, Pulumi ignoreChanges)."""
+
+
+class AdoptedClusterConfig(ConfigModel):
+    """A cluster that exists already (made by xpk or Cluster Toolkit), imported instead of created (`tpu-stack adopt`
+    writes this; docs/adopt.md)."""
+
+    default_pool: bool = False
+    """GKE's `default-pool` exists and stays (xpk runs the controllers there). Without this the first update deletes
+    it: the provider removes `default-pool` when an update turns on `remove_default_node_pool`
+    (terraform-provider-google resource_container_cluster.go resourceContainerClusterUpdate)."""
+    keep: tuple[str, ...] = ()
+    """Cluster fields kept as they exist (Pulumi ignoreChanges), e.g. `datapathProvider`, `resourceLabels`."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [
+            (
+                f"keep[{index}]",
+                f"{path!r} is not a cluster field the stack can keep; keepable: {', '.join(KEEPABLE_CLUSTER_FIELDS)}",
+            )
+            for index, path in enumerate(self.keep)
+            if path not in KEEPABLE_CLUSTER_FIELDS
+        ]
+
+
 def _node_role(role: str) -> str:
     """The node account's roles are granted on gcp:project: the policy pack's limits apply as it would apply them."""
     if not role.startswith(iam_roles.ROLE_FORMS):
@@ -244,6 +284,11 @@ class ClusterConfig(ConfigModel):
     for custom node service accounts (logging, monitoring, metadata) and image pulls from Artifact Registry;
     primitive roles and `roles/storage.*` are refused, as the `least-privilege-iam` policy refuses them
     (`components/iam_roles.py` holds the rule for both)."""
+    adopted: AdoptedClusterConfig | None = None
+    """The cluster exists already (made by xpk or Cluster Toolkit) and is imported, not created: what it keeps as it
+    is (`tpu-stack adopt` writes this; docs/adopt.md).
+
+    Default: none, the stack creates the cluster"""
 
     @property
     def node_service_account_id(self) -> str:

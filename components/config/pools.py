@@ -5,6 +5,7 @@ other part derives from.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -14,8 +15,15 @@ from pydantic import model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from components import tpu_catalog
-from components.config.base import ConfigModel, node_label_key_problem, node_label_value_problem, parse_duration
+from components.config.base import (
+    ConfigModel,
+    dns_label_problem,
+    node_label_key_problem,
+    node_label_value_problem,
+    parse_duration,
+)
 from components.tpu_catalog import MachineType
+from components.xpk_accelerators import XPK_ACCELERATORS
 
 Provisioning = Literal["flex-start", "queued", "on-demand", "spot", "reservation"]
 FLEX_START_MAX_SECONDS = 7 * 86400
@@ -177,6 +185,87 @@ class FutureReservationConfig(ConfigModel):
         return None
 
 
+KEEPABLE_POOL_FIELDS = {
+    "nodeConfig.gvnic": "gVNIC (gcloud --enable-gvnic)",
+    "nodeConfig.hostMaintenancePolicy": "host maintenance interval (gcloud --host-maintenance-interval)",
+    "nodeConfig.diskType": "boot disk type",
+    "nodeConfig.diskSizeGb": "boot disk size",
+    "nodeConfig.imageType": "node image",
+    "nodeConfig.metadata": "instance metadata",
+    "nodeConfig.taints": "taints the pool declares besides GKE's own TPU taint",
+    "nodeConfig.labels": "node labels the pool declares",
+    "nodeConfig.resourceLabels": "Google Cloud labels of the nodes",
+    "nodeConfig.linuxNodeConfig": "Linux sysctls and huge pages",
+    "nodeConfig.workloadMetadataConfig": "metadata server mode (GKE_METADATA is Workload Identity)",
+    "networkConfig": "additional node networks and accelerator network profile",
+    "placementPolicy.type": "COMPACT placement (gcloud --placement-type)",
+    "maxPodsPerNode": "pods per node (gcloud --max-pods-per-node)",
+    "upgradeSettings": "surge upgrade settings",
+    "management": "auto-repair and auto-upgrade as they are",
+    "autoscaling": "autoscaling bounds as they are",
+}
+"""Node pool fields an adopted pool group may keep as they are (`adopted.keep`): settings tpu-stack does not model, or
+models with another default; kept, the program leaves them to the state (Pulumi ignoreChanges). Path -> what it is."""
+
+
+class AdoptedPoolConfig(ConfigModel):
+    """Node pools that exist already (made by xpk or Cluster Toolkit; `tpu-stack adopt` writes this): their names and
+    the settings the stack must keep, since changing them would replace the slices (the provider recreates a pool
+    whose service account or scopes change)."""
+
+    node_pools: tuple[str, ...] = ()
+    """The existing GKE node pool names, one per slice, in slice order.
+
+    Default: the stack's names (`<name>` or `<name>-<i>`)"""
+    flavor: str | None = None
+    """The existing Kueue ResourceFlavor of the pool group (xpk: `<slices>x<accelerator>`, e.g. `4xv5litepod-16`).
+
+    Default: the pool group's name"""
+    service_account: str | None = None
+    """The nodes' service account as GKE reports it (`default` is Compute Engine's default account).
+
+    Default: the stack's node service account"""
+    oauth_scopes: tuple[str, ...] = ()
+    """The nodes' OAuth scopes as GKE reports them (full URLs).
+
+    Default: cloud-platform"""
+    keep: tuple[str, ...] = ()
+    """Node pool fields kept as they exist (Pulumi ignoreChanges), e.g. `nodeConfig.gvnic`, `maxPodsPerNode`,
+    `placementPolicy.type`; see *Adopted pool groups* below for the list."""
+
+    def problems(self, slices: int) -> list[tuple[str, str]]:
+        problems: list[tuple[str, str]] = []
+        if self.node_pools and len(self.node_pools) != slices:
+            problems.append(
+                (
+                    "adopted.nodePools",
+                    f"names {len(self.node_pools)} node pools for {slices} slices; list one existing pool per slice",
+                )
+            )
+        for index, name in enumerate(self.node_pools):
+            problem = dns_label_problem(name, "node pool name")
+            if problem:
+                problems.append((f"adopted.nodePools[{index}]", problem))
+        if len(set(self.node_pools)) < len(self.node_pools):
+            problems.append(("adopted.nodePools", "names a node pool twice; each slice is its own pool"))
+        if self.flavor is not None and (len(self.flavor) > 253 or not _K8S_OBJECT_NAME.match(self.flavor)):
+            problems.append(
+                ("adopted.flavor", f"{self.flavor!r} is not a Kubernetes name (lowercase letters, digits, '-', '.')")
+            )
+        for index, path in enumerate(self.keep):
+            if path not in KEEPABLE_POOL_FIELDS:
+                problems.append(
+                    (
+                        f"adopted.keep[{index}]",
+                        f"{path!r} is no field the stack keeps; keepable: {', '.join(KEEPABLE_POOL_FIELDS)}",
+                    )
+                )
+        return problems
+
+
+_K8S_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
 class TpuPoolConfig(ConfigModel):
     """A pool group: N identical TPU slices. GKE needs one node pool per slice, named `<name>` (one slice) or
     `<name>-<i>`."""
@@ -187,6 +276,9 @@ class TpuPoolConfig(ConfigModel):
     """TPU machine type, e.g. `ct5lp-hightpu-4t`; set this or `tpuVersion`."""
     tpu_version: str | None = None
     """`v4`, `v5e`, `v5p`, `v6e` or `tpu7x`: that version's 4-chip machine type; set this or `machineType`."""
+    accelerator: str | None = None
+    """xpk's accelerator name (`--tpu-type`: `v5litepod-16`, `v6e-256`, `v5p-128`, `tpu7x-8`): its machine type and
+    topology from xpk's catalogue; set this, `machineType` or `tpuVersion` (and no `topology`)."""
     topology: str | None = None
     """Slice shape, e.g. `2x4` or `4x4x4`, checked against the machine type.
 
@@ -223,6 +315,11 @@ class TpuPoolConfig(ConfigModel):
     slice and the run on it).
 
     Default: on with a release channel, else `false`"""
+    adopted: AdoptedPoolConfig | None = None
+    """Node pools that exist already (made by xpk or Cluster Toolkit), which the stack imports instead of creating:
+    their names and the settings it keeps (`tpu-stack adopt` writes this; docs/adopt.md).
+
+    Default: none, the stack creates the pools"""
 
     def problems(self) -> list[tuple[str, str]]:
         """(config field, message) for each problem of the pool on its own; derived values need none."""
@@ -246,8 +343,21 @@ class TpuPoolConfig(ConfigModel):
         return problems
 
     def _shape_problems(self) -> list[tuple[str, str]]:
-        if (self.machine_type is None) == (self.tpu_version is None):
-            return [("machineType", "set exactly one of machineType or tpuVersion")]
+        given = [v for v in (self.machine_type, self.tpu_version, self.accelerator) if v is not None]
+        if len(given) != 1:
+            return [("machineType", "set exactly one of machineType, tpuVersion or accelerator")]
+        if self.accelerator is not None and self.accelerator not in XPK_ACCELERATORS:
+            near = ", ".join(n for n in XPK_ACCELERATORS if n.split("-")[0] == self.accelerator.split("-")[0])[:200]
+            return [
+                (
+                    "accelerator",
+                    f"{self.accelerator!r} is not one of xpk's TPU accelerator names"
+                    + (f"; of that kind: {near}" if near else " (e.g. v5litepod-16, v6e-8, v5p-128, tpu7x-8)"),
+                )
+            ]
+        if self.accelerator is not None and self.topology is not None:
+            machine, topology = XPK_ACCELERATORS[self.accelerator]
+            return [("topology", f"{self.accelerator} is {machine} {topology} already; remove topology")]
         if self.tpu_version is not None and self.tpu_version not in tpu_catalog.VERSIONS:
             valid = ", ".join(tpu_catalog.VERSIONS)
             return [("tpuVersion", f"{self.tpu_version!r} is not a TPU version; valid: {valid}")]
@@ -277,6 +387,8 @@ class TpuPoolConfig(ConfigModel):
                 )
             )
         problems += self._provisioning_problems()
+        if self.adopted is not None:
+            problems += self.adopted.problems(self.slices)
         if not problems and self.future_reservation is not None:
             problems += self._calendar_problems(self.future_reservation)
         return problems
@@ -382,19 +494,29 @@ class TpuPoolConfig(ConfigModel):
     # ---- derived values -------------------------------------------------------------------------------
     @cached_property
     def machine(self) -> MachineType:
-        name = self.machine_type or tpu_catalog.DEFAULT_MACHINE_TYPE[str(self.tpu_version)]
+        if self.accelerator is not None:
+            name = XPK_ACCELERATORS[self.accelerator][0]
+        else:
+            name = self.machine_type or tpu_catalog.DEFAULT_MACHINE_TYPE[str(self.tpu_version)]
         found = tpu_catalog.machine_type(name)
         assert found is not None, "validated in problems()"
         return found
 
     @property
     def slice_topology(self) -> str:
+        if self.accelerator is not None:
+            return XPK_ACCELERATORS[self.accelerator][1]
         return self.topology or self.machine.single_host_topology
 
     @property
     def explicit_topology(self) -> str | None:
         """What goes into placementPolicy.tpuTopology: gcloud sends none for single-host pools."""
         return self.slice_topology if self.multi_host or self.topology else None
+
+    @property
+    def flavor_name(self) -> str:
+        """The pool group's Kueue ResourceFlavor: an adopted one keeps its name."""
+        return (self.adopted.flavor if self.adopted else None) or self.name
 
     @property
     def chips_per_slice(self) -> int:
@@ -418,6 +540,8 @@ class TpuPoolConfig(ConfigModel):
 
     @property
     def node_pool_names(self) -> list[str]:
+        if self.adopted is not None and self.adopted.node_pools:
+            return list(self.adopted.node_pools)
         return [self.name] if self.slices == 1 else [f"{self.name}-{i}" for i in range(self.slices)]
 
     @property

@@ -515,6 +515,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
                 f"releaseChannel {config.cluster.release_channel}); remove autoUpgrade and hold upgrades during "
                 "training with cluster.maintenance.exclusions, or set cluster.releaseChannel: UNSPECIFIED"
             )
+    problems += _adopted_problems(config)
     problems += _label_problems(config)
     problems += node_role_problems(config.cluster)
     problems += _system_pool_problems(config)
@@ -646,6 +647,32 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
                 f"{PROJECT}:queues.ladders.{ladder}: its rungs are in different workers, and each worker's Kueue walks "
                 "only its own; keep a ladder's pool groups in one worker"
             )
+    return problems
+
+
+def _adopted_problems(config: StackConfig) -> list[str]:
+    """Adopted names must stay apart: a node pool or flavor name two pool groups claim would be one object."""
+    problems: list[str] = []
+    if config.cluster.adopted is not None:
+        problems += [f"{PROJECT}:cluster.adopted.{f}: {m}" for f, m in config.cluster.adopted.problems()]
+    node_pools: dict[str, int] = {}
+    flavors: dict[str, int] = {}
+    for index, pool in enumerate(config.tpu_pools):
+        if pool.problems():
+            continue
+        for name in pool.node_pool_names:
+            if name in node_pools and node_pools[name] != index:
+                problems.append(
+                    f"{PROJECT}:tpuPools[{index}].adopted.nodePools: node pool {name!r} is already one of "
+                    f"tpuPools[{node_pools[name]}]'s"
+                )
+            node_pools.setdefault(name, index)
+        if pool.flavor_name in flavors:
+            problems.append(
+                f"{PROJECT}:tpuPools[{index}].adopted.flavor: flavor {pool.flavor_name!r} is already "
+                f"tpuPools[{flavors[pool.flavor_name]}]'s"
+            )
+        flavors.setdefault(pool.flavor_name, index)
     return problems
 
 
