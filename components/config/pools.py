@@ -356,8 +356,8 @@ class TpuPoolConfig(ConfigModel):
                 )
             ]
         if self.accelerator is not None and self.topology is not None:
-            machine, topology = XPK_ACCELERATORS[self.accelerator]
-            return [("topology", f"{self.accelerator} is {machine} {topology} already; remove topology")]
+            machine_type, topology = XPK_ACCELERATORS[self.accelerator]
+            return [("topology", f"{self.accelerator} is {machine_type} {topology} already; remove topology")]
         if self.tpu_version is not None and self.tpu_version not in tpu_catalog.VERSIONS:
             valid = ", ".join(tpu_catalog.VERSIONS)
             return [("tpuVersion", f"{self.tpu_version!r} is not a TPU version; valid: {valid}")]
