@@ -276,6 +276,7 @@ class GkeCluster(pulumi.ComponentResource):
 
     def _system_pool(self, name: str, config: StackConfig) -> container.NodePool:
         pool = config.cluster.system_pool
+        adopted = config.cluster.adopted.system_pool if config.cluster.adopted else None
         return container.NodePool(
             f"{name}-system",
             name=SYSTEM_POOL_NAME,
@@ -293,8 +294,13 @@ class GkeCluster(pulumi.ComponentResource):
             node_config={
                 "machine_type": pool.machine_type,
                 "disk_size_gb": pool.disk_size_gb,
-                "service_account": self.node_service_account_email,
-                "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+                # An adopted system pool keeps its nodes' account and scopes (ForceNew in node_config.go).
+                "service_account": (
+                    adopted.service_account if adopted and adopted.service_account else self.node_service_account_email
+                ),
+                "oauth_scopes": list(adopted.oauth_scopes)
+                if adopted and adopted.oauth_scopes
+                else [CLOUD_PLATFORM_SCOPE],
                 "workload_metadata_config": {"mode": "GKE_METADATA"},
                 "shielded_instance_config": SHIELDED,
                 "resource_labels": config.resource_labels,
@@ -302,7 +308,7 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 custom_timeouts=NODE_POOL_TIMEOUTS,
-                ignore_changes=["initialNodeCount", "nodeCount"],
+                ignore_changes=["initialNodeCount", "nodeCount", *(adopted.keep if adopted else ())],
             ),
         )
 

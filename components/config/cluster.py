@@ -12,6 +12,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from components import iam_roles, tpu_catalog
 from components.config.base import PROJECT, ConfigModel, cluster_name, source_range
+from components.config.pools import AdoptedPoolConfig
 
 REGIONAL_CLUSTER_ZONES = 3
 """Zones GKE spreads a regional cluster's node pools over by default."""
@@ -209,9 +210,13 @@ class AdoptedClusterConfig(ConfigModel):
     (terraform-provider-google resource_container_cluster.go resourceContainerClusterUpdate)."""
     keep: tuple[str, ...] = ()
     """Cluster fields kept as they exist (Pulumi ignoreChanges), e.g. `datapathProvider`, `resourceLabels`."""
+    system_pool: AdoptedPoolConfig | None = None
+    """The existing `system` node pool (Cluster Toolkit's gke-cluster module makes one), imported as the stack's: its
+    nodes' account, scopes and the fields it keeps (`nodePools` and `flavor` do not apply)."""
 
     def problems(self) -> list[tuple[str, str]]:
-        return [
+        pool = self.system_pool.problems(1) if self.system_pool else []
+        return [(f"systemPool.{field.removeprefix('adopted.')}", message) for field, message in pool] + [
             (
                 f"keep[{index}]",
                 f"{path!r} is not a cluster field the stack can keep; keepable: {', '.join(KEEPABLE_CLUSTER_FIELDS)}",

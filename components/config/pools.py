@@ -196,6 +196,7 @@ KEEPABLE_POOL_FIELDS = {
     "nodeConfig.labels": "node labels the pool declares",
     "nodeConfig.resourceLabels": "Google Cloud labels of the nodes",
     "nodeConfig.linuxNodeConfig": "Linux sysctls and huge pages",
+    "nodeConfig.shieldedInstanceConfig": "Shielded VM settings",
     "nodeConfig.workloadMetadataConfig": "metadata server mode (GKE_METADATA is Workload Identity)",
     "networkConfig": "additional node networks and accelerator network profile",
     "placementPolicy.type": "COMPACT placement (gcloud --placement-type)",
