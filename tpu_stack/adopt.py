@@ -29,6 +29,7 @@ from components.config.base import zone_region
 from components.config.pools import KEEPABLE_POOL_FIELDS
 from components.xpk_accelerators import XPK_ACCELERATORS
 from tpu_stack import adopt_state
+from tpu_stack.adopt_errors import AdoptError
 from tpu_stack.adopt_state import CLUSTER, NODE_POOL, Verdict
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -50,10 +51,6 @@ KUEUE_PLURALS = {
     "provisioningrequestconfigs": "ProvisioningRequestConfig",
 }
 PROVIDER_VERSIONS = {"gcp": "10.2.0", "kubernetes": "4.34.2"}
-
-
-class AdoptError(Exception):
-    """The cluster cannot be adopted, or its outputs not read; one line."""
 
 
 @dataclass
