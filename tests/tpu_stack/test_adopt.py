@@ -166,7 +166,7 @@ def test_an_xpk_jobset_is_admitted_by_the_adopted_queues(xpk: tuple[Any, Any, Pa
     config: StackConfig = load(adoption.config, stack="xpk")
     # As xpk 1.16.0 writes it (commands/workload.py WORKLOAD_CREATE_YAML): the LocalQueue label, one child Job per
     # slice, the accelerator and topology node selectors, 4 chips per VM of v5litepod-16 (4x4, 4 VMs).
-    jobset = {
+    jobset: dict[str, Any] = {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "multislice-queue"}},
@@ -187,7 +187,7 @@ def test_an_xpk_jobset_is_admitted_by_the_adopted_queues(xpk: tuple[Any, Any, Pa
     ("pool", "line"),
     [
         ({"accelerator": "v5litepod-17"}, "tpu-stack:tpuPools[0].accelerator: 'v5litepod-17' is not one of xpk's"),
-        ({"accelerator": "v6e-16", "topology": "4x4"}, "tpu-stack:tpuPools[0].topology: v6e-16 is ct6e-standard-4t 4x4"),
+        ({"accelerator": "v6e-16", "topology": "4x4"}, "tpu-stack:tpuPools[0].topology: v6e-16 is ct6e-standard-4t"),
         ({"accelerator": "v6e-8", "adopted": {"keep": ["nodeConfig.machineType"]}},
          "tpu-stack:tpuPools[0].adopted.keep[0]: 'nodeConfig.machineType' is no field the stack keeps"),
         ({"accelerator": "v6e-8", "slices": 2, "adopted": {"nodePools": ["a-0"]}},
