@@ -657,9 +657,11 @@ def _adopted_problems(config: StackConfig) -> list[str]:
         problems += [f"{PROJECT}:cluster.adopted.{f}: {m}" for f, m in config.cluster.adopted.problems()]
     node_pools: dict[str, int] = {}
     flavors: dict[str, int] = {}
+    groups: set[str] = set()
     for index, pool in enumerate(config.tpu_pools):
-        if pool.problems():
+        if pool.problems() or pool.name in groups:  # a pool group named twice is reported on its name
             continue
+        groups.add(pool.name)
         for name in pool.node_pool_names:
             if name in node_pools and node_pools[name] != index:
                 problems.append(
