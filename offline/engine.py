@@ -51,6 +51,8 @@ class Plan:
     """Charts a new stack's preview cannot render (their cluster does not exist yet); shown in the report."""
     summary: dict[str, Any] = field(default_factory=dict)
     """Capacity and queues, from the config the program ran with (offline/summary.py); set by the preview."""
+    adoption: Any = None
+    """An adopted stack's first update (offline/adoption.py Judged); set by the preview when the stack imports."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,6 +62,7 @@ class Plan:
             "resources": self.resources,
             "outputs": self.outputs,
             "violations": self.violations,
+            **({"adoption": self.adoption.to_json()} if self.adoption is not None else {}),
         }
 
     def by_type(self, type_token: str) -> list[dict[str, Any]]:
@@ -189,7 +192,10 @@ class _RecordingMonitor(mocks.MockMonitor):
             return super().RegisterResource(request)
         urn = self.make_urn(request.parent, request.type, request.name)
         inputs = _plain(json_format.MessageToDict(request.object))
-        computed = _computed_outputs(request.type, request.name, inputs) if self.computing.known_outputs else {}
+        # An imported resource's outputs are known even in a new stack's preview: the engine's import step reads it
+        # through its provider before the rest of the preview (pulumi pkg/resource/deploy/step.go ImportStep.Apply).
+        known = self.computing.known_outputs or bool(request.importId)
+        computed = _computed_outputs(request.type, request.name, inputs) if known else {}
         state = struct_pb2.Struct()
         state.CopyFrom(request.object)
         if computed:

@@ -1,13 +1,15 @@
 """`tpu-stack adopt`: take over a cluster that xpk or Cluster Toolkit made, without re-creating it.
 
-Reads the cluster (saved outputs, or live through the GKE API and the cluster's Kubernetes API with the user's own
-credentials), describes what is there in tpu-stack's config (pool groups from node pools, xpk's N identical slice
+Reads an existing cluster (saved outputs, or live through the GKE API and the cluster's Kubernetes API with the user's
+own credentials), describes what is there in tpu-stack's config (pool groups from node pools, xpk's N identical slice
 pools as one group of N slices; shapes from machine types and topologies; provisioning from the pools' flags; the
 queues from the Kueue objects, v1beta1 converted to v1beta2), runs the program offline on that config, and writes:
-- `Pulumi.<stack>.yaml`: the stack as it is, with the existing names and the settings a change of which would
-  replace a slice (`adopted:` keys);
-- `import.json`: the `pulumi import --file` file with the names, types, parents and provider the program uses;
-- `report.txt`: per resource, import and the in-place changes the first `pulumi up` makes; what is not adopted.
+- `Pulumi.<stack>.yaml`: the stack as it is, with the existing names, the settings a change of which would replace a
+  slice, and `cluster.adopted.imports`: every resource of the program that exists, which the first `pulumi up`
+  imports (the `import` resource option; components/adoption.py) and then updates in place;
+- `adopt/<stack>/existing/`: what was read, the saved outputs `python -m offline preview --existing` judges the plan by;
+- `adopt/<stack>/report.txt`: per resource the import and the in-place changes; the chart objects the first `up`
+  takes over and the provider settings it needs; what is kept, refused or not adopted.
 
 Anything the first update would replace is refused with one line naming the config that keeps it, and that config is
 written. What cannot be adopted at all is named, never dropped.
@@ -17,123 +19,137 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from components import tpu_catalog
-from components.config.base import zone_region
+from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, zone_region
 from components.config.pools import KEEPABLE_POOL_FIELDS
 from components.xpk_accelerators import XPK_ACCELERATORS
-from tpu_stack import adopt_state
+from offline.imports import CLUSTER, NODE_POOL, Existing, Verdict, short_name, show_value, type_group_kind
 from tpu_stack.adopt_errors import AdoptError
-from tpu_stack.adopt_state import CLUSTER, NODE_POOL, Verdict
+
+if TYPE_CHECKING:
+    from offline.takeover import Plan as TakeoverPlan
 
 KUEUE_GROUP = "kueue.x-k8s.io"
-KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort", "AdmissionCheck", "ProvisioningRequestConfig")
 WORKLOAD_KINDS = ("JobSet", "Job", "Workload", "LeaderWorkerSet")
-SAVED_FILES = {
-    "cluster.json": "gcloud container clusters describe CLUSTER --location LOCATION --format json",
-    "node-pools.json": "gcloud container node-pools list --cluster CLUSTER --location LOCATION --format json",
-    "kubernetes.json": "kubectl get resourceflavors,clusterqueues,localqueues,cohorts,admissionchecks,"
-    "provisioningrequestconfigs,priorityclasses,jobsets -A -o json",
+GKE_API = "https://container.googleapis.com"
+"""The GKE API's REST endpoint (container.googleapis.com, API v1)."""
+CLUSTER_KINDS = {
+    "namespaces": ("", "v1", "Namespace"),
+    "priorityclasses": ("scheduling.k8s.io", "v1", "PriorityClass"),
+    "resourceflavors": (KUEUE_GROUP, "v1beta2", "ResourceFlavor"),
+    "clusterqueues": (KUEUE_GROUP, "v1beta2", "ClusterQueue"),
+    "localqueues": (KUEUE_GROUP, "v1beta2", "LocalQueue"),
+    "cohorts": (KUEUE_GROUP, "v1beta2", "Cohort"),
+    "admissionchecks": (KUEUE_GROUP, "v1beta2", "AdmissionCheck"),
+    "provisioningrequestconfigs": (KUEUE_GROUP, "v1beta2", "ProvisioningRequestConfig"),
+    "jobsets": ("jobset.x-k8s.io", "v1alpha2", "JobSet"),
+    "customresourcedefinitions": ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+    "clusterroles": ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+    "clusterrolebindings": ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+    "mutatingwebhookconfigurations": ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"),
+    "validatingwebhookconfigurations": ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"),
+    "apiservices": ("apiregistration.k8s.io", "v1", "APIService"),
 }
-"""The saved outputs adopt reads, and the command that writes each."""
-KUEUE_PLURALS = {
-    "resourceflavors": "ResourceFlavor",
-    "clusterqueues": "ClusterQueue",
-    "localqueues": "LocalQueue",
-    "cohorts": "Cohort",
-    "admissionchecks": "AdmissionCheck",
-    "provisioningrequestconfigs": "ProvisioningRequestConfig",
+"""What adopt reads cluster-wide (the first command of docs/adopt.md): plural -> (group, version, kind)."""
+NAMESPACED_KINDS = {
+    "deployments": ("apps", "v1", "Deployment"),
+    "services": ("", "v1", "Service"),
+    "serviceaccounts": ("", "v1", "ServiceAccount"),
+    "configmaps": ("", "v1", "ConfigMap"),
+    "roles": ("rbac.authorization.k8s.io", "v1", "Role"),
+    "rolebindings": ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
 }
-PROVIDER_VERSIONS = {"gcp": "10.2.0", "kubernetes": "4.34.2"}
+"""What adopt reads in the namespaces the Kueue and JobSet installs live in (and RoleBindings in kube-system, where
+Kueue's visibility server is granted its reader role); never Secrets."""
+INSTALL_NAMESPACES = (KUEUE_NAMESPACE, JOBSET_NAMESPACE)
 
 
-@dataclass
-class Saved:
-    """The cluster as the APIs report it."""
-
-    cluster: dict[str, Any]
-    node_pools: list[dict[str, Any]]
-    objects: list[dict[str, Any]]
-
-
-def read_saved(folder: Path) -> Saved:
-    def load(name: str, required: bool = True) -> Any:
-        path = folder / name
-        if not path.exists():
-            if required:
-                raise AdoptError(f"{path}: missing; save it with `{SAVED_FILES[name]} > {name}`")
-            return None
-        try:
-            return json.loads(path.read_text())
-        except ValueError as error:
-            raise AdoptError(f"{path}: not JSON ({error})") from None
-
-    cluster = load("cluster.json")
-    pools = load("node-pools.json", required=False)
-    objects = load("kubernetes.json", required=False) or {"items": []}
-    if not isinstance(cluster, dict) or "name" not in cluster:
-        raise AdoptError(f"{folder / 'cluster.json'}: not a GKE cluster (no name)")
-    return Saved(cluster, list(pools if pools is not None else cluster.get("nodePools") or []), objects["items"])
+def adc_token() -> str:
+    """An access token of the user's Application Default Credentials, as gcloud prints it (`gcloud auth
+    application-default print-access-token`): the same credentials the kubeconfig's gke-gcloud-auth-plugin uses.
+    Kept in memory for the two GKE calls only."""
+    gcloud = shutil.which("gcloud")
+    if gcloud is None:
+        raise AdoptError("gcloud is not on PATH: install the Google Cloud CLI to read the cluster live, or use --from")
+    try:
+        done = subprocess.run(
+            [gcloud, "auth", "application-default", "print-access-token"], capture_output=True, text=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        raise AdoptError("gcloud gave no access token within 60 s; try again, or use --from") from None
+    if done.returncode != 0 or not done.stdout.strip():
+        raise AdoptError(
+            "no Application Default Credentials: run `gcloud auth application-default login`, or use --from"
+        )
+    return done.stdout.strip()
 
 
-def read_live(project: str, location: str, name: str, kubeconfig: dict[str, Any]) -> Saved:
-    """The cluster from the GKE API (projects.locations.clusters.get, which includes its node pools) with Application
-    Default Credentials, and the Kueue objects and PriorityClasses from its Kubernetes API."""
-    import google.auth
-    from google.auth.transport.requests import AuthorizedSession
-
+def read_live(
+    project: str,
+    location: str,
+    name: str,
+    kubeconfig: dict[str, Any],
+    *,
+    kubeconfig_path: Path | None = None,
+    context: str | None = None,
+) -> Existing:
+    """The cluster from the GKE API (projects.locations.clusters.get and .nodePools.list) with the user's Application
+    Default Credentials, and from its Kubernetes API with the user's kubeconfig what the saved-output commands of
+    docs/adopt.md print: the same objects, so both give the same stack file. Nothing read is a Secret, and no
+    credential is kept."""
     from tpu_stack import kube
 
-    credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-    url = f"https://container.googleapis.com/v1/projects/{project}/locations/{location}/clusters/{name}"
-    response = AuthorizedSession(credentials).get(url, timeout=30)
-    if response.status_code != 200:
-        raise AdoptError(f"GKE API {url}: {response.status_code} {response.text[:200]}")
-    cluster = response.json()
-    api = kube.Cluster(kubeconfig)
+    token = adc_token()
+    base = f"{GKE_API}/v1/projects/{project}/locations/{location}/clusters/{name}"
+    cluster = _gke_get(base, token)
+    pools = _gke_get(f"{base}/nodePools", token).get("nodePools") or []
+    api = kube.Cluster(kubeconfig, path=kubeconfig_path, context=context)
     objects: list[dict[str, Any]] = []
+
+    def listed(plural: str, group: str, version: str, kind: str, namespace: str | None = None) -> None:
+        try:
+            items = api.list(kube.path(group, version, plural, namespace=namespace))
+        except kube.NotFound:
+            return  # an API the cluster does not serve (Kueue or JobSet not installed)
+        objects.extend({"apiVersion": f"{group}/{version}" if group else version, "kind": kind, **o} for o in items)
+
     try:
-        for plural, kind in KUEUE_PLURALS.items():
-            for item in api.list(kube.kueue_path(plural)):
-                objects.append({"apiVersion": f"{KUEUE_GROUP}/v1beta2", "kind": kind, **item})
-        for item in api.list(kube.path("scheduling.k8s.io", "v1", "priorityclasses")):
-            objects.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **item})
+        for plural, (group, version, kind) in CLUSTER_KINDS.items():
+            listed(plural, group, version, kind)
+        for namespace in INSTALL_NAMESPACES:
+            for plural, (group, version, kind) in NAMESPACED_KINDS.items():
+                listed(plural, group, version, kind, namespace)
+        listed("rolebindings", *NAMESPACED_KINDS["rolebindings"], "kube-system")
     finally:
         api.close()
-    return Saved(cluster, list(cluster.get("nodePools") or []), objects)
+    return Existing(cluster, list(pools), objects)
 
 
-# ---- Kueue v1beta1 -> v1beta2 ---------------------------------------------------------------------------------
+def _gke_get(url: str, token: str) -> dict[str, Any]:
+    """One GKE API read; an error is one line with the API's own message (google.rpc.Status `message`)."""
+    import requests
 
-
-def to_v1beta2(obj: dict[str, Any]) -> dict[str, Any]:
-    """A Kueue object of the deprecated v1beta1 in the stored v1beta2 form, as Kueue v0.19.2 converts it
-    (apis/kueue/v1beta1/clusterqueue_conversion.go Convert_v1beta1_ClusterQueueSpec_To_v1beta2_ClusterQueueSpec):
-    ClusterQueue spec.cohort -> spec.cohortName; spec.admissionChecks [x] -> spec.admissionChecksStrategy.
-    admissionChecks [{name: x}]; flavorFungibility Preempt / Borrow -> MayStopSearch. The other kinds' fields keep
-    their names (zz_generated.conversion.go)."""
-    if obj.get("apiVersion") != f"{KUEUE_GROUP}/v1beta1":
-        return obj
-    converted = json.loads(json.dumps(obj))
-    converted["apiVersion"] = f"{KUEUE_GROUP}/v1beta2"
-    spec = converted.get("spec") or {}
-    if converted.get("kind") == "ClusterQueue":
-        if "cohort" in spec:
-            spec["cohortName"] = spec.pop("cohort")
-        checks = spec.pop("admissionChecks", None)
-        if checks:
-            spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": name} for name in checks]}
-        fungibility = spec.get("flavorFungibility") or {}
-        for key, old in (("whenCanPreempt", "Preempt"), ("whenCanBorrow", "Borrow")):
-            if fungibility.get(key) == old:
-                fungibility[key] = "MayStopSearch"
-    return converted
+    try:
+        response = requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    except requests.RequestException as error:
+        raise AdoptError(f"GKE API {url}: cannot reach it ({type(error).__name__})") from None
+    if response.status_code != 200:
+        try:
+            said = response.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            said = response.text[:200]
+        raise AdoptError(f"GKE API {url}: {response.status_code} {said}")
+    found: dict[str, Any] = response.json()
+    return found
 
 
 # ---- what is there, in tpu-stack's terms ----------------------------------------------------------------------
@@ -153,12 +169,13 @@ class Adoption:
     region: str
     config: dict[str, Any]
     """The `config:` mapping of Pulumi.<stack>.yaml."""
-    ids: dict[tuple[str, str], str]
-    """(type, name the cloud or cluster knows) -> import ID."""
-    objects: dict[tuple[str, str], dict[str, Any]]
-    """(type, name) -> the existing object as the API reports it (the imported state is built from it)."""
+    existing: Existing
     findings: list[Finding] = field(default_factory=list)
-    dns_endpoint: str = ""
+
+    @property
+    def adopted(self) -> dict[str, Any]:
+        found: dict[str, Any] = self.config["tpu-stack:cluster"]["adopted"]
+        return found
 
 
 def _provisioning(pool: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -249,10 +266,10 @@ core/nodepool.py); additional networks, disk type and size, the TPU taint, sysct
 modules/compute/gke-node-pool/main.tf."""
 
 
-def interpret(saved: Saved, *, stack: str, project: str | None = None) -> Adoption:
+def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Adoption:
+    """The cluster in tpu-stack's config, and what adopt finds it cannot take (each a line of the report)."""
     cluster = saved.cluster
-    self_link = str(cluster.get("selfLink") or "")
-    project = project or (self_link.split("/projects/")[1].split("/")[0] if "/projects/" in self_link else "")
+    project = project or saved.project
     if not project:
         raise AdoptError("the cluster's selfLink names no project; pass --project")
     location = str(cluster["location"])
@@ -261,16 +278,14 @@ def interpret(saved: Saved, *, stack: str, project: str | None = None) -> Adopti
     if (cluster.get("autopilot") or {}).get("enabled"):
         raise AdoptError(f"cluster {name}: Autopilot clusters have no node pools to adopt; tpu-stack adopts Standard")
     findings: list[Finding] = []
-    ids: dict[tuple[str, str], str] = {(CLUSTER, name): f"projects/{project}/locations/{location}/clusters/{name}"}
-    objects: dict[tuple[str, str], dict[str, Any]] = {(CLUSTER, name): cluster}
 
     cluster_config: dict[str, Any] = {"name": name, "location": location}
     channel = (cluster.get("releaseChannel") or {}).get("channel", "UNSPECIFIED")
     cluster_config["releaseChannel"] = channel
     if cluster.get("network") not in (None, "default"):
-        cluster_config["network"] = adopt_state.short_name(cluster.get("network"))
+        cluster_config["network"] = short_name(cluster.get("network"))
     if cluster.get("subnetwork") not in (None, "default"):
-        cluster_config["subnetwork"] = adopt_state.short_name(cluster.get("subnetwork"))
+        cluster_config["subnetwork"] = short_name(cluster.get("subnetwork"))
     private = bool((cluster.get("privateClusterConfig") or {}).get("enablePrivateNodes"))
     cluster_config["privateNodes"] = private
     adopted_cluster: dict[str, Any] = {}
@@ -331,8 +346,6 @@ def interpret(saved: Saved, *, stack: str, project: str | None = None) -> Adopti
         findings.append(
             Finding("kept", "node pool system: imported as the stack's system pool, its account and scopes kept")
         )
-        ids[(NODE_POOL, "system")] = f"projects/{project}/locations/{location}/clusters/{name}/nodePools/system"
-        objects[(NODE_POOL, "system")] = dict(system)
     if keep_cluster:
         adopted_cluster["keep"] = keep_cluster
     cluster_config["adopted"] = adopted_cluster
@@ -397,14 +410,8 @@ def interpret(saved: Saved, *, stack: str, project: str | None = None) -> Adopti
                 )
             )
         pool_configs.append(entry)
-        for slice_pool in group:
-            key = (NODE_POOL, slice_pool["name"])
-            ids[key] = f"projects/{project}/locations/{location}/clusters/{name}/nodePools/{slice_pool['name']}"
-            objects[key] = dict(slice_pool)
 
-    queues, kube_ids, kube_objects, kube_findings = _queues(saved.objects, pool_configs)
-    ids.update(kube_ids)
-    objects.update(kube_objects)
+    queues, kube_findings = _queues(saved.objects, pool_configs)
     findings += kube_findings
     config: dict[str, Any] = {
         "gcp:project": project,
@@ -413,39 +420,24 @@ def interpret(saved: Saved, *, stack: str, project: str | None = None) -> Adopti
         "tpu-stack:tpuPools": pool_configs,
         "tpu-stack:queues": queues,
     }
-    dns = ((cluster.get("controlPlaneEndpointsConfig") or {}).get("dnsEndpointConfig") or {}).get("endpoint", "")
-    return Adoption(stack, project, region, config, ids, objects, findings, dns)
+    return Adoption(stack, project, region, config, saved, findings)
 
 
 def _span(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}"
 
 
-def _queues(
-    raw: Sequence[dict[str, Any]], pools: list[dict[str, Any]]
-) -> tuple[dict[str, Any], dict[tuple[str, str], str], dict[tuple[str, str], dict[str, Any]], list[Finding]]:
+def _queues(objects: Sequence[dict[str, Any]], pools: list[dict[str, Any]]) -> tuple[dict[str, Any], list[Finding]]:
     """The queues from the Kueue objects: one ClusterQueue and its LocalQueue become queues.clusterQueue/localQueue
     (xpk's cluster-queue and default/multislice-queue), each ResourceFlavor the adopted name of the pool group whose
     nodes carry its nodeLabels, the PriorityClasses as they are."""
     from components.config.pools import TpuPoolConfig
-    from components.kueue_queues import KUEUE_API
 
-    objects = [to_v1beta2(o) for o in raw]
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         by_kind.setdefault(str(obj.get("kind")), []).append(obj)
     findings: list[Finding] = []
-    ids: dict[tuple[str, str], str] = {}
-    found: dict[tuple[str, str], dict[str, Any]] = {}
     queues: dict[str, Any] = {}
-    cr = f"kubernetes:{KUEUE_API}:"
-
-    def take(kind: str, obj: dict[str, Any], type_token: str) -> None:
-        metadata = obj["metadata"]
-        where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
-        ids[(type_token, f"{where}{metadata['name']}")] = f"{where}{metadata['name']}"
-        found[(type_token, f"{where}{metadata['name']}")] = obj
-
     for kind in WORKLOAD_KINDS:
         if by_kind.get(kind):
             findings.append(
@@ -462,7 +454,7 @@ def _queues(
                 "queues <team>-queue and <team>-cluster-queue, so adopt takes one ClusterQueue and its LocalQueue",
             )
         )
-        return queues, ids, found, findings
+        return queues, findings
     if cluster_queues:
         spec = cluster_queues[0].get("spec") or {}
         queues["clusterQueue"] = cluster_queues[0]["metadata"]["name"]
@@ -473,11 +465,9 @@ def _queues(
             }
         if spec.get("queueingStrategy"):
             queues["queueingStrategy"] = spec["queueingStrategy"]
-        take("ClusterQueue", cluster_queues[0], cr + "ClusterQueue")
     if local_queues:
         queues["localQueue"] = local_queues[0]["metadata"]["name"]
         queues["namespace"] = local_queues[0]["metadata"].get("namespace", "default")
-        take("LocalQueue", local_queues[0], cr + "LocalQueue")
     models = []
     for entry in pools:
         fields = {k: v for k, v in entry.items() if k != "adopted"}
@@ -487,7 +477,6 @@ def _queues(
         matching = [e for e, model in models if wanted.items() <= model.node_labels.items()]
         if len(matching) == 1:
             matching[0]["adopted"]["flavor"] = flavor["metadata"]["name"]
-            take("ResourceFlavor", flavor, cr + "ResourceFlavor")
         else:
             findings.append(
                 Finding(
@@ -508,8 +497,12 @@ def _queues(
         )
     for check in checks:
         findings.append(Finding("not-adopted", f"AdmissionCheck {check}: left as is (tpu-stack declares its own)"))
-    # Kubernetes' own classes (system-cluster-critical, system-node-critical) are the API server's.
-    priorities = [p for p in by_kind.get("PriorityClass", []) if not p["metadata"]["name"].startswith("system-")]
+    # Kubernetes' own classes (system-cluster-critical, system-node-critical) are the API server's; the rest in the
+    # order of their values, however the API listed them.
+    priorities = sorted(
+        (p for p in by_kind.get("PriorityClass", []) if not p["metadata"]["name"].startswith("system-")),
+        key=lambda p: (p["value"], p["metadata"]["name"]),
+    )
     if priorities:
         queues["priorityClasses"] = [
             {
@@ -520,67 +513,50 @@ def _queues(
             }
             for p in priorities
         ]
-        for p in priorities:
-            take("PriorityClass", p, "kubernetes:scheduling.k8s.io/v1:PriorityClass")
-    return queues, ids, found, findings
+    return queues, findings
 
 
 # ---- the first update, modelled offline -----------------------------------------------------------------------
 
 
-def existing_name(record: Mapping[str, Any]) -> str | None:
-    """The name the cloud or the cluster knows the program's resource by (namespace/name for namespaced objects)."""
+def existing_id(record: Mapping[str, Any], existing: Existing, project: str) -> str | None:
+    """The import ID of the program's resource when it exists in the cluster: the cluster itself, its node pools by
+    name, and a Kubernetes object the program declares (not a chart's) by kind, namespace and name."""
     inputs = record.get("inputs") or {}
-    if str(record["type"]).startswith("kubernetes:"):
+    type_token = str(record["type"])
+    if type_token == CLUSTER and inputs.get("name") == existing.name and inputs.get("location") == existing.location:
+        return existing.cluster_id(project)
+    if type_token == NODE_POOL and inputs.get("cluster") in (existing.name, None):
+        names = {str(p.get("name")) for p in existing.node_pools}
+        return f"{existing.cluster_id(project)}/nodePools/{inputs.get('name')}" if inputs.get("name") in names else None
+    if type_token.startswith("kubernetes:") and not record.get("rendered") and "kind" in inputs:
         metadata = inputs.get("metadata") or {}
-        namespace = metadata.get("namespace")
-        return f"{namespace}/{metadata['name']}" if namespace else metadata.get("name")
-    name = inputs.get("name")
-    return str(name) if isinstance(name, str) else None
+        group, kind = type_group_kind(type_token)
+        namespace, name = metadata.get("namespace"), str(metadata.get("name"))
+        if existing.object(group, kind, namespace, name) is not None:
+            return f"{namespace}/{name}" if namespace else name
+    return None
 
 
-def _state(adoption: Adoption, type_token: str, name: str) -> dict[str, Any]:
-    obj = adoption.objects[(type_token, name)]
-    cluster = adoption.config["tpu-stack:cluster"]
-    if type_token == CLUSTER:
-        return adopt_state.cluster_state(obj, project=adoption.project)
-    if type_token == NODE_POOL:
-        return adopt_state.node_pool_state(
-            obj, project=adoption.project, location=cluster["location"], cluster=cluster["name"]
-        )
-    return adopt_state.kubernetes_state(obj)
-
-
-def verdicts(adoption: Adoption, plan_resources: Sequence[Mapping[str, Any]]) -> list[Verdict]:
-    """Each custom resource of the program: imported (with the in-place changes the first `up` makes, or the fields
-    that would replace it), or created."""
-    from offline.catalogue import REFUSES, REPLACES
-
-    replaces = {entry.type: entry.paths for entry in REPLACES}
-    never_sent = {entry.type: entry.paths for entry in REFUSES if entry.type == NODE_POOL}
-    found: list[Verdict] = []
-    for record in plan_resources:
-        if not record.get("custom") or str(record["type"]).startswith("pulumi:providers:"):
-            continue
-        type_token = str(record["type"])
-        name = existing_name(record)
-        key = (type_token, name or "")
-        if key not in adoption.ids:
-            found.append(Verdict(record["urn"], type_token, record["name"], None))
-            continue
-        state = _state(adoption, type_token, key[1])
-        forced = (*replaces.get(type_token, ()), *never_sent.get(type_token, ()))
-        changes = adopt_state.changes(record, state, forced, adopt_state.NOT_COMPUTED.get(type_token, ()))
-        found.append(Verdict(record["urn"], type_token, record["name"], adoption.ids[key], changes))
+def imports(adoption: Adoption, resources: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """`cluster.adopted.imports`: every custom resource of the program that exists."""
+    found = []
+    for record in resources:
+        if record.get("custom") and not str(record["type"]).startswith("pulumi:providers:"):
+            import_id = existing_id(record, adoption.existing, adoption.project)
+            if import_id is not None:
+                found.append({"type": str(record["type"]), "name": str(record["name"]), "id": import_id})
     return found
 
 
 def run_program(adoption: Adoption) -> list[dict[str, Any]]:
-    """The program's resources for the adopted config (offline engine; charts are not rendered: their objects are
-    the charts' to create)."""
+    """The program's resources for the adopted config, charts rendered (offline engine), as a preview records them."""
+    from components.config import load
+    from offline.engine import _engine_config
     from offline.engine import run_program as run
 
-    return run(adoption.config, stack=adoption.stack).resources
+    minor = load(_engine_config(adoption.config), stack=adoption.stack).cluster.kubernetes_minor
+    return run(adoption.config, stack=adoption.stack, kubernetes_version=minor).resources
 
 
 def keep_replaced(adoption: Adoption, found: Sequence[Verdict]) -> list[Finding]:
@@ -592,7 +568,8 @@ def keep_replaced(adoption: Adoption, found: Sequence[Verdict]) -> list[Finding]
     for verdict in found:
         for change in verdict.replaced:
             path = next((p for p in KEEPABLE_POOL_FIELDS if change.path == p or change.path.startswith(p + ".")), None)
-            index = owner.get(verdict.import_id.rsplit("/", 1)[-1]) if verdict.import_id else None
+            what = f"{change.path} {show_value(change.old)} -> {show_value(change.new)}"
+            index = owner.get(verdict.import_id.rsplit("/", 1)[-1])
             if verdict.type == NODE_POOL and path and index is not None:
                 keep = pools[index]["adopted"].setdefault("keep", [])
                 if path not in keep:
@@ -600,14 +577,14 @@ def keep_replaced(adoption: Adoption, found: Sequence[Verdict]) -> list[Finding]
                 lines.append(
                     Finding(
                         "refused",
-                        f"{verdict.name}: {change.path} {_show(change.old)} -> {_show(change.new)} would replace the "
-                        f"slice; kept with tpuPools[{index}].adopted.keep: [{path}]",
+                        f"{verdict.name}: {what} would replace the slice; kept with "
+                        f"tpuPools[{index}].adopted.keep: [{path}]",
                     )
                 )
             else:
                 raise AdoptError(
-                    f"{verdict.name} ({verdict.type}): {change.path} {_show(change.old)} -> {_show(change.new)} "
-                    "would replace it and tpu-stack has no setting that keeps it; adopt stops here"
+                    f"{verdict.name} ({verdict.type}): {what} would replace it and tpu-stack has no setting that keeps "
+                    "it; adopt stops here"
                 )
     return lines
 
@@ -620,100 +597,64 @@ def _pool_names(pool: Mapping[str, Any]) -> list[str]:
     return [pool["name"]] if slices == 1 else [f"{pool['name']}-{i}" for i in range(slices)]
 
 
-def _show(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
-    return text if len(text) <= 60 else text[:57] + "..."
+@dataclass
+class Outcome:
+    """The adopted stack's first `pulumi up`, as the offline preview models it."""
+
+    resources: list[dict[str, Any]]
+    verdicts: list[Verdict]
+    takeover: TakeoverPlan
+    """The chart objects that exist, and what the old install leaves."""
 
 
-def plan(adoption: Adoption) -> tuple[list[dict[str, Any]], list[Verdict]]:
-    """Run the program on the adopted config; keep what would be replaced and run it again: the plan it writes
-    replaces nothing."""
+def plan(adoption: Adoption) -> Outcome:
+    """Run the program on the adopted config, import what exists, keep what would be replaced, and run it again until
+    nothing changes: the stack file written imports every existing resource and replaces nothing."""
+    from offline import imports as imported
+    from offline import takeover
+
     resources = run_program(adoption)
-    found = verdicts(adoption, resources)
-    if any(v.replaced for v in found):
-        adoption.findings += keep_replaced(adoption, found)
+    for _ in range(3):
+        wanted = imports(adoption, resources)
+        adoption.adopted["imports"] = wanted
         resources = run_program(adoption)
-        found = verdicts(adoption, resources)
-        left = [f"{v.name}: {c.path}" for v in found for c in v.replaced]
-        if left:
-            raise AdoptError(f"still replaced after keeping: {', '.join(left)}")
-    return resources, found
-
-
-# ---- the import file ------------------------------------------------------------------------------------------
-
-
-def import_file(adoption: Adoption, resources: Sequence[Mapping[str, Any]], found: Sequence[Verdict]) -> dict[str, Any]:
-    """`pulumi import --file`: each imported resource with the name, type, parent and provider the program gives it,
-    its component ancestors as components (pulumi 3.94+ creates them), and the kubernetes provider declared with the
-    program's settings (pulumi's import file takes a provider's configuration as its `inputs`), so the URNs are the
-    program's and the first `up` finds them in the state."""
-    from components.gke_cluster import kubeconfig
-
-    by_urn = {r["urn"]: r for r in resources}
-    imported = {v.urn: v.import_id for v in found if v.import_id}
-    wanted: dict[str, Mapping[str, Any]] = {}
-
-    def add(urn: str) -> None:
-        record = by_urn[urn]
-        if urn in wanted:
-            return
-        parent = record.get("parent")
-        if parent in by_urn:
-            add(str(parent))
-        provider = record.get("provider")
-        if provider in by_urn:
-            add(str(provider))
-        wanted[urn] = record
-
-    for urn in imported:
-        add(urn)
-    names = {urn: f"{r['name']}" for urn, r in wanted.items()}
-    entries: list[dict[str, Any]] = []
-    for urn, record in wanted.items():
-        type_token = str(record["type"])
-        entry: dict[str, Any] = {"type": type_token, "name": record["name"]}
-        if record.get("parent") in wanted:
-            entry["parent"] = names[str(record["parent"])]
-        if record.get("provider") in wanted:
-            entry["provider"] = names[str(record["provider"])]
-        if type_token.startswith("pulumi:providers:"):
-            inputs = dict(record.get("inputs") or {})
-            inputs["kubeconfig"] = kubeconfig(adoption.config["tpu-stack:cluster"]["name"], adoption.dns_endpoint)
-            inputs["clusterIdentifier"] = adoption.dns_endpoint
-            entry["inputs"] = inputs
-            entry["version"] = PROVIDER_VERSIONS["kubernetes"]
-        elif not record.get("custom"):
-            entry["component"] = True
-        else:
-            entry["id"] = imported[urn]
-            entry["version"] = PROVIDER_VERSIONS[type_token.split(":")[0]]
-        entries.append(entry)
-    return {"resources": entries}
+        found = imported.verdicts(resources, adoption.existing, adoption.project)
+        if any(v.replaced for v in found):
+            adoption.findings += keep_replaced(adoption, found)
+            resources = run_program(adoption)
+            found = imported.verdicts(resources, adoption.existing, adoption.project)
+        if imports(adoption, resources) == wanted:
+            break
+    left = [f"{v.name}: {c.path}" for v in found for c in v.replaced]
+    if left:
+        raise AdoptError(f"still replaced after keeping: {', '.join(left)}")
+    return Outcome(resources, found, takeover.plan(resources, adoption.existing, found))
 
 
 # ---- the report -----------------------------------------------------------------------------------------------
 
 
-def report(adoption: Adoption, found: Sequence[Verdict]) -> str:
-    lines = [f"Adopting cluster {adoption.config['tpu-stack:cluster']['name']} as stack {adoption.stack}", ""]
-    imported = [v for v in found if v.import_id]
-    created = [v for v in found if not v.import_id]
-    updated = [v for v in imported if v.changes]
+def report(adoption: Adoption, outcome: Outcome) -> str:
+    """What the first `pulumi up` does, resource by resource, and what adopt kept, refused or left out."""
+    from offline import imports as imported
+    from offline import takeover
+
+    found = outcome.verdicts
+    custom = [r for r in outcome.resources if r.get("custom") and not str(r["type"]).startswith("pulumi:providers:")]
+    created = [r for r in custom if not r.get("importId") and not r.get("rendered")]
+    updated = [v for v in found if v.updated]
+    plan_ = outcome.takeover
+    lines = [f"Adopting cluster {adoption.existing.name} as stack {adoption.stack}", ""]
     lines.append(
-        f"{len(imported)} imported ({len(updated)} then updated in place, {len(imported) - len(updated)} unchanged), "
-        f"0 replaced, {len(created)} created"
+        f"{len(found)} imported ({len(updated)} then updated in place, {len(found) - len(updated)} unchanged), "
+        f"0 replaced, {len(created)} created; the charts take over {len(plan_.takeovers)} existing objects"
     )
-    lines.append("")
-    lines.append("Imported (pulumi import --file import.json), then the first `pulumi up`:")
-    for verdict in imported:
-        lines.append(f"  = {verdict.type} {verdict.name} ({verdict.import_id})")
-        for change in verdict.changes:
-            lines.append(f"      ~ {change.path}: {_show(change.old)} -> {_show(change.new)}")
+    lines += ["", "Imported by the first `pulumi up` (cluster.adopted.imports), then updated in place:"]
+    lines += imported.lines(found)
     if created:
-        lines.append("")
-        lines.append("Created by the first `pulumi up` (the stack has them, the cluster does not):")
-        lines += [f"  + {v.type} {v.name}" for v in created]
+        lines += ["", "Created by the first `pulumi up` (the stack has them, the cluster does not):"]
+        lines += [f"  + {r['type']} {r['name']}" for r in created]
+    lines += takeover.lines(plan_, adoption.stack)
     for kind, title in (
         ("refused", "Refused (would replace; the config that keeps it is written) or not adoptable:"),
         ("kept", "Kept as they are:"),
@@ -725,18 +666,27 @@ def report(adoption: Adoption, found: Sequence[Verdict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(adoption: Adoption, out: Path, stack_file: Path) -> tuple[list[Verdict], str]:
-    """Write the stack file, the import file and the report; returns the verdicts and the report."""
-    resources, found = plan(adoption)
+def write(adoption: Adoption, out: Path, stack_file: Path) -> tuple[Outcome, str]:
+    """Write the stack file, what was read (out/existing/) and the report; returns the outcome and the report."""
+    outcome = plan(adoption)
     out.mkdir(parents=True, exist_ok=True)
-    text = report(adoption, found)
+    text = report(adoption, outcome)
     (out / "report.txt").write_text(text)
-    (out / "import.json").write_text(json.dumps(import_file(adoption, resources, found), indent=2) + "\n")
-    stack = {"config": dict(adoption.config)}
+    save_existing(adoption.existing, out / "existing")
     header = (
-        f"# Adopted by `tpu-stack adopt` from cluster {adoption.config['tpu-stack:cluster']['name']}: import first\n"
-        f"# (`pulumi import --file {out / 'import.json'} --stack {adoption.stack} --protect=false "
-        "--generate-code=false`), then `pulumi up`. docs/adopt.md.\n"
+        f"# Adopted by `tpu-stack adopt` from cluster {adoption.existing.name}: the first `pulumi up` imports what\n"
+        f"# cluster.adopted.imports lists. Report: {out / 'report.txt'}; docs/adopt.md.\n"
     )
-    stack_file.write_text(header + yaml.safe_dump(stack, sort_keys=False))
-    return found, text
+    stack_file.write_text(header + yaml.safe_dump({"config": dict(adoption.config)}, sort_keys=False))
+    return outcome, text
+
+
+def save_existing(existing: Existing, folder: Path) -> None:
+    """What adopt read, in the saved-output layout `python -m offline preview --existing` reads."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.json"):
+        old.unlink()
+    (folder / "cluster.json").write_text(json.dumps(existing.cluster, indent=2) + "\n")
+    (folder / "node-pools.json").write_text(json.dumps(existing.node_pools, indent=2) + "\n")
+    listed = {"apiVersion": "v1", "items": existing.objects, "kind": "List", "metadata": {"resourceVersion": ""}}
+    (folder / "kubernetes.json").write_text(json.dumps(listed, indent=2) + "\n")

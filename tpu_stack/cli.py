@@ -452,27 +452,48 @@ def cmd_delete(session: Session) -> int:
 
 
 def cmd_adopt(session: Session) -> int:
-    """Write the adopted stack's file, import file and report; each refusal also as one `refused:` line."""
+    """Write the adopted stack's file, what was read and the report; each refusal also as one `refused:` line."""
+    from offline.imports import ExistingError, read_existing
     from tpu_stack import adopt
 
     args = session.args
     if args.saved is not None:
-        saved = adopt.read_saved(args.saved)
+        try:
+            saved = read_existing(args.saved)
+        except ExistingError as error:
+            raise AdoptError(str(error)) from None
     else:
         if not (args.project and args.location and args.cluster):
             raise UsageError("adopt needs --from DIR (saved outputs) or --project, --location and --cluster (live)")
-        kubeconfig = yaml.safe_load(args.kubeconfig.read_text()) if args.kubeconfig else None
-        if kubeconfig is None:
+        if args.kubeconfig is None:
             raise UsageError("adopt --cluster reads the Kueue objects live: pass --kubeconfig (gcloud get-credentials)")
-        saved = adopt.read_live(args.project, args.location, args.cluster, kubeconfig)
+        try:
+            kubeconfig = yaml.safe_load(args.kubeconfig.read_text())
+        except (OSError, yaml.YAMLError) as error:
+            raise kube.KubeconfigError(f"--kubeconfig {args.kubeconfig}: {error}") from None
+        if not isinstance(kubeconfig, dict):
+            raise kube.KubeconfigError(f"--kubeconfig {args.kubeconfig}: not a kubeconfig")
+        saved = adopt.read_live(
+            args.project,
+            args.location,
+            args.cluster,
+            kubeconfig,
+            kubeconfig_path=args.kubeconfig,
+            context=args.context,
+        )
     adoption = adopt.interpret(saved, stack=args.stack_name, project=args.project)
     stack_file = args.stack_dir / f"Pulumi.{args.stack_name}.yaml"
     if stack_file.exists() and not args.force:
         raise UsageError(f"{stack_file} exists; pass --force to overwrite it")
     out = args.out or Path("adopt") / args.stack_name
-    _found, text = adopt.write(adoption, out, stack_file)
+    _outcome, text = adopt.write(adoption, out, stack_file)
     print(text, file=session.out)
-    print(f"Wrote {stack_file}, {out / 'import.json'}, {out / 'report.txt'}", file=session.out)
+    print(f"Wrote {stack_file}, {out / 'report.txt'}, {out / 'existing'}/", file=session.out)
+    print(
+        f"Preview it offline: python -m offline preview --stack {args.stack_name} --config {stack_file} "
+        f"--existing {out / 'existing'}",
+        file=session.out,
+    )
     refused = [f.line for f in adoption.findings if f.kind == "refused"]
     for line in refused:
         print(f"refused: {line}", file=session.err)
@@ -566,12 +587,12 @@ def parser() -> argparse.ArgumentParser:
     take = command("adopt", "describe a cluster xpk or Cluster Toolkit made as a stack, and import it (docs/adopt.md)")
     take.add_argument("stack_name", metavar="STACK", help="name of the stack to write (Pulumi.STACK.yaml)")
     take.add_argument("--from", dest="saved", type=Path, metavar="DIR", help="saved outputs: cluster.json, "
-                      "node-pools.json, kubernetes.json (docs/adopt.md names the commands)")  # fmt: skip
+                      "node-pools.json and kubectl's *.json (docs/adopt.md names the commands)")  # fmt: skip
     take.add_argument("--project", help="the cluster's project (live; default: from the cluster's selfLink)")
     take.add_argument("--location", help="the cluster's region or zone (live)")
     take.add_argument("--cluster", help="the cluster's name (live, with --kubeconfig)")
     take.add_argument("--stack-dir", type=Path, default=Path(), metavar="DIR", help="where Pulumi.STACK.yaml goes")
-    take.add_argument("--out", type=Path, metavar="DIR", help="import file and report (default adopt/STACK)")
+    take.add_argument("--out", type=Path, metavar="DIR", help="report and what was read (default adopt/STACK)")
     take.add_argument("--force", action="store_true", help="overwrite an existing Pulumi.STACK.yaml")
     take.set_defaults(run=cmd_adopt)
     return main

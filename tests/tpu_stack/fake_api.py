@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 Obj = dict[str, Any]
@@ -93,7 +93,7 @@ class FakeApi:
     def _get(self, request: Request) -> tuple[int, bytes, str]:
         if request.path in self.objects:
             return 200, json.dumps(self.objects[request.path]).encode(), "application/json"
-        items = [obj for path, obj in sorted(self.objects.items()) if path.rsplit("/", 1)[0] == request.path]
+        items = [obj for path, obj in sorted(self.objects.items()) if _listed(path.rsplit("/", 1)[0], request.path)]
         if not items and request.path.rsplit("/", 1)[-1] not in COLLECTIONS:
             return _status(404, "NotFound", f"{request.path.rsplit('/', 1)[-1]} not found")
         selector = request.query.get("labelSelector", [""])[0]
@@ -113,8 +113,45 @@ class FakeApi:
         return 201, json.dumps(obj).encode(), "application/json"
 
 
-COLLECTIONS = ("workloads", "pods", "events", "provisioningrequests", "clusterqueues", "jobs", "jobsets", "services")
+COLLECTIONS = (
+    "workloads",
+    "pods",
+    "events",
+    "provisioningrequests",
+    "clusterqueues",
+    "jobs",
+    "jobsets",
+    "services",
+    # what `tpu-stack adopt` lists (tpu_stack/adopt.py CLUSTER_KINDS, NAMESPACED_KINDS)
+    "namespaces",
+    "priorityclasses",
+    "resourceflavors",
+    "localqueues",
+    "cohorts",
+    "admissionchecks",
+    "provisioningrequestconfigs",
+    "customresourcedefinitions",
+    "clusterroles",
+    "clusterrolebindings",
+    "mutatingwebhookconfigurations",
+    "validatingwebhookconfigurations",
+    "apiservices",
+    "deployments",
+    "serviceaccounts",
+    "configmaps",
+    "roles",
+    "rolebindings",
+)
 """Collections the API serves (an empty list when empty); any other unknown path is a 404."""
+
+
+def _listed(collection: str, requested: str) -> bool:
+    """Whether an object of `collection` is in a list of `requested`: its own collection, or the same kind across all
+    namespaces (`/apis/<group>/<version>/<plural>` lists `/apis/<group>/<version>/namespaces/*/<plural>`)."""
+    if collection == requested:
+        return True
+    root, found, rest = collection.partition("/namespaces/")
+    return bool(found) and "/" in rest and f"{root}/{rest.split('/', 1)[1]}" == requested
 
 
 def _status(code: int, reason: str, message: str) -> tuple[int, bytes, str]:
@@ -129,7 +166,18 @@ def _status(code: int, reason: str, message: str) -> tuple[int, bytes, str]:
     return code, json.dumps(status).encode(), "application/json"
 
 
-def _handler(api: FakeApi) -> type[BaseHTTPRequestHandler]:
+class Served(Protocol):
+    """A fake API the local server answers with: fake_api.FakeApi, fake_gke.FakeGke."""
+
+    port: int
+
+    def handle(self, request: Request, token: str) -> tuple[int, bytes, str]: ...
+
+
+S = TypeVar("S", bound=Served)
+
+
+def _handler(api: Served) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         timeout = 5
 
@@ -154,7 +202,7 @@ def _handler(api: FakeApi) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serving(api: FakeApi, lifetime: float = 20.0) -> Iterator[FakeApi]:
+def serving(api: S, lifetime: float = 20.0) -> Iterator[S]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(api))
     server.daemon_threads = True
     api.port = server.server_address[1]

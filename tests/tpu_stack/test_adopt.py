@@ -1,5 +1,5 @@
 """`tpu-stack adopt` on saved outputs of clusters xpk 1.16.0 and Cluster Toolkit made (tests/fixtures/adopt/, built by
-make_fixtures.py from the tools' commands and manifests): the stack written, the import, the first update."""
+make_fixtures.py from the tools' commands and manifests): the stack written, the first update's report, refusals."""
 
 from __future__ import annotations
 
@@ -10,18 +10,15 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError, load
+from offline.imports import read_existing, to_v1beta2
+from tests.fixtures.adopt import ADOPT_DIR, Adopted, adopted
 from tpu_stack import adopt
 from tpu_stack.adopt_errors import AdoptError
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "adopt"
-
 
 @pytest.fixture(scope="module")
-def xpk(tmp_path_factory: pytest.TempPathFactory) -> tuple[adopt.Adoption, list[adopt.Verdict], Path]:
-    out = tmp_path_factory.mktemp("xpk")
-    adoption = adopt.interpret(adopt.read_saved(FIXTURES / "xpk-multislice"), stack="xpk")
-    found, _ = adopt.write(adoption, out, out / "Pulumi.xpk.yaml")
-    return adoption, found, out
+def xpk() -> Adopted:
+    return adopted("xpk-multislice")
 
 
 def test_v1beta1_cluster_queue_is_converted_as_kueue_does() -> None:
@@ -32,16 +29,32 @@ def test_v1beta1_cluster_queue_is_converted_as_kueue_does() -> None:
         "metadata": {"name": "cq"},
         "spec": {"cohort": "all", "admissionChecks": ["dws"], "flavorFungibility": {"whenCanBorrow": "Borrow"}},
     }
-    assert adopt.to_v1beta2(old)["spec"] == {
+    assert to_v1beta2(old)["spec"] == {
         "cohortName": "all",
         "admissionChecksStrategy": {"admissionChecks": [{"name": "dws"}]},
         "flavorFungibility": {"whenCanBorrow": "MayStopSearch"},
     }
-    assert adopt.to_v1beta2(old)["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    assert to_v1beta2(old)["apiVersion"] == "kueue.x-k8s.io/v1beta2"
 
 
-def test_xpk_slices_become_one_pool_group_with_its_names(xpk: tuple[Any, Any, Path]) -> None:
-    adoption, _, _ = xpk
+def test_objects_saved_as_v1beta1_give_the_same_stack_as_served_v1beta2(tmp_path: Path) -> None:
+    # `kubectl get clusterqueues.v1beta1.kueue.x-k8s.io` (or an older Kueue) prints the deprecated form; xpk's objects
+    # have no field v1beta2 renames, so only their apiVersion differs from the served v1beta2 form.
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    for path in (ADOPT_DIR / "xpk-multislice").glob("*.json"):
+        data = json.loads(path.read_text())
+        for item in data.get("items", []) if isinstance(data, dict) else []:
+            if item["apiVersion"] == "kueue.x-k8s.io/v1beta2":
+                item["apiVersion"] = "kueue.x-k8s.io/v1beta1"
+        (folder / path.name).write_text(json.dumps(data))
+    as_v1beta1 = adopt.interpret(read_existing(folder), stack="xpk-multislice").config
+    served = adopt.interpret(read_existing(ADOPT_DIR / "xpk-multislice"), stack="xpk-multislice").config
+    assert as_v1beta1 == served
+
+
+def test_xpk_slices_become_one_pool_group_with_its_names(xpk: Adopted) -> None:
+    adoption = xpk.adoption
     [pool] = adoption.config["tpu-stack:tpuPools"]
     assert pool["name"] == "xpk-ms-np" and pool["slices"] == 4 and pool["accelerator"] == "v5litepod-16"
     assert pool["provisioning"] == "reservation" and pool["reservation"] == "tpu-res"
@@ -60,57 +73,73 @@ def test_xpk_slices_become_one_pool_group_with_its_names(xpk: tuple[Any, Any, Pa
     assert config.cluster.adopted is not None and config.cluster.adopted.default_pool
 
 
-def test_xpk_first_update_imports_everything_and_replaces_nothing(xpk: tuple[Any, Any, Path]) -> None:
-    _, found, out = xpk
-    imported = {v.import_id for v in found if v.import_id}
-    assert "projects/tpu-proj/locations/us-east5/clusters/xpk-ms" in imported
-    assert {
-        f"projects/tpu-proj/locations/us-east5/clusters/xpk-ms/nodePools/xpk-ms-np-{i}" for i in range(4)
-    } <= imported
-    assert {"cluster-queue", "default/multislice-queue", "4xv5litepod-16", "medium"} <= imported
-    assert not [c for v in found for c in v.replaced]
-    # The hardened defaults the first update makes, in place: Workload Identity on the cluster and the nodes.
-    cluster = next(v for v in found if v.type == adopt.CLUSTER)
-    assert {c.path for c in cluster.changes} >= {"workloadIdentityConfig.workloadPool", "deletionProtection"}
-    pool = next(v for v in found if v.name == "xpk-ms-np-0")
-    assert ("nodeConfig.workloadMetadataConfig.mode", None, "GKE_METADATA") in {
-        (c.path, c.old, c.new) for c in pool.changes
-    }
-    report = (out / "report.txt").read_text()
-    assert "0 replaced" in report and "dws-config" in report and "default-pool" in report
-
-
-def test_import_file_names_the_programs_parents_and_provider(xpk: tuple[Any, Any, Path]) -> None:
-    _, _, out = xpk
-    entries = json.loads((out / "import.json").read_text())["resources"]
-    by_name = {e["name"]: e for e in entries}
-    assert by_name["xpk-ms-np-0"] == {
+def test_the_stack_file_lists_the_imports_the_first_up_makes(xpk: Adopted) -> None:
+    # The stack file written is what the preview ran: its imports are the program's resources that exist.
+    written = load(read_stack_config(xpk.stack_file), stack="xpk-multislice")
+    assert written.cluster.adopted is not None
+    by_name = {entry.name: entry for entry in written.cluster.adopted.imports}
+    assert by_name["xpk-ms-np-0"].model_dump() == {
         "type": "gcp:container/nodePool:NodePool",
         "name": "xpk-ms-np-0",
-        "parent": "xpk-ms-np",
         "id": "projects/tpu-proj/locations/us-east5/clusters/xpk-ms/nodePools/xpk-ms-np-0",
-        "version": "10.2.0",
     }
-    assert by_name["xpk-ms-np"] == {"type": "tpu-stack:index:TpuSlicePools", "name": "xpk-ms-np", "component": True}
-    flavor = by_name["queues-resourceflavor-4xv5litepod-16"]
-    assert flavor["provider"] == "xpk-ms-k8s" and flavor["id"] == "4xv5litepod-16"
-    provider = by_name["xpk-ms-k8s"]
-    assert provider["type"] == "pulumi:providers:kubernetes" and "id" not in provider
-    assert provider["inputs"]["clusterIdentifier"].startswith("gke-xpk-ms")
+    # kueue-system and jobset-system exist (the release manifests xpk applies make them): created again, the
+    # provider would fail the first `up` on AlreadyExists (pulumi-kubernetes 4.29+, await.go Creation).
+    assert by_name["kueue-namespace"].id == "kueue-system" and by_name["jobset-namespace"].id == "jobset-system"
+    assert "xpk-ms-system" not in by_name  # the stack's own system pool is new
 
 
-def test_xpk_flex_and_toolkit_adopt_without_replacement(tmp_path: Path) -> None:
-    for name in ("xpk-flex", "toolkit-v6e"):
-        adoption = adopt.interpret(adopt.read_saved(FIXTURES / name), stack=name)
-        found, _ = adopt.write(adoption, tmp_path / name, tmp_path / f"Pulumi.{name}.yaml")
-        assert not [c for v in found for c in v.replaced], name
-        assert len([v for v in found if v.import_id]) >= 10
-    flex = adopt.interpret(adopt.read_saved(FIXTURES / "xpk-flex"), stack="f").config["tpu-stack:tpuPools"][0]
-    assert flex["provisioning"] == "flex-start" and flex["accelerator"] == "v6e-16"
+def read_stack_config(path: Path) -> dict[str, str]:
+    from offline.engine import _engine_config, read_stack_file
+
+    return _engine_config(read_stack_file(path))
+
+
+def test_the_report_lists_imports_changes_takeovers_and_the_first_up(xpk: Adopted) -> None:
+    report = xpk.report
+    assert "15 imported (15 then updated in place, 0 unchanged), 0 replaced" in report
+    assert "  = gcp:container/cluster:Cluster xpk-ms (projects/tpu-proj/locations/us-east5/clusters/xpk-ms)" in report
+    assert "      ~ workloadIdentityConfig.workloadPool: null -> tpu-proj.svc.id.goog" in report
+    # The charts over xpk's Kueue v0.17.1 and JobSet v0.10.1 (kubectl apply --server-side of the release manifests).
+    apiservices = "v1beta1.visibility.kueue.x-k8s.io, v1beta2.visibility.kueue.x-k8s.io"
+    assert f"  ~ APIService {apiservices}; managed by kubectl (Apply)" in report
+    assert (
+        "  - Deployment kueue-system/kueue-controller-manager: spec.selector "
+        '{"matchLabels": {"control-plane": "controller-manager"}} -> {"matchLabels": {"app.kubernetes.io/instance": '
+        '"kueue", "app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"}}: '
+        "kubectl delete deployment -n kueue-system kueue-controller-manager" in report
+    )
+    # JobSet's chart names its controller jobset-controller; the manifests' jobset-controller-manager would run on.
+    assert (
+        "  - Deployment jobset-system/jobset-controller-manager: "
+        "kubectl delete deployment -n jobset-system jobset-controller-manager" in report
+    )
+    assert (
+        "  PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true PULUMI_K8S_ENABLE_PATCH_FORCE=true pulumi up --stack xpk-multislice"
+        in report
+    )
+    assert "dws-config" in report and "default-pool" in report
+
+
+def test_toolkit_charts_are_helm_releases_to_retire() -> None:
+    report = adopted("toolkit-v6e").report
+    assert "Delete before the first `pulumi up`" not in report  # the same charts: selectors agree
+    for release in ("kueue-system/kueue", "kueue-system/kueue-config", "jobset-system/jobset"):
+        namespace, name = release.split("/")
+        assert (
+            f"  - {release}: remove its record with `kubectl delete secret -n {namespace} -l owner=helm,name={name}`"
+            in report
+        )
+    assert "  - Role jobset-system/jobset-controller" in report  # JobSet 0.10.1's chart role, gone from 0.12.0
+
+
+def test_flex_start_pools_adopt_as_a_flex_start_group() -> None:
+    flex = adopted("xpk-flex").adoption.config["tpu-stack:tpuPools"][0]
+    assert flex["provisioning"] == "flex-start" and flex["accelerator"] == "v6e-16" and flex["slices"] == 2
 
 
 def test_a_replacement_nothing_keeps_is_refused_in_one_line(tmp_path: Path) -> None:
-    saved = adopt.read_saved(FIXTURES / "xpk-multislice")
+    saved = read_existing(ADOPT_DIR / "xpk-multislice")
     adoption = adopt.interpret(saved, stack="x")
     adoption.config["tpu-stack:cluster"]["location"] = "us-east5-b"  # the program would ask for another location
     with pytest.raises(AdoptError) as error:
@@ -119,7 +148,7 @@ def test_a_replacement_nothing_keeps_is_refused_in_one_line(tmp_path: Path) -> N
 
 
 def test_unsupported_pools_are_named(tmp_path: Path) -> None:
-    saved = adopt.read_saved(FIXTURES / "xpk-multislice")
+    saved = read_existing(ADOPT_DIR / "xpk-multislice")
     saved.node_pools[1]["config"]["preemptible"] = True
     adoption = adopt.interpret(saved, stack="x")
     assert any("preemptible" in f.line and f.kind == "refused" for f in adoption.findings)
@@ -158,11 +187,11 @@ def _admitted(jobset: dict[str, Any], objects: list[dict[str, Any]]) -> str | No
     return None
 
 
-def test_an_xpk_jobset_is_admitted_by_the_adopted_queues(xpk: tuple[Any, Any, Path]) -> None:
+def test_an_xpk_jobset_is_admitted_by_the_adopted_queues(xpk: Adopted) -> None:
     from components.config.stack import StackConfig
     from components.kueue_queues import kueue_objects
 
-    adoption, _, _ = xpk
+    adoption = xpk.adoption
     config: StackConfig = load(adoption.config, stack="xpk")
     # As xpk 1.16.0 writes it (commands/workload.py WORKLOAD_CREATE_YAML): the LocalQueue label, one child Job per
     # slice, the accelerator and topology node selectors, 4 chips per VM of v5litepod-16 (4x4, 4 VMs).
