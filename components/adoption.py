@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import pulumi
 
-from components.config.cluster import ImportConfig
+from components.config.adopted import ImportConfig
 
 
 def import_existing(imports: Sequence[ImportConfig]) -> pulumi.ResourceTransformation:

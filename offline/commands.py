@@ -17,7 +17,7 @@ import yaml
 
 from components import workloads
 from components.config import ConfigError, StackConfig, load
-from offline import adoption, charts, engine, helm, parallel, policy_check, report, summary
+from offline import adopted, charts, engine, helm, parallel, policy_check, report, summary
 from offline.engine import REPO, Plan, run_stack
 from offline.imports import ExistingError
 
@@ -39,14 +39,14 @@ def preview(
     """Capacity and queues first, then the resources by component, the outputs, an adopted stack's first update, and
     the policy report last."""
     plan = evaluate(stack, config_file, policy_config, new_stack)
-    refused = adoption.judge(plan, stack_config(stack, config_file), existing)
+    refused = adopted.judge(plan, stack_config(stack, config_file), existing)
     if not quiet:
         print(report.render_plan(plan, verbose=verbose))
         print()
         print(report.render_outputs(plan))
         print()
         if plan.adoption:
-            print(adoption.render(plan, stack))
+            print(adopted.render(plan, stack))
             print()
     print(report.render_violations(plan))
     for line in refused:

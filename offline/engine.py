@@ -52,7 +52,7 @@ class Plan:
     summary: dict[str, Any] = field(default_factory=dict)
     """Capacity and queues, from the config the program ran with (offline/summary.py); set by the preview."""
     adoption: Any = None
-    """An adopted stack's first update (offline/adoption.py Judged); set by the preview when the stack imports."""
+    """An adopted stack's first update (offline/adopted.py Judged); set by the preview when the stack imports."""
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from components import tpu_catalog
+from components.config.adopted import KEEPABLE_POOL_FIELDS
 from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, zone_region
-from components.config.pools import KEEPABLE_POOL_FIELDS
 from components.xpk_accelerators import XPK_ACCELERATORS
 from offline.imports import CLUSTER, NODE_POOL, Existing, Verdict, short_name, show_value, type_group_kind
 from tpu_stack.adopt_errors import AdoptError

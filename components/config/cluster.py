@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from components import iam_roles, tpu_catalog
+from components.config.adopted import AdoptedClusterConfig
 from components.config.base import PROJECT, ConfigModel, cluster_name, source_range
-from components.config.pools import AdoptedPoolConfig
 
 REGIONAL_CLUSTER_ZONES = 3
 """Zones GKE spreads a regional cluster's node pools over by default."""
@@ -180,94 +180,6 @@ class ControlPlaneConfig(ConfigModel):
                 )
             ]
         return []
-
-
-KEEPABLE_CLUSTER_FIELDS = {
-    "datapathProvider": "the datapath (a change recreates the cluster; LEGACY_DATAPATH enforces no NetworkPolicies)",
-    "resourceLabels": "the cluster's Google Cloud labels",
-    "addonsConfig": "add-ons as they are",
-    "monitoringConfig": "monitoring as it is",
-    "loggingConfig": "logging as it is",
-    "maintenancePolicy": "the maintenance window as it is",
-    "clusterAutoscaling": "node auto-provisioning and autoscaling profile",
-    "enableMultiNetworking": "multi-networking (xpk, Cluster Toolkit's additional networks)",
-    "privateClusterConfig": "private nodes and endpoint as they are",
-    "masterAuthorizedNetworksConfig": "authorized networks as they are",
-    "controlPlaneEndpointsConfig": "control plane endpoints as they are",
-    "ipAllocationPolicy": "pod and service ranges",
-    "workloadIdentityConfig": "Workload Identity as it is",
-}
-"""Cluster fields an adopted cluster may keep as they exist (`cluster.adopted.keep`, Pulumi ignoreChanges)."""
-
-
-_TYPE_TOKEN = re.compile(r"^[a-z][a-z0-9-]*:[A-Za-z0-9./_-]+:[A-Za-z][A-Za-z0-9]*$")
-
-
-class ImportConfig(ConfigModel):
-    """One existing resource the stack imports instead of creating: the program gives it Pulumi's `import` resource
-    option. The engine then reads it through its provider and updates it in place where the program differs, in the
-    same `pulumi up`; while the ID stays here it refuses to replace it (pulumi/pulumi
-    pkg/resource/deploy/step_generator.go, since 3.174.0)."""
-
-    type: str
-    """The program's resource type, e.g. `gcp:container/nodePool:NodePool`, `kubernetes:core/v1:Namespace`."""
-    name: str
-    """The program's name of the resource (the last part of its URN), e.g. `xpk-np-0`."""
-    id: str
-    """The ID its provider reads it by: `projects/P/locations/L/clusters/C[/nodePools/N]`; a Kubernetes object's
-    `namespace/name`, or `name` for a cluster-wide one."""
-
-    def problems(self) -> list[tuple[str, str]]:
-        problems: list[tuple[str, str]] = []
-        if not _TYPE_TOKEN.match(self.type) or self.type.startswith(("pulumi:", f"{PROJECT}:")):
-            problems.append(
-                ("type", f"{self.type!r} is not a resource type of the program (e.g. gcp:container/nodePool:NodePool)")
-            )
-        if not self.name:
-            problems.append(("name", "empty; the program's name of the resource"))
-        if not self.id:
-            problems.append(("id", "empty; the ID the provider reads the resource by"))
-        return problems
-
-
-class AdoptedClusterConfig(ConfigModel):
-    """A cluster that exists already (made by xpk or Cluster Toolkit), imported instead of created (`tpu-stack adopt`
-    writes this; docs/adopt.md)."""
-
-    default_pool: bool = False
-    """GKE's `default-pool` exists and stays (xpk runs the controllers there). Without this the first update deletes
-    it: the provider removes `default-pool` when an update turns on `remove_default_node_pool`
-    (terraform-provider-google resource_container_cluster.go resourceContainerClusterUpdate)."""
-    keep: tuple[str, ...] = ()
-    """Cluster fields kept as they exist (Pulumi ignoreChanges), e.g. `datapathProvider`, `resourceLabels`."""
-    system_pool: AdoptedPoolConfig | None = None
-    """The existing `system` node pool (Cluster Toolkit's gke-cluster module makes one), imported as the stack's: its
-    nodes' account, scopes and the fields it keeps (`nodePools` and `flavor` do not apply)."""
-    imports: tuple[ImportConfig, ...] = ()
-    """The existing resources the program imports (its `import` resource option): the cluster, its node pools, the
-    Kueue objects, PriorityClasses and Namespaces that exist. The first `pulumi up` imports each and makes the
-    differences in place; an entry that names no resource of the program is an error in the offline preview.
-
-    Default: none"""
-
-    def problems(self) -> list[tuple[str, str]]:
-        pool = self.system_pool.problems(1) if self.system_pool else []
-        problems = [(f"systemPool.{field.removeprefix('adopted.')}", message) for field, message in pool] + [
-            (
-                f"keep[{index}]",
-                f"{path!r} is not a cluster field the stack can keep; keepable: {', '.join(KEEPABLE_CLUSTER_FIELDS)}",
-            )
-            for index, path in enumerate(self.keep)
-            if path not in KEEPABLE_CLUSTER_FIELDS
-        ]
-        seen: dict[tuple[str, str], int] = {}
-        for index, entry in enumerate(self.imports):
-            problems += [(f"imports[{index}].{field}", message) for field, message in entry.problems()]
-            key = (entry.type, entry.name)
-            if key in seen:
-                problems.append((f"imports[{index}]", f"{entry.type} {entry.name} is imports[{seen[key]}] already"))
-            seen.setdefault(key, index)
-        return problems
 
 
 def _node_role(role: str) -> str:

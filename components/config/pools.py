@@ -5,7 +5,6 @@ other part derives from.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -15,9 +14,9 @@ from pydantic import model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from components import tpu_catalog
+from components.config.adopted import AdoptedPoolConfig
 from components.config.base import (
     ConfigModel,
-    dns_label_problem,
     node_label_key_problem,
     node_label_value_problem,
     parse_duration,
@@ -183,88 +182,6 @@ class FutureReservationConfig(ConfigModel):
         if self.start_time < now:
             return "startTime is in the past; choose a window that starts later"
         return None
-
-
-KEEPABLE_POOL_FIELDS = {
-    "nodeConfig.gvnic": "gVNIC (gcloud --enable-gvnic)",
-    "nodeConfig.hostMaintenancePolicy": "host maintenance interval (gcloud --host-maintenance-interval)",
-    "nodeConfig.diskType": "boot disk type",
-    "nodeConfig.diskSizeGb": "boot disk size",
-    "nodeConfig.imageType": "node image",
-    "nodeConfig.metadata": "instance metadata",
-    "nodeConfig.taints": "taints the pool declares besides GKE's own TPU taint",
-    "nodeConfig.labels": "node labels the pool declares",
-    "nodeConfig.resourceLabels": "Google Cloud labels of the nodes",
-    "nodeConfig.linuxNodeConfig": "Linux sysctls and huge pages",
-    "nodeConfig.shieldedInstanceConfig": "Shielded VM settings",
-    "nodeConfig.workloadMetadataConfig": "metadata server mode (GKE_METADATA is Workload Identity)",
-    "networkConfig": "additional node networks and accelerator network profile",
-    "placementPolicy.type": "COMPACT placement (gcloud --placement-type)",
-    "maxPodsPerNode": "pods per node (gcloud --max-pods-per-node)",
-    "upgradeSettings": "surge upgrade settings",
-    "management": "auto-repair and auto-upgrade as they are",
-    "autoscaling": "autoscaling bounds as they are",
-}
-"""Node pool fields an adopted pool group may keep as they are (`adopted.keep`): settings tpu-stack does not model, or
-models with another default; kept, the program leaves them to the state (Pulumi ignoreChanges). Path -> what it is."""
-
-
-class AdoptedPoolConfig(ConfigModel):
-    """Node pools that exist already (made by xpk or Cluster Toolkit; `tpu-stack adopt` writes this): their names and
-    the settings the stack must keep, since changing them would replace the slices (the provider recreates a pool
-    whose service account or scopes change)."""
-
-    node_pools: tuple[str, ...] = ()
-    """The existing GKE node pool names, one per slice, in slice order.
-
-    Default: the stack's names (`<name>` or `<name>-<i>`)"""
-    flavor: str | None = None
-    """The existing Kueue ResourceFlavor of the pool group (xpk: `<slices>x<accelerator>`, e.g. `4xv5litepod-16`).
-
-    Default: the pool group's name"""
-    service_account: str | None = None
-    """The nodes' service account as GKE reports it (`default` is Compute Engine's default account).
-
-    Default: the stack's node service account"""
-    oauth_scopes: tuple[str, ...] = ()
-    """The nodes' OAuth scopes as GKE reports them (full URLs).
-
-    Default: cloud-platform"""
-    keep: tuple[str, ...] = ()
-    """Node pool fields kept as they exist (Pulumi ignoreChanges), e.g. `nodeConfig.gvnic`, `maxPodsPerNode`,
-    `placementPolicy.type`; see *Adopted pool groups* below for the list."""
-
-    def problems(self, slices: int) -> list[tuple[str, str]]:
-        problems: list[tuple[str, str]] = []
-        if self.node_pools and len(self.node_pools) != slices:
-            problems.append(
-                (
-                    "adopted.nodePools",
-                    f"names {len(self.node_pools)} node pools for {slices} slices; list one existing pool per slice",
-                )
-            )
-        for index, name in enumerate(self.node_pools):
-            problem = dns_label_problem(name, "node pool name")
-            if problem:
-                problems.append((f"adopted.nodePools[{index}]", problem))
-        if len(set(self.node_pools)) < len(self.node_pools):
-            problems.append(("adopted.nodePools", "names a node pool twice; each slice is its own pool"))
-        if self.flavor is not None and (len(self.flavor) > 253 or not _K8S_OBJECT_NAME.match(self.flavor)):
-            problems.append(
-                ("adopted.flavor", f"{self.flavor!r} is not a Kubernetes name (lowercase letters, digits, '-', '.')")
-            )
-        for index, path in enumerate(self.keep):
-            if path not in KEEPABLE_POOL_FIELDS:
-                problems.append(
-                    (
-                        f"adopted.keep[{index}]",
-                        f"{path!r} is no field the stack keeps; keepable: {', '.join(KEEPABLE_POOL_FIELDS)}",
-                    )
-                )
-        return problems
-
-
-_K8S_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
 class TpuPoolConfig(ConfigModel):

@@ -8,14 +8,15 @@ from pathlib import Path
 CONFIG = Path(__file__).resolve().parents[2] / "components" / "config"
 BELOW = {
     "base": set(),
-    "cluster": {"base"},
+    "adopted": {"base"},
+    "cluster": {"base", "adopted"},
     "monitoring": {"base"},
-    "pools": {"base"},
-    "multikueue": {"base", "pools"},
-    "queues": {"base", "pools"},
-    "serving": {"base", "pools"},
-    "llm_serving": {"base", "pools", "serving"},
-    "stack": {"base", "cluster", "monitoring", "multikueue", "pools", "queues", "serving", "llm_serving"},
+    "pools": {"base", "adopted"},
+    "multikueue": {"base", "adopted", "pools"},
+    "queues": {"base", "adopted", "pools"},
+    "serving": {"base", "adopted", "pools"},
+    "llm_serving": {"base", "adopted", "pools", "serving"},
+    "stack": {"base", "adopted", "cluster", "monitoring", "multikueue", "pools", "queues", "serving", "llm_serving"},
 }
 
 
