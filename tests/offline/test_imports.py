@@ -92,6 +92,14 @@ def test_equal_node_labels_with_dots_are_no_change_on_a_node_pool() -> None:
     assert imports.changes(record, state, ()) == []
 
 
+def test_a_changed_node_label_with_dots_is_a_change() -> None:
+    record = {"inputs": {"nodeConfig": {"labels": {"cloud.google.com/gke-nodepool-group": "b"}}}}
+    state = {"nodeConfig": {"labels": {"cloud.google.com/gke-nodepool-group": "a"}}}
+    [change] = imports.changes(record, state, ())
+    assert change.path == 'nodeConfig.labels["cloud.google.com/gke-nodepool-group"]'
+    assert (change.old, change.new) == ("a", "b")
+
+
 def test_the_preview_shows_what_a_merge_patch_of_the_imported_inputs_sets_or_removes() -> None:
     old = {"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"finalizers": ["kubernetes"]}}
     new = {"metadata": {"labels": {"a": "1"}}}
