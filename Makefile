@@ -8,7 +8,7 @@ STACK ?= dev
 # The team's policy config (reviewed exceptions, e.g. prod's tag-pinned images); the workflows pass the same file.
 POLICY_CONFIG ?= policies/config.json
 
-.PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm config-docs analyzers
+.PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm config-docs analyzers plan-diff
 
 $(STAMP): requirements.txt requirements-cli.txt requirements-dev.txt policies/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -64,6 +64,15 @@ bench: $(STAMP) $(HELM)
 	$(BYTECODE)
 	$(PY) -m bench
 
+# The plan diff a pull request gets, on a laptop: what HEAD changes against BASE in every stack (capacity, quotas,
+# replacements, refusals, resources, policies). BASE is a git revision (default HEAD); HEAD is a revision too, or empty
+# (the default) for the working tree, uncommitted edits included. Both sides are built outside the work tree with the
+# installed environment (offline/local_diff.py); the comment is printed and written to build/plan-diff/comment.md.
+BASE ?= HEAD
+HEAD ?=
+plan-diff: $(STAMP) $(HELM)
+	$(PY) -m offline.local_diff --base '$(BASE)' $(if $(HEAD),--head '$(HEAD)')
+
 # Regenerate the config reference from the config models (components/config/): the README's tables, Pulumi.yaml's
 # config sections and schema/stack.schema.json. `make test` fails while they differ (tests/test_config_reference.py).
 config-docs: $(STAMP)
@@ -73,11 +82,12 @@ config-docs: $(STAMP)
 urns: $(STAMP) $(HELM)
 	$(PY) -m offline.urns --update
 
-# Security scan (not part of `make test`): checkov over every object dev and prod render (manifests, example
+# Security scan (not part of `make test`): checkov over every object the stacks render (manifests, example
 # workloads, JobSets unwrapped into Jobs) and zizmor over the workflows, from their own pinned virtualenv.
 SCAN_VENV := .scan-venv
 SCAN_STAMP := $(SCAN_VENV)/.installed-stamp
-SCAN_STACKS ?= dev llm multiregion prod
+# Every stack file present (Pulumi.yaml is the project, not a stack): a new stack is scanned with no other edit.
+SCAN_STACKS ?= $(sort $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml)))
 
 $(SCAN_STAMP): requirements-scan.txt constraints-scan.txt
 	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)

@@ -35,17 +35,36 @@ from components.network_policies import (
     controller_policies,
     training_policies,
 )
+from components.project import ProjectServices, StackNetwork
 from components.saxml import Saxml
 from components.tpu_slice_pools import TpuSlicePools
 from components.workload_identity import BucketRole, WorkloadIdentity, WorkloadServiceAccounts
 
 config = load_from_pulumi()
+for warning in config.warnings:  # valid, but rarely meant: `pulumi preview` shows each as a warning
+    pulumi.log.warn(warning)
 # In protected stacks every resource is protected (children inherit it from their component, a chart's
 # rendered objects from the Chart): `pulumi destroy` and replacements stop until `pulumi state unprotect`.
 protected = pulumi.ResourceOptions(protect=config.protected)
 if config.cluster.adopted is not None and config.cluster.adopted.imports:
     # An adopted cluster's existing resources are imported, not created (docs/adopt.md).
     pulumi.runtime.register_stack_transformation(import_existing(config.cluster.adopted.imports))
+
+
+def needs(*apis: str) -> pulumi.ResourceOptions:
+    """`protected`, waiting for the APIs a component's resources call: a component's children are registered only
+    after it, and it only after what it depends on exists."""
+    return pulumi.ResourceOptions(protect=config.protected, depends_on=services.of(*apis))
+
+
+# --- an empty project: the APIs the stack calls, then its own VPC (or an existing network named in config) ---
+services = ProjectServices("apis", config=config, opts=protected)
+vpc = (
+    StackNetwork("network", config=config, depends_on=services.of("compute"), opts=protected)
+    if config.owns_network
+    else None
+)
+network: pulumi.Input[str] = vpc.network.name if vpc else config.vpc_name
 
 
 @dataclass
@@ -75,7 +94,12 @@ def batch_cluster(
     """A cluster, its TPU pool groups, JobSet, Kueue, the queues, their network policies, metrics and monitoring.
     `prefix` keeps a worker's resource names apart from the manager's (the stack's own cluster has none);
     `workers`: a MultiKueue manager's workers, which its queues dispatch to."""
-    cluster = GkeCluster(cluster_config.cluster.name, config=cluster_config, opts=protected)
+    cluster = GkeCluster(
+        cluster_config.cluster.name,
+        config=cluster_config,
+        network=network,
+        opts=needs("compute", "container", "iam", "cloudresourcemanager", "dns", "logging", "monitoring"),
+    )
     for pool in cluster_config.tpu_pools:
         TpuSlicePools(
             pool.name,
@@ -83,7 +107,7 @@ def batch_cluster(
             pool=pool,
             cluster=cluster.cluster,
             node_service_account_email=cluster.node_service_account_email,
-            opts=protected,
+            opts=needs("container", "compute"),
         )
     jobset = JobSetInstall(f"{prefix}jobset", config=cluster_config, provider=cluster.provider, opts=protected)
     kueue = KueueInstall(
@@ -152,7 +176,7 @@ def batch_cluster(
         config=cluster_config,
         cluster_scoped=config.is_manager,
         pending_alerts=cluster_config is config,
-        opts=protected,
+        opts=needs("monitoring"),
     )
     return BatchCluster(cluster, jobset, kueue, queues, monitoring)
 
@@ -195,7 +219,7 @@ pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in config.mana
 pulumi.export("ladders", {name: [pool.name for pool in rungs] for name, rungs in config.manager_queues.ladders.items()})
 
 # --- serving and identity: bucket, Workload Identity, Saxml ---
-bucket = Bucket("data", config=config, opts=protected)
+bucket = Bucket("data", config=config, opts=needs("storage"))
 project_number = workload_identity.project_number(config)
 identities = [
     WorkloadIdentity(
@@ -207,7 +231,7 @@ identities = [
         cluster=cluster.cluster,
         namespace=queues.namespace_name(workload.namespace),
         project_number=project_number,
-        opts=protected,
+        opts=needs("iam", "storage"),
     )
     for _field, _index, workload, role in config.bucket.grants
 ]
@@ -230,7 +254,7 @@ saxml = (
         project_number=project_number,
         # Kueue's JobSet webhook (failurePolicy Fail) refuses JobSets until its controller serves.
         depends_on=[jobset.chart, kueue.chart],
-        opts=protected,
+        opts=needs("iam", "storage"),
     )
     if config.saxml
     else None
@@ -256,8 +280,10 @@ llm_serving = (
         provider=cluster.provider,
         cluster=cluster.cluster,
         project_number=project_number,
-        lws_chart=lws.chart if lws else None,
-        opts=protected,
+        # LeaderWorkerSets go through the LWS chart's webhooks and Kueue's (Kueue's chart registers fail-closed
+        # LeaderWorkerSet webhooks in every namespace but its own).
+        lws_webhooks=[lws.chart, kueue.chart] if lws else [],
+        opts=needs("iam", "storage"),
     )
     if config.serving
     else None

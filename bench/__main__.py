@@ -232,6 +232,8 @@ def _deploy_model(plans: dict[str, list[Any]]) -> DeployModel:
 
 def _deploy_report(model: DeployModel, plans: dict[str, list[Any]]) -> str:
     lines = [
+        *deploy.inputs_report(),
+        "",
         "Modelled first `pulumi up` (minutes; create times in bench/critical_path.py, scheduling in bench/schedule.py)",
         f"  shipped: --parallel {model.shipped} (.github/workflows); default: {deploy.DEFAULT_PARALLEL} "
         f"(4 x {deploy.HOSTED_RUNNER_VCPUS} vCPUs of a hosted runner); xpk {xpk.VERSION}: node pools in batches of "

@@ -59,6 +59,38 @@ SLICE_POOL = critical_path.MINUTES["tpu-pool-multi-host"]
 CLUSTER_WITH_REMOVAL = critical_path.MINUTES[critical_path.CLUSTER] + critical_path.MINUTES["default-pool-removal"]
 
 
+SOURCED_INPUTS: tuple[tuple[str, str], ...] = (
+    (f"`pulumi up` runs 4 x CPU steps at once by default ({DEFAULT_PARALLEL} on a {HOSTED_RUNNER_VCPUS}-vCPU runner)",
+     "pulumi/pulumi pkg/cmd/pulumi/operations/up.go (since 3.100); docs.github.com hosted runners"),
+    ("the workflows run `pulumi up` with the `parallel` they set", ".github/workflows/deploy.yml"),
+    ("a refused node pool create is retried (0, 0.5, 1.5, 3.5, 7.5, 15.5 s, then every 10 s) until its timeout",
+     "terraform-plugin-sdk helper/retry, used by terraform-provider-google's node pool create (bench/schedule.py)"),
+    (f"a node pool's create timeout is {PROVIDER_NODE_POOL_TIMEOUT:g} minutes",
+     "terraform-provider-google resource_container_node_pool.go default timeouts"),
+    (f"xpk creates node pools {XPK_BATCH} at a time, each batch after the last, without retry",
+     "AI-Hypercomputer/xpk src/xpk/core/nodepool.py run_commands(..., batch=100)"),
+    (f"Terraform (Cluster Toolkit) applies {TERRAFORM_PARALLELISM} resources at a time",
+     "hashicorp/terraform internal/command/arguments/extended.go DefaultParallelism"),
+)  # fmt: skip
+"""What the model takes from sources: the engine's, provider's and peers' scheduling."""
+ASSUMED_INPUTS: tuple[tuple[str, str], ...] = (
+    ("create times per resource type (cluster 6 min, a multi-host TPU pool 7, ...)",
+     "bench/critical_path.py: no Google page publishes them; calibrated on reported wall times"),
+    ("how many node pool operations GKE runs at once per cluster (each table assumes one: 100, 5, unlimited)",
+     "GKE documents no number; 5 is what it answered in 2023"),
+)  # fmt: skip
+"""What the model assumes: every minute it prints rests on these, so its figures are a model, not a measurement."""
+
+
+def inputs_report() -> list[str]:
+    """The model's inputs, sourced apart from assumed, as `make bench` prints them above its tables."""
+    lines = ["Inputs of the model (figures below are modelled, not measured):", "  sourced:"]
+    lines += [f"    - {what} ({source})" for what, source in SOURCED_INPUTS]
+    lines.append("  assumed:")
+    lines += [f"    - {what} ({why})" for what, why in ASSUMED_INPUTS]
+    return lines
+
+
 def shipped_parallel(workflow: str = "deploy.yml") -> int:
     """The `parallel` the workflow gives `pulumi/actions` (what `pulumi up` runs with in CI)."""
     data = yaml.safe_load((WORKFLOWS / workflow).read_text())

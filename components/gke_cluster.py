@@ -11,6 +11,7 @@ import yaml
 from pulumi_gcp import compute, container, projects, serviceaccount
 
 from components.config.cluster import SYSTEM_POOL_NAME, MaintenanceConfig, version_below_floor
+from components.config.network import AddressPlan
 from components.config.stack import StackConfig
 from components.network_policies import JOBSET_API_SERVER_PORTS, KUEUE_API_SERVER_PORTS
 
@@ -75,10 +76,22 @@ class GkeCluster(pulumi.ComponentResource):
     which would load every SDK module they name on every run.
     """
 
-    def __init__(self, name: str, *, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: StackConfig,
+        network: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """`network`: the stack's VPC (its name, an output of the network resource, so everything here waits for it)
+        or an existing network's name."""
         super().__init__("tpu-stack:index:GkeCluster", name, None, opts)
         cluster_config = config.cluster
         child = pulumi.ResourceOptions(parent=self)
+        plan = config.address_plan
+        self.network: pulumi.Input[str] = network
+        self.subnetwork: compute.Subnetwork | None = self._subnetwork(name, config) if config.owns_network else None
 
         self.node_service_account: serviceaccount.Account = serviceaccount.Account(
             f"{name}-nodes",
@@ -111,8 +124,9 @@ class GkeCluster(pulumi.ComponentResource):
             release_channel={"channel": cluster_config.release_channel},
             min_master_version=config.initial_master_version,
             deletion_protection=cluster_config.deletion_protection,
-            network=cluster_config.network,
-            subnetwork=cluster_config.subnetwork,
+            network=network,
+            subnetwork=self.subnetwork.name if self.subnetwork else cluster_config.subnetwork,
+            ip_allocation_policy=_ip_allocation_policy(config, self.subnetwork is not None),
             resource_labels=config.resource_labels,
             maintenance_policy=_maintenance_policy(cluster_config.maintenance),
             # Dataplane V2: eBPF datapath that enforces the stack's NetworkPolicies.
@@ -142,7 +156,16 @@ class GkeCluster(pulumi.ComponentResource):
                 if config.ip_endpoint
                 else None
             ),
-            private_cluster_config={"enable_private_nodes": True} if config.private_nodes else None,
+            private_cluster_config=_private_cluster_config(config),
+            # Cloud DNS for GKE answers pods' queries on every node (no kube-dns Deployment to scale with the
+            # cluster: xpk's large-scale guide moves off kube-dns past 1,000 VMs). Autopilot always uses it.
+            dns_config=(
+                None
+                if autopilot
+                else {"cluster_dns": "CLOUD_DNS", "cluster_dns_scope": "CLUSTER_SCOPE"}
+                if cluster_config.dns == "cloud-dns"
+                else {"cluster_dns": "KUBE_DNS"}
+            ),
             # Autopilot provisions nodes itself, as the node service account.
             enable_autopilot=True if autopilot else None,
             cluster_autoscaling=(
@@ -188,7 +211,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
         self.nat: compute.RouterNat | None = self._nat(name, config) if config.private_nodes else None
         self.webhook_firewall: compute.Firewall | None = (
-            self._webhook_firewall(name, config) if config.private_nodes else None
+            self._webhook_firewall(name, config, plan) if config.private_nodes else None
         )
         # Every client (this program's provider, CI, operators) uses the DNS endpoint: IAM decides who gets in,
         # from any network, whether or not the IP endpoint is on.
@@ -229,7 +252,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
     def _reported(self, output: pulumi.Output[T]) -> pulumi.Output[T]:
-        """A cluster output GKE completes (the endpoints in control_plane_endpoints_config, private_cluster_config),
+        """A cluster output GKE completes (the DNS endpoint in control_plane_endpoints_config),
         read once GKE has reported the cluster: these outputs also carry the program's own inputs, known even before
         the cluster exists (a new stack's preview), and those name no endpoint. `endpoint` exists only in GKE's
         answer. (Output.all would hand the typed value on as a plain dict.)"""
@@ -242,7 +265,7 @@ class GkeCluster(pulumi.ComponentResource):
             name=f"{config.cluster.name}-nat",
             project=config.project,
             region=config.region,
-            network=config.cluster.network or "default",
+            network=self.network,
             opts=pulumi.ResourceOptions(parent=self),
         )
         return compute.RouterNat(
@@ -257,18 +280,47 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _webhook_firewall(self, name: str, config: StackConfig) -> compute.Firewall:
-        """Private nodes: GKE's own rule lets the control plane reach only 443 and 10250, but the charts' webhooks
-        and APIServices (failurePolicy Fail) listen on other pod ports; without this rule every Kueue object,
-        JobSet and Job is refused. Only the stack's nodes (its node service account) are opened."""
+    def _subnetwork(self, name: str, config: StackConfig) -> compute.Subnetwork:
+        """The cluster's subnetwork in the stack's VPC: the node range, and the pod and Service ranges as named
+        secondary ranges the cluster uses (so they are declared and reviewed here, not picked by GKE)."""
+        plan = config.address_plan
+        cluster = config.cluster
+        return compute.Subnetwork(
+            f"{name}-nodes",
+            name=cluster.subnetwork_name,
+            project=config.project,
+            region=config.region,
+            network=self.network,
+            ip_cidr_range=plan.nodes_range,
+            secondary_ip_ranges=[
+                {"range_name": pods_range_name(config), "ip_cidr_range": plan.pods_range},
+                {"range_name": services_range_name(config), "ip_cidr_range": plan.services_range},
+            ],
+            # Private nodes reach Google APIs (images, Cloud Storage, the metadata server's tokens) on Google's network.
+            private_ip_google_access=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _webhook_firewall(self, name: str, config: StackConfig, plan: AddressPlan) -> compute.Firewall:
+        """The charts' webhooks and APIServices (failurePolicy Fail) listen on pod ports GKE's control-plane rule does
+        not open (it opens 443 and 10250 from a peering range). Where the API server's calls come from depends on the
+        cluster: through the konnectivity tunnel, from the konnectivity agents in the cluster (pods, or nodes if the
+        agents run on the host network); from the control plane's /28 on a VPC-peering cluster that does not tunnel.
+        GKE reports no address of a Private Service Connect control plane with its IP endpoints off, so the sources
+        are the ranges the config holds, known before the cluster exists: the node and pod ranges and, when given,
+        the peering range. Only the stack's nodes (its node service account) are opened, on those ports only."""
+        sources = [plan.nodes_range, plan.pods_range] + [
+            c for c in [config.cluster.control_plane.master_ipv4_cidr] if c is not None
+        ]
         return compute.Firewall(
             f"{name}-cp-webhooks",
             name=config.cluster.webhook_firewall_name,
             project=config.project,
-            network=config.cluster.network or "default",
+            network=self.network,
             description=f"GKE control plane of {config.cluster.name} to the webhooks on its nodes",
             direction="INGRESS",
-            source_ranges=self._reported(self.cluster.private_cluster_config).apply(control_plane_source_ranges),
+            # A size alone (an existing cluster's GKE-picked pod range) names no addresses.
+            source_ranges=[c for c in sources if not c.startswith("/")],
             target_service_accounts=[self.node_service_account_email],
             allows=[{"protocol": "tcp", "ports": [str(port) for port in WEBHOOK_PORTS]}],
             opts=pulumi.ResourceOptions(parent=self),
@@ -285,6 +337,7 @@ class GkeCluster(pulumi.ComponentResource):
             location=config.cluster_location,
             # Per zone (GKE's meaning); min_nodes/max_nodes are totals over the pool's zones.
             initial_node_count=config.system_pool_initial_nodes_per_zone,
+            max_pods_per_node=pool.max_pods_per_node,
             autoscaling={
                 "total_min_node_count": pool.min_nodes,
                 "total_max_node_count": pool.max_nodes,
@@ -325,20 +378,34 @@ def _dns_endpoint(endpoints: container.outputs.ClusterControlPlaneEndpointsConfi
     return endpoint
 
 
-def control_plane_source_ranges(private: container.outputs.ClusterPrivateClusterConfig | None) -> list[str]:
-    """Where the control plane's calls to the nodes come from: the peered /28 of a VPC-peering cluster
-    (masterIpv4CidrBlock), else the internal endpoint GKE gives a Private Service Connect cluster in its subnet
-    (privateEndpoint). Never empty: a firewall rule without sources admits every address."""
-    cidr = private.master_ipv4_cidr_block if private else None
-    if cidr:
-        return [cidr]
-    endpoint = private.private_endpoint if private else None
-    if endpoint:
-        return [f"{endpoint}/32"]
-    raise pulumi.RunError(
-        "the cluster reports neither privateClusterConfig.masterIpv4CidrBlock nor privateEndpoint; the firewall "
-        "rule to the webhooks needs the control plane's address"
-    )
+def pods_range_name(config: StackConfig) -> str:
+    return f"{config.cluster.name}-pods"
+
+
+def services_range_name(config: StackConfig) -> str:
+    return f"{config.cluster.name}-services"
+
+
+def _ip_allocation_policy(config: StackConfig, own_subnetwork: bool) -> container.ClusterIpAllocationPolicyArgsDict:
+    """VPC-native ranges: the stack's subnetwork's named secondary ranges, or in an existing subnetwork the ranges
+    (or sizes) GKE creates there. Every field is ForceNew in the provider: chosen once, when the cluster is made."""
+    plan = config.address_plan
+    if own_subnetwork:
+        return {
+            "cluster_secondary_range_name": pods_range_name(config),
+            "services_secondary_range_name": services_range_name(config),
+        }
+    return {"cluster_ipv4_cidr_block": plan.pods_range, "services_ipv4_cidr_block": plan.services_range}
+
+
+def _private_cluster_config(config: StackConfig) -> container.ClusterPrivateClusterConfigArgsDict | None:
+    """Private nodes; with `controlPlane.masterIpv4Cidr`, the peering range GKE creates the control plane in."""
+    master = config.cluster.control_plane.master_ipv4_cidr
+    if not config.private_nodes:
+        return None
+    if master is None:
+        return {"enable_private_nodes": True}
+    return {"enable_private_nodes": True, "master_ipv4_cidr_block": master}
 
 
 def check_version_floor(version: str, floor: str) -> str:

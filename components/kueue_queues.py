@@ -20,16 +20,21 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import tpu_catalog
+from components.config.controllers import PROVISIONING_RETRY
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
+    QueuesConfig,
     cohort_chips,
     covered_resources,
     flavor_labels,
+    placed,
     queue_namespaces,
     quota,
     rung_places,
     team_borrowing,
     team_chips,
+    topology_levels,
+    topology_name,
 )
 from components.config.stack import StackConfig
 
@@ -54,6 +59,12 @@ then fitting before reclaiming before preempting, and the earlier rung on a tie.
 candidates ranks below every rung the workload could be admitted on. (BorrowingOverPreemption would rank fitting by
 borrowing first: an owner would borrow downstream while others hold its own cheaper rung. The CRD's description of
 `preference` has the two "more technically" orders the other way round; isPreferred is what runs.)"""
+# Kueue's pod-set annotations for topology-aware scheduling (kueue v0.19.2 apis/kueue/v1beta2/topology_types.go).
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+"""Pods of one slice of a pod set ("required if kueue.x-k8s.io/podset-slice-required-topology is defined")."""
 IMMUTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     # CEL `self == oldSelf` on spec.clusterQueue (kueue v0.19.2 apis/kueue/v1beta2/localqueue_types.go).
     "LocalQueue": ("spec.clusterQueue",),
@@ -61,8 +72,14 @@ IMMUTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     "PriorityClass": ("value", "preemptionPolicy"),
 }
 """Kind -> the fields of the objects declared here that the API server refuses to change in place. The other kinds
-are mutable as the stack writes them: AdmissionCheck's immutable controllerName is a constant here, ResourceFlavor's
-rules apply only with a topologyName (none set), ClusterQueue's concurrentAdmissionPolicy is not set."""
+are mutable as the stack writes them: AdmissionCheck's immutable controllerName is a constant here, ClusterQueue's
+concurrentAdmissionPolicy is not set. A Topology's levels are immutable (CRD rule `self == oldSelf`), and its name says
+which levels it has (topology_name), so it never changes in place. A ResourceFlavor may gain a topologyName in place,
+but once it has one its topologyName, nodeLabels and tolerations are fixed (the CRD's transition rules). Neither is
+replaced by the stack: Kueue holds the delete of a Topology a flavor names, and of a flavor a ClusterQueue names, with
+its finalizer kueue.x-k8s.io/resource-in-use (pkg/controller/tas/topology_controller.go,
+pkg/controller/core/resourceflavor_controller.go), so a replacement would hang on the delete; the change is refused at
+preview instead (offline/catalogue.py evaluates the CRD rules), and docs/workloads.md says how to make it."""
 
 
 def kueue_object(kind: str, name: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
@@ -77,16 +94,25 @@ def pool_tolerations(pool: TpuPoolConfig) -> list[dict[str, str]]:
     return tolerations + [taint.toleration for taint in pool.node_taints]
 
 
-def resource_flavor(pool: TpuPoolConfig, rung: tuple[str, int] | None = None) -> dict[str, Any]:
+def resource_flavor(
+    pool: TpuPoolConfig, rung: tuple[str, int] | None = None, topology: str | None = None
+) -> dict[str, Any]:
     """Kueue adds the node labels and tolerations to the pods it admits on this flavor. A ladder's rung carries
     its ladder and place as labels (tpu_catalog.LADDER_LABEL, RUNG_LABEL), for people and the policy that checks
-    the order."""
-    flavor = kueue_object(
-        "ResourceFlavor", pool.flavor_name, {"nodeLabels": flavor_labels(pool), "tolerations": pool_tolerations(pool)}
-    )
+    the order. A flavor with a `topology` (topologyName) has Kueue place its workloads on that Topology's levels."""
+    spec: dict[str, Any] = {"nodeLabels": flavor_labels(pool), "tolerations": pool_tolerations(pool)}
+    if topology is not None:
+        spec["topologyName"] = topology
+    flavor = kueue_object("ResourceFlavor", pool.flavor_name, spec)
     if rung is not None:
         flavor["metadata"]["labels"] = {tpu_catalog.LADDER_LABEL: rung[0], tpu_catalog.RUNG_LABEL: str(rung[1])}
     return flavor
+
+
+def topology(queues: QueuesConfig) -> dict[str, Any]:
+    """The Kueue Topology of the placed pool groups (queues.placement), widest level first."""
+    levels = [{"nodeLabel": label} for label in topology_levels(queues)]
+    return kueue_object("Topology", topology_name(queues), {"levels": levels})
 
 
 def admission_check_name(pool: TpuPoolConfig) -> str:
@@ -94,11 +120,16 @@ def admission_check_name(pool: TpuPoolConfig) -> str:
 
 
 def provisioning_request_config(pool: TpuPoolConfig) -> dict[str, Any]:
-    """Kueue asks GKE for the whole slice through a ProvisioningRequest of the queued class."""
+    """Kueue asks GKE for the whole slice through a ProvisioningRequest of the queued class, and retries a request
+    GKE fails as the stack decided (controllers.PROVISIONING_RETRY)."""
     return kueue_object(
         "ProvisioningRequestConfig",
         admission_check_name(pool),
-        {"provisioningClassName": QUEUED_CLASS, "managedResources": [tpu_catalog.TPU_RESOURCE]},
+        {
+            "provisioningClassName": QUEUED_CLASS,
+            "managedResources": [tpu_catalog.TPU_RESOURCE],
+            "retryStrategy": dict(PROVISIONING_RETRY),
+        },
     )
 
 
@@ -191,7 +222,12 @@ def kueue_objects(config: StackConfig) -> list[dict[str, Any]]:
     queues = config.queues
     pools = config.queue_pools
     places = rung_places(queues)
-    objects = [resource_flavor(pool, places.get(pool.name)) for pool in config.queue_flavors]
+    tas = [pool for pool in config.queue_flavors if placed(queues, pool)]
+    objects = [topology(queues)] if tas else []
+    objects += [
+        resource_flavor(pool, places.get(pool.name), topology_name(queues) if pool in tas else None)
+        for pool in config.queue_flavors
+    ]
     for pool in config.queue_flavors:
         if pool.provisioning == "queued" and not config.is_manager:
             objects += [provisioning_request_config(pool), admission_check(pool)]
@@ -220,11 +256,12 @@ def kueue_objects(config: StackConfig) -> list[dict[str, Any]]:
 
 def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
     """(kind, name) of the Kueue objects `obj` names: a ClusterQueue's or Cohort's flavors and a ClusterQueue's
-    admission checks, an AdmissionCheck's ProvisioningRequestConfig. A ClusterQueue whose flavor or check does
-    not exist yet is inactive and admits nothing (kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go, reasons
-    FlavorNotFound, AdmissionCheckNotFound), and a flavor or check in use keeps its finalizer until no
-    ClusterQueue names it (pkg/controller/core/resourceflavor_controller.go, admissioncheck_controller.go): so
-    the named objects come first on `up` and go last on `destroy`."""
+    admission checks, an AdmissionCheck's ProvisioningRequestConfig, a flavor's Topology. A ClusterQueue whose
+    flavor, check or flavor's Topology does not exist yet is inactive and admits nothing (kueue v0.19.2
+    pkg/cache/scheduler/clusterqueue.go, reasons FlavorNotFound, AdmissionCheckNotFound, TopologyNotFound), and a
+    flavor or check in use keeps its finalizer until no ClusterQueue names it, a Topology until no flavor does
+    (pkg/controller/core/resourceflavor_controller.go, admissioncheck_controller.go,
+    pkg/controller/tas/topology_controller.go): so the named objects come first on `up` and go last on `destroy`."""
     spec = obj.get("spec") or {}
     names = [
         ("ResourceFlavor", flavor["name"]) for group in spec.get("resourceGroups", []) for flavor in group["flavors"]
@@ -234,6 +271,8 @@ def references(obj: dict[str, Any]) -> list[tuple[str, str]]:
         names += [("AdmissionCheck", check["name"]) for check in checks]
     if obj["kind"] == "AdmissionCheck":
         names.append((spec["parameters"]["kind"], spec["parameters"]["name"]))
+    if obj["kind"] == "ResourceFlavor" and "topologyName" in spec:
+        names.append(("Topology", spec["topologyName"]))
     return names
 
 

@@ -258,7 +258,9 @@ def _load_balancer_address(status: k8s.core.v1.outputs.ServiceStatus | None) -> 
 class LlmServing(pulumi.ComponentResource):
     """The vLLM servers of `tpu-stack:serving`; `endpoints` maps each server to its OpenAI-compatible base URL.
 
-    `lws_chart`: LeaderWorkerSets wait for the chart (its CRD and its webhooks, which fail closed).
+    `lws_webhooks`: what LeaderWorkerSets wait for: the LWS chart (its CRD and its webhooks) and every other chart
+    that registers a fail-closed webhook for them (Kueue's chart does, in every namespace but its own, whether or
+    not Kueue integrates LeaderWorkerSets: the catalogue's objects-after-their-webhooks rule finds them).
     """
 
     def __init__(
@@ -270,7 +272,7 @@ class LlmServing(pulumi.ComponentResource):
         provider: k8s.Provider,
         cluster: pulumi.Resource,
         project_number: pulumi.Input[str] | None = None,
-        lws_chart: pulumi.Resource | None = None,
+        lws_webhooks: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-stack:index:LlmServing", name, None, opts)
@@ -314,9 +316,7 @@ class LlmServing(pulumi.ComponentResource):
                     kind="LeaderWorkerSet",
                     metadata=_meta(server, namespace, {EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL, **skips}),
                     spec=bucket.apply(functools.partial(leader_worker_set_spec, shape, serving)),
-                    opts=pulumi.ResourceOptions.merge(
-                        ready, pulumi.ResourceOptions(depends_on=[lws_chart] if lws_chart else [])
-                    ),
+                    opts=pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(lws_webhooks))),
                 )
             else:
                 # A model loads for longer than the provider's 10-minute Deployment await: `pulumi up` declares the

@@ -1,11 +1,13 @@
 """Saxml: admin server, one multi-host model server per slice of a TPU pool group, HTTP server and its Service.
 
-The model-server JobSet's shape comes from the pool's config (replicas = slices, parallelism = completions =
-VMs per slice, `google.com/tpu` = chips per VM, the pool's node labels), so serving cannot ask for a slice
-the pools do not have. Every pod runs as one Workload Identity KSA with object access to the stack's bucket
-only; the admin server keeps its state under `gs://<bucket>/sax-root`, where model and HTTP servers find it.
-CPU servers run on the system pool, never on TPU nodes. The HTTP Service is an internal load balancer unless
-config opens it, and then only to listed source ranges.
+Each slice's model servers are a JobSet of their own, named by the slice's index (`sax-model-server-set-<i>`),
+shaped from the pool's config (parallelism = completions = VMs per slice, `google.com/tpu` = chips per VM, the
+pool's node labels), so serving cannot ask for a slice the pools do not have. One JobSet per slice, because a
+JobSet's replicated jobs cannot change in place: more slices add JobSets and leave the running ones alone, and a
+disruption of one slice restarts only that slice's servers (each slice serves on its own). Every pod runs as one
+Workload Identity KSA with object access to the stack's bucket only; the admin server keeps its state under
+`gs://<bucket>/sax-root`, where model and HTTP servers find it. CPU servers run on the system pool, never on TPU
+nodes. The HTTP Service is an internal load balancer unless config opens it, and then only to listed source ranges.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import gcs_fuse, jobset_install, network_policies, pod_security, tpu_catalog
+from components import disruptions, gcs_fuse, jobset_install, network_policies, pod_security, tpu_catalog
 from components.config.cluster import SYSTEM_NODE_SELECTOR
 from components.config.pools import TpuPoolConfig
 from components.config.serving import WRITER_ROLE, SaxmlConfig, file_cache_gib, saxml_mounts
@@ -42,13 +44,17 @@ def sax_root(bucket: str) -> str:
 
 
 def admin_server(saxml: SaxmlConfig, bucket: str) -> k8s.apps.v1.DeploymentSpecArgsDict:
-    """Deployment spec of the admin server: it tracks model servers and keeps its state in the bucket."""
+    """Deployment spec of the admin server: it tracks model servers and keeps its state in the bucket.
+
+    The image serves the cell named by SAX_CELL, `/sax/test` when unset, and its entrypoint takes no arguments
+    (google/saxml v1.1.0 saxml/tools/docker/Dockerfile.admin), so the configured cell goes in the environment:
+    model servers of any other cell would never find their admin server."""
     return _cpu_deployment(
         "sax-admin-server",
         saxml,
         image=saxml.images.admin_server,
         port=ADMIN_PORT,
-        env=[{"name": "GSBUCKET", "value": bucket}],
+        env=[{"name": "GSBUCKET", "value": bucket}, {"name": "SAX_CELL", "value": saxml.cell}],
         resources=ADMIN_RESOURCES,
     )
 
@@ -81,8 +87,17 @@ def _cpu_deployment(
     return {"replicas": 1, "selector": {"match_labels": {"app": app}}, "template": pod_template(pod)}
 
 
+def model_server_set_name(index: int) -> str:
+    """Slice `index`'s JobSet: its name never depends on how many slices there are."""
+    return f"{MODEL_SERVER_SET}-{index}"
+
+
 def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str, *, cache_gib: int) -> dict[str, Any]:
-    """JobSet spec: one child Job per slice, one pod per VM of it; any pod failing restarts them all.
+    """JobSet spec of one slice's servers: one child Job, one pod per VM; any pod failing restarts them all.
+
+    A disruption (node upgrade, repair, maintenance, preemption) restarts them without counting; only failures of
+    their own count against `maxRestarts` (disruptions.py). Without the rule, every upgrade of a node counted one
+    restart for the servers' whole life, and the one after `maxRestarts` failed the JobSet for good.
 
     Not on the host network: Workload Identity applies only to pods on the pod network, and the servers of a
     slice reach each other (ICI port) and the admin server through pod IPs, which the namespace policy allows.
@@ -123,16 +138,16 @@ def model_server_set(saxml: SaxmlConfig, pool: TpuPoolConfig, bucket: str, *, ca
     if pool.taints:
         pod["tolerations"] = [t.toleration for t in pool.taints]
     return {
-        "failurePolicy": {"maxRestarts": saxml.max_restarts},
+        "failurePolicy": disruptions.jobset_policy(saxml.max_restarts),
         "replicatedJobs": [
             {
                 "name": "sax-model-server",
-                "replicas": pool.slices,
+                "replicas": 1,
                 "template": {
                     "spec": {
                         "parallelism": pool.vms_per_slice,
                         "completions": pool.vms_per_slice,
-                        "backoffLimit": 0,
+                        **disruptions.child_job_policy(),
                         "template": {"metadata": {"labels": dict(PART_OF), "annotations": annotations}, "spec": pod},
                     }
                 },
@@ -251,25 +266,29 @@ class Saxml(pulumi.ComponentResource):
             spec=bucket.apply(lambda b: admin_server(saxml, b)),
             opts=ready,
         )
-        self.model_servers: k8s.apiextensions.CustomResource = k8s.apiextensions.CustomResource(
-            f"{name}-model-servers",
-            api_version="jobset.x-k8s.io/v1alpha2",
-            kind="JobSet",
-            metadata=_meta(
-                MODEL_SERVER_SET,
-                namespace,
-                {**ONE_SLICE_PER_NODE_POOL, **pod_security.skip_annotations(model_server_exceptions(saxml))},
-            ),
-            spec=bucket.apply(lambda b: model_server_set(saxml, pool, b, cache_gib=cache_gib)),
-            opts=pulumi.ResourceOptions.merge(
-                ready,
-                pulumi.ResourceOptions(
-                    depends_on=list(depends_on),
-                    replace_on_changes=list(jobset_install.IMMUTABLE_FIELDS),
-                    delete_before_replace=True,
+        spec = bucket.apply(lambda b: model_server_set(saxml, pool, b, cache_gib=cache_gib))
+        self.model_servers: list[k8s.apiextensions.CustomResource] = [
+            k8s.apiextensions.CustomResource(
+                f"{name}-model-servers-{index}",
+                api_version="jobset.x-k8s.io/v1alpha2",
+                kind="JobSet",
+                metadata=_meta(
+                    model_server_set_name(index),
+                    namespace,
+                    {**ONE_SLICE_PER_NODE_POOL, **pod_security.skip_annotations(model_server_exceptions(saxml))},
                 ),
-            ),
-        )
+                spec=spec,
+                opts=pulumi.ResourceOptions.merge(
+                    ready,
+                    pulumi.ResourceOptions(
+                        depends_on=list(depends_on),
+                        replace_on_changes=list(jobset_install.IMMUTABLE_FIELDS),
+                        delete_before_replace=True,
+                    ),
+                ),
+            )
+            for index in range(pool.slices)
+        ]
         self.http_server: k8s.apps.v1.Deployment = k8s.apps.v1.Deployment(
             f"{name}-http",
             metadata=_meta(

@@ -16,6 +16,12 @@ TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
 SPOT_LABEL = "cloud.google.com/gke-spot"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+BLOCK_LABEL = "cloud.google.com/gce-topology-block"
+"""The reservation block a node's VM is in (https://cloud.google.com/ai-hypercomputer/docs/workloads/
+schedule-gke-workloads-tas; Cluster Toolkit and xpk put it at the top of their TPU7x Kueue topologies:
+GoogleCloudPlatform/cluster-toolkit v1.95.0 modules/management/kubectl-apply/kueue/
+kueue-configuration-dynamic-slicing.yaml.tftpl)."""
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 """JobSet annotation: each child Job (one slice) gets a node pool of its own, keyed by NODE_POOL_LABEL."""
 QUEUED_TAINT = "cloud.google.com/gke-queued"
@@ -62,6 +68,17 @@ class MachineType:
     """Memory of one VM. Compute Engine writes machine memory in GB of 2^30 bytes, i.e. GiB."""
     fixed_topologies: tuple[str, ...] = ()
     """Explicit topology list; empty means the version's 3-D rule applies."""
+    numa_nodes: int = 1
+    """NUMA nodes of one VM. Where there are more than one, a TPU pod runs one container per NUMA node, each with
+    that node's share of the chips, CPU and memory (`containers_per_vm`)."""
+
+    @property
+    def containers_per_vm(self) -> int:
+        """GKE's guidance for Ironwood: a multi-container pod binds each container to the CPU, memory and TPU chips of
+        one NUMA node ("NUMA binding", https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood); xpk
+        runs 2 containers of chips_per_vm / 2 chips on tpu7x-standard-4t (AI-Hypercomputer/xpk 367c8382
+        src/xpk/core/system_characteristics.py parallel_containers=2, src/xpk/core/docker_resources.py)."""
+        return self.numa_nodes
 
     def is_valid_topology(self, topology: str) -> bool:
         dims = _parse(topology)
@@ -148,7 +165,9 @@ MACHINE_TYPES: dict[str, MachineType] = {
         MachineType("ct6e-standard-4t", V6E, 4, "2x2", vcpus=180, memory_gib=720, fixed_topologies=_TWO_D_4T),
         MachineType("ct6e-standard-8t", V6E, 8, "2x4", vcpus=180, memory_gib=1440, fixed_topologies=("2x4",)),
         MachineType("tpu7x-standard-1t", IRONWOOD, 1, "1x1x1", vcpus=56, memory_gib=240, fixed_topologies=("1x1x1",)),
-        MachineType("tpu7x-standard-4t", IRONWOOD, 4, "2x2x1", vcpus=224, memory_gib=960),
+        # "Each Ironwood (TPU7x) virtual machine (VM) contains four chips and two NICs. Each VM contains two ... NUMA
+        # nodes" (https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, NUMA binding).
+        MachineType("tpu7x-standard-4t", IRONWOOD, 4, "2x2x1", vcpus=224, memory_gib=960, numa_nodes=2),
     )
 }
 

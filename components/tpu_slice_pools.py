@@ -8,6 +8,7 @@ from pulumi_gcp import compute, container
 from components.config.pools import TpuPoolConfig
 from components.config.stack import StackConfig
 from components.gke_cluster import CLOUD_PLATFORM_SCOPE, NODE_POOL_TIMEOUTS
+from components.workload_policy import placement_policy, workload_policy
 
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
 # Autoscaled pools resize themselves. Labels and taints are not ignored: Kueue's flavors are built from the
@@ -31,6 +32,9 @@ class TpuSlicePools(pulumi.ComponentResource):
         super().__init__("tpu-stack:index:TpuSlicePools", name, None, opts)
         self.future_reservation: compute.FutureReservation | None = self._future_reservation(name, config, pool)
         depends_on: list[pulumi.Resource] = [self.future_reservation] if self.future_reservation else []
+        self.workload_policy: compute.ResourcePolicy | None = workload_policy(
+            name, config=config, pool=pool, parent=self
+        )
         # An adopted pool group keeps the fields it lists as they exist (the state's values, from the import).
         ignore = [*(AUTOSCALED_FIELDS if pool.autoscaled else []), *(pool.adopted.keep if pool.adopted else ())]
         node_config = _node_config(config, pool, node_service_account_email)
@@ -43,14 +47,12 @@ class TpuSlicePools(pulumi.ComponentResource):
                 location=config.cluster_location,
                 node_locations=[pool.zone] if pool.zone else None,
                 initial_node_count=0 if pool.autoscaled else None,
+                # ForceNew in the provider: sizes each node's block of the pod range (components/config/network.py).
+                max_pods_per_node=pool.max_pods_per_node,
                 node_count=None if pool.autoscaled else pool.vms_per_slice,
                 autoscaling=_autoscaling(pool),
                 management={"auto_repair": pool.auto_repair, "auto_upgrade": config.auto_upgrade(pool)},
-                # `type` is required by the provider schema, but GKE never reports it for TPU pools: an empty
-                # string is left out of the API request (as gcloud does) and reads back equal.
-                placement_policy=(
-                    {"type": "", "tpu_topology": pool.explicit_topology} if pool.explicit_topology else None
-                ),
+                placement_policy=placement_policy(pool, self.workload_policy),
                 queued_provisioning={"enabled": True} if pool.provisioning == "queued" else None,
                 node_config=node_config,
                 opts=pulumi.ResourceOptions(

@@ -6,7 +6,12 @@ share, or what it may borrow). A workload of a pool group on its own selects the
 flavor; a workload of a capacity ladder selects only the shape (accelerator and topology), so Kueue may admit it
 on any rung, in ladder order, and adds that rung's labels and tolerations itself. Only what the stack can run is
 generated: a multislice JobSet needs as many slices in its group (on every rung of a ladder), a
-queued-provisioning group gets the queued Job.
+queued-provisioning group gets the queued workload of one slice.
+
+Each workload is one object that carries everything it needs to the cluster that runs it, a MultiKueue worker
+included (Kueue copies only the job object there): a single-host slice is a Job (one pod, no Service); a multi-host
+slice, or several, is a JobSet, whose controller on the running cluster creates the headless Service the pods'
+hostnames resolve through. Multislice only on multi-host slices, the only ones GKE's Multislice supports.
 `python -m offline workloads --stack <name>` writes them to build/<stack>/workloads/.
 """
 
@@ -15,12 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components import gcs_fuse, pod_security, tpu_catalog
+from components import disruptions, gcs_fuse, pod_security, tpu_catalog
 from components.config.pools import TpuPoolConfig
 from components.config.queues import (
     QueueRef,
     flavor_labels,
     ladder_slices,
+    placed,
     queue_refs,
     quota,
     shape_selector,
@@ -29,7 +35,14 @@ from components.config.queues import (
 )
 from components.config.serving import bucket_mounts, bucket_service_account, file_cache_gib
 from components.config.stack import StackConfig
-from components.kueue_queues import QUEUE_LABEL, pool_tolerations
+from components.kueue_queues import (
+    PREFERRED_TOPOLOGY,
+    QUEUE_LABEL,
+    REQUIRED_TOPOLOGY,
+    SLICE_REQUIRED_TOPOLOGY,
+    SLICE_SIZE,
+    pool_tolerations,
+)
 
 IMAGE = "python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1"
 JAX = "jax[tpu]==0.6.2"
@@ -40,15 +53,6 @@ MAX_MULTISLICE = 3
 MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
 TTL_SECONDS = 3600
 """Finished Jobs and JobSets (and their pods) are deleted an hour later: logs stay readable, nodes are freed."""
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-"""Set by the Job controller on every pod of a Job."""
-DISRUPTION_TARGET = "DisruptionTarget"
-"""Pod condition the kubelet sets (reason TerminationByKubelet) on pods it stops for a graceful node shutdown, which
-is how GKE stops the pods of a Spot VM that Compute Engine preempts. The kubelet sets it, with the same reason, on
-pods it evicts for node pressure too, and neither the Job API (onPodConditions matches type and status) nor JobSet's
-(the Job's failure reason and message, which name the condition type only) can tell the two apart."""
-POD_FAILURE_POLICY = "PodFailurePolicy"
-"""Reason of a Job's Failed condition when a FailJob rule of its podFailurePolicy matched (batch/v1)."""
 
 
 @dataclass(frozen=True)
@@ -125,41 +129,75 @@ def _script(multislice: bool) -> list[str]:
 
 
 def _template(
-    config: StackConfig, target: Target, ports: list[int], namespace: str, *, multislice: bool
+    config: StackConfig, target: Target, ports: list[int], namespace: str, *, slices: int, multislice: bool
 ) -> dict[str, Any]:
-    """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE."""
+    """Pod template: the pod, with the bucket's folders of its KSA mounted through Cloud Storage FUSE, and where the
+    target is placed by topology Kueue's placement request (Kueue reads pod-set annotations from the pod template)."""
     pod = _pod(config, target, ports, namespace, multislice=multislice)
     cache = file_cache_gib(config.bucket, shape_of(target), autopilot=_autopilot(config))
     annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace), cache_gib=cache)
+    annotations = {**annotations, **placement(config, target, slices)}
     return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
+
+
+def placement(config: StackConfig, target: Target, slices: int) -> dict[str, str]:
+    """Kueue's topology request for a workload of `slices` slices of a placed target (queues.placement): each slice
+    on the nodes of one node pool (podset-slice-required-topology with podset-slice-size, the pods of one slice: one
+    per VM), and with the block level all slices in one block, required or preferred. Kueue's JobSet integration makes
+    one pod set of a replicated job and orders its pods by job index, then completion index, so slice i of the
+    JobSet is child Job i (kueue v0.19.2 pkg/controller/jobs/jobset/jobset_controller.go PodSets; the annotations,
+    apis/kueue/v1beta2/topology_types.go; their rules, pkg/controller/jobframework/tas_validation.go). None where a
+    rung of the target is not placed (a config check keeps a ladder's rungs all placed or none)."""
+    rungs = rungs_of(target)
+    if not all(placed(config.queues, pool) for pool in rungs):
+        return {}
+    request = {
+        SLICE_REQUIRED_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL,
+        SLICE_SIZE: str(shape_of(target).vms_per_slice),
+    }
+    settings = config.queues.placement
+    if settings.blocks and slices > 1:
+        request[REQUIRED_TOPOLOGY if settings.slices == "required" else PREFERRED_TOPOLOGY] = tpu_catalog.BLOCK_LABEL
+    return request
 
 
 def _pod(config: StackConfig, target: Target, ports: list[int], namespace: str, *, multislice: bool) -> dict[str, Any]:
     """A pod on one VM of the target: all its chips and the CPU/memory of the node, the namespace's bucket KSA; on a
     pool group its flavor's labels and the tolerations of its taints, on a ladder the shape only (Kueue adds the
     labels and tolerations of the rung it admits the pod on). Not privileged and not on the host network: GKE gives
-    TPU access without either, and Workload Identity only works off the host network."""
+    TPU access without either, and Workload Identity only works off the host network. On a VM of several NUMA nodes
+    (TPU7x) one container per NUMA node, each with its share of chips, CPU and memory, running the same command, as
+    GKE's Ironwood guidance and xpk do (tpu_catalog.MachineType.containers_per_vm); the TPU runtime's environment
+    comes from GKE, which xpk and GKE's own TPU7x examples leave to it too (xpk src/xpk/core/docker_resources.py
+    get_env_container sets no TPU variable; "The TPU_ACCELERATOR_TYPE environment variable is not explicitly set in
+    this example, as JobSet handles the slice assignment", cloud.google.com/kubernetes-engine/docs/how-to/
+    create-dynamic-slices)."""
     pool = shape_of(target)
-    amounts = {**quota(config.queues, pool, pool.machine.chips_per_vm)}
+    amounts = {**quota(config.queues, pool, pool.chips_per_container)}
     limits = {k: v for k, v in amounts.items() if k != "cpu"}
     if "cpu" not in amounts and not _autopilot(config):
-        amounts.update(pool.tpu_container_requests)
-        limits.update(pool.tpu_container_limits)
-    container: dict[str, Any] = {
-        "name": "jax-tpu",
-        "image": IMAGE,
-        "imagePullPolicy": "Always",
-        "command": _script(multislice),
-        "resources": {"requests": dict(amounts), "limits": limits},
-        "securityContext": pod_security.tpu_container_security(),
-    }
+        amounts.update(pool.numa_container_requests)
+        limits.update(pool.numa_container_limits)
+    count = pool.machine.containers_per_vm
+    containers: list[dict[str, Any]] = [
+        {
+            "name": "jax-tpu" if count == 1 else f"jax-tpu-{index + 1}",
+            "image": IMAGE,
+            "imagePullPolicy": "Always",
+            "command": _script(multislice),
+            "resources": {"requests": dict(amounts), "limits": dict(limits)},
+            "securityContext": pod_security.tpu_container_security(),
+        }
+        for index in range(count)
+    ]
     if ports:
-        container["ports"] = [{"containerPort": port} for port in ports]
+        # The pod's containers share its network: the ports are declared once, on the first.
+        containers[0]["ports"] = [{"containerPort": port} for port in ports]
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "nodeSelector": shape_selector(pool) if isinstance(target, Ladder) else flavor_labels(pool),
         **pod_security.tpu_pod_fields(),
-        "containers": [container],
+        "containers": containers,
     }
     account = bucket_service_account(config.bucket, namespace)
     if account:
@@ -221,113 +259,50 @@ def _queued_run_seconds(target: Target) -> int | None:
     )
 
 
-def _survives_spot_preemption(target: Target) -> bool:
-    return any(pool.provisioning == "spot" for pool in rungs_of(target))
-
-
-def _disruption_budget(vms: int) -> dict[str, Any]:
-    """A Job that may run on spot: a pod stopped by a disruption (DisruptionTarget) is started again, counted
-    against backoffLimit, which allows MAX_RESTARTS disruptions of the whole slice (each stops every worker once);
-    any other failure of a container fails the Job at once, as backoffLimit 0 does elsewhere. Counted, not ignored:
-    a pod the kubelet evicts again and again (an emptyDir over its sizeLimit) cannot restart forever."""
-    on_disruption = {"action": "Count", "onPodConditions": [{"type": DISRUPTION_TARGET, "status": "True"}]}
-    on_error = {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}}
-    return {"backoffLimit": MAX_RESTARTS * vms, "podFailurePolicy": {"rules": [on_disruption, on_error]}}
-
-
-SPOT_RESTART_RULE = "DisruptionTarget"
-"""Name of the JobSet failure policy rule that restarts a multislice JobSet after a disruption."""
-
-
-def _jobset_failure_policy(target: Target) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(JobSet failurePolicy, extra child Job spec). On a target with a spot rung, a child Job fails at once with
-    reason PodFailurePolicy when a pod of it is disrupted (its only FailJob rule), and the JobSet restarts every slice
-    without counting it against maxRestarts (jobset v0.12.0 RestartJobSetAndIgnoreMaxRestarts, matched on that
-    reason); any other failure restarts it within maxRestarts. A JobSet is restarted as a whole either way: the other
-    slices' workers fail when one slice goes."""
-    if not _survives_spot_preemption(target):
-        return {"maxRestarts": MAX_RESTARTS}, {}
-    rule = {
-        "name": SPOT_RESTART_RULE,
-        "action": "RestartJobSetAndIgnoreMaxRestarts",
-        "onJobFailureReasons": [POD_FAILURE_POLICY],
-    }
-    fail_job = {"action": "FailJob", "onPodConditions": [{"type": DISRUPTION_TARGET, "status": "True"}]}
-    return {"maxRestarts": MAX_RESTARTS, "rules": [rule]}, {"podFailurePolicy": {"rules": [fail_job]}}
-
-
-def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -> tuple[dict[str, Any], ...]:
-    """A Job over one slice, created suspended for Kueue: one pod on a single-host slice; an Indexed Job with a
-    headless Service (the pods find each other by hostname), pinned to one node pool, on a multi-host slice. For a
-    queued-provisioning group or rung, the run limit travels to the ProvisioningRequest as an annotation. Where a
-    spot group or rung may run it, a pod stopped because Compute Engine preempted its VM is started again rather
-    than failing the Job, a bounded number of times (_disruption_budget)."""
-    annotations = {}
-    seconds = _queued_run_seconds(target)
-    if seconds:
-        annotations[MAX_RUN_ANNOTATION] = str(seconds)
+def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -> dict[str, Any]:
+    """A Job of one single-host slice, created suspended for Kueue: one pod, all the VM's chips. For a
+    queued-provisioning group or rung the run limit travels to the ProvisioningRequest as an annotation. A pod the
+    platform stops (DisruptionTarget: an upgrade, a repair, maintenance, a spot preemption) is started again, a
+    bounded number of times; any failure of its own fails the Job (disruptions.job_policy)."""
     pool = shape_of(target)
-    ports = [tpu_catalog.ICI_PORT, METRICS_PORT] if pool.multi_host else []
-    template = _template(config, target, ports, queue.namespace, multislice=False)
-    pod = template["spec"]
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(config, target, name, queue, annotations)}
-    failure_policy = (
-        _disruption_budget(pool.vms_per_slice) if _survives_spot_preemption(target) else {"backoffLimit": 0}
-    )
-    if not pool.multi_host:
-        spec = {
+    assert not pool.multi_host, "a multi-host slice runs as a JobSet (slice_jobset)"
+    template = _template(config, target, [], queue.namespace, slices=1, multislice=False)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _metadata(config, target, name, queue, _run_limit(target)),
+        "spec": {
             "suspend": True,
-            **failure_policy,
+            **disruptions.job_policy(pool.vms_per_slice, MAX_RESTARTS),
             "ttlSecondsAfterFinished": TTL_SECONDS,
             "template": template,
-        }
-        return ({**job, "spec": spec},)
-    service = f"{name}-svc"
-    pod["subdomain"] = service
-    pod["affinity"] = _same_node_pool_as(name)
-    vms = pool.vms_per_slice
-    spec = {
-        "suspend": True,
-        "completionMode": "Indexed",
-        "parallelism": vms,
-        "completions": vms,
-        **failure_policy,
-        "ttlSecondsAfterFinished": TTL_SECONDS,
-        "template": template,
-    }
-    return (
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": service, "namespace": queue.namespace},
-            "spec": {"clusterIP": "None", "selector": {"job-name": name}},
         },
-        {**job, "spec": spec},
+    }
+
+
+def _run_limit(target: Target) -> dict[str, str]:
+    seconds = _queued_run_seconds(target)
+    return {MAX_RUN_ANNOTATION: str(seconds)} if seconds else {}
+
+
+def slice_jobset(config: StackConfig, target: Target, slices: int, name: str, queue: QueueRef) -> dict[str, Any]:
+    """The multislice seed's JobSet over `slices` multi-host slices: one child Job per slice (exclusive node pool),
+    one pod per VM, the headless Service made by JobSet on the cluster that runs it. A disruption restarts every
+    slice without counting; a failure of its own restarts them within failurePolicy.maxRestarts
+    (disruptions.jobset_policy). A queued-provisioning group's or rung's run limit rides along as for a Job."""
+    pool = shape_of(target)
+    assert pool.multi_host or slices == 1, "GKE's Multislice runs on multi-host slices only"
+    vms = pool.vms_per_slice
+    template = _template(
+        config, target, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, slices=slices, multislice=True
     )
-
-
-def _same_node_pool_as(job: str) -> dict[str, Any]:
-    """Every pod of the Job on the node pool of its first pod: one slice. The accelerator and topology labels
-    alone match every slice of the group, so an Indexed Job could straddle two slices that share no ICI."""
-    term = {"labelSelector": {"matchLabels": {JOB_NAME_LABEL: job}}, "topologyKey": tpu_catalog.NODE_POOL_LABEL}
-    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-
-
-def multislice_jobset(config: StackConfig, target: Target, slices: int, name: str, queue: QueueRef) -> dict[str, Any]:
-    """The multislice seed's JobSet: one child Job per slice (exclusive node pool), one pod per VM. A failed child
-    Job restarts every slice: within failurePolicy.maxRestarts, or beyond it after a spot preemption
-    (_jobset_failure_policy)."""
-    vms = shape_of(target).vms_per_slice
-    template = _template(config, target, [tpu_catalog.ICI_PORT, MEGASCALE_PORT], queue.namespace, multislice=True)
-    failure_policy, child = _jobset_failure_policy(target)
+    annotations = {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL, **_run_limit(target)}
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
-        "metadata": _metadata(
-            config, target, name, queue, {tpu_catalog.EXCLUSIVE_TOPOLOGY: tpu_catalog.NODE_POOL_LABEL}
-        ),
+        "metadata": _metadata(config, target, name, queue, annotations),
         "spec": {
-            "failurePolicy": failure_policy,
+            "failurePolicy": disruptions.jobset_policy(MAX_RESTARTS),
             "ttlSecondsAfterFinished": TTL_SECONDS,
             "replicatedJobs": [
                 {
@@ -337,8 +312,7 @@ def multislice_jobset(config: StackConfig, target: Target, slices: int, name: st
                         "spec": {
                             "parallelism": vms,
                             "completions": vms,
-                            "backoffLimit": 0,
-                            **child,
+                            **disruptions.child_job_policy(),
                             "template": template,
                         }
                     },
@@ -346,6 +320,15 @@ def multislice_jobset(config: StackConfig, target: Target, slices: int, name: st
             ],
         },
     }
+
+
+def workload_objects(
+    config: StackConfig, target: Target, slices: int, name: str, queue: QueueRef, *, jobset: bool = False
+) -> tuple[dict[str, Any], ...]:
+    """What runs `slices` slices of `target`: a JobSet on multi-host slices (or when asked), else a Job."""
+    if shape_of(target).multi_host or jobset:
+        return (slice_jobset(config, target, slices, name, queue),)
+    return (slice_job(config, target, name, queue),)
 
 
 def targets(config: StackConfig) -> list[Target]:
@@ -369,27 +352,24 @@ def max_slices(target: Target) -> int:
 
 
 def workloads(config: StackConfig) -> list[Workload]:
-    """Per pool group in no ladder, and per ladder: a Job over one slice (the queued Job on a queued group), and
-    where every rung has two or more slices the 1-, 2- and 3-slice JobSets that fit; each only if some queue can
-    reach its chips on every rung."""
+    """Per pool group in no ladder, and per ladder: on single-host slices the Job of one slice; on multi-host slices
+    the 1-, 2- and 3-slice JobSets that fit every rung (one slice per workload where a rung is queued); a queued group
+    gets its one-slice workload named `-queued`. Each only if some queue can reach its chips on every rung."""
     found: list[Workload] = []
     for target in targets(config):
         pool = shape_of(target)
         queued = not isinstance(target, Ladder) and pool.provisioning == "queued"
-        name = f"{target.name}-queued" if queued else f"{target.name}-job"
-        queue = _queue_for(config, target, pool.chips_per_slice)
-        if queue is not None:
-            found.append(Workload(name, target.name, 1, queue, slice_job(config, target, name, queue)))
-        most = max_slices(target)
-        if most < 2:
-            continue
-        for slices in range(1, min(MAX_MULTISLICE, most) + 1):
+        most = min(MAX_MULTISLICE, max_slices(target)) if pool.multi_host else 1
+        for slices in range(1, most + 1):
             queue = _queue_for(config, target, slices * pool.chips_per_slice)
             if queue is None:
                 continue
-            name = f"{target.name}-{slices}slice"
-            jobset = multislice_jobset(config, target, slices, name, queue)
-            found.append(Workload(name, target.name, slices, queue, (jobset,)))
+            if queued:
+                name = f"{target.name}-queued"
+            else:
+                name = f"{target.name}-{slices}slice" if pool.multi_host else f"{target.name}-job"
+            objects = workload_objects(config, target, slices, name, queue)
+            found.append(Workload(name, target.name, slices, queue, objects))
     return found
 
 

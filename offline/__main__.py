@@ -1,6 +1,7 @@
 """Command line: `python -m offline preview --stack dev`; exit 0 clean, 1 policy violation, 2 bad config.
 
 `python -m offline workloads --stack dev` writes example workloads bound to the stack's queues.
+`python -m offline roles --stack dev` prints the IAM roles the deploy and preview identities need.
 `python -m offline diff --base DIR --head DIR` writes the pull request comment comparing two builds' plans.
 This module only parses the command line: a preview loads the modules both of its runs need, then forks its
 new-stack view here, so the two processes share what is loaded and run side by side.
@@ -21,6 +22,7 @@ from offline.vendor import REPO
 EXIT_CONFIG = 2
 SHARED_MODULES = (
     "offline.commands",
+    "pulumi_gcp.compute",
     "pulumi_gcp.container",
     "pulumi_gcp.monitoring",
     "pulumi_gcp.organizations",
@@ -37,9 +39,9 @@ SHARED_MODULES = (
     "pulumi_kubernetes.scheduling.v1",
 )
 """What a preview's two runs both load: the preview itself and the typed SDK modules the stacks' programs use. The
-SDKs load a module on its first use (pulumi_gcp.compute, most of a second, which only private nodes and calendar
-reservations use, loads then); loaded before the fork, these are loaded once instead of once per process, and they
-are most of a preview's start-up. Only a matter of time: a module missing here loads when the program uses it."""
+SDKs load a module on its first use; loaded before the fork, these are loaded once instead of once per process, and
+they are most of a preview's start-up (pulumi_gcp.compute, most of a second, since every stack declares a network).
+Only a matter of time: a module missing here loads when the program uses it."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
             type=Path,
             help=f"the {side}'s project folder: a stack with a Pulumi.<stack>.yaml but no plan failed its preview",
         )
+    roles = commands.add_parser("roles", help="print the IAM roles the identities running pulumi need")
+    roles.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
+    roles.add_argument("--config", type=Path, help="stack config file to use instead of Pulumi.<stack>.yaml")
     jobs = commands.add_parser("workloads", help="write example Jobs and JobSets bound to the stack's queues")
     jobs.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
     jobs.add_argument("--config", type=Path, help="stack config file to use instead of Pulumi.<stack>.yaml")
@@ -109,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         return plandiff.main(args)
     if args.config is None and not (REPO / f"Pulumi.{args.stack}.yaml").exists():
         print(f"error: no Pulumi.{args.stack}.yaml; pass --config FILE or create the stack file", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.config is not None and not args.config.is_file():
+        print(f"error: --config {args.config}: no such file; give the path of a stack file", file=sys.stderr)
         return EXIT_CONFIG
     if args.command == "preview":
         _load_shared_modules()  # before the fork, so the child shares them (it starts no thread)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from offline import webhooks
 from offline.lifecycle import depends_on, matches
 from offline.validate import validate_update
 
@@ -156,26 +157,10 @@ def by_urn(records: Sequence[Record]) -> dict[str, Record]:
     return {str(r["urn"]): r for r in records}
 
 
-def chart(records: Sequence[Record], name: str) -> Record | None:
-    return next((r for r in of_type(records, ":Chart") if r["name"] == f"{name}-chart"), None)
-
-
 def writers(records: Sequence[Record]) -> dict[str, str | None]:
     """URN -> the kubernetes provider that writes the resource (its own, else its parent's, as a chart's objects):
     which cluster it is in, in a stack of several (a MultiKueue manager and its workers)."""
-    records_by_urn = by_urn(records)
-    found: dict[str, str | None] = {}
-
-    def writer(record: Record) -> str | None:
-        urn = str(record["urn"])
-        if urn not in found:
-            parent = records_by_urn.get(str(record.get("parent") or ""))
-            found[urn] = record.get("provider") or (writer(parent) if parent is not None else None)
-        return found[urn]
-
-    for record in records:
-        writer(record)
-    return found
+    return webhooks.cluster_of(records)
 
 
 def cluster_chart(records: Sequence[Record], name: str) -> Callable[[Record], Record | None]:
@@ -283,6 +268,36 @@ REPLACES = [
         "the provider plans a timeWindow change as an update, which Compute refuses for a submitted calendar-mode "
         "request: the stack replaces it on any change (replaceOnChanges '*')",
     ),
+    Replaces(
+        "gcp:projects/service:Service",
+        ("service", "project"),
+        _TF + "resourcemanager/resource_google_project_service.go (service, project ForceNew)",
+        "disableOnDestroy false: a destroy removes it from the state and leaves the API on",
+    ),
+    Replaces(
+        "gcp:compute/network:Network",
+        ("name", "project", "autoCreateSubnetworks", "description", "networkProfile", "params"),
+        _TF + "compute/resource_compute_network.go (ForceNew fields)",
+        "mtu and routingMode update in place",
+    ),
+    Replaces(
+        "gcp:compute/subnetwork:Subnetwork",
+        ("name", "network", "region", "project", "description", "params", "reservedInternalRange"),
+        _TF + "compute/resource_compute_subnetwork.go (ForceNew fields; ipCidrRange replaces only when it shrinks)",
+        "ipCidrRange widens in place; secondary ranges update in place, but see Refuses",
+    ),
+    Replaces(
+        "gcp:compute/resourcePolicy:ResourcePolicy",
+        (
+            "region", "project", "workloadPolicy", "groupPlacementPolicy.tpuTopology",
+            "groupPlacementPolicy.gpuTopology", "diskConsistencyGroupPolicy.enabled",
+        ),
+        "hashicorp/terraform-provider-google-beta v7.45.0 google-beta/services/compute/"
+        "resource_compute_resource_policy.go (ForceNew: region, project, every field of workload_policy)",
+        "name and description are planned as an update, a PATCH of .../resourcePolicies/{{name}} with the new name, "
+        "and Compute updates no workload policy (\"To make changes in a workload policy, you must create a new one\"): "
+        "the stack replaces one on any change (replaceOnChanges '*'), deleting first",
+    ),
     Replaces("gcp:monitoring/alertPolicy:AlertPolicy", ("project",),
              _TF + "monitoring/resource_monitoring_alert_policy.go L133"),
     Replaces("gcp:monitoring/dashboard:Dashboard", ("project",),
@@ -349,7 +364,8 @@ REPLACES = [
     *(
         Replaces(f"tpu-stack:index:{component}", (), _COMPONENT)
         for component in (
-            "GkeCluster", "TpuSlicePools", "JobSetInstall", "KueueInstall", "KueueQueues", "NamespacePolicies",
+            "GkeCluster", "TpuSlicePools", "ProjectServices", "StackNetwork", "JobSetInstall", "KueueInstall",
+            "KueueQueues", "NamespacePolicies",
             "ControllerMetrics", "Bucket", "WorkloadIdentity", "Saxml", "Monitoring", "LwsInstall", "LlmServing",
             "MultiKueueManager", "MultiKueueWorker", "WorkloadServiceAccounts",
         )
@@ -359,6 +375,14 @@ REPLACES = [
 # --- Refuses: changes an API or a provider does not apply in place ----------------------------------------------
 
 REFUSES = [
+    Refuses(
+        "gcp:compute/subnetwork:Subnetwork",
+        ("secondaryIpRanges",),
+        "cloud.google.com/kubernetes-engine/docs/concepts/alias-ips (a cluster's secondary ranges cannot be changed "
+        "or removed while the cluster uses them); Compute refuses to modify a secondary range in use",
+        "a pod or Service range is chosen once, with the cluster (ipAllocationPolicy is ForceNew): the address plan "
+        "sizes it for the stack's largest",
+    ),
     Refuses(
         "gcp:container/nodePool:NodePool",
         ("placementPolicy.tpuTopology", "placementPolicy.type"),
@@ -404,58 +428,91 @@ REFUSES = [
 # --- Requires: what every plan must hold for `up` and `destroy` to work ------------------------------------------
 
 
-def _in_group(record: Record, group: str) -> bool:
-    return str(record["type"]).startswith(f"kubernetes:{group}/") and not record.get("rendered")
-
-
-def _kueue_objects_wait_for_kueue(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
-    kueue = cluster_chart(records, "kueue")
-    return [
-        f"{r['name']} is created before the Kueue chart serves its webhooks"
-        for r in records
-        if _in_group(r, "kueue.x-k8s.io") and not waits_for(records, r, kueue(r))
-    ]
-
-
-def _jobsets_wait_for_both_charts(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
-    charts = {name: cluster_chart(records, name) for name in ("jobset", "kueue")}
-    return [
-        f"{r['name']} is created before the {name} chart serves its JobSet webhook"
-        for r in records
-        if _in_group(r, "jobset.x-k8s.io")
-        for name, of_cluster in charts.items()
-        if not waits_for(records, r, of_cluster(r))
-    ]
-
-
-def _leaderworkersets_wait_for_lws(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
-    """LeaderWorkerSets wait for the LWS chart, and the chart's controller is ready only once its webhook server
-    listens: LWS's own readiness is a plain ping, ready before its webhooks are registered."""
-    sets = [r for r in records if _in_group(r, "leaderworkerset.x-k8s.io")]
-    if not sets:
-        return []
-    lws = cluster_chart(records, "lws")
-    problems = [
-        f"{r['name']} is created before the LWS chart serves its webhooks"
-        for r in sets
-        if not waits_for(records, r, lws(r))
-    ]
-    for controller in records:
-        if not (
-            controller.get("rendered")
-            and controller["name"] == "lws-chart:lws-system/lws-controller-manager"
-            and str(controller["type"]).endswith("apps/v1:Deployment")
-        ):
+def _objects_wait_for_their_webhooks(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Every object a fail-closed webhook intercepts (offline/webhooks.py derives them from the plan) waits for the
+    webhook's backend: the chart that renders the Service the webhook calls, or that Service. A chart's own objects
+    are the chart's to order; another chart's objects wait through their chart. Waiting for the backend is also what
+    deletes the object first on destroy."""
+    plan = webhooks.Plan.of(records)
+    by_urn_ = by_urn(records)
+    services = {
+        (plan.clusters[str(r["urn"])], r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"]): r
+        for r in of_type(records, "core/v1:Service")
+    }
+    late: dict[tuple[str, str], list[str]] = {}
+    problems = []
+    for hook in webhooks.fail_closed(records):
+        service = services.get((hook.cluster, *hook.service))
+        if service is None:
+            problems.append(f"{hook.name}: calls Service {'/'.join(hook.service)}, which the stack does not declare")
             continue
-        for container in controller["inputs"]["spec"]["template"]["spec"]["containers"]:
-            webhook = [p["containerPort"] for p in container.get("ports") or () if p.get("name") == "webhook-server"]
-            probe = (container.get("readinessProbe") or {}).get("tcpSocket") or {}
-            if webhook and probe.get("port") not in (webhook[0], "webhook-server"):
-                problems.append(
-                    f"{controller['name']}: ready before its webhook server listens on {webhook[0]}, so waiting for "
-                    "the chart does not wait for the webhooks"
-                )
+        backend = by_urn_[str(service["parent"])] if service.get("rendered") else service
+        for record in records:
+            owner = str(record["parent"]) if record.get("rendered") else None
+            if owner == backend["urn"] or not webhooks.intercepts(hook, record, plan):
+                continue
+            waiter = by_urn_[owner] if owner else record
+            if not waits_for(records, waiter, backend):
+                late.setdefault((str(waiter["name"]), str(backend["name"])), []).append(hook.name.split(" ")[-1])
+    problems += [
+        f"{waiter} is created before {backend} serves the webhooks that intercept it ({', '.join(sorted(set(hooks)))})"
+        for (waiter, backend), hooks in sorted(late.items())
+    ]
     return problems
+
+
+READY_MEANS_SERVING = {
+    "registry.k8s.io/kueue/kueue": "kubernetes-sigs/kueue v0.19.2 cmd/kueue/main.go (readyz: certificates ready, then "
+    "the webhook server's StartedChecker)",
+    "registry.k8s.io/jobset/jobset": "kubernetes-sigs/jobset v0.12.0 main.go (readyz: certificates ready, then the "
+    "webhook server's StartedChecker)",
+}
+"""Controller images whose own readiness check includes their webhook server, read in their sources; any other
+backend is ready for what waits on it only with a readiness probe on the webhook's own port."""
+
+
+def _webhook_backends_ready_when_serving(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Waiting for a chart waits for its Deployments to be ready (the provider's await), which tells that a webhook
+    serves only when the pods' readiness covers the webhook server: a tcpSocket probe on its port, or a controller
+    whose readiness checks it (READY_MEANS_SERVING). LWS v0.10.0's `/readyz` is a plain ping (cmd/main.go), ready
+    before its webhooks are registered."""
+    services = {
+        (r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"]): r
+        for r in of_type(records, "core/v1:Service")
+        if r.get("rendered")
+    }
+    problems = set()
+    for hook in webhooks.fail_closed(records):
+        service = services.get(hook.service)
+        if service is None:
+            continue
+        spec = service["inputs"]["spec"]
+        targets = {p.get("targetPort", p["port"]) for p in spec.get("ports") or ()}
+        for deployment in of_type(records, "apps/v1:Deployment"):
+            template = deployment["inputs"]["spec"]["template"]
+            if deployment.get("parent") != service.get("parent") or not (
+                (spec.get("selector") or {}).items() <= (template["metadata"].get("labels") or {}).items()
+            ):
+                continue
+            for container in template["spec"]["containers"]:
+                ports = {p["containerPort"]: p.get("name") for p in container.get("ports") or ()}
+                served = [port for port, name in ports.items() if port in targets or name in targets]
+                probe = (container.get("readinessProbe") or {}).get("tcpSocket") or {}
+                image = str(container.get("image", "")).split("@")[0].rsplit(":", 1)[0]
+                if (
+                    served
+                    and image not in READY_MEANS_SERVING
+                    and probe.get("port")
+                    not in (
+                        *served,
+                        *(ports[p] for p in served),
+                    )
+                ):
+                    problems.add(
+                        f"{deployment['name']}: ready before its webhook server listens on {served[0]}, so waiting "
+                        "for its chart does not wait for the webhooks"
+                    )
+    return sorted(problems)
 
 
 def _token_secrets_wait_for_their_account(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
@@ -717,6 +774,59 @@ def _queues_after_their_flavors(records: Sequence[Record], _outputs: Mapping[str
     return problems
 
 
+def _pools_after_their_workload_policy(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """A node pool naming a workload policy is created after it (GKE returns InvalidArgument for a policy it cannot
+    find) and deleted before it (the policy is deleted with its pools, not left behind)."""
+    policies = {str(r["inputs"].get("name")): r for r in of_type(records, "compute/resourcePolicy:ResourcePolicy")}
+    problems = []
+    for pool in of_type(records, "container/nodePool:NodePool"):
+        name = (pool["inputs"].get("placementPolicy") or {}).get("policyName")
+        if not name:
+            continue
+        policy = policies.get(str(name))
+        if policy is None:
+            problems.append(f"{pool['name']}: names workload policy {name!r}, which the stack does not declare")
+        elif not waits_for(records, pool, policy):
+            problems.append(f"{pool['name']} may be created before its workload policy {name!r} (and deleted after)")
+    return problems
+
+
+def _workload_policies_replace_with_their_shape(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for policy in of_type(records, "compute/resourcePolicy:ResourcePolicy"):
+        inputs = policy["inputs"]
+        topology = str((inputs.get("workloadPolicy") or {}).get("acceleratorTopology") or "")
+        if not topology:
+            continue
+        if "*" not in (policy.get("replaceOnChanges") or ()):
+            problems.append(f"{policy['name']}: a change would be planned as an update Compute refuses")
+        if not policy.get("deleteBeforeReplace"):
+            problems.append(f"{policy['name']}: a replacement under the same name would create before deleting")
+        if policy.get("retainOnDelete"):
+            problems.append(f"{policy['name']}: destroy would leave the policy behind")
+        if topology not in str(inputs.get("name") or ""):
+            problems.append(f"{policy['name']}: its name does not change with its topology")
+    return problems
+
+
+def _tas_flavors_after_their_topology(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    written_by = writers(records)
+    topologies = {
+        (written_by[str(r["urn"])], obj["metadata"]["name"]): r for r, obj in _kueue_inputs(records, "Topology")
+    }
+    problems = []
+    for record, flavor in _kueue_inputs(records, "ResourceFlavor"):
+        name = (flavor.get("spec") or {}).get("topologyName")
+        if not name:
+            continue
+        topology = topologies.get((written_by[str(record["urn"])], name))
+        if topology is None:
+            problems.append(f"{record['name']}: names Topology {name!r}, which the stack does not declare")
+        elif not waits_for(records, record, topology):
+            problems.append(f"{record['name']} may be created before its Topology {name!r} (and deleted after it)")
+    return problems
+
+
 SERVICE_AWAIT_SECONDS = 600
 """pulumi-kubernetes' default await of a Service (provider/pkg/await/service.go DefaultServiceTimeoutMins; await.go
 Creation and Update default to 10 minutes)."""
@@ -782,33 +892,150 @@ def _services_wait_only_for_their_address(records: Sequence[Record], _outputs: M
     return problems
 
 
+def _api_before_first_resource(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Each Google resource waits for the API its provider calls, where the plan enables APIs."""
+    from components.project import API_OF_TYPE, SERVICES
+
+    services = {r["inputs"].get("service"): r for r in of_type(records, "projects/service:Service")}
+    if not services:
+        return []  # a plan that enables no API (the project's owner did)
+    problems = []
+    for record in records:
+        for prefix, short in API_OF_TYPE:
+            if str(record["type"]).startswith(prefix):
+                service = services.get(SERVICES[short])
+                if service is None or not waits_for(records, record, service):
+                    problems.append(f"{record['name']} may be created before {SERVICES[short]} is enabled")
+    for cluster in of_type(records, "container/cluster:Cluster"):
+        dns = (cluster["inputs"].get("dnsConfig") or {}).get("clusterDns") == "CLOUD_DNS"
+        if dns and not waits_for(records, cluster, services.get(SERVICES["dns"])):
+            problems.append(f"{cluster['name']} uses Cloud DNS before dns.googleapis.com is enabled")
+    return problems
+
+
+def _network_before_cluster(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """A cluster waits for the network and subnetwork it names, where the plan declares them."""
+    networks = {r["inputs"].get("name"): r for r in of_type(records, "compute/network:Network")}
+    subnetworks = {r["inputs"].get("name"): r for r in of_type(records, "compute/subnetwork:Subnetwork")}
+    problems = []
+    for cluster in of_type(records, "container/cluster:Cluster"):
+        for field, declared in (("network", networks), ("subnetwork", subnetworks)):
+            named = declared.get(cluster["inputs"].get(field))
+            if named is not None and not waits_for(records, cluster, named):
+                problems.append(f"{cluster['name']} may be created before its {field} {named['inputs']['name']}")
+    return problems
+
+
+REGIONAL_ZONES = 3
+"""Zones a regional cluster's pool without node locations spans (GKE's default)."""
+
+
+def _pool_max_nodes(pool: Record, cluster_zones: int) -> int:
+    """Most nodes a node pool can have at once, from its inputs as GKE counts them: totalMaxNodeCount is a total;
+    maxNodeCount, nodeCount and initialNodeCount are per zone (node locations, else the cluster's)."""
+    inputs = pool["inputs"]
+    autoscaling = inputs.get("autoscaling") or {}
+    if autoscaling.get("totalMaxNodeCount"):
+        return int(autoscaling["totalMaxNodeCount"])
+    zones = len(inputs.get("nodeLocations") or ()) or cluster_zones
+    per_zone = autoscaling.get("maxNodeCount") or inputs.get("nodeCount") or inputs.get("initialNodeCount") or 0
+    return int(per_zone) * zones
+
+
+def _ranges_hold_the_largest(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Each cluster's pod range holds a block per node (the smallest power of two with twice maxPodsPerNode, GKE's
+    110 where a pool sets none) with every pool at its largest, and its node range a primary address per node."""
+    import ipaddress
+
+    subnetworks = {r["inputs"].get("name"): r for r in of_type(records, "compute/subnetwork:Subnetwork")}
+    problems = []
+    for cluster in of_type(records, "container/cluster:Cluster"):
+        inputs = cluster["inputs"]
+        policy = inputs.get("ipAllocationPolicy") or {}
+        subnet = subnetworks.get(inputs.get("subnetwork"))
+        pods: str | None = policy.get("clusterIpv4CidrBlock")
+        if subnet is not None and policy.get("clusterSecondaryRangeName"):
+            pods = next(
+                (r["ipCidrRange"] for r in subnet["inputs"].get("secondaryIpRanges") or ()
+                 if r.get("rangeName") == policy["clusterSecondaryRangeName"]),
+                None,
+            )  # fmt: skip
+        if inputs.get("enableAutopilot") or pods is None:
+            continue
+        zones = 1 if str(inputs.get("location", "")).count("-") == 2 else REGIONAL_ZONES  # us-east5-a is a zone
+        pools = [
+            p
+            for p in of_type(records, "container/nodePool:NodePool")
+            if p["inputs"].get("cluster") == inputs.get("name")
+        ]
+        nodes = sum(_pool_max_nodes(p, zones) for p in pools)
+        needed = sum(
+            _pool_max_nodes(p, zones) * (1 << (2 * int(p["inputs"].get("maxPodsPerNode") or 110) - 1).bit_length())
+            for p in pools
+        )
+        size = 1 << (32 - int(pods.split("/")[-1]))
+        if needed > size:
+            problems.append(f"{cluster['name']}: pod range {pods} holds {size} addresses, its pools need {needed}")
+        if subnet is not None:
+            primary = ipaddress.ip_network(subnet["inputs"]["ipCidrRange"]).num_addresses
+            if nodes + 4 > primary:  # the 4 addresses every subnet keeps
+                problems.append(f"{cluster['name']}: node range holds {primary - 4} nodes, its pools reach {nodes}")
+    return problems
+
+
 REQUIRES = [
     Requires(
-        "kueue-objects-after-kueue",
-        "Kueue objects are created after the Kueue chart: its webhooks (failurePolicy Fail) refuse them until the "
-        "controller serves",
-        "Kueue v0.19.2 chart templates/webhook (vendored vendor/charts/kueue-0.19.2.tgz: failurePolicy Fail); "
-        "facts.md §6",
-        _kueue_objects_wait_for_kueue,
+        "api-before-first-resource",
+        "Every Google resource waits for the API its provider calls: in a new project no API is on, and a create "
+        "before the enable fails with SERVICE_DISABLED",
+        "cloud.google.com/service-usage/docs/enable-disable (an API must be enabled before it is used); "
+        + _TF
+        + "resourcemanager/resource_google_project_service.go (the enable completes before the resource does)",
+        _api_before_first_resource,
     ),
     Requires(
-        "jobsets-after-both-charts",
-        "JobSets are created after the JobSet chart (CRD, webhook) and the Kueue chart (its JobSet mutating webhook "
-        "fails closed)",
-        "jobset v0.12.0 and Kueue v0.19.2 charts (webhook configurations); facts.md §9",
-        _jobsets_wait_for_both_charts,
+        "network-before-cluster",
+        "A cluster waits for the network and subnetwork it names: GKE refuses a cluster in a network or subnetwork "
+        "that does not exist, and organisations may have no default network (compute.skipDefaultNetworkCreation)",
+        "cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters (network, "
+        "subnetwork: the Compute Engine network and subnetwork the cluster is connected to); "
+        "cloud.google.com/resource-manager/docs/organization-policy/org-policy-constraints",
+        _network_before_cluster,
     ),
     Requires(
-        "leaderworkersets-after-lws",
-        "LeaderWorkerSets are created after the LWS chart, whose controller is ready only once its webhook server "
-        "listens: the webhooks fail closed, LWS's /readyz is a plain ping and its webhooks are registered only after "
-        "its certificate is mounted and injected, and the provider retries a create only on NotFound or NoMatch",
+        "ranges-hold-the-largest",
+        "Each cluster's pod range holds a block per node at every pool's largest (a node that finds no free block is "
+        "not created) and its node range a primary address per node; both are fixed once the cluster exists",
+        "cloud.google.com/kubernetes-engine/docs/how-to/flexible-pod-cidr (block per node: twice maxPodsPerNode, "
+        "rounded up to a power of two); cloud.google.com/kubernetes-engine/docs/concepts/alias-ips; "
+        + _TF
+        + "container/resource_container_cluster.go (ip_allocation_policy ForceNew)",
+        _ranges_hold_the_largest,
+    ),
+    Requires(
+        "objects-after-their-webhooks",
+        "Every object a fail-closed admission webhook intercepts (derived from every webhook configuration the stack "
+        "declares or a chart renders: kinds, versions, operations, namespaceSelector, objectSelector) is created after "
+        "the webhook's backend serves: the API server refuses it otherwise ('no endpoints available', 'connection "
+        "refused'), and the provider retries a create only on NotFound or NoMatch",
+        "kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/ (matching requests: rules, "
+        "namespaceSelector, objectSelector; failurePolicy defaults to Fail in admissionregistration.k8s.io/v1); the "
+        "charts as vendored (vendor/charts: Kueue v0.19.2 registers Fail webhooks for every integration it knows, "
+        "LeaderWorkerSets included, in all namespaces but kube-system and its own, pkg/controller/jobframework/"
+        "setup.go SetupWebhook for kinds not enabled too); pulumi/pulumi-kubernetes v4.32.0 provider/pkg/await/"
+        "await.go Creation (retrier.Do(apierrors.IsNotFound, meta.IsNoMatchError))",
+        _objects_wait_for_their_webhooks,
+    ),
+    Requires(
+        "webhook-backends-ready-when-serving",
+        "A webhook backend's pods are ready only once the webhook server listens, so that waiting for its chart (the "
+        "provider awaits its Deployments) waits for the webhooks: LWS's /readyz is a plain ping and its webhooks are "
+        "registered only after its certificate is mounted and injected",
         "kubernetes-sigs/lws v0.10.0 (2161f38f) cmd/main.go (setupHealthzAndReadyzCheck: readyz healthz.Ping; "
-        "setupControllers waits on certsReady before registering the webhooks), charts/lws/templates/webhook/"
-        "webhook.yaml (failurePolicy Fail); kubernetes-sigs/controller-runtime v0.24.1 pkg/manager/internal.go "
-        "GetWebhookServer (the webhook server starts when first asked for); pulumi/pulumi-kubernetes v4.32.0 "
-        "provider/pkg/await/await.go Creation (retrier.Do(apierrors.IsNotFound, meta.IsNoMatchError))",
-        _leaderworkersets_wait_for_lws,
+        "setupControllers waits on certsReady before registering the webhooks); kubernetes-sigs/controller-runtime "
+        "v0.24.1 pkg/manager/internal.go GetWebhookServer (the webhook server starts when first asked for); "
+        + "; ".join(READY_MEANS_SERVING.values()),
+        _webhook_backends_ready_when_serving,
     ),
     Requires(
         "token-secret-after-account",
@@ -919,6 +1146,36 @@ REQUIRES = [
         "!endpointsPending; DefaultServiceTimeoutMins 10); provider/pkg/metadata/overrides.go ReadyCondition and "
         "await.go Creation/Update (built-in await only without an await annotation), at v4.32.0 and 94977969",
         _services_wait_only_for_their_address,
+    ),
+    Requires(
+        "tpu7x-pools-after-their-workload-policy",
+        "A node pool that names a workload policy is created after the policy and deleted before it: GKE refuses a "
+        "policy it cannot find, and destroy removes the policy with its pools",
+        'pulumi-gcp 10.2.0 NodePoolPlacementPolicyArgs.policy_name ("If not found, InvalidArgument error is '
+        'returned"); pulumi/pulumi pkg/resource/graph/dependency_graph.go DependenciesOf (destroy order); '
+        "AI-Hypercomputer/xpk issue 752 (a policy left behind by cluster delete)",
+        _pools_after_their_workload_policy,
+    ),
+    Requires(
+        "workload-policy-replaced-by-shape",
+        "A TPU7x workload policy is replaced on any change (Compute updates none; the provider would PATCH a new name "
+        "that does not exist), deleting first, never retained, and named with its topology: a new slice shape is a new "
+        "policy, and the pools that name it (placementPolicy.policyName, ForceNew) are replaced with it",
+        'Compute Engine workload policy docs ("You cannot update a workload policy after you create it"); '
+        "hashicorp/terraform-provider-google-beta v7.45.0 resource_compute_resource_policy.go (name not ForceNew, "
+        "update is a PATCH) and container/resource_container_node_pool.go (placement_policy.policy_name ForceNew); "
+        "AI-Hypercomputer/xpk issues 751 and 752",
+        _workload_policies_replace_with_their_shape,
+    ),
+    Requires(
+        "tas-flavors-after-their-topology",
+        "A ResourceFlavor with a topologyName is created after that Topology (until it exists the ClusterQueues "
+        "naming the flavor are inactive) and deleted before it (a Topology keeps its finalizer while a flavor names "
+        "it)",
+        _KUEUE + "pkg/cache/scheduler/clusterqueue.go (inactive reason TopologyNotFound: \"Can't admit new workloads: "
+        'there is no Topology %q for TAS flavor %q."); pkg/controller/tas/topology_controller.go (finalizer '
+        "kueue.x-k8s.io/resource-in-use while a ResourceFlavor references the Topology)",
+        _tas_flavors_after_their_topology,
     ),
     Requires(
         "slice-shape-replaces-pool",

@@ -53,15 +53,30 @@ def preview(
         print(f"refused: {line}", file=sys.stderr)
     out_dir = out or REPO / "build" / stack
     report.write(plan, out_dir)
-    print(f"Wrote {out_dir / 'plan.json'}, {out_dir / 'manifests'}/, {out_dir / 'graph.mmd'}")
+    print(f"Wrote plan.json, manifests/ and graph.mmd to {out_dir}/")
     failed = refused or any(v["level"] == "mandatory" for v in plan.violations)
     return EXIT_VIOLATION if failed else EXIT_OK
+
+
+def print_roles(stack: str, config_file: Path | None) -> int:
+    """The roles of the deploy and preview identities, from the types the stack declares (offline/roles.py)."""
+    from offline import roles
+
+    plan = run_stack(stack, config_file=config_file, render_charts=False)
+    try:
+        print(roles.render(stack, plan.resources))
+    except roles.UnknownType as error:
+        print(f"error: {error.args[0]}", file=sys.stderr)
+        return EXIT_CONFIG
+    return EXIT_OK
 
 
 def stack_config(stack: str, config_file: Path | None) -> StackConfig:
     """The validated config of a stack file, read as the engine passes it to the program."""
     path = config_file or REPO / f"Pulumi.{stack}.yaml"
-    return load(engine._engine_config(engine.read_stack_file(path)), stack=stack)
+    written: dict[str, str] = {}
+    config = engine.read_stack_file(path, written)
+    return load(engine._engine_config(config), stack=stack, written=written)
 
 
 def write_workloads(stack: str, config_file: Path | None, out: Path | None) -> int:
@@ -144,6 +159,8 @@ def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFinding
     try:
         if args.command == "workloads":
             return write_workloads(args.stack, args.config, args.out)
+        if args.command == "roles":
+            return print_roles(args.stack, args.config)
         return preview(
             args.stack, args.config, args.out, args.quiet, args.policy_config, new_stack, args.verbose, args.existing
         )

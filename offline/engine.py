@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import difflib
 import gc
 import json
+import logging
 import os
 import runpy
 from collections.abc import Mapping
@@ -53,6 +55,8 @@ class Plan:
     """Capacity and queues, from the config the program ran with (offline/summary.py); set by the preview."""
     adoption: Any = None
     """An adopted stack's first update (offline/adopted.py Judged); set by the preview when the stack imports."""
+    logged: list[tuple[str, str]] = field(default_factory=list)
+    """(level, message) of what the program logged (`pulumi.log.warn` ...), which the real engine prints."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,46 +79,25 @@ class Plan:
         return matches[0]
 
 
-def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Outputs the cloud would compute; without them `apply` callbacks never run under mocks.
+def _computed_outputs(
+    type_token: str, name: str, inputs: Mapping[str, Any], registered: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Outputs the cloud computes beside the inputs it echoes; without them `apply` callbacks never run under mocks.
 
-    A cluster reports what GKE reports where the program reads it:
-    - controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint, always present: `gke-<36 hex>.<region>.gke.goog`
-      (the form a real cluster's kubectl error shows in GoogleCloudPlatform/gcpdiag#115), one per cluster;
-    - endpoint: the public IP, or the DNS hostname when ipEndpointsConfig.enabled is false (measured on a real
-      cluster: gke-labs/kube-agents#1797, #1806);
-    - privateClusterConfig.privateEndpoint: the internal address GKE gives the control plane of a Private Service
-      Connect cluster (one created without masterIpv4CidrBlock; GKE's network-isolation docs for clusters created
-      at 1.29 and later describe that model); masterIpv4CidrBlock is reported only where it was sent;
-    - masterVersion: the channel's version (a 1.33 patch REGULAR has reported), or the full version pinned.
+    Only what the real platform reports, each value from its source: the GKE API reference (cloud.google.com/
+    kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters) as terraform-provider-google's flatteners
+    read it into the state pulumi-gcp returns (google/services/container/resource_container_cluster.go at e03b762:
+    flattenControlPlaneEndpointsConfig, flattenPrivateClusterConfig), and what the other providers' reads fill in.
+    `registered`: URN -> inputs of what the program registered so far (a cluster's subnetwork, for the address GKE
+    gives a Private Service Connect control plane there). A type not listed computes nothing here: its state is its
+    inputs, as the provider echoes them.
     """
-    import hashlib
-
-    from components.config.base import zone_region
-
     project = inputs.get("project", "mock-project")
     resource_name = inputs.get("name", name)
     if type_token == "gcp:container/cluster:Cluster":
-        location = str(inputs.get("location") or "")
-        digest = hashlib.sha256(f"{project}/{location}/{resource_name}".encode()).hexdigest()[:36]
-        dns = f"gke-{digest}.{zone_region(location) or location}.gke.goog"
-        endpoints = dict(inputs.get("controlPlaneEndpointsConfig") or {})
-        endpoints["dnsEndpointConfig"] = {**(endpoints.get("dnsEndpointConfig") or {}), "endpoint": dns}
-        ip_enabled = (endpoints.get("ipEndpointsConfig") or {}).get("enabled") is not False
-        private = {**(inputs.get("privateClusterConfig") or {}), "privateEndpoint": "10.128.0.2"}
-        if ip_enabled:
-            private["publicEndpoint"] = "192.0.2.10"
-        pinned = str(inputs.get("minMasterVersion") or "")
-        return {
-            "name": resource_name,
-            "endpoint": "192.0.2.10" if ip_enabled else dns,
-            "controlPlaneEndpointsConfig": endpoints,
-            "privateClusterConfig": private,
-            "masterAuth": {"clusterCaCertificate": "bW9jay1jYQ=="},
-            "masterVersion": pinned if "-gke." in pinned else "1.33.5-gke.1308000",
-            "selfLink": f"projects/{project}/locations/{location}/clusters/{resource_name}",
-        }
+        return cluster_outputs(str(project), str(resource_name), inputs, registered or {})
     if type_token == "gcp:serviceaccount/account:Account":
+        # email, name (the resource name) and member: resource_google_service_account.go Read.
         email = f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com"
         return {
             "email": email,
@@ -122,12 +105,110 @@ def _computed_outputs(type_token: str, name: str, inputs: Mapping[str, Any]) -> 
             "member": f"serviceAccount:{email}",
         }
     if type_token == "gcp:storage/bucket:Bucket":
-        return {"name": resource_name, "url": f"gs://{resource_name}", "selfLink": f"storage/{resource_name}"}
+        # url: resource_storage_bucket.go Read sets url = "gs://" + name; selfLink: the bucket's API selfLink.
+        return {
+            "url": f"gs://{resource_name}",
+            "selfLink": f"https://www.googleapis.com/storage/v1/b/{resource_name}",
+        }
+    if type_token in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
+        # selfLink: the Compute API's selfLink of the network or subnetwork (the program passes `name` on).
+        subnetwork = type_token == "gcp:compute/subnetwork:Subnetwork"
+        where = f"regions/{inputs.get('region')}/subnetworks" if subnetwork else "global/networks"
+        return {"selfLink": f"https://www.googleapis.com/compute/v1/projects/{project}/{where}/{resource_name}"}
     if type_token == "kubernetes:core/v1:Service" and inputs.get("spec", {}).get("type") == "LoadBalancer":
+        # status.loadBalancer.ingress: the address the load balancer controller writes (a documentation address).
         return {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.20"}]}}}
-    if type_token.startswith("kubernetes:"):
-        return {}
-    return {"name": resource_name}
+    return {}
+
+
+DNS_ENDPOINT_SUFFIX = "gke.goog"
+PUBLIC_ENDPOINT = "192.0.2.10"
+"""A documentation address (RFC 5737) standing for the external address GKE gives an IP endpoint."""
+CHANNEL_VERSION = "1.33.5-gke.1308000"
+"""A 1.33 patch the REGULAR channel has reported, for clusters on a release channel."""
+RAPID_VERSION = "1.35.2-gke.1842000"
+"""A Rapid version GKE's dynamic slicing page names ("1.35.2-gke.1842000 or later, in the Rapid channel",
+cloud.google.com/kubernetes-engine/docs/how-to/use-gke-dynamic-slicing)."""
+
+
+def cluster_outputs(
+    project: str, name: str, inputs: Mapping[str, Any], registered: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What GKE reports of a cluster where the program or a stack policy reads it, per configuration:
+
+    - controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint, on every cluster: `gke-<36 hex>.<region>.gke.goog` (the
+      form a real cluster's kubectl error shows in GoogleCloudPlatform/gcpdiag#115), one per cluster. The flattener
+      reports its four fields and, of the IP endpoints, `enabled` only.
+    - endpoint: the external IP with the IP endpoints on, else the DNS hostname (reported by a real cluster with
+      ipEndpointsConfig.enabled false: gke-labs/kube-agents#1797, #1806).
+    - privateClusterConfig as flattenPrivateClusterConfig builds it: enablePrivateEndpoint is the negation of
+      ipEndpointsConfig.enablePublicEndpoint (the provider sends true with the IP endpoints on, nothing with them off,
+      expandControlPlaneEndpointsConfig); privateEndpoint and publicEndpoint are "Output only ... Only populated if
+      enabled" (IPEndpointsConfig in the API reference): empty with the IP endpoints off; the internal one is in the
+      peering range of a cluster created with masterIpv4CidrBlock (GKE picks; here its second address), else in the
+      node subnetwork (Private Service Connect); masterIpv4CidrBlock and peeringName only for a peering cluster;
+      enablePrivateNodes from networkConfig.defaultEnablePrivateNodes. Autopilot reports the same fields.
+    - masterVersion: the channel's version (RAPID_VERSION on RAPID, else CHANNEL_VERSION), or the full version
+      pinned.
+    """
+    import hashlib
+    import ipaddress
+
+    from components.config.base import zone_region
+
+    location = str(inputs.get("location") or "")
+    digest = hashlib.sha256(f"{project}/{location}/{name}".encode()).hexdigest()
+    dns = f"gke-{digest[:36]}.{zone_region(location) or location}.{DNS_ENDPOINT_SUFFIX}"
+    sent = inputs.get("controlPlaneEndpointsConfig") or {}
+    ip_enabled = (sent.get("ipEndpointsConfig") or {}).get("enabled") is not False
+    dns_sent = sent.get("dnsEndpointConfig") or {}
+    endpoints = {
+        "dnsEndpointConfig": {
+            "endpoint": dns,
+            "allowExternalTraffic": bool(dns_sent.get("allowExternalTraffic")),
+            "enableK8sTokensViaDns": bool(dns_sent.get("enableK8sTokensViaDns")),
+            "enableK8sCertsViaDns": bool(dns_sent.get("enableK8sCertsViaDns")),
+        },
+        "ipEndpointsConfig": {"enabled": ip_enabled},
+    }
+    private_sent = inputs.get("privateClusterConfig") or {}
+    master = str(private_sent.get("masterIpv4CidrBlock") or "")
+    private_endpoint = ""
+    if ip_enabled and master:
+        private_endpoint = str(ipaddress.ip_network(master)[2])
+    elif ip_enabled:
+        subnet = next(
+            (
+                r
+                for r in registered.values()
+                if isinstance(r, Mapping) and r.get("name") == inputs.get("subnetwork") and r.get("ipCidrRange")
+            ),
+            None,
+        )
+        private_endpoint = str(ipaddress.ip_network(subnet["ipCidrRange"])[2]) if subnet else ""
+    private = {
+        "enablePrivateEndpoint": not ip_enabled,
+        "privateEndpoint": private_endpoint,
+        "privateEndpointSubnetwork": "",
+        "publicEndpoint": PUBLIC_ENDPOINT if ip_enabled else "",
+        "masterGlobalAccessConfig": {"enabled": False},
+        "peeringName": f"gke-n{digest[36:52]}-{digest[52:56]}-{digest[56:60]}-peer" if master else "",
+        "masterIpv4CidrBlock": master,
+        "enablePrivateNodes": private_sent.get("enablePrivateNodes") is True,
+    }
+    pinned = str(inputs.get("minMasterVersion") or "")
+    channel = (inputs.get("releaseChannel") or {}).get("channel")
+    channel_version = RAPID_VERSION if channel == "RAPID" else CHANNEL_VERSION
+    return {
+        "name": name,
+        "endpoint": PUBLIC_ENDPOINT if ip_enabled else dns,
+        "controlPlaneEndpointsConfig": endpoints,
+        "privateClusterConfig": private,
+        # masterAuth.clusterCaCertificate: base64 of the cluster CA (a stand-in; the kubeconfig names no CA).
+        "masterAuth": {"clusterCaCertificate": "bW9jay1jYQ=="},
+        "masterVersion": pinned if "-gke." in pinned else channel_version,
+        "selfLink": f"https://container.googleapis.com/v1/projects/{project}/locations/{location}/clusters/{name}",
+    }
 
 
 class _Mocks(pulumi.runtime.Mocks):
@@ -185,6 +266,13 @@ class _RecordingMonitor(mocks.MockMonitor):
         _WORKER_LOOPS.add(asyncio.get_event_loop())  # the SDK's mock gave this worker thread a loop
         return response
 
+    def _registered(self, type_token: str) -> dict[str, Any]:
+        """URN -> state of what is registered so far, for a cluster's outputs (its subnetwork's range); a copy taken
+        at once (dict.copy holds the GIL), since gRPC worker threads register side by side."""
+        if type_token != "gcp:container/cluster:Cluster":
+            return {}
+        return {urn: registration.state for urn, registration in self.resources.copy().items()}
+
     def RegisterResource(self, request: Any) -> Any:
         """What the SDK's MockMonitor does, in one pass over the wire form: the response is the request's own
         serialized inputs plus the computed outputs (the mock deserialized and re-serialized every input)."""
@@ -195,7 +283,9 @@ class _RecordingMonitor(mocks.MockMonitor):
         # An imported resource's outputs are known even in a new stack's preview: the engine's import step reads it
         # through its provider before the rest of the preview (pulumi pkg/resource/deploy/step.go ImportStep.Apply).
         known = self.computing.known_outputs or bool(request.importId)
-        computed = _computed_outputs(request.type, request.name, inputs) if known else {}
+        computed = (
+            _computed_outputs(request.type, request.name, inputs, self._registered(request.type)) if known else {}
+        )
         state = struct_pb2.Struct()
         state.CopyFrom(request.object)
         if computed:
@@ -275,14 +365,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def read_stack_file(path: Path) -> dict[str, Any]:
+def read_stack_file(path: Path, written: dict[str, str] | None = None) -> dict[str, Any]:
     """The `config:` mapping of a Pulumi.<stack>.yaml file; a key given twice in one mapping is an error (YAML
     keys are unique; PyYAML would silently keep the last), and so is an unquoted date or time (see
-    `_node_problems`)."""
+    `_node_problems`). `written` (optional) receives the text of every unquoted number as typed, by config key
+    (`tpu-stack:cluster.minMasterVersion` -> `1.30`): YAML reads 1.30 as 1.3, and a message about it quotes the
+    text."""
     loader = yaml.SafeLoader(path.read_text())
     try:
         node = loader.get_single_node()
-        problems = _node_problems(node, "", path.name) if node is not None else []
+        numbers = {} if written is None else written
+        problems = _node_problems(node, "", path.name, numbers) if node is not None else []
         if problems:
             raise ConfigError(problems)
         data = (loader.construct_document(node) if node is not None else None) or {}
@@ -295,16 +388,38 @@ def read_stack_file(path: Path) -> dict[str, Any]:
         loader.dispose()
     if not isinstance(data, dict):
         raise ConfigError([f"{path}: a stack file is a mapping with a `config:` key"])
+    outside = [_outside_config_problem(str(key), path.name) for key in data if key not in STACK_FILE_KEYS]
+    if outside:
+        raise ConfigError(outside)
     config = data.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
     return config
 
 
+STACK_FILE_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt", "environment", "config")
+"""The top-level keys of a Pulumi.<stack>.yaml (pulumi sdk/go/common/workspace ProjectStack; schema/stack.schema.json
+allows these only). The CLI reads the file into that struct without checking it
+(sdk/go/common/workspace/loaders.go, projectStackLoader.load), so any other key, such as config typed one indent too
+far left, is dropped without a word."""
+
+
+def _outside_config_problem(key: str, file: str) -> str:
+    if ":" in key:
+        return f"{key}: is at the top of {file}, outside `config:`, where Pulumi ignores it; indent it under `config:`"
+    close = difflib.get_close_matches(key, STACK_FILE_KEYS, n=1, cutoff=0.6)
+    fix = f"did you mean {close[0]}? " if close else ""
+    return (
+        f"{key}: is not a key of a stack file, and Pulumi would ignore it; {fix}a stack file holds "
+        f"{', '.join(STACK_FILE_KEYS)}, its settings under `config:`"
+    )
+
+
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_NUMBERS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
-def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
+def _node_problems(node: yaml.Node, path: str, file: str, written: dict[str, str]) -> list[str]:
     """One line per key given twice in the same mapping and per unquoted date or time, each named by its config key
     path (`tpu-stack:cluster.name`).
 
@@ -312,6 +427,8 @@ def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
     config values keep a Go time as its String() text (`2026-01-03 02:00:00 +0000 UTC`, pulumi/pulumi
     sdk/go/common/resource/config/object.go unmarshalObject): the program would get a time it cannot read."""
     problems: list[str] = []
+    if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBERS and node.style is None:
+        written[path] = node.value
     if isinstance(node, yaml.ScalarNode) and node.tag == _TIMESTAMP and node.style is None:
         problems.append(
             f"{path}: {node.value} is an unquoted YAML timestamp, which Pulumi hands the program as Go's time text, "
@@ -332,10 +449,10 @@ def _node_problems(node: yaml.Node, path: str, file: str) -> list[str]:
                     "one value would be read: keep one"
                 )
             first.setdefault(key, line)
-            problems += _node_problems(value_node, where, file)
+            problems += _node_problems(value_node, where, file, written)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            problems += _node_problems(item, f"{path}[{index}]", file)
+            problems += _node_problems(item, f"{path}[{index}]", file, written)
     return problems
 
 
@@ -373,9 +490,9 @@ def run_program(
     settings.ROOT.set(None)
     recorded = [] if recorded is None else recorded
     monitor = _RecordingMonitor(recorded, known_outputs)
-    mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    runtime_config.set_all_config(_engine_config(config))
     plan = Plan(project=PROJECT, stack=stack, resources=recorded)
+    mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor, logger=_log(plan))
+    runtime_config.set_all_config(_engine_config(config))
     # A run builds ~100k SDK objects (outputs, futures, typed args) that live until it ends; cyclic collection
     # during the run only re-scans them (a third of the run at 256 slices), so it waits until the run is over.
     collecting = gc.isenabled()
@@ -392,6 +509,23 @@ def run_program(
         if collecting:
             gc.enable()
     return plan
+
+
+class _Logged(logging.Handler):
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.plan.logged.append((record.levelname.lower(), record.getMessage()))
+
+
+def _log(plan: Plan) -> logging.Logger:
+    """Where the SDK's mock engine sends the program's log calls (its Log RPC): into the plan, as the real engine
+    keeps them for its own output, not to this process's stderr."""
+    logger = logging.Logger("tpu-stack program", logging.INFO)  # the SDK's own debug lines are not the program's
+    logger.addHandler(_Logged(plan))
+    return logger
 
 
 def _close(loop: asyncio.AbstractEventLoop) -> None:
@@ -420,6 +554,10 @@ def run_stack(
     """Run the stack `stack` with its Pulumi.<stack>.yaml (or `config_file`), charts rendered unless told not to;
     `known_outputs=False` gives the inputs of a new stack's preview (computed values unknown)."""
     path = config_file or REPO / f"Pulumi.{stack}.yaml"
-    config = read_stack_file(path)
-    minor = load(_engine_config(config), stack=stack).cluster.kubernetes_minor if render_charts else None
-    return run_program(config, stack=stack, kubernetes_version=minor, known_outputs=known_outputs)
+    written: dict[str, str] = {}
+    config = read_stack_file(path, written)
+    # Checked here first, where the file's text is at hand for the messages; the program checks again as it runs.
+    minor = load(_engine_config(config), stack=stack, written=written).cluster.kubernetes_minor
+    return run_program(
+        config, stack=stack, kubernetes_version=minor if render_charts else None, known_outputs=known_outputs
+    )

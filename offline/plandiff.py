@@ -27,6 +27,7 @@ from offline import summary
 from offline.catalogue import CATALOGUE, Catalogue
 from offline.lifecycle import Step, matches, transition
 from offline.report import describe
+from offline.stack_files import stack_files as stack_files_of
 
 Record = Mapping[str, Any]
 MAX_BYTES = 60_000
@@ -99,7 +100,7 @@ def load_plans(directory: Path) -> dict[str, dict[str, Any]]:
 
 def stack_files(project: Path) -> set[str]:
     """The stacks a project folder has a `Pulumi.<stack>.yaml` for."""
-    return {path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in project.glob("Pulumi.*.yaml")}
+    return set(stack_files_of(project))
 
 
 def _alias_urn(record: Record, alias: Mapping[str, Any], stack: str, project: str) -> str:
@@ -354,8 +355,46 @@ def _shape(pool: Mapping[str, Any]) -> str:
     )
 
 
-def _capacity_lines(base: summary.Summary, head: summary.Summary) -> list[str]:
+NODE_POOL = "gcp:container/nodePool:NodePool"
+SLICE_GROUP = "tpu-stack:index:TpuSlicePools"
+
+
+def _slices_of(diff: StackDiff, op: str) -> dict[str, list[str]]:
+    """Pool group -> the node pools `op` touches (create, delete, replace), by the group's TpuSlicePools."""
+    side = "base" if op == "delete" else "head"
+    records = diff.records(side)
+    found: dict[str, list[str]] = {}
+    for step in diff.of(op):
+        record = records.get(step.urn)
+        parent = records.get(str((record or {}).get("parent") or ""))
+        if step.type == NODE_POOL and parent is not None and parent["type"] == SLICE_GROUP:
+            found.setdefault(str(parent["name"]), []).append(step.name)
+    return found
+
+
+def _running_slices_deleted(diff: StackDiff, old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str]:
+    """Pool group -> a warning, where a group that stays deletes node pools for more than fewer slices: a node pool
+    whose name changed is deleted with its running slice and created again (GKE cannot rename one)."""
+    deleted, created = _slices_of(diff, "delete"), _slices_of(diff, "create")
+    warnings = {}
+    for group, names in deleted.items():
+        if group not in old or group not in new:
+            continue
+        dropped = old[group]["slices"] - new[group]["slices"]
+        if len(names) > max(dropped, 0):
+            made = ", ".join(_code(n) for n in sorted(created.get(group, ())))
+            warnings[group] = (
+                f"**deletes running slice(s)** {', '.join(_code(n) for n in sorted(names))}"
+                + (f" and creates {made}" if made else "")
+                + ": a node pool cannot be renamed; a group deployed with one slice keeps its name with "
+                "`legacyFirstSliceName: true`"
+            )
+    return warnings
+
+
+def _capacity_lines(base: summary.Summary, head: summary.Summary, diff: StackDiff) -> list[str]:
     old, new = base.get("capacity") or {}, head.get("capacity") or {}
+    renamed = _running_slices_deleted(diff, old, new)
     rows = []
     for name in [*old, *(n for n in new if n not in old)]:
         if name not in new:
@@ -368,6 +407,8 @@ def _capacity_lines(base: summary.Summary, head: summary.Summary) -> list[str]:
                 for key, label in _CAPACITY_FIELDS
                 if old[name].get(key) != new[name].get(key)
             ]
+            if name in renamed:
+                changed.append(renamed[name])
             if changed:
                 rows.append(f"| {_code(name)} | {', '.join(changed)} |")
     if not rows:
@@ -525,7 +566,7 @@ def render_stack(diff: StackDiff) -> str:
     if isinstance(summaries, str):
         lines += [summaries, ""]
     else:
-        lines += _capacity_lines(*summaries) + _queue_lines(*summaries)
+        lines += _capacity_lines(*summaries, diff) + _queue_lines(*summaries)
     replaced = diff.of("replace")
     if replaced:
         lines += [

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -81,6 +80,10 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"x{_get(i, 'specificSkuProperties.totalCount')} "
         f"{_get(i, 'timeWindow.startTime')} -> {_get(i, 'timeWindow.endTime')}"
     ),
+    "gcp:compute/resourcePolicy:ResourcePolicy": lambda i: (
+        f"{i.get('name')} {_get(i, 'workloadPolicy.type')} {_get(i, 'workloadPolicy.acceleratorTopology')} "
+        f"{i.get('region')}"
+    ),
     CHART_TYPE: lambda i: f"{i.get('chart')} {i.get('version')} ns={i.get('namespace')}",
 }
 
@@ -96,6 +99,8 @@ def describe(resource: dict[str, Any]) -> str:
 
 
 ARCHITECTURE = (
+    "ProjectServices",
+    "StackNetwork",
     "GkeCluster",
     "TpuSlicePools",
     "JobSetInstall",
@@ -210,28 +215,59 @@ def render_plan(plan: Plan, verbose: bool = False) -> str:
     rendered_total = sum(1 for r in plan.resources if r.get("rendered"))
     imported = [r for r in plan.resources if r.get("importId")]
     lines.append(
-        f"Resources: + {len(plan.resources) - len(imported)} to create ({custom - len(imported)} cloud/cluster "
-        f"resources of which {rendered_total} rendered from charts, {len(plan.resources) - custom} components)"
-        + (f", = {len(imported)} to import" if imported else "")
+        f"Resources: + {len(plan.resources) - len(imported)} to create: {custom - len(imported)} in the cloud and "
+        f"cluster ({rendered_total} rendered from charts), {len(plan.resources) - custom} components"
+        + (f"; = {len(imported)} to import" if imported else "")
     )
     return "\n".join(lines)
 
 
+def short_type(token: str) -> str:
+    """A type token as the preview's rows show it, within the width: `container:NodePool` for
+    `gcp:container/nodePool:NodePool`, the kind for Kubernetes objects (`ClusterQueue`; the apiVersion is in the
+    manifest), `provider:kubernetes` for `pulumi:providers:kubernetes`. plan.json keeps the full token."""
+    package, _, rest = token.partition(":")
+    module, _, kind = rest.rpartition(":")
+    if package == "pulumi" and module == "providers":
+        return f"provider:{kind}"
+    if package == "kubernetes" and kind:
+        return kind
+    if package == "gcp" and kind:
+        return f"{module.split('/')[0]}:{kind}"
+    return token
+
+
+NAME_WIDTH = 40
+"""A longer resource name puts its details on the next line."""
+
+
 def _aligned(rows: list[list[str]], marks: list[str]) -> list[str]:
-    """Resource rows in aligned columns under their group headers."""
-    table = [row for row, mark in zip(rows, marks, strict=True) if mark in ("resource", "child")]
-    type_width = max((len(row[1]) for row in table), default=0)
-    name_width = max((len(row[2]) for row in table), default=0)
-    lines: list[str] = []
+    """Resource rows under their group headers, within WIDTH, in columns per group (type, name, details; a name
+    longer than NAME_WIDTH pushes its row's details along): details that do not fit go on the lines below."""
+    widths: list[tuple[int, int]] = []
     for row, mark in zip(rows, marks, strict=True):
         if mark == "group":
+            widths.append((0, 0))
+        elif mark in ("resource", "child"):
+            type_width, name_width = widths[-1]
+            widths[-1] = (max(type_width, len(short_type(row[1]))), min(max(name_width, len(row[2])), NAME_WIDTH))
+    lines: list[str] = []
+    group = -1
+    for row, mark in zip(rows, marks, strict=True):
+        if mark == "group":
+            group += 1
             lines += ["", row[0]] if lines else [row[0]]
         elif mark == "note":
-            lines += textwrap.wrap(row[0], width=120, initial_indent="      ", subsequent_indent="        ")
+            lines += summary.wrapped(row[0], "      ", "        ")
         elif mark == "change":
-            lines.append(f"      {row[0]}")
+            lines += summary.wrapped(row[0], "      ", "          ")
         else:
-            lines.append(f"  {row[0]} {row[1]:<{type_width}}  {row[2]:<{name_width}}  {row[3]}".rstrip())
+            type_width, name_width = widths[group]
+            head = f"  {row[0]} {short_type(row[1]):<{type_width}}  {row[2]:<{name_width}}"
+            if not row[3] or len(head) + 2 + len(row[3]) <= summary.WIDTH:
+                lines.append(f"{head}  {row[3]}".rstrip())
+            else:
+                lines += [head.rstrip(), *summary.wrapped(row[3], "      ", "      ")]
     return [*lines, ""]
 
 
@@ -239,24 +275,35 @@ VIEW_NAMES = {"new": "new stack", "deployed": "deployed stack at rest"}
 
 
 def render_violations(plan: Plan) -> str:
-    views = "policies run as the real engine runs them: preview of a new stack, and of the deployed stack at rest"
-    lines = [f"Policy report ({views})"]
+    """The policy findings, mandatory first; findings of one policy with the same words on several resources of one
+    type (an advisory per TPU pool) are one entry naming them."""
+    lines = ["Policy report (as the real engine runs the pack: a new stack's preview, the deployed stack at rest)"]
     if plan.unrendered_in_new_stack:
-        lines.append(
-            f"  note: in a new stack's preview, {', '.join(plan.unrendered_in_new_stack)} cannot render before "
-            "the cluster exists; see the README (first deployment)"
+        lines += summary.wrapped(
+            f"note: in a new stack's preview, {', '.join(plan.unrendered_in_new_stack)} cannot render before the "
+            "cluster exists; see the README (first deployment)"
         )
     if not plan.violations:
         lines.append("Policies: all passed")
         return "\n".join(lines)
     by_urn = {r["urn"]: r for r in plan.resources}
     for level in ("mandatory", "advisory"):
+        entries: dict[tuple[str, str, str, tuple[str, ...]], list[str]] = {}
         for violation in (v for v in plan.violations if v["level"] == level):
             resource = by_urn.get(violation.get("urn") or "")
-            where = f"{resource['type']} {resource['name']}" if resource else "stack"
-            seen = ", ".join(VIEW_NAMES.get(view, view) for view in violation.get("views", []))
-            lines.append(f"  [{level}] {violation['policy']}: {where}" + (f" ({seen})" if seen else ""))
-            lines.append(f"      {violation['message']}")
+            kind = resource["type"] if resource else "stack"
+            views = tuple(VIEW_NAMES.get(view, view) for view in violation.get("views", []))
+            names = entries.setdefault((violation["policy"], kind, violation["message"], views), [])
+            names.append(resource["name"] if resource else "")
+        for (policy, kind, message, views), names in entries.items():
+            seen = f" ({', '.join(views)})" if views else ""
+            if len(names) == 1:
+                where = f"{kind} {names[0]}".rstrip()
+                lines += summary.wrapped(f"[{level}] {policy}: {where}{seen}", "  ", "      ")
+            else:
+                text = f"[{level}] {policy}: {len(names)} {kind}{seen}: {', '.join(names)}"
+                lines += summary.wrapped(text, "  ", "      ")
+            lines += summary.wrapped(message, "      ", "      ")
     mandatory = sum(1 for v in plan.violations if v["level"] == "mandatory")
     lines.append(f"Policies: {mandatory} mandatory, {len(plan.violations) - mandatory} advisory")
     return "\n".join(lines)
@@ -266,7 +313,8 @@ def render_outputs(plan: Plan) -> str:
     lines = ["Outputs:"]
     for key, value in plan.outputs.items():
         text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        lines.append(f"  {key}: {text if len(text) < 160 else text[:157] + '...'}")
+        room = summary.WIDTH - len(f"  {key}: ")
+        lines.append(f"  {key}: {text if len(text) <= room else text[: room - 3] + '...'}")
     return "\n".join(lines)
 
 

@@ -9,11 +9,13 @@ No Pulumi SDK import here: the pull request plan diff (offline/plandiff.py) read
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
+from components import tpu_catalog
 from components.config.pools import TpuPoolConfig
 from components.config.queues import cohort_chips, queue_refs, team_borrowing, team_chips
 from components.config.stack import StackConfig
@@ -66,9 +68,21 @@ def _capacity(config: StackConfig) -> dict[str, dict[str, Any]]:
                 if pool.name in rungs
                 else None
             ),
+            "minChips": 0 if pool.autoscaled else pool.total_chips,
+            "billedIdleChips": billed_idle_chips(pool),
         }
         for pool in pools
     }
+
+
+def billed_idle_chips(pool: TpuPoolConfig) -> int:
+    """Chips paid for while no workload runs. DWS groups (flex-start, queued) scale to zero and bill only the nodes a
+    workload asked for; spot, on-demand and reservation groups hold their VMs, which bill while they run; a reservation
+    (and a calendar-mode one in its window) is billed whether or not nodes use it (Compute Engine reservations
+    overview: reserved resources are charged like running VMs)."""
+    if pool.provisioning == "reservation" or pool.future_reservation is not None:
+        return pool.total_chips
+    return 0 if pool.autoscaled else pool.total_chips
 
 
 def _queues(config: StackConfig) -> dict[str, Any]:
@@ -113,9 +127,47 @@ def _queues(config: StackConfig) -> dict[str, Any]:
     return {"cohort": queues.cohort, "teams": teams, "cohortQuota": remainder}
 
 
+QUOTA_KINDS = {
+    "on-demand": "on-demand",
+    "spot": "preemptible",
+    "flex-start": "preemptible",
+    "queued": "preemptible",
+    "reservation": "reserved",
+}
+"""Which Compute Engine TPU quota a pool's nodes count against: spot VMs and the Dynamic Workload Scheduler's
+flex-start and queued provisioning use preemptible quota (cloud.google.com/kubernetes-engine/docs/concepts/
+flex-start-vms, "quota": flex-start VMs consume preemptible quota; cloud.google.com/tpu/docs/quota), a reservation's
+capacity was counted when the reservation was made."""
+
+
+def _quota(config: StackConfig) -> dict[str, dict[str, dict[str, int]]]:
+    """Region -> quota kind -> TPU version -> chips the stack's pools hold at their largest (every slice up, a pool
+    without a zone in each of the cluster's zones): what the project's TPU quota in that region must allow."""
+    quota: dict[str, dict[str, dict[str, int]]] = {}
+    for cluster in [config, *config.worker_configs]:
+        for pool in cluster.tpu_pools:
+            chips = pool.max_nodes(cluster.cluster_zones) * pool.chips_per_slice // pool.vms_per_slice
+            kinds = quota.setdefault(cluster.region, {})
+            versions = kinds.setdefault(QUOTA_KINDS[pool.provisioning], {})
+            versions[pool.machine.version.name] = versions.get(pool.machine.version.name, 0) + chips
+    return quota
+
+
+def _addresses(config: StackConfig) -> dict[str, dict[str, object]]:
+    """Cluster -> its ranges and what it needs of them at its largest (components/config/network.py)."""
+    return {cluster.cluster.name: cluster.address_plan.to_json() for cluster in [config, *config.worker_configs]}
+
+
 def from_config(config: StackConfig) -> Summary:
-    """A MultiKueue manager's capacity and queues are its workers' pool groups (config.manager_queues)."""
-    return {"capacity": _capacity(config.manager_queues), "queues": _queues(config.manager_queues)}
+    """A MultiKueue manager's capacity and queues are its workers' pool groups (config.manager_queues); quota and
+    addresses are per region and per cluster, the workers' included."""
+    return {
+        "capacity": _capacity(config.manager_queues),
+        "queues": _queues(config.manager_queues),
+        "quota": _quota(config),
+        "addresses": _addresses(config),
+        "warnings": config.warnings,
+    }
 
 
 def from_outputs(outputs: Mapping[str, Any]) -> Summary:
@@ -168,6 +220,14 @@ def provisioning_text(pool: Mapping[str, Any]) -> str:
     return mode
 
 
+WIDTH = 100
+"""Columns the preview's text fits in."""
+LEGEND = (
+    "chips: the fewest and the most on the group's nodes; billed idle: chips paid for while no workload runs; "
+    "<ladder> n/m: rung n of the m Kueue tries in order"
+)
+
+
 def render_capacity(summary: Summary) -> list[str]:
     capacity: dict[str, dict[str, Any]] = summary["capacity"]
     if not capacity:
@@ -175,38 +235,92 @@ def render_capacity(summary: Summary) -> list[str]:
     slices = sum(p["slices"] for p in capacity.values())
     vms = sum(p["vms"] for p in capacity.values())
     chips = sum(p["chips"] for p in capacity.values())
-    head = f"Capacity: {len(capacity)} TPU pool group(s), {slices} slice(s), {vms} VM(s), {chips} chips"
-    rows = [
-        [
-            "pool group",
-            "machine type",
-            "topology",
-            "provisioning",
-            "ladder",
-            "slices",
-            "VMs",
-            "chips",
-            "zone",
-            "used by",
-        ]
-    ]
+    least = sum(_min_chips(p) for p in capacity.values())
+    idle = sum(_idle_chips(p) for p in capacity.values())
+    head = (
+        f"Capacity: {len(capacity)} TPU pool group(s), {slices} slice(s), {vms} VM(s), {least}-{chips} chips, "
+        f"{idle} billed while idle"
+    )
+    rows = [["pool group", "TPU", "provisioning", "slices", "chips", "billed idle", "zone", "used by"]]
+    notes = []
     for name, pool in capacity.items():
         ladder = pool.get("ladder")
+        version = tpu_catalog.MACHINE_TYPES[pool["machineType"]].version.name
         rows.append(
             [
                 name,
-                str(pool["machineType"]),
-                str(pool["topology"]),
-                provisioning_text(pool),
-                f"{ladder['name']} {ladder['rung']}/{ladder['of']}" if ladder else "-",
+                f"{version} {pool['topology']}",
+                str(pool["provisioning"]),
                 str(pool["slices"]),
-                str(pool["vms"]),
-                str(pool["chips"]),
+                f"{_min_chips(pool)}-{pool['chips']}",
+                str(_idle_chips(pool)),
                 str(pool["zone"] or "-"),
-                str(pool["usedBy"] or "-"),
+                f"{ladder['name']} {ladder['rung']}/{ladder['of']}" if ladder else str(pool["usedBy"] or "-"),
             ]
         )
-    return [head, *table(rows, right=frozenset({5, 6, 7}))]
+        if pool.get("reservation"):
+            kind = "the calendar-mode reservation" if pool.get("calendar") else "reservation"
+            notes.append(f"  {name} consumes {kind} {pool['reservation']}")
+    legend = wrapped(LEGEND, "  ", "  ")
+    return [head, *table(rows, right=frozenset({3, 4, 5})), *legend, *notes]
+
+
+def _min_chips(pool: Mapping[str, Any]) -> int:
+    """A plan written before the summary had it (a base branch's): autoscaled is what the provisioning says."""
+    if "minChips" in pool:
+        return int(pool["minChips"])
+    return 0 if pool["provisioning"] in ("flex-start", "queued") or pool.get("calendar") else int(pool["chips"])
+
+
+def _idle_chips(pool: Mapping[str, Any]) -> int:
+    if "billedIdleChips" in pool:
+        return int(pool["billedIdleChips"])
+    return int(pool["chips"]) if pool.get("reservation") else _min_chips(pool)
+
+
+def wrapped(text: str, first: str = "  ", rest: str = "    ") -> list[str]:
+    """`text` in lines of at most WIDTH columns."""
+    return textwrap.wrap(text, width=WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
+
+
+def render_warnings(summary: Summary) -> list[str]:
+    found = summary.get("warnings") or []
+    if not found:
+        return []
+    return [f"Warnings: {len(found)}, valid but rarely meant", *(line for w in found for line in wrapped(w))]
+
+
+def render_quota(summary: Summary) -> list[str]:
+    """TPU chips per region and quota kind at the pools' largest, and each cluster's address ranges."""
+    quota: dict[str, dict[str, dict[str, int]]] = summary.get("quota") or {}
+    lines = []
+    if quota:
+        lines.append("TPU quota the pools need at their largest (chips, per region and kind):")
+        rows = [["region", "kind", "TPU", "chips"]]
+        rows += [
+            [region, kind, version, str(chips)]
+            for region, kinds in quota.items()
+            for kind, versions in kinds.items()
+            for version, chips in versions.items()
+        ]
+        lines += table(rows, right=frozenset({3}))
+    addresses: dict[str, dict[str, Any]] = summary.get("addresses") or {}
+    if addresses:
+        lines.append("Addresses (each range holds its cluster with every pool at its largest):")
+        rows = [["cluster", "nodes", "pods", "services", "max nodes", "pod addresses needed"]]
+        rows += [
+            [
+                name,
+                str(a["nodes"]),
+                str(a["pods"]),
+                str(a["services"]),
+                str(a["maxNodes"]),
+                str(a["podAddressesNeeded"]),
+            ]
+            for name, a in addresses.items()
+        ]
+        lines += table(rows, right=frozenset({4, 5}))
+    return lines
 
 
 def render_queues(summary: Summary) -> list[str]:
@@ -215,8 +329,8 @@ def render_queues(summary: Summary) -> list[str]:
     if not teams:
         return ["Queues: none (no TPU capacity for Kueue)"]
     cohort = queues["cohort"]
-    where = f"ClusterQueues in cohort {cohort}" if cohort else "one ClusterQueue, no cohort"
-    head = f"Queues: {len(teams)} team(s), {where}; quota and borrowing limit in chips ({QUOTA_UNIT})"
+    where = f"in cohort {cohort}" if cohort else "one ClusterQueue, no cohort"
+    head = f"Queues: {len(teams)} team(s), {where}; quota and borrowing limit in chips of {QUOTA_UNIT}"
     rows = [["team", "local queue", "cluster queue", "flavor", "quota", "borrowing limit"]]
     for team, queue in teams.items():
         first = [team, f"{queue['namespace']}/{queue['localQueue']}", str(queue["clusterQueue"])]
@@ -238,4 +352,8 @@ def render_queues(summary: Summary) -> list[str]:
 
 
 def render(summary: Summary) -> str:
-    return "\n".join([*render_capacity(summary), "", *render_queues(summary)])
+    quota = render_quota(summary)
+    warnings = render_warnings(summary)
+    return "\n".join(
+        [*render_capacity(summary), *quota, "", *render_queues(summary), *(["", *warnings] if warnings else [])]
+    )

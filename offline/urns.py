@@ -1,9 +1,10 @@
-"""URN snapshots of the stacks (dev, prod, llm, multiregion): a resource whose URN changes is replaced.
+"""URN snapshots of the fixture stacks (tests/fixtures/stacks/): a resource whose URN changes is replaced.
 
 Renaming a resource, changing its type or moving it under another parent changes its URN, and `pulumi up`
 then replaces it: for a cluster or a TPU slice that is an outage and an hour of provisioning; for a bucket,
-lost data. `tests/snapshots/urns-<stack>.txt` holds each stack's URNs, sorted, one per line, and
-tests/test_safety.py compares the program against them:
+lost data. `tests/snapshots/urns-<stack>.txt` holds the URNs of each fixture stack, sorted, one per line, and
+tests/test_safety.py compares the program against them (the users' own stack files change as a team edits them:
+what a change of theirs replaces is the plan diff's to say, `make plan-diff`):
 - a URN that vanished fails the test, unless an alias on the resource that replaces it carries it;
 - a URN that appeared (a new resource) only warns: adding resources is routine, but the snapshot should be
   regenerated in the same change so that a later rename of the new resource is caught too.
@@ -27,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from offline.engine import REPO, Plan, run_stack
+from offline.stack_files import stack_files
 
-STACKS = ("dev", "llm", "multiregion", "prod")
+FIXTURES = REPO / "tests" / "fixtures" / "stacks"
+STACKS = tuple(stack_files(FIXTURES))
+"""The stacks with a URN snapshot: the fixture stacks."""
 SNAPSHOTS = REPO / "tests" / "snapshots"
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 UPDATE_COMMAND = "python -m offline.urns --update"
@@ -136,9 +140,12 @@ CLUSTER_COMPONENT = "tpu-stack:index:GkeCluster"
 
 
 def cluster_targets(plan: Plan) -> list[str]:
-    """Engine URNs of the GkeCluster component and everything under it (cluster, system pool, node identity,
-    network, the kubernetes provider): what a new stack creates first, so that the Helm charts, which the
-    provider renders against a live cluster, have one when the rest of the stack is previewed."""
+    """Engine URNs of every GkeCluster component and everything under it (cluster, system pool, node identity,
+    subnetwork, NAT, firewall, the kubernetes provider), and of everything those depend on (the APIs, the stack's
+    VPC): what a new stack creates first, so that the Helm charts, which the provider renders against a live cluster,
+    have one when the rest of the stack is previewed. `--target` creates nothing outside the list, and the engine
+    refuses a target that depends on a resource it would skip (pulumi/pulumi pkg/resource/deploy/step_generator.go,
+    untargeted dependencies), so the list is closed under dependencies and parents."""
     by_urn = {r["urn"]: r for r in plan.resources}
 
     def under_cluster(resource: dict[str, Any]) -> bool:
@@ -148,8 +155,16 @@ def cluster_targets(plan: Plan) -> list[str]:
             resource = by_urn.get(resource.get("parent") or "")  # type: ignore[assignment]
         return False
 
+    chosen = {r["urn"] for r in plan.resources if under_cluster(r)}
+    todo = list(chosen)
+    while todo:
+        record = by_urn[todo.pop()]
+        for needed in [*record.get("dependencies", []), record.get("parent")]:
+            if needed in by_urn and needed not in chosen and by_urn[needed]["type"] != ROOT_STACK_TYPE:
+                chosen.add(needed)
+                todo.append(needed)
     resolver = _Resolver(plan)
-    return sorted(resolver.current(r["urn"]) for r in plan.resources if under_cluster(r))
+    return sorted(resolver.current(urn) for urn in chosen)
 
 
 @dataclass
@@ -215,7 +230,12 @@ def check(plan: Plan) -> Drift:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offline.urns", description=__doc__.split("\n\n")[0])
     parser.add_argument("--update", action="store_true", help="rewrite the snapshots from the program")
-    parser.add_argument("--stack", action="append", choices=STACKS, help="only this stack (repeatable)")
+    parser.add_argument(
+        "--stack",
+        action="append",
+        help=f"only this stack (repeatable); snapshots are of the fixture stacks ({', '.join(STACKS)}), the cluster's "
+        "targets of the stack's own Pulumi.<stack>.yaml",
+    )
     parser.add_argument(
         "--cluster-targets",
         action="store_true",
@@ -227,15 +247,19 @@ def main(argv: list[str] | None = None) -> int:
         help="print the cluster's resource URNs one per line (the `target` input of the pulumi GitHub action)",
     )
     args = parser.parse_args(argv)
+    if args.cluster_targets or args.cluster_urns:
+        if not args.stack:
+            parser.error("--cluster-targets and --cluster-urns need --stack")
+        for stack in args.stack:
+            targets = cluster_targets(run_stack(stack, render_charts=False))
+            print(" ".join(f"--target '{urn}'" for urn in targets) if args.cluster_targets else "\n".join(targets))
+        return 0
+    unknown = sorted(set(args.stack or ()) - set(STACKS))
+    if unknown:
+        parser.error(f"no fixture stack {', '.join(unknown)}: snapshots are of {', '.join(STACKS)} ({FIXTURES})")
     vanished = False
     for stack in args.stack or STACKS:
-        plan = run_stack(stack, render_charts=not (args.cluster_targets or args.cluster_urns))
-        if args.cluster_targets:
-            print(" ".join(f"--target '{urn}'" for urn in cluster_targets(plan)))
-            continue
-        if args.cluster_urns:
-            print("\n".join(cluster_targets(plan)))
-            continue
+        plan = run_stack(stack, config_file=FIXTURES / f"Pulumi.{stack}.yaml")
         if args.update:
             path = write_snapshot(stack, engine_urns(plan))
             print(f"Wrote {path} ({len(plan.resources)} URNs)")

@@ -7,6 +7,14 @@ preview (offline/policy_check.py) and the tests run these same objects through t
 
 from __future__ import annotations
 
+from guardrails.access import validate_multikueue_credentials, validate_network_policy_sources, validate_rbac
+from guardrails.cluster import (
+    validate_cluster_placement,
+    validate_control_plane_exposure,
+    validate_firewall_sources,
+    validate_legacy_metadata,
+    validate_project_apis_stay_on,
+)
 from guardrails.gke import (
     REQUIRED_LABELS_SCHEMA,
     validate_auto_upgrade,
@@ -31,8 +39,11 @@ from guardrails.kubernetes import (
     validate_pinned,
     validate_privileged,
 )
-from guardrails.kueue import validate_ladders, validate_quota
+from guardrails.kueue import validate_ladder_cost_order, validate_ladders, validate_quota, validate_topologies
+from guardrails.monitoring import validate_alert_policies
 from guardrails.props import PROTECTED_STACKS_SCHEMA
+from guardrails.workload_policy import validate_workload_policies
+from guardrails.workloads import validate_literal_secrets, validate_server_host_network
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -128,6 +139,13 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(
+        name="kueue-topologies",
+        description="Topology-aware flavors name a Topology the stack declares; kubernetes.io/hostname is only a "
+        "Topology's lowest level.",
+        validate=validate_topologies,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
         name="kueue-ladder-order",
         description="Every ClusterQueue that lists a capacity ladder's flavors lists all of them, in ladder order, and "
         "tries the next rung before borrowing or preempting.",
@@ -136,7 +154,8 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     ),
     ResourceValidationPolicy(
         name="pinned-charts-and-images",
-        description="Helm charts pin one exact version; container images pin a tag (not latest) or a digest.",
+        description="Helm charts pin one exact version; container images pin a release tag (not latest, nightly or "
+        "another moving tag) or a digest.",
         validate=validate_pinned,
         enforcement_level=MANDATORY,
     ),
@@ -155,10 +174,90 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         config_schema=PROTECTED_STACKS_SCHEMA,
     ),
     StackValidationPolicy(
+        name="ironwood-workload-policy",
+        description="Every multi-host TPU7x node pool names a HIGH_THROUGHPUT workload policy of the stack whose "
+        "accelerator topology is the pool's slice, in VMs its node count, in its region and project.",
+        validate=validate_workload_policies,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
         name="tpu-node-auto-upgrade",
         description="TPU pools do not auto-upgrade, unless a release channel requires auto-upgrade on every pool.",
         validate=validate_auto_upgrade,
         enforcement_level=ADVISORY,
+    ),
+    ResourceValidationPolicy(
+        name="cluster-placement",
+        description="Autopilot clusters are regional and on a release channel; a cluster's subnetwork is in its "
+        "region.",
+        validate=validate_cluster_placement,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="project-apis-stay-on",
+        description="The stack's APIs are left on when it is destroyed (they serve the whole project).",
+        validate=validate_project_apis_stay_on,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="control-plane-not-public",
+        description="In every stack the control plane's IP endpoint is off or admits only listed client ranges.",
+        validate=validate_control_plane_exposure,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="no-legacy-metadata-endpoints",
+        description="Nodes keep the legacy metadata endpoints off (disable-legacy-endpoints true).",
+        validate=validate_legacy_metadata,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="firewall-sources",
+        description="No firewall rule lets traffic in to the nodes from anywhere.",
+        validate=validate_firewall_sources,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="no-host-network-servers",
+        description="Serving pods (Deployments, LeaderWorkerSets, StatefulSets) are never on the host network.",
+        validate=validate_server_host_network,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="no-literal-secrets",
+        description="No credential is written into a workload's environment or arguments, or into a ConfigMap.",
+        validate=validate_literal_secrets,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="network-policy-sources",
+        description="Ingress rules name their sources; only the controllers' webhook ports admit any.",
+        validate=validate_network_policy_sources,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="rbac-least-privilege",
+        description="No '*' rules, no bindings to cluster-admin, admin or edit, no bindings to everyone.",
+        validate=validate_rbac,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="multikueue-credentials",
+        description="MultiKueue kubeconfigs live in kueue-system and name only the stack's worker clusters.",
+        validate=validate_multikueue_credentials,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="alert-policies",
+        description="Alert policies are enabled, with PromQL durations and intervals Cloud Monitoring accepts.",
+        validate=validate_alert_policies,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="kueue-ladder-cost-order",
+        description="Every capacity ladder tries capacity that bills while idle before capacity made on request.",
+        validate=validate_ladder_cost_order,
+        enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(
         name="required-labels",

@@ -21,6 +21,10 @@ REPO = Path(__file__).resolve().parent.parent
 SOURCES = ("manifests", "workloads")
 CHART_EXCEPTIONS = Path(__file__).resolve().parent / "chart_exceptions.yaml"
 SKIP_PREFIX = "checkov.io/skip"
+# libyaml's parser and emitter where PyYAML was built with it (its wheels are): the charts' CRDs are megabytes, which
+# the pure-Python ones take seconds per stack over.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def chart_exceptions(path: Path = CHART_EXCEPTIONS) -> list[dict[str, Any]]:
@@ -102,7 +106,7 @@ def rendered(build: Path, stack: str) -> Iterator[tuple[Path, list[dict[str, Any
     exceptions = chart_exceptions()
     for source in SOURCES:
         for path in sorted((build / stack / source).glob("*.yaml")):
-            objects = [o for o in yaml.safe_load_all(path.read_text()) if isinstance(o, dict)]
+            objects = [o for o in yaml.load_all(path.read_text(), Loader=LOADER) if isinstance(o, dict)]
             yield path, annotate([out for obj in objects for out in unwrap(obj)], exceptions)
 
 
@@ -115,7 +119,8 @@ def collect(build: Path, stacks: list[str], out: Path) -> int:
         for old in target.glob("*.yaml"):
             old.unlink()
         for path, objects in rendered(build, stack):
-            (target / f"{path.parent.name}-{path.name}").write_text(yaml.safe_dump_all(objects, sort_keys=False))
+            text = yaml.dump_all(objects, Dumper=DUMPER, sort_keys=False)
+            (target / f"{path.parent.name}-{path.name}").write_text(text)
             count += len(objects)
     return count
 

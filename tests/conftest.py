@@ -1,13 +1,15 @@
-"""Shared fixtures: run the real program under the mock engine with an inline stack config."""
+"""Shared fixtures: run the real program under the mock engine with an inline stack config; and the guard that keeps
+the tests off the users' stack files."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from offline.engine import Plan, run_program
+from tests.guard import EVERY_STACK_FILE, GUARD
 
 BASE = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
 StackRunner = Callable[..., Plan]
@@ -31,3 +33,19 @@ def run() -> StackRunner:
         return run_program({**BASE, **(config or {})}, stack=stack)
 
     return _run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{EVERY_STACK_FILE}: a generic check over every top-level stack file, whatever its name and content"
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Setup, call and teardown of a test marked `every_stack_file` (its module fixtures too) may open them."""
+    GUARD.allowed = item.get_closest_marker(EVERY_STACK_FILE) is not None
+    try:
+        return (yield)
+    finally:
+        GUARD.allowed = False

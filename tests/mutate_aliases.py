@@ -9,7 +9,7 @@ exactly as they are tested.
 import importlib
 import sys
 
-for domain in ("props", "gke", "iam_storage", "kubernetes", "kueue"):
+for domain in ("props", "gke", "iam_storage", "kubernetes", "kueue", "cluster", "workloads", "access", "monitoring"):
     sys.modules.setdefault(f"guardrails.{domain}", importlib.import_module(f"policies.guardrails.{domain}"))
 sys.modules.setdefault("guardrails", importlib.import_module("policies.guardrails"))
 sys.modules.setdefault("rules", importlib.import_module("policies.rules"))

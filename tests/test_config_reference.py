@@ -5,6 +5,7 @@ and the schema flags in an editor what the program refuses at preview."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import re
 from pathlib import Path
@@ -19,8 +20,12 @@ from components.config.base import ConfigModel
 from components.config.monitoring import MonitoringConfig
 from offline import configdocs
 from offline.engine import REPO, _engine_config, read_stack_file
+from offline.stack_files import stack_files
+from tests.fixtures import FIXTURE_STACKS, STACKS_DIR, stack_data, stack_path
 
-STACK_FILES = sorted(REPO.glob("Pulumi.*.yaml"))
+STACK_FILES = [*stack_files().values(), *(stack_path(stack) for stack in FIXTURE_STACKS)]
+"""Every stack file of the users (whatever its name and content) and every fixture stack."""
+EVERY_STACK_FILE = pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: str(p.relative_to(REPO)))
 
 
 def _between(text: str, begin: str, end: str) -> str:
@@ -165,24 +170,29 @@ def test_the_schema_is_a_valid_draft_07_schema() -> None:
     jsonschema.Draft7Validator.check_schema(SCHEMA)
 
 
-@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+@pytest.mark.every_stack_file
+@EVERY_STACK_FILE
 def test_every_stack_file_matches_the_schema(path: Path) -> None:
     assert [error.message for error in VALIDATOR.iter_errors(yaml.safe_load(path.read_text()))] == []
 
 
-@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
-def test_every_stack_file_opens_with_the_modeline_editors_read(path: Path) -> None:
+@pytest.mark.every_stack_file
+@EVERY_STACK_FILE
+def test_a_stack_files_modeline_leads_editors_to_the_schema(path: Path) -> None:
     """yaml-language-server takes a modeline only among the comments that open the document, matches it with
     these two expressions, and resolves a relative path from the file's folder (redhat-developer/
-    yaml-language-server src/languageservice/services/modelineUtil.ts, yamlSchemaService.ts resolveSchemaRef)."""
-    first = path.read_text().splitlines()[0]
-    assert first == "# yaml-language-server: $schema=./schema/stack.schema.json"
-    assert re.match(r"^#\s+(?:yaml-language-server\s*:|\$schema:)", first)
-    found = re.search(r"\$schema(?:=|:[^\S\r\n]*)(\S+)", first)
-    assert found is not None and (path.parent / found.group(1)).resolve() == configdocs.SCHEMA_FILE
+    yaml-language-server src/languageservice/services/modelineUtil.ts, yamlSchemaService.ts resolveSchemaRef).
+    A stack file without one (`pulumi stack init` writes none) is fine; the fixture stacks and the examples have one."""
+    opening = list(itertools.takewhile(lambda line: line.startswith("#"), path.read_text().splitlines()))
+    modelines = [line for line in opening if re.match(r"^#\s+(?:yaml-language-server\s*:|\$schema:)", line)]
+    if path.parent == STACKS_DIR:
+        assert modelines == ["# yaml-language-server: $schema=../../../schema/stack.schema.json"]
+    for modeline in modelines:
+        found = re.search(r"\$schema(?:=|:[^\S\r\n]*)(\S+)", modeline)
+        assert found is not None and (path.parent / found.group(1)).resolve() == configdocs.SCHEMA_FILE
 
 
-DEV = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())
+DEV = yaml.safe_load(stack_path("dev").read_text())
 
 
 def _errors(document: dict[str, Any]) -> list[tuple[list[str | int], str]]:
@@ -348,9 +358,10 @@ def engine_config_problems(project: dict[str, Any], config: dict[str, Any], stac
     return problems
 
 
-@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+@pytest.mark.every_stack_file
+@EVERY_STACK_FILE
 def test_the_cli_takes_every_stack_file_with_the_declared_types(path: Path) -> None:
-    stack = path.name.split(".")[1]
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     assert engine_config_problems(PROJECT, read_stack_file(path), stack) == []
 
 
@@ -358,7 +369,7 @@ def test_the_cli_rules_catch_a_breach() -> None:
     """A key declared without a default is required of every stack, and a value of another type is refused."""
     project = copy.deepcopy(PROJECT)
     project["config"]["saxml"] = {"type": "object", "description": "Saxml."}
-    config = read_stack_file(REPO / "Pulumi.dev.yaml")
+    config = stack_data("dev")
     config["tpu-stack:cluster"] = [config["tpu-stack:cluster"]]
     assert engine_config_problems(project, config, "dev") == [
         "Stack 'dev' with configuration key 'cluster' must be of type 'object'",
@@ -371,12 +382,14 @@ def test_every_config_key_the_program_reads_is_in_pulumi_yaml() -> None:
     assert declared == {*configdocs.GCP_KEYS, *(f"tpu-stack:{key}" for key in configdocs.STACK_KEYS)}
 
 
-@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+@pytest.mark.every_stack_file
+@EVERY_STACK_FILE
 def test_the_project_defaults_the_cli_fills_in_change_nothing(path: Path) -> None:
     """The CLI sets every declared key a stack leaves out to its default before the program runs; the offline engine
     does not, so the defaults must be what the model assumes anyway (an empty object is all of its defaults)."""
-    stack = path.name.split(".")[1]
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     given = read_stack_file(path)
     defaults = {f"tpu-stack:{key}": declared["default"] for key, declared in PROJECT["config"].items()}
-    assert set(defaults) - set(given)  # the stack leaves some out
+    if path.parent == STACKS_DIR:
+        assert set(defaults) - set(given)  # the stack leaves some out, so the check checks something
     assert load(_engine_config({**defaults, **given}), stack=stack) == load(_engine_config(given), stack=stack)

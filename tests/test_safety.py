@@ -1,4 +1,4 @@
-"""Safety of real `pulumi up` and `pulumi destroy` on dev, prod and the example stacks.
+"""Safety of real `pulumi up` and `pulumi destroy` on the fixture stacks (dev, prod and the others).
 
 What GKE changes by itself never shows up as a diff (a diff on a TPU pool replaces the slice), slow creates
 have the time they need, prod cannot be deleted by accident, dev can be destroyed without manual steps, and
@@ -14,9 +14,10 @@ import pytest
 
 from components import tpu_catalog
 from offline import urns
-from offline.engine import REPO, Plan, read_stack_file, run_stack
+from offline.engine import Plan
+from tests.fixtures import FIXTURE_STACKS, stack_data, stack_plan
 
-STACKS = ("dev", "llm", "multiregion", "prod")
+STACKS = FIXTURE_STACKS
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 BUCKET = "gcp:storage/bucket:Bucket"
@@ -30,11 +31,11 @@ PROVIDER_NODE_POOL_MINUTES = 120
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
-    return {stack: run_stack(stack) for stack in STACKS}
+    return {stack: stack_plan(stack) for stack in STACKS}
 
 
 def throwaway(stack: str) -> bool:
-    return read_stack_file(REPO / f"Pulumi.{stack}.yaml").get("tpu-stack:throwaway", False) is True
+    return stack_data(stack).get("tpu-stack:throwaway", False) is True
 
 
 def tpu_pools(plan: Plan) -> list[dict[str, Any]]:

@@ -1,22 +1,156 @@
-"""Every Pulumi.<stack>.yaml previews offline; dev and prod have the shape the platform team agreed on."""
+"""Every stack file at the top, whatever its name and content, passes what holds for any config; the fixture stacks
+have the shapes the platform team agreed on.
+
+The top-level `Pulumi.<stack>.yaml` files are the users': a team edits, adds and removes them. The tests marked
+`every_stack_file` are the only ones that read them (tests/conftest.py stops any other), and they check each file
+present generically, as CI checks it before a deploy: the stack schema, `make preview` exits 0 (a valid config and no
+mandatory policy violation in either view), the lifecycle catalogue's rules for a first `up`, and what the security
+scan reads (the rendered manifests and example workloads). The last test makes a team's edits to a copy of the
+fixture stacks and checks the result the same way, with no other edit.
+"""
 
 from __future__ import annotations
 
+import copy
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
 import pytest
+import yaml
 
-from offline.engine import REPO, Plan, run_stack
+from offline import __main__ as cli
+from offline import configdocs, policy_check
+from offline.engine import REPO, Plan
+from offline.stack_files import deploy_order, stack_files
+from security.__main__ import collect
+from tests.fixtures import FIXTURE_STACKS, stack_data, stack_path, stack_plan
+from tests.guard import UsersStackFileRead
+from tests.lifecycle.catalogue import CATALOGUE
 
-STACKS = sorted(p.name.split(".")[1] for p in REPO.glob("Pulumi.*.yaml"))
+USERS_STACKS = stack_files()
+SCHEMA = jsonschema.Draft7Validator(json.loads(configdocs.SCHEMA_FILE.read_text()))
+
+
+def problems(stack: str, path: Path, out: Path) -> list[str]:
+    """What must hold for any stack file, one line per problem; [] when the stack may be deployed."""
+    document = yaml.safe_load(path.read_text())
+    found = [f"schema: {list(e.absolute_path)}: {e.message}" for e in SCHEMA.iter_errors(document)]
+    preview = ["--stack", stack, "--config", str(path), "--out", str(out / stack)]
+    code = cli.main(["preview", *preview, "--quiet", "--policy-config", str(policy_check.TEAM_CONFIG)])
+    if code != 0:
+        return [*found, f"`make preview STACK={stack}` exits {code} (1: a mandatory policy violation, 2: bad config)"]
+    plan = json.loads((out / stack / "plan.json").read_text())
+    declared = {r["type"] for r in plan["resources"]}
+    found += [f"catalogue: no replacement rule for {t}" for t in sorted(declared - set(CATALOGUE.replaces))]
+    found += [f"catalogue: {line}" for line in CATALOGUE.breaches(plan["resources"], plan["outputs"])]
+    if cli.main(["workloads", *preview]) != 0:
+        return [*found, f"`make workloads STACK={stack}` failed"]
+    if collect(out, [stack], out / "scan") == 0:
+        found.append("scan: nothing rendered to scan")
+    return found
+
+
+@pytest.mark.every_stack_file
+@pytest.mark.parametrize("stack", USERS_STACKS)
+def test_every_stack_file_may_be_deployed(stack: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    found = problems(stack, USERS_STACKS[stack], tmp_path)
+    assert found == [], capsys.readouterr().err
+
+
+# ---- a team's own stacks: edited, added, removed -------------------------------------------------------------------
+
+
+def team_edits(dev: dict[str, Any]) -> None:
+    """What a team does to its copy of dev: grows a pool group, adds a ladder rung, a team and a vLLM server. Each
+    pool the edits make the same shape as another carries a label of its own (the config refuses it otherwise)."""
+    config = dev["config"]
+    pools = config["tpu-stack:tpuPools"]
+    for pool in pools:
+        pool.setdefault("labels", {"pool": pool["name"]})
+    multislice = next(p for p in pools if p["name"] == "multislice")
+    multislice["slices"] = 4
+    pools.append(
+        {
+            "name": "multislice-od",
+            "machineType": "ct5lp-hightpu-4t",
+            "topology": "2x4",
+            "slices": 1,
+            "provisioning": "on-demand",
+            "zone": "us-central1-a",
+            "labels": {"pool": "multislice-od"},
+        }
+    )
+    pools.append({"name": "serve-v6e", "machineType": "ct6e-standard-4t", "provisioning": "on-demand",
+                  "zone": "us-central1-b", "labels": {"pool": "serve-v6e"}})  # fmt: skip
+    queues = config["tpu-stack:queues"]
+    queues["ladders"]["multislice"].insert(1, "multislice-od")  # on-demand: after spot, before flex-start
+    queues["teams"].append({"name": "inference", "shares": {"multislice": 8, "multislice-od": 8}})
+    config["tpu-stack:serving"] = {
+        "huggingFaceToken": {"secret": "hf-token"},
+        "service": {"sourceRanges": ["10.20.0.0/24"]},
+        "servers": [{"name": "llama-31-8b", "pool": "serve-v6e", "model": "meta-llama/Llama-3.1-8B-Instruct",
+                     "billionsOfParameters": 8, "replicas": 1, "maxModelLen": 4096}],
+    }  # fmt: skip
+
+
+def test_a_team_edits_dev_adds_a_stack_and_removes_one_with_no_other_edit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fresh clone's stacks (here the fixture stacks) after a team's changes: dev edited, `ourdev` added as
+    `pulumi stack init` writes it (no comments, a passphrase salt), llm removed. The stack list the scan and the
+    workflows read follows, prod still deploys last, and the stacks changed pass every generic check."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for stack in FIXTURE_STACKS:
+        shutil.copy(stack_path(stack), root / f"Pulumi.{stack}.yaml")
+    shutil.copy(REPO / "Makefile", root / "Makefile")
+    dev = yaml.safe_load(stack_path("dev").read_text())
+    team_edits(dev)
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(dev, sort_keys=False))
+    config = {**copy.deepcopy(stack_data("dev")), "gcp:project": "our-ml-dev", "tpu-stack:cluster": {"name": "our-dev"}}
+    ours = {"encryptionsalt": "v1:c2FsdA==:v1:bm9uY2U=:dGFn", "config": config}
+    (root / "Pulumi.ourdev.yaml").write_text(yaml.safe_dump(ours, sort_keys=False))
+    (root / "Pulumi.llm.yaml").unlink()
+
+    assert list(stack_files(root)) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
+    assert deploy_order(list(stack_files(root))) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
+    show = "print-scan-stacks: ; @echo $(SCAN_STACKS)"
+    scanned = subprocess.run(["make", "-s", "--eval", show, "print-scan-stacks"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout.split()  # fmt: skip
+    assert scanned == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
+    for stack in ("dev", "ourdev"):
+        assert problems(stack, stack_files(root)[stack], tmp_path / "build") == [], capsys.readouterr().err
+    capacity = json.loads((tmp_path / "build" / "dev" / "plan.json").read_text())["summary"]["capacity"]
+    assert (capacity["multislice"]["slices"], capacity["multislice-od"]["chips"], capacity["serve-v6e"]["chips"]) == (
+        4, 8, 4,
+    )  # fmt: skip
+
+
+def test_a_stack_that_cannot_be_deployed_is_named_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The generic checks fail on what a team could get wrong: a config error (exit 2), and the schema with it."""
+    dev = yaml.safe_load(stack_path("dev").read_text())
+    dev["config"]["tpu-stack:tpuPools"][1]["slices"] = "three"
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(dev))
+    assert problems("dev", path, tmp_path / "build") == [
+        "schema: ['config', 'tpu-stack:tpuPools', 1, 'slices']: 'three' is not of type 'integer'",
+        "`make preview STACK=dev` exits 2 (1: a mandatory policy violation, 2: bad config)",
+    ]
+    assert "tpu-stack:tpuPools[1].slices" in capsys.readouterr().err
+
+
+# ---- the fixture stacks: the shapes their expectations were written from -------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
-    return {stack: run_stack(stack) for stack in STACKS}
-
-
-@pytest.mark.parametrize("stack", STACKS)
-def test_stack_previews_with_resources(plans: dict[str, Plan], stack: str) -> None:
-    assert len(plans[stack].resources) > 10
+    return {stack: stack_plan(stack) for stack in ("dev", "llm", "prod")}
 
 
 def shapes(plan: Plan) -> dict[str, tuple[str, int, int, int]]:
@@ -67,3 +201,18 @@ def test_llm_serves_one_model_on_single_host_and_one_on_multi_host_slices(plans:
     served = {name: (s["kind"], s["replicas"], s["hostsPerReplica"]) for name, s in plan.outputs["serving"].items()}
     assert served == {"llama-31-70b": ("Deployment", 1, 1), "llama-33-70b": ("LeaderWorkerSet", 2, 4)}
     assert plan.outputs["flavors"] == {}  # every pool group serves: none is Kueue capacity
+
+
+def test_the_guard_stops_a_test_that_reads_a_users_stack_file() -> None:
+    """tests/conftest.py: outside the generic checks, opening a top-level stack file fails the test at once (a
+    subprocess is not watched; no test runs the CLI on a users' stack file)."""
+    with pytest.raises(UsersStackFileRead, match=r"Pulumi\.dev\.yaml belongs to the users"):
+        (REPO / "Pulumi.dev.yaml").read_text()
+    with pytest.raises(UsersStackFileRead):
+        (REPO / "Pulumi.any-name.yaml").open()
+    assert stack_path("dev").read_text() and (REPO / "Pulumi.yaml").read_text()
+
+
+@pytest.mark.every_stack_file
+def test_the_guard_lets_the_generic_checks_read_them() -> None:
+    assert all(path.read_text() for path in USERS_STACKS.values())

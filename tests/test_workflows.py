@@ -17,6 +17,7 @@ import yaml
 
 from offline import plandiff
 from offline.engine import REPO
+from tests.fixtures import stack_path
 
 WORKFLOWS = REPO / ".github" / "workflows"
 
@@ -50,7 +51,9 @@ def test_pull_requests_preview_every_stack_with_the_policy_pack_and_comment() ->
     assert preview["needs"] == "offline"
     assert "head.repo.full_name == github.repository" in preview["if"]  # forks get no cloud identity
     assert preview["permissions"]["id-token"] == "write" and preview["permissions"]["pull-requests"] == "write"
-    assert set(preview["strategy"]["matrix"]["stack"]) == {"dev", "prod"}
+    assert preview["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.offline.outputs.stacks) }}"
+    assert "needs.offline.outputs.stacks != '[]'" in preview["if"]  # no stack file: no matrix to run
+    assert stacks_step(load("pull-request.yml")["jobs"]["offline"]) == "${{ steps.stacks.outputs.stacks }}"
     (auth,) = steps_using(preview, "google-github-actions/auth")
     assert "workload_identity_provider" in auth["with"] and "credentials_json" not in auth["with"]
     (pulumi,) = steps_using(preview, "pulumi/actions")
@@ -66,7 +69,9 @@ def test_deploys_dev_then_prod_behind_an_environment() -> None:
     assert workflow[True]["push"]["branches"] == ["main"]
     up = workflow["jobs"]["up"]
     assert up["needs"] == "test" and up["strategy"]["max-parallel"] == 1
-    assert up["strategy"]["matrix"]["stack"] == ["dev", "prod"]
+    assert up["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.test.outputs.stacks) }}"
+    assert up["if"] == "needs.test.outputs.stacks != '[]'"
+    assert stacks_step(workflow["jobs"]["test"]) == "${{ steps.stacks.outputs.stacks }}"
     assert up["environment"] == "${{ matrix.stack }}"
     cluster, everything = steps_using(up, "pulumi/actions")
     for pulumi in (cluster, everything):
@@ -76,6 +81,28 @@ def test_deploys_dev_then_prod_behind_an_environment() -> None:
     assert cluster["with"]["target"] == "${{ steps.cluster.outputs.urns }}" and "target" not in everything["with"]
     (urns,) = [step for step in up["steps"] if step.get("id") == "cluster"]
     assert "python -m offline.urns --cluster-urns --stack" in urns["run"]
+
+
+def stacks_step(job: dict[str, Any]) -> str:
+    """The job's output `stacks`, after checking that the step it names lists the stack files present."""
+    (step,) = [step for step in job["steps"] if step.get("id") == "stacks"]
+    assert step["run"] == 'python3 -m offline.stack_files >> "$GITHUB_OUTPUT"'
+    return str(job["outputs"]["stacks"])
+
+
+def test_the_matrices_are_the_stack_files_present_protected_ones_last(tmp_path: Path) -> None:
+    """A stack file added is previewed and deployed, one removed is not, with no edit of a workflow; a merge deploys
+    the unprotected stacks first and prod (components/stacks.py PROTECTED_STACKS) last, one at a time. The step runs
+    on a runner's own Python before anything is installed: no module outside the standard library."""
+    for name in ("Pulumi.yaml", "Pulumi.prod.yaml", "Pulumi.ourdev.yaml", "Pulumi.dev.yaml", "Pulumi.eu.west.yaml"):
+        (tmp_path / name).write_text("config: {}\n")
+    command = [sys.executable, "-S", "-m", "offline.stack_files", "--root", str(tmp_path)]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout == 'stacks=["dev", "eu.west", "ourdev", "prod"]\n'
+    (tmp_path / "Pulumi.dev.yaml").unlink()
+    (tmp_path / "Pulumi.production.yaml").write_text("config: {}\n")
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout == 'stacks=["eu.west", "ourdev", "prod", "production"]\n'
 
 
 def test_every_action_is_pinned_to_a_commit_with_its_version_in_a_comment() -> None:
@@ -144,7 +171,7 @@ def test_readme_runs_pulumi_up_with_the_workflows_parallelism() -> None:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_stack_files_name_the_cloud_kms_secrets_provider_of_their_project(stack: str) -> None:
-    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())
+    data = yaml.safe_load(stack_path(stack).read_text())
     project = data["config"]["gcp:project"]
     assert data["secretsprovider"] == f"gcpkms://projects/{project}/locations/global/keyRings/pulumi/cryptoKeys/{stack}"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -22,16 +23,19 @@ from tpu_stack.adopt_errors import AdoptError
 from tpu_stack.kueue import Obj
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_FORBIDDEN, EXIT_TIMEOUT = 0, 1, 2, 3, 4, 5
+EXIT_WAITS, EXIT_STOPPED = 6, 7
 EXIT_INTERRUPTED = 130
+OUTCOME_CODES = {why.RUNS: EXIT_OK, why.WAITS: EXIT_WAITS, why.STOPPED: EXIT_STOPPED}
 EXIT_CODES = f"""exit codes:
-  {EXIT_OK}  done (submit --wait: the workload runs, or finished successfully)
-  {EXIT_ERROR}  the cluster failed or refused the call (e.g. the name is taken); submit --wait: the workload
-     failed or was deactivated
+  {EXIT_OK}  done; why: the workload runs, or finished successfully (submit --wait: likewise)
+  {EXIT_ERROR}  the cluster failed or refused the call (e.g. the name is taken)
   {EXIT_USAGE}  bad arguments or stack outputs: no such team, pool group or priority class, too many slices,
      no kubeconfig, unreadable outputs
   {EXIT_NOT_FOUND}  no such workload (logs: or no pod of it yet)
   {EXIT_FORBIDDEN}  the cluster refused the credentials, or the account may not do this (401/403)
   {EXIT_TIMEOUT}  submit --wait: not running before --timeout
+  {EXIT_WAITS}  why: the workload waits, and runs without being submitted again (quota, a check, its nodes, a retry)
+  {EXIT_STOPPED}  why (and submit --wait): stopped for good: failed, deactivated, or it can never run as submitted
 """
 
 
@@ -49,13 +53,16 @@ class UsageError(Exception):
 
 @dataclass
 class Session:
-    """The stack's outputs and, once a command needs it, the cluster."""
+    """The stack's outputs and, once a command needs them, the cluster and a MultiKueue manager's workers."""
 
     args: argparse.Namespace
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
     _stack: stack.Stack | None = None
-    _cluster: kube.Cluster | None = None
+    _cluster: kube.Cluster | kube.RecordedCluster | None = None
+    _kubeconfig: dict[str, Any] | None = None
+    _workers: dict[str, kube.Reader] = field(default_factory=dict)
+    _view: why.StackView | None = None
 
     @property
     def stack(self) -> stack.Stack:
@@ -64,9 +71,8 @@ class Session:
             self._stack = stack.from_file(outputs) if outputs else stack.from_pulumi(self.args.stack)
         return self._stack
 
-    @property
-    def cluster(self) -> kube.Cluster:
-        if self._cluster is None:
+    def kubeconfig(self) -> dict[str, Any]:
+        if self._kubeconfig is None:
             path: Path | None = self.args.kubeconfig
             if path is not None:
                 try:
@@ -77,8 +83,46 @@ class Session:
                     raise kube.KubeconfigError(f"--kubeconfig {path}: not a kubeconfig")
             else:
                 config = self.stack.kubeconfig()
-            self._cluster = kube.Cluster(config, path=path, context=self.args.context)
+            self._kubeconfig = config
+        return self._kubeconfig
+
+    @property
+    def cluster(self) -> kube.Cluster:
+        """The stack's own cluster, for commands that write (submit, delete)."""
+        reader = self.reader
+        if not isinstance(reader, kube.Cluster):
+            raise UsageError("a recorded cluster state is read-only: submit and delete need a cluster")
+        return reader
+
+    @property
+    def reader(self) -> kube.Cluster | kube.RecordedCluster:
+        """The stack's own cluster (a MultiKueue stack's manager), or its recorded state (--recorded DIR)."""
+        if self._cluster is None:
+            recorded: Path | None = getattr(self.args, "recorded", None)
+            if recorded is not None:
+                self._cluster = kube.RecordedCluster(recorded)
+            else:
+                self._cluster = kube.Cluster(self.kubeconfig(), path=self.args.kubeconfig, context=self.args.context)
         return self._cluster
+
+    def worker(self, name: str) -> kube.Reader:
+        """A MultiKueue worker, reached with the user's own credentials at the DNS endpoint the stack outputs
+        (`multiKueue.workers.<name>.clusterEndpoint`), or its recorded state in DIR/<name>/."""
+        if name not in self._workers:
+            recorded: Path | None = getattr(self.args, "recorded", None)
+            if recorded is not None:
+                self._workers[name] = kube.RecordedCluster(recorded / name)
+            else:
+                endpoint = (self.stack.workers.get(name) or {}).get("clusterEndpoint")
+                if not endpoint:
+                    raise kube.ClusterError(f"the stack's outputs name no endpoint of worker {name}")
+                self._workers[name] = kube.Cluster(
+                    self.kubeconfig(),
+                    path=self.args.kubeconfig,
+                    context=self.args.context,
+                    server=kube.worker_server(str(endpoint)),
+                )
+        return self._workers[name]
 
     def namespaces(self, team: str | None) -> list[str]:
         """The team's namespace, or every team's."""
@@ -92,9 +136,21 @@ class Session:
     def team_of(self, namespace: str) -> str:
         return next((team for team, ref in self.stack.queues.items() if ref.namespace == namespace), namespace)
 
+    def view(self) -> why.StackView:
+        """What `why` reads from the stack's outputs, read once."""
+        if self._view is None:
+            self._view = self.stack.view()
+        return self._view
+
+    def now(self) -> datetime:
+        at: datetime | None = getattr(self.args, "at", None)
+        return at or clock()
+
     def close(self) -> None:
         if self._cluster is not None:
             self._cluster.close()
+        for worker in self._workers.values():
+            worker.close()
 
 
 # ---- finding a workload ---------------------------------------------------------------------------------------
@@ -107,20 +163,44 @@ class Found:
     kind: str | None
     """JobSet or Job; None when only the Workload is left."""
     workload: Obj | None
+    neighbours: list[Obj] = field(default_factory=list)
+    """The other Workloads of its namespace, for the order of its queue."""
 
 
-def _workloads(session: Session, namespace: str) -> list[Obj]:
-    return session.cluster.list(kube.kueue_path("workloads", namespace=namespace))
+def _workloads(session: Session, namespace: str, reader: kube.Reader | None = None) -> list[Obj]:
+    return (reader or session.reader).list(kube.kueue_path("workloads", namespace=namespace))
 
 
-def _job_kind(session: Session, namespace: str, name: str) -> str | None:
+def _team_workloads(session: Session, team: str | None) -> tuple[dict[str, list[Obj]], list[str]]:
+    """Namespace -> its Workloads, for the team's namespace or every team's, and the namespaces that could not be
+    read. Without --team one paginated list of all namespaces is tried first (fewer requests on a big cluster);
+    an account allowed only some namespaces is refused that (403) and reads them one by one."""
+    namespaces = session.namespaces(team)
+    if team is None:
+        try:
+            everything = session.reader.list(kube.kueue_path("workloads"))
+        except kube.Unauthorized:
+            raise
+        except kube.Forbidden:
+            pass
+        else:
+            grouped: dict[str, list[Obj]] = {namespace: [] for namespace in namespaces}
+            for workload in everything:
+                namespace = workload["metadata"].get("namespace")
+                if namespace in grouped:
+                    grouped[namespace].append(workload)
+            return grouped, []
+    found, skipped = _per_namespace(session, team, lambda namespace: _workloads(session, namespace))
+    return dict(found), skipped
+
+
+def _job_kind(reader: kube.Reader, namespace: str, name: str) -> tuple[str, Obj] | None:
     for kind, resource in (
         ("JobSet", kube.jobset_path(namespace=namespace, name=name)),
         ("Job", kube.job_path(namespace=namespace, name=name)),
     ):
         try:
-            session.cluster.get(resource)
-            return kind
+            return kind, reader.get(resource)
         except kube.NotFound:
             continue
     return None
@@ -154,24 +234,60 @@ def _unread(skipped: list[str]) -> str:
     return f"namespace{'s' if len(skipped) > 1 else ''} {', '.join(skipped)} could not be read (403)"
 
 
+def _located(session: Session, name: str) -> list[str] | None:
+    """The team namespaces that hold a Job or JobSet named `name`: two requests across all namespaces
+    (`fieldSelector=metadata.name=`, which the API server serves for every kind), instead of reading every Workload.
+    None when the account may not list jobs cluster-wide (then the Workloads are searched)."""
+    found: set[str] = set()
+    for resource in (kube.path(kueue.JOBSET_GROUP, kueue.JOBSET_VERSION, "jobsets"), kube.path("batch", "v1", "jobs")):
+        try:
+            jobs = session.reader.list(resource, fieldSelector=f"metadata.name={name}")
+        except kube.Unauthorized:
+            raise
+        except kube.Forbidden:
+            return None
+        except kube.NotFound:
+            continue  # no JobSet API
+        found |= {str(job["metadata"].get("namespace")) for job in jobs}
+    teams = set(session.namespaces(None))
+    return sorted(found & teams)
+
+
 def find(session: Session, name: str, team: str | None) -> Found:
     """The workload `name` (its Job's or JobSet's name) in the team's namespace, or in any team's it may read."""
-
-    def look(namespace: str) -> Found | None:
-        workload = kueue.find_workload(_workloads(session, namespace), name)
-        owner = kueue.owner(workload) if workload else None
-        kind = owner[0] if owner else _job_kind(session, namespace, name)
-        if workload is None and kind is None:
-            return None
-        return Found(namespace, kueue.job_name(workload) if workload else name, kind, workload)
-
-    looked, skipped = _per_namespace(session, team, look)
-    hits = [found for _, found in looked if found is not None]
+    if team is None:
+        namespaces = _located(session, name)
+        if namespaces:
+            hits = []
+            for namespace in namespaces:
+                workloads = _workloads(session, namespace)
+                workload = kueue.find_workload(workloads, name)
+                job = None if workload is not None else _job_kind(session.reader, namespace, name)
+                owner = kueue.owner(workload) if workload is not None else None
+                kind = owner[0] if owner else (job[0] if job else None)
+                hits.append(Found(namespace, kueue.job_name(workload) if workload else name, kind, workload, workloads))
+            if len(hits) > 1:
+                teams = ", ".join(session.team_of(hit.namespace) for hit in hits)
+                raise UsageError(f"{name!r} is in several teams' namespaces ({teams}); pick one with --team")
+            return hits[0]
+    by_namespace, skipped = _team_workloads(session, team)
+    hits = []
+    for namespace, workloads in by_namespace.items():
+        workload = kueue.find_workload(workloads, name)
+        if workload is not None:
+            owner = kueue.owner(workload)
+            kind = owner[0] if owner else None
+            hits.append(Found(namespace, kueue.job_name(workload), kind, workload, workloads))
+    if not hits:
+        for namespace in by_namespace:
+            job = _job_kind(session.reader, namespace, name)
+            if job is not None:
+                hits.append(Found(namespace, name, job[0], None, by_namespace[namespace]))
     if not hits:
         if team:
             raise kube.NotFound(f"no workload {name!r} in team {team}'s namespace")
         if skipped:
-            searched = [namespace for namespace, _ in looked]
+            searched = list(by_namespace)
             where = f"namespace{'s' if len(searched) > 1 else ''} {', '.join(searched)}"
             raise kube.NotFound(f"no workload {name!r} in {where}; {_unread(skipped)}")
         raise kube.NotFound(f"no workload {name!r} in the teams' namespaces")
@@ -181,11 +297,11 @@ def find(session: Session, name: str, team: str | None) -> Found:
     return hits[0]
 
 
-def _pods(session: Session, found: Found) -> list[Obj]:
+def _pods(reader: kube.Reader, found: Found) -> list[Obj]:
     if found.kind is None:
         return []
     selector = kueue.pod_selector(found.kind, found.name)
-    return session.cluster.list(kube.path("", "v1", "pods", namespace=found.namespace), labelSelector=selector)
+    return reader.list(kube.path("", "v1", "pods", namespace=found.namespace), labelSelector=selector)
 
 
 def _optional(read: Callable[[], Any], default: Any) -> Any:
@@ -196,13 +312,40 @@ def _optional(read: Callable[[], Any], default: Any) -> Any:
         return default
 
 
-def evidence(session: Session, found: Found) -> why.Evidence:
-    """Everything `why` reads about a workload: its ClusterQueue and cohort, its ProvisioningRequests, its pods
-    and the events of both. What the account may not read (403) is named in `unreadable`; what does not exist
-    (404: no Cohort object, no ProvisioningRequest API) is simply absent."""
+def _job_path(kind: str, namespace: str, name: str) -> str:
+    return (
+        kube.jobset_path(namespace=namespace, name=name)
+        if kind == "JobSet"
+        else kube.job_path(namespace=namespace, name=name)
+    )
+
+
+def _workers_to_read(workload: Obj, view: why.StackView, events: list[Obj]) -> list[str]:
+    """The MultiKueue workers that hold (or held) the workload: where it was admitted, where it was copied, or the
+    worker the check says it lost (multikueue/workload.go)."""
+    if not view.workers:
+        return []
+    status = workload.get("status", {})
+    if status.get("clusterName"):
+        return [str(status["clusterName"])]
+    nominated = [str(w) for w in status.get("nominatedClusterNames") or []]
+    if nominated:
+        return nominated
+    probe = why.Evidence(workload, events=events)
+    last = why.last_worker(probe)
+    return [last] if last and last in view.workers else []
+
+
+def evidence(
+    session: Session, found: Found, *, reader: kube.Reader | None = None, worker: str | None = None
+) -> why.Evidence:
+    """Everything `why` reads about a workload on one cluster: its LocalQueue, ClusterQueue and cohort, the
+    AdmissionChecks, its ProvisioningRequests, its job, pods and the events of all of them; on a MultiKueue manager
+    also its copies on the workers. What the account may not read (403) is named in `unreadable`; what does not
+    exist (404: no Cohort object, no ProvisioningRequest API) is simply absent."""
     workload = found.workload
     assert workload is not None
-    cluster = session.cluster
+    cluster = reader or session.reader
     unreadable: set[str] = set()
 
     def read(kind: str, call: Callable[[], Any], default: Any) -> Any:
@@ -216,18 +359,33 @@ def evidence(session: Session, found: Found) -> why.Evidence:
         except kube.NotFound:
             return default
 
-    admission = workload.get("status", {}).get("admission") or {}
-    queue_name = admission.get("clusterQueue") or next(
-        (
-            ref.cluster_queue
-            for ref in session.stack.queues.values()
-            if ref.namespace == found.namespace and ref.local_queue == workload.get("spec", {}).get("queueName")
-        ),
-        None,
+    view = session.view()
+    spec, status = workload.get("spec", {}), workload.get("status", {})
+    local_name = str(spec.get("queueName") or "")
+    local_queue = (
+        read(
+            "localqueues",
+            lambda: cluster.get(kube.kueue_path("localqueues", namespace=found.namespace, name=local_name)),
+            None,
+        )
+        if local_name
+        else None
+    )
+    queue_name = (
+        (status.get("admission") or {}).get("clusterQueue")
+        or (local_queue or {}).get("spec", {}).get("clusterQueue")
+        or next(
+            (
+                ref.cluster_queue
+                for ref in session.stack.queues.values()
+                if ref.namespace == found.namespace and ref.local_queue == local_name
+            ),
+            None,
+        )
     )
     queues: list[Obj] = read("clusterqueues", lambda: cluster.list(kube.kueue_path("clusterqueues")), [])
     queue = next((q for q in queues if q["metadata"]["name"] == queue_name), None)
-    if queue is None and queue_name:
+    if queue is None and queue_name and "clusterqueues" in unreadable:
         queue = read("clusterqueues", lambda: cluster.get(kube.kueue_path("clusterqueues", name=queue_name)), None)
     cohort_name = (queue or {}).get("spec", {}).get("cohortName")
     cohort = (
@@ -235,20 +393,82 @@ def evidence(session: Session, found: Found) -> why.Evidence:
         if cohort_name
         else None
     )
-    group, version, plural = kube.PROVISIONING
-    uid = workload["metadata"].get("uid")
-    owned = read(
-        "provisioningrequests", lambda: cluster.list(kube.path(group, version, plural, namespace=found.namespace)), []
+    inactive = any(
+        c.get("type") == "Active" and c.get("status") == "False"
+        for c in (queue or {}).get("status", {}).get("conditions", []) or []
     )
-    requests = [r for r in owned if any(ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences") or [])]
-    pods: list[Obj] = read("pods", lambda: _pods(session, found), [])
-    names = {workload["metadata"]["name"], *(p["metadata"]["name"] for p in pods)}
+    checks = status.get("admissionChecks") or []
+    admission_checks: list[Obj] = (
+        read("admissionchecks", lambda: cluster.list(kube.kueue_path("admissionchecks")), [])
+        if checks or inactive
+        else []
+    )
+    requests: list[Obj] = []
+    if checks:
+        group, version, plural = kube.PROVISIONING
+        uid = workload["metadata"].get("uid")
+        owned = read(
+            "provisioningrequests",
+            lambda: cluster.list(kube.path(group, version, plural, namespace=found.namespace)),
+            [],
+        )
+        requests = [
+            r for r in owned if any(ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences") or [])
+        ]
+    kind = found.kind
+    job = read("jobs", lambda: cluster.get(_job_path(kind, found.namespace, found.name)), None) if kind else None
+    # A MultiKueue manager runs no pods: they run on the worker that admitted the workload (read below).
+    manager = bool(view.workers) and worker is None
+    pods: list[Obj] = [] if manager else read("pods", lambda: _pods(cluster, found), [])
+    names = {workload["metadata"]["name"], found.name, *(p["metadata"]["name"] for p in pods)}
+    prefix = f"{found.name}-" if found.kind == "JobSet" else None
     events = [
         e
         for e in read("events", lambda: cluster.list(kube.path("", "v1", "events", namespace=found.namespace)), [])
-        if (e.get("involvedObject") or e.get("regarding") or {}).get("name") in names
+        for involved in [e.get("involvedObject") or e.get("regarding") or {}]
+        if involved.get("name") in names
+        or (prefix and involved.get("kind") == "Job" and str(involved.get("name", "")).startswith(prefix))
     ]
-    return why.Evidence(workload, queue, queues, cohort, requests, events, pods, frozenset(unreadable))
+    neighbours = [w for w in found.neighbours if w.get("spec", {}).get("queueName") == local_name]
+    remote: dict[str, why.Evidence | str | None] = {}
+    if worker is None:
+        for name in _workers_to_read(workload, view, events):
+            remote[name] = _remote(session, found, name)
+    return why.Evidence(
+        workload,
+        queue,
+        queues,
+        cohort,
+        requests,
+        events,
+        pods,
+        frozenset(unreadable),
+        local_queue=local_queue,
+        queue_workloads=neighbours,
+        admission_checks=admission_checks,
+        job=job,
+        job_ref=(found.kind, found.name) if found.kind else None,
+        cluster=worker,
+        remote=remote,
+    )
+
+
+def _remote(session: Session, found: Found, worker: str) -> why.Evidence | str | None:
+    """The copy of a manager's workload on a worker (same name and namespace, multikueue/workload.go
+    cloneForCreate), read there with the user's own credentials; None when the worker has none, or why it could not
+    be read."""
+    assert found.workload is not None
+    name = found.workload["metadata"]["name"]
+    try:
+        reader = session.worker(worker)
+        copy = reader.get(kube.kueue_path("workloads", namespace=found.namespace, name=name))
+        return evidence(session, dataclasses.replace(found, workload=copy, neighbours=[]), reader=reader, worker=worker)
+    except kube.NotFound:
+        return None
+    except kube.Forbidden as error:
+        return f"could not be read: {error}"
+    except kube.ClusterError as error:
+        return f"could not be reached: {error}"
 
 
 def _age(obj: Obj, now: datetime) -> str:
@@ -289,18 +509,12 @@ def cmd_submit(session: Session) -> int:
     main = next(obj for obj in built.objects if obj["kind"] in kueue.JOB_KINDS)
     resource = kube.jobset_path(namespace=namespace) if main["kind"] == "JobSet" else kube.job_path(namespace=namespace)
     try:
-        created = _create(cluster, resource, main)
+        _create(cluster, resource, main)
     except kube.Conflict:
         raise kube.Conflict(
             f"{main['kind']} {namespace}/{built.name} already exists: pick another name, or `tpu-stack delete "
             f"{built.name}` first"
         ) from None
-    for obj in built.objects:
-        if obj["kind"] == "Service":
-            # Owned by the Job, so deleting the Job (by any means) deletes its Service too.
-            owner = {"apiVersion": "batch/v1", "kind": "Job", "name": built.name, "uid": created["metadata"]["uid"]}
-            service = {**obj, "metadata": {**obj["metadata"], "ownerReferences": [owner]}}
-            _create(cluster, kube.path("", "v1", "services", namespace=namespace), service)
     queue = f"{namespace}/{built.queue.local_queue}"
     print(
         f"submitted {main['kind']} {namespace}/{built.name}: {built.slices} slice(s) of {built.where} "
@@ -316,63 +530,90 @@ def cmd_submit(session: Session) -> int:
 
 
 def _wait(session: Session, found: Found, timeout: float, interval: float) -> int:
-    """Report each change until the workload runs (0), fails (1) or `timeout` seconds pass (5)."""
+    """Report each change until the workload runs (0), stops for good (7) or `timeout` seconds pass (5)."""
     start = time.monotonic()
     last = ""
     while True:
         workloads = _workloads(session, found.namespace)
         workload = kueue.find_workload(workloads, found.name)
-        now = clock()
+        now = session.now()
         if workload is None:
-            state, text = "Created", "Created: waiting for Kueue to create its Workload."
+            outcome, state, text = why.WAITS, "Created", "Created: waiting for Kueue to create its Workload."
         else:
             diagnosis = why.explain(
-                evidence(session, dataclasses.replace(found, workload=workload)), session.stack.view(), now
+                evidence(session, dataclasses.replace(found, workload=workload, neighbours=workloads)),
+                session.view(),
+                now,
             )
-            state, text = diagnosis.state, diagnosis.reason
+            outcome, state, text = diagnosis.outcome, diagnosis.state, diagnosis.reason
         elapsed = int(time.monotonic() - start)
         line = f"[{elapsed // 60}:{elapsed % 60:02d}] {text}"
         if text != last:
             print(line, file=session.out, flush=True)
             last = text
-        if state in ("Running", "Succeeded"):
-            return EXIT_OK
-        if state in ("Failed", "Deactivated"):
-            return EXIT_ERROR
+        if outcome != why.WAITS:
+            return OUTCOME_CODES[outcome]
         if timeout and time.monotonic() - start >= timeout:
             print(f"error: {found.name} is not running after {timeout:g} s (state {state})", file=session.err)
             return EXIT_TIMEOUT
         time.sleep(interval)
 
 
+def _pods_by_job(pods: list[Obj]) -> dict[str, list[Obj]]:
+    """Pods grouped by the Job or JobSet that runs them (the labels JobSet and the Job controller set)."""
+    grouped: dict[str, list[Obj]] = {}
+    for pod in pods:
+        labels = pod["metadata"].get("labels") or {}
+        owner = labels.get(kueue.JOBSET_NAME_LABEL) or labels.get(kueue.JOB_NAME_LABEL)
+        if owner:
+            grouped.setdefault(str(owner), []).append(pod)
+    return grouped
+
+
 def cmd_list(session: Session) -> int:
-    now = clock()
+    """One row per Workload, from paginated lists: the Workloads (one list, or one per namespace), and pods only for
+    admitted workloads that carry no PodsReady condition, one list per namespace and cluster that runs them."""
+    now = session.now()
     flavors = session.stack.flavors
-    rows = [("NAME", "KIND", "TEAM", "QUEUE", "FLAVOR", "ADMITTED", "AGE", "STATE")]
-
-    def read(namespace: str) -> tuple[list[Obj], list[Obj]]:
-        return _workloads(session, namespace), session.cluster.list(kube.path("", "v1", "pods", namespace=namespace))
-
-    found, skipped = _per_namespace(session, session.args.team, read)
-    for namespace, (workloads, pods) in found:
+    manager = bool(session.stack.workers)
+    by_namespace, skipped = _team_workloads(session, session.args.team)
+    wanted = {
+        (kueue.cluster_name(w) or "", namespace)
+        for namespace, workloads in by_namespace.items()
+        for w in workloads
+        if kueue.needs_pods(w)
+    }
+    pods: dict[tuple[str, str], dict[str, list[Obj]]] = {}
+    for cluster, namespace in sorted(wanted):
+        reader = session.worker(cluster) if cluster else session.reader
+        try:
+            pods[(cluster, namespace)] = _pods_by_job(reader.list(kube.path("", "v1", "pods", namespace=namespace)))
+        except kube.Unauthorized:
+            raise
+        except kube.ClusterError as error:
+            print(
+                f"note: pods of {namespace} on {cluster or 'the cluster'} could not be read: {error}", file=session.err
+            )
+    header = ["NAME", "KIND", "TEAM", "QUEUE", "FLAVOR", "ADMITTED", "AGE", "STATE"]
+    rows: list[list[str]] = [[*header, "CLUSTER"] if manager else header]
+    for namespace, workloads in by_namespace.items():
         for workload in sorted(workloads, key=lambda w: str(w["metadata"]["creationTimestamp"])):
             owner = kueue.owner(workload)
             kind, name = owner if owner else ("Workload", workload["metadata"]["name"])
-            label = kueue.JOBSET_NAME_LABEL if kind == "JobSet" else kueue.JOB_NAME_LABEL
-            own_pods = [p for p in pods if (p["metadata"].get("labels") or {}).get(label) == name]
+            cluster = kueue.cluster_name(workload) or ""
+            own_pods = pods.get((cluster, namespace), {}).get(name, [])
             flavor = kueue.admitted_flavor(workload) or kueue.selected_flavor(workload, flavors) or "-"
-            rows.append(
-                (
-                    name,
-                    kind,
-                    session.team_of(namespace),
-                    str(workload.get("spec", {}).get("queueName", "-")),
-                    flavor,
-                    "yes" if kueue.is_true(workload, kueue.ADMITTED) else "no",
-                    _age(workload, now),
-                    kueue.state(workload, own_pods),
-                )
-            )
+            row = [
+                name,
+                kind,
+                session.team_of(namespace),
+                str(workload.get("spec", {}).get("queueName", "-")),
+                flavor,
+                "yes" if kueue.is_true(workload, kueue.ADMITTED) else "no",
+                _age(workload, now),
+                kueue.state(workload, own_pods),
+            ]
+            rows.append([*row, cluster or "-"] if manager else row)
     if skipped:
         print(f"note: {_unread(skipped)}; its workloads are not listed", file=session.err)
     if len(rows) == 1:
@@ -384,18 +625,40 @@ def cmd_list(session: Session) -> int:
     return EXIT_OK
 
 
+def diagnose(session: Session, found: Found) -> why.Diagnosis:
+    now = session.now()
+    if found.workload is None:
+        assert found.kind is not None
+        job = session.reader.get(_job_path(found.kind, found.namespace, found.name))
+        try:
+            pods, hidden = _pods(session.reader, found), False
+        except kube.Unauthorized:
+            raise
+        except kube.Forbidden:
+            pods, hidden = [], True
+        return why.unmanaged(found.kind, job, pods, now, pods_hidden=hidden)
+    return why.explain(evidence(session, found), session.view(), now)
+
+
 def cmd_why(session: Session) -> int:
     found = find(session, session.args.name, session.args.team)
-    if found.workload is None:
-        print(
-            f"{found.kind} {found.namespace}/{found.name} has no Kueue Workload yet: Kueue creates one within "
-            f"seconds for a job labelled kueue.x-k8s.io/queue-name, and leaves jobs without that label alone.",
-            file=session.out,
-        )
-        return EXIT_OK
-    diagnosis = why.explain(evidence(session, found), session.stack.view(), clock())
-    print(diagnosis.text, file=session.out)
-    return EXIT_OK
+    diagnosis = diagnose(session, found)
+    if session.args.json:
+        answer = {
+            "name": found.name,
+            "namespace": found.namespace,
+            "kind": found.kind,
+            "cluster": diagnosis.cluster,
+            "state": diagnosis.state,
+            "outcome": diagnosis.outcome,
+            "who": list(diagnosis.who),
+            "reason": diagnosis.reason,
+            "change": diagnosis.change,
+        }
+        print(json.dumps(answer, indent=2), file=session.out)
+    else:
+        print(diagnosis.text, file=session.out)
+    return OUTCOME_CODES[diagnosis.outcome]
 
 
 def _leader_first(pod: Obj) -> tuple[str, str]:
@@ -403,9 +666,19 @@ def _leader_first(pod: Obj) -> tuple[str, str]:
 
 
 def cmd_logs(session: Session) -> int:
+    """The pod's log from the cluster that runs it: on a MultiKueue manager, the worker that admitted it."""
     args = session.args
     found = find(session, args.name, args.team)
-    pods = _pods(session, found)
+    reader: kube.Reader = session.reader
+    worker = kueue.cluster_name(found.workload) if found.workload else None
+    if worker:
+        reader = session.worker(worker)
+    elif session.stack.workers and found.workload is not None:
+        raise kube.NotFound(
+            f"{found.name} runs on no worker yet: MultiKueue has not admitted it on one; `tpu-stack why {found.name}` "
+            "tells why"
+        )
+    pods = _pods(reader, found)
     wanted = {kueue.COMPLETION_INDEX_LABEL: str(args.worker)}
     if found.kind == "JobSet":
         wanted[kueue.JOBSET_JOB_INDEX_LABEL] = str(args.slice)
@@ -418,13 +691,12 @@ def cmd_logs(session: Session) -> int:
     ]
     if not matching:
         where = f"slice {args.slice} worker {args.worker}" if found.kind == "JobSet" else f"worker {args.worker}"
-        raise kube.NotFound(f"no pod of {found.name} for {where} yet; `tpu-stack why {found.name}` tells why")
+        on = f" on {worker}" if worker else ""
+        raise kube.NotFound(f"no pod of {found.name} for {where}{on} yet; `tpu-stack why {found.name}` tells why")
     pod = max(matching, key=_leader_first)
     names = [str(c["name"]) for c in pod["spec"]["containers"]]
     container = args.container or (kueue.WORKLOAD_CONTAINER if kueue.WORKLOAD_CONTAINER in names else names[0])
-    for line in session.cluster.log_lines(
-        found.namespace, pod["metadata"]["name"], container=container, follow=args.follow
-    ):
+    for line in reader.log_lines(found.namespace, pod["metadata"]["name"], container=container, follow=args.follow):
         print(line, file=session.out, flush=args.follow)
     return EXIT_OK
 
@@ -503,6 +775,16 @@ def cmd_adopt(session: Session) -> int:
 # ---- parsing --------------------------------------------------------------------------------------------------
 
 
+def _instant(value: str) -> datetime:
+    try:
+        found = kueue.timestamp(value)
+    except ValueError:
+        found = None
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an RFC 3339 time such as 2026-05-04T12:00:00Z")
+    return found
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(
         prog="tpu-stack",
@@ -517,6 +799,20 @@ def parser() -> argparse.ArgumentParser:
     )
     main.add_argument("--kubeconfig", type=Path, metavar="FILE", help="use this kubeconfig, not the stack's output")
     main.add_argument("--context", help="the kubeconfig context to use (default: its current-context)")
+    main.add_argument(
+        "--recorded",
+        type=Path,
+        metavar="DIR",
+        help="read a recorded cluster state instead of a cluster: `kubectl get ... -o json` files in DIR (a MultiKueue "
+        "worker's in DIR/<worker>/); list, why and logs only",
+    )
+    main.add_argument(
+        "--at",
+        type=_instant,
+        metavar="TIME",
+        help="count ages and timers to this time (RFC 3339, e.g. 2026-05-04T12:00:00Z; default: now), for a "
+        "recorded state",
+    )
     commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, summary: str) -> argparse.ArgumentParser:
@@ -540,7 +836,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--slices", type=int, default=1, metavar="N", help="slices of the pool group (default 1; more: a JobSet)"
     )
-    run.add_argument("--jobset", action="store_true", help="a JobSet even for one slice (the multislice code path)")
+    run.add_argument(
+        "--jobset", action="store_true", help="a JobSet even for a single-host slice (multi-host slices always are one)"
+    )
     run.add_argument("--image", required=True, help="container image, pinned by tag (not latest) or digest")
     run.add_argument("--env", action="append", metavar="NAME=VALUE", help="environment variable (repeatable)")
     run.add_argument("--priority", metavar="CLASS", help="priority class (default: the stack's lowest)")
@@ -568,6 +866,11 @@ def parser() -> argparse.ArgumentParser:
     explain = command("why", "why a workload is not running, with the numbers, and what would change it")
     explain.add_argument("name", help="name of the Job or JobSet")
     explain.add_argument("--team", help="the team whose namespace holds it (default: search every team's)")
+    explain.add_argument(
+        "--json",
+        action="store_true",
+        help="print state, outcome, who and the sentences as JSON (the exit code says runs, waits or stopped)",
+    )
     explain.set_defaults(run=cmd_why)
 
     logs = command("logs", "print a pod's logs: the leader (slice 0, worker 0) unless told otherwise")

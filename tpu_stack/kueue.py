@@ -35,8 +35,27 @@ provisioningrequestconfig_types.go), as the stack's ProvisioningRequestConfigs s
 
 # Workload condition types (workload_types.go).
 ADMITTED, QUOTA_RESERVED, EVICTED, PREEMPTED, FINISHED = "Admitted", "QuotaReserved", "Evicted", "Preempted", "Finished"
-# Evicted reasons (workload_types.go): by the scheduler's preemption, and by an admission check in Retry.
-EVICTED_BY_PREEMPTION, EVICTED_BY_ADMISSION_CHECK = "Preempted", "AdmissionCheck"
+PODS_READY = "PodsReady"
+# Evicted reasons (workload_types.go): by the scheduler's preemption, by an admission check in Retry, by the
+# PodsReady timeout; a deactivation is "Deactivated", or "DeactivatedDueTo<cause>" (evict.go Evict, ReasonWithCause).
+EVICTED_BY_PREEMPTION, EVICTED_BY_ADMISSION_CHECK, EVICTED_BY_TIMEOUT = (
+    "Preempted",
+    "AdmissionCheck",
+    "PodsReadyTimeout",
+)
+DEACTIVATED, REQUEUING_LIMIT, MAX_EXECUTION_TIME = (
+    "Deactivated",
+    "RequeuingLimitExceeded",
+    "MaximumExecutionTimeExceeded",
+)
+# PodsReady=False reasons, also the underlying causes of a PodsReadyTimeout eviction (workload_types.go).
+WAIT_FOR_START, WAIT_FOR_RECOVERY = "WaitForStart", "WaitForRecovery"
+# The controllers behind the admission checks the stack declares (AdmissionCheck spec.controllerName):
+# components/kueue_queues.py PROVISIONING_CONTROLLER and components/multikueue.py MULTIKUEUE_CONTROLLER.
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+DEFAULT_PRIORITY = 0
+"""A Workload's priority when spec.priority is unset (pkg/constants DefaultPriority)."""
 
 
 def condition(obj: Obj, kind: str) -> Obj | None:
@@ -153,6 +172,30 @@ def pod_running(pod: Obj) -> bool:
     return pod.get("status", {}).get("phase") == "Running"
 
 
+def priority(workload: Obj) -> int:
+    """The priority Kueue orders and preempts by (pkg/util/priority/priority.go Priority; the priority-boost
+    annotation counts only with the PriorityBoost gate, which the stack leaves off)."""
+    value = workload.get("spec", {}).get("priority")
+    return int(value) if value is not None else DEFAULT_PRIORITY
+
+
+def job_pod_count(kind: str, job: Obj) -> int:
+    """Pods a Job (parallelism) or JobSet (each replicated Job's replicas times its Job's parallelism) runs."""
+    spec = job.get("spec", {})
+    if kind == "Job":
+        return int(spec.get("parallelism", 1))
+    return sum(
+        int(rj.get("replicas", 1)) * int(((rj.get("template") or {}).get("spec") or {}).get("parallelism", 1))
+        for rj in spec.get("replicatedJobs", []) or []
+    )
+
+
+def cluster_name(workload: Obj) -> str | None:
+    """The MultiKueue worker the workload was admitted on (status.clusterName, multikueue/workload.go)."""
+    name = workload.get("status", {}).get("clusterName")
+    return str(name) if name else None
+
+
 def state(workload: Obj, pods: list[Obj]) -> str:
     """One word for a workload: Succeeded, Failed, Deactivated, Preempted, Retrying, Evicted, Running, Starting,
     Provisioning or Pending.
@@ -172,8 +215,20 @@ def state(workload: Obj, pods: list[Obj]) -> str:
             return "Preempted"
         return "Retrying" if reason == EVICTED_BY_ADMISSION_CHECK else "Evicted"
     if is_true(workload, ADMITTED):
+        ready = condition(workload, PODS_READY)
+        if ready is not None:
+            return "Running" if ready.get("status") == "True" else "Starting"
         running = sum(1 for pod in pods if pod_running(pod))
         return "Running" if running >= pod_count(workload) else "Starting"
     if is_true(workload, QUOTA_RESERVED):
         return "Provisioning"
     return "Pending"
+
+
+def needs_pods(workload: Obj) -> bool:
+    """Whether `state` needs the workload's pods: admitted, and Kueue keeps no PodsReady condition on it (it does
+    whenever waitForPodsReady is on, Kueue 0.19's default: jobframework/reconciler.go)."""
+    finished = (
+        is_true(workload, FINISHED) or workload.get("spec", {}).get("active") is False or is_true(workload, EVICTED)
+    )
+    return not finished and is_true(workload, ADMITTED) and condition(workload, PODS_READY) is None

@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,18 @@ from pydantic import ValidationError
 
 from components.config.queues import QueueRef
 from components.config.stack import StackConfig
+from tpu_stack import kueue
 from tpu_stack.why import StackView
+
+MULTIKUEUE_CHECK = "multikueue"
+"""The AdmissionCheck on every ClusterQueue of a MultiKueue manager (components/kueue_queues.py MULTIKUEUE_CHECK)."""
+
+
+def provisioning_check(pool: str) -> str:
+    """The AdmissionCheck of a queued pool group (components/kueue_queues.py admission_check_name): the command
+    does not import the components' Pulumi code, and tests/tpu_stack/test_cli.py checks the two agree."""
+    return f"{pool}-provisioning"
+
 
 HIDDEN = "[secret]"
 """How plan.json of the offline preview (and `pulumi stack output` without --show-secrets) shows a secret."""
@@ -41,7 +53,7 @@ class Stack:
             raise StackError(f"{self.source} has no output {key!r}: run `pulumi up` with this version of the stack")
         return self.outputs[key]
 
-    @property
+    @cached_property
     def queues(self) -> dict[str, QueueRef]:
         """Team -> namespace, LocalQueue and ClusterQueue (output `queues`; `default` without teams)."""
         return {team: QueueRef.model_validate(ref) for team, ref in self._output("queues").items()}
@@ -78,19 +90,43 @@ class Stack:
             raise StackError(f"{self.source}: output kubeconfig is not a kubeconfig")
         return loaded
 
+    @property
+    def workers(self) -> dict[str, dict[str, Any]]:
+        """MultiKueue worker -> region, clusterEndpoint and pool groups (output `multiKueue.workers`); empty unless
+        the stack is a manager."""
+        return dict((self.outputs.get("multiKueue") or {}).get("workers") or {})
+
     def view(self) -> StackView:
-        """What `why` needs from the outputs (and the config, for the keys a platform team changes)."""
+        """What `why` needs from the outputs (and the config: the keys a platform team changes, the admission checks
+        and service accounts the stack declares)."""
         pools = self.pools
         keys: dict[str, str] = {}
+        controllers: dict[str, str] = {}
+        check_flavors: dict[str, str] = {}
+        accounts: dict[str, str] = {}
         if "stackConfig" in self.outputs:
-            for index, team in enumerate(self.config().queues.teams):
+            config = self.config()
+            for index, team in enumerate(config.queues.teams):
                 keys[team.cluster_queue] = f"tpu-stack:queues.teams[{index}]"
+            if config.is_manager:
+                controllers[MULTIKUEUE_CHECK] = kueue.MULTIKUEUE_CONTROLLER
+            for pool in config.queue_flavors:
+                if pool.provisioning == "queued":
+                    controllers[provisioning_check(pool.name)] = kueue.PROVISIONING_CONTROLLER
+                    check_flavors[provisioning_check(pool.name)] = pool.name
+            for field, index, ref, _role in config.bucket.grants:
+                accounts[f"{ref.namespace}/{ref.service_account}"] = f"tpu-stack:bucket.{field}[{index}]"
         return StackView(
             flavors=self.flavors,
             node_pools={name: list(pool["nodePools"]) for name, pool in pools.items()},
             chips_per_slice={name: int(pool["chips"]) // int(pool["slices"]) for name, pool in pools.items()},
             vms_per_slice={name: int(pool["vmsPerSlice"]) for name, pool in pools.items()},
             team_keys=keys,
+            local_queues={ref.namespace: ref.local_queue for ref in self.queues.values()},
+            check_controllers=controllers,
+            check_flavors=check_flavors,
+            workers={name: str(worker.get("region", "")) for name, worker in self.workers.items()},
+            service_accounts=accounts,
         )
 
 

@@ -1,4 +1,5 @@
-"""`submit`: a Job (one slice) or JobSet (several) of a pool group or a capacity ladder, into a team's LocalQueue.
+"""`submit`: a Job (one single-host slice) or a JobSet (multi-host slices) of a pool group or a capacity ladder,
+into a team's LocalQueue.
 
 The objects are built by components/workloads.py, the code of `make workloads` (flavor labels and
 tolerations, or only the shape on a ladder; chips per VM, one node pool per slice, the namespace's bucket KSA and
@@ -44,7 +45,7 @@ class Request:
     env: list[str]
     priority: str | None
     jobset: bool = False
-    """A JobSet even for one slice (make workloads writes both for a group of several slices)."""
+    """A JobSet even for a single-host slice (a multi-host slice is always one)."""
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,15 @@ def _target(config: StackConfig, pool: str | None) -> workloads.Target:
                 f"shape on any rung; submit to --pool {ladder}"
             )
         return pools[pool]
-    if config.saxml and pool == config.saxml.pool:
-        raise SubmitError(f"--pool {pool}: Saxml's model servers hold this pool group; it is not Kueue capacity")
+    serving = config.serving_pools
+    if pool in serving:
+        others = _targets(config)
+        where = (
+            f": submit to another pool group (this stack's: {others})"
+            if others != "none"
+            else ", and this stack has none"
+        )
+        raise SubmitError(f"--pool {pool}: pool group {pool} {serving[pool]}; it is not Kueue capacity{where}")
     raise SubmitError(f"--pool {pool}: no such pool group; this stack's pool groups are {_targets(config)}")
 
 
@@ -136,6 +144,12 @@ def _check_slices(config: StackConfig, team: str, target: workloads.Target, slic
     if slices < 1:
         raise SubmitError(f"--slices {slices}: give 1 or more")
     rungs = workloads.rungs_of(target)
+    shape = rungs[0]
+    if slices > 1 and not shape.multi_host:
+        raise SubmitError(
+            f"--slices {slices}: {shape.slice_topology} slices of {shape.machine.name} are single-host, and GKE's "
+            "Multislice joins multi-host slices only; submit one workload per slice, or use a multi-host pool group"
+        )
     if isinstance(target, workloads.Ladder):
         queued = [pool.name for pool in rungs if pool.provisioning == "queued"]
         if slices > 1 and queued:
@@ -186,11 +200,8 @@ def _why_not(config: StackConfig, team: str, pool: TpuPoolConfig, slices: int) -
 def _check_name(name: str, pool: TpuPoolConfig, slices: int, *, jobset: bool) -> None:
     if not DNS_1035.match(name):
         raise SubmitError(f"{name!r}: a name is lowercase letters, digits and '-', starting with a letter")
-    if jobset:
-        # JobSet names its pods <name>-slice-<job index>-<pod index>-<suffix> (jobset webhook, pod name check).
-        longest = f"{name}-slice-{slices - 1}-{pool.vms_per_slice - 1}"
-    else:
-        longest = f"{name}-{pool.vms_per_slice - 1}" if pool.multi_host else name
+    # JobSet names its pods <name>-slice-<job index>-<pod index>-<suffix> (jobset webhook, pod name check).
+    longest = f"{name}-slice-{slices - 1}-{pool.vms_per_slice - 1}" if jobset else name
     over = len(longest) + POD_SUFFIX - NAME_MAX
     if over > 0:
         raise SubmitError(f"{name!r}: its pod names would be {over} character(s) longer than {NAME_MAX}; shorten it")
@@ -222,17 +233,18 @@ def _pod_specs(obj: Obj) -> list[dict[str, Any]]:
 
 
 def _customize(obj: Obj, request: Request) -> Obj:
-    """The user's image, command, environment and priority in the generated object."""
+    """The user's image, command, environment and priority in the generated object: in each of its TPU containers
+    (one per NUMA node of a TPU7x VM, each running the same command)."""
     obj = copy.deepcopy(obj)
     for pod in _pod_specs(obj):
-        container = pod["containers"][0]
-        container["image"] = request.image
-        if request.command:
-            container["command"] = list(request.command)
-        else:
-            container.pop("command", None)  # the image's entrypoint
-        if request.env:
-            container["env"] = [*container.get("env", []), *_env(request.env)]
+        for container in pod["containers"]:
+            container["image"] = request.image
+            if request.command:
+                container["command"] = list(request.command)
+            else:
+                container.pop("command", None)  # the image's entrypoint
+            if request.env:
+                container["env"] = [*container.get("env", []), *_env(request.env)]
         if request.priority:
             pod["priorityClassName"] = request.priority
     return obj
@@ -244,20 +256,13 @@ def build(config: StackConfig, request: Request) -> Submission:
     target = _target(config, request.pool)
     pool = workloads.shape_of(target)
     _check_slices(config, team, target, request.slices)
-    _check_name(request.name, pool, request.slices, jobset=request.slices > 1 or request.jobset)
+    _check_name(request.name, pool, request.slices, jobset=pool.multi_host or request.jobset)
     _check_image(request.image)
     _env(request.env)
     classes = [p.name for p in config.queues.priority_classes]
     if request.priority is not None and request.priority not in classes:
         raise SubmitError(f"--priority {request.priority}: no such priority class; this stack has {', '.join(classes)}")
-    if request.jobset and not isinstance(target, workloads.Ladder) and pool.provisioning == "queued":
-        raise SubmitError(
-            f"--jobset: pool group {pool.name} is queued provisioning; it runs Jobs, as `make workloads` writes"
-        )
-    if request.slices == 1 and not request.jobset:
-        generated = workloads.slice_job(config, target, request.name, queue)
-    else:
-        generated = (workloads.multislice_jobset(config, target, request.slices, request.name, queue),)
+    generated = workloads.workload_objects(config, target, request.slices, request.name, queue, jobset=request.jobset)
     objects = tuple(_customize(obj, request) for obj in generated)
     return Submission(request.name, queue, target, request.slices, objects)
 

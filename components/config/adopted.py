@@ -38,9 +38,10 @@ class AdoptedPoolConfig(ConfigModel):
     whose service account or scopes change)."""
 
     node_pools: tuple[str, ...] = ()
-    """The existing GKE node pool names, one per slice, in slice order.
+    """The existing GKE node pool names of the first slices, in slice order: slice i keeps the i-th name (xpk's
+    `<cluster>-np-<i>`); slices added past the list are new node pools named `<name>-<i>`, like any group's.
 
-    Default: the stack's names (`<name>` or `<name>-<i>`)"""
+    Default: the stack's names (`<name>-<i>`)"""
     flavor: str | None = None
     """The existing Kueue ResourceFlavor of the pool group (xpk: `<slices>x<accelerator>`, e.g. `4xv5litepod-16`).
 
@@ -59,11 +60,12 @@ class AdoptedPoolConfig(ConfigModel):
 
     def problems(self, slices: int) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
-        if self.node_pools and len(self.node_pools) != slices:
+        if len(self.node_pools) > slices:
             problems.append(
                 (
                     "adopted.nodePools",
-                    f"names {len(self.node_pools)} node pools for {slices} slices; list one existing pool per slice",
+                    f"names {len(self.node_pools)} node pools for {slices} slices; a slice removed is its node pool "
+                    "deleted: remove the last names with it, or keep slices at the count of names",
                 )
             )
         for index, name in enumerate(self.node_pools):

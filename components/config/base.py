@@ -12,6 +12,8 @@ from pulumi import RunError
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from components.credentials import redact
+
 PROJECT = "tpu-stack"
 # GKE node pool names: a DNS label of at most 40 characters. Cluster names: at most 40, start with a letter.
 DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -24,10 +26,12 @@ _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 class ConfigError(RunError):
     """Invalid stack configuration; `lines` holds one message per problem.
 
-    A RunError, so the real engine prints the lines without a traceback.
+    A RunError, so the real engine prints the lines without a traceback. A line never repeats a credential it
+    quotes (a token pasted where a name belongs): that part reads `[redacted]`.
     """
 
     def __init__(self, lines: list[str]) -> None:
+        lines = [redact(line) for line in lines]
         self.lines = lines
         super().__init__("\n".join(lines))
 

@@ -13,7 +13,17 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from components import iam_roles, tpu_catalog
 from components.config.adopted import AdoptedClusterConfig
 from components.config.base import PROJECT, ConfigModel, cluster_name, source_range
+from components.config.network import (
+    GKE_DEFAULT_MAX_PODS_PER_NODE,
+    MAX_MAX_PODS,
+    MIN_MAX_PODS,
+    DnsProvider,
+    IpRangesConfig,
+)
 
+MASTER_PREFIX = 28
+"""GKE's size for the control plane's peering range (terraform-provider-google resource_container_cluster.go
+master_ipv4_cidr_block: IsCIDRNetwork(28, 28))."""
 REGIONAL_CLUSTER_ZONES = 3
 """Zones GKE spreads a regional cluster's node pools over by default."""
 
@@ -47,6 +57,8 @@ class SystemPoolConfig(ConfigModel):
     """Most nodes of the whole pool, over all its zones."""
     disk_size_gb: int = Field(default=100, ge=10)
     """Boot disk of each CPU node, in GB."""
+    max_pods_per_node: int = Field(default=GKE_DEFAULT_MAX_PODS_PER_NODE, ge=MIN_MAX_PODS, le=MAX_MAX_PODS)
+    """Pods a CPU node may run (GKE's default, a /24 of the pod range each); a new value replaces the pool."""
 
     @model_validator(mode="after")
     def _bounds(self) -> SystemPoolConfig:
@@ -156,6 +168,12 @@ class ControlPlaneConfig(ConfigModel):
     """Direct IP access to the control plane, for clients that cannot use the DNS endpoint."""
     authorized_networks: tuple[Annotated[str, AfterValidator(lambda c: source_range(c))], ...] = ()
     """CIDRs that may use the IP endpoint (Google Cloud public IPs never may)."""
+    master_ipv4_cidr: str | None = None
+    """A /28 for the control plane's own network (GKE's `masterIpv4CidrBlock`): the cluster is then created with VPC
+    Network Peering instead of Private Service Connect, and the stack's firewall rule admits this range to the
+    webhooks. Set only when creating a cluster: GKE cannot change it, so a new value replaces the cluster.
+
+    Default: none (Private Service Connect; the control plane reaches nodes through the konnectivity tunnel)"""
     kubernetes_tokens_via_dns: bool = False
     """Let the DNS endpoint accept Kubernetes service account tokens besides Google credentials: MultiKueue's manager
     reaches its workers with a token of their own (on for every worker; IAM still decides for Google identities)."""
@@ -171,6 +189,10 @@ class ControlPlaneConfig(ConfigModel):
                     "or remove ipEndpoint (the stack's kubeconfig, CI and operators use the DNS endpoint)",
                 )
             ]
+        if self.master_ipv4_cidr is not None:
+            problem = _master_range_problem(self.master_ipv4_cidr)
+            if problem:
+                return [("masterIpv4Cidr", problem)]
         if self.authorized_networks and not self.ip_endpoint:
             return [
                 (
@@ -180,6 +202,20 @@ class ControlPlaneConfig(ConfigModel):
                 )
             ]
         return []
+
+
+def _master_range_problem(cidr: str) -> str | None:
+    import ipaddress
+
+    try:
+        network = ipaddress.ip_network(cidr)
+    except ValueError:
+        return f"{cidr!r} is not a CIDR like 172.16.0.32/28 (the address must be the range's first)"
+    if network.version != 4 or network.prefixlen != MASTER_PREFIX:
+        return f"{cidr!r} is not a /28; GKE takes a /28 for the control plane's range"
+    if not network.is_private:
+        return f"{cidr!r} is not a private range; use one of 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16"
+    return None
 
 
 def _node_role(role: str) -> str:
@@ -224,17 +260,25 @@ class ClusterConfig(ConfigModel):
     """The provider's `deletion_protection` flag: while true, Pulumi refuses to delete the cluster (it is not a
     GKE-side setting). On in prod."""
     network: str | None = None
-    """VPC network of the cluster.
+    """An existing VPC network for the cluster (e.g. a stack deployed on `default` before the stack made its own);
+    then `ipRanges` is required: the stack cannot know what is free there.
 
-    Default: the project's `default` network"""
+    Default: the stack's own VPC `tpu-stack-<stack>`, with a subnetwork per cluster"""
     subnetwork: str | None = None
-    """Subnetwork of the cluster's nodes.
+    """An existing subnetwork of `network` for the cluster's nodes; GKE then creates the pod and Service ranges in it
+    from `ipRanges`.
 
-    Default: the network's subnetwork in the region"""
-    private_nodes: bool | None = None
-    """Nodes without external IPs, reaching out through Cloud NAT.
+    Default: the stack's subnetwork `<cluster>-nodes` (with `network`: the network's subnetwork in the region)"""
+    ip_ranges: IpRangesConfig | None = None
+    """The node, pod and Service ranges, each checked to hold the cluster with every pool group at its largest.
 
-    Default: on in protected stacks, else off"""
+    Default: sized from that (twice it), in 10.0.0.0/8"""
+    dns: DnsProvider = "cloud-dns"
+    """In-cluster DNS: `cloud-dns` (Cloud DNS for GKE: no kube-dns Deployment to scale with the nodes) or GKE's
+    `kube-dns`. Changing it on an existing cluster takes effect on nodes created after."""
+    private_nodes: bool = True
+    """Nodes without external IP addresses (organisations that enforce `constraints/compute.vmExternalIpAccess` refuse
+    others), reaching out through the stack's Cloud NAT."""
     control_plane: ControlPlaneConfig = ControlPlaneConfig()
     """Who reaches the Kubernetes API."""
     node_service_account_roles: tuple[Annotated[str, AfterValidator(lambda r: _node_role(r))], ...] = (
@@ -255,6 +299,11 @@ class ClusterConfig(ConfigModel):
     def node_service_account_id(self) -> str:
         """IAM account ids are 6-30 characters; cluster names may be 40."""
         return f"{self.name[:24].rstrip('-')}-nodes"
+
+    @property
+    def subnetwork_name(self) -> str:
+        """The stack's own subnetwork of this cluster (names <= 63)."""
+        return f"{self.name}-nodes"
 
     @property
     def webhook_firewall_name(self) -> str:

@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from components import tpu_catalog
+from components import credentials, tpu_catalog
 from components.config.base import (
     BUILT_IN_NAMESPACES,
     PROJECT,
@@ -37,8 +37,10 @@ from components.config.pools import TpuPoolConfig
 from components.config.serving import (
     READER_ROLE,
     WRITER_ROLE,
+    BucketConfig,
     BucketMount,
     IdentityForm,
+    SaxmlConfig,
     WorkloadRef,
     file_cache_max_mib,
     optional_folder,
@@ -143,13 +145,36 @@ def _hf_id(model: str | None) -> str | None:
 
 
 def _engine_args(args: tuple[str, ...]) -> tuple[str, ...]:
-    for arg in args:
+    for index, arg in enumerate(args):
+        problem = _credential_arg_problem(index, arg)
+        if problem:
+            raise ValueError(problem)
         if not _ENGINE_ARG.match(arg):
             raise ValueError(f"{arg!r} is not an engine argument; write --name or --name=value, one per item")
         flag = arg.partition("=")[0]
         if flag in STACK_ARGS:
             raise ValueError(f"{flag} is derived by the stack from the server and its pool; remove it")
     return args
+
+
+def _credential_arg_problem(index: int, arg: str) -> str | None:
+    """A credential among the engine arguments is readable by anyone who can read the server's Deployment or
+    LeaderWorkerSet and is kept in the stack's state; the line never repeats it."""
+    flag = credentials.secret_flag(arg)
+    if flag is None and not credentials.contains_credential(arg):
+        return None
+    what = f"sets {flag}" if flag else "holds a credential (not repeated here)"
+    return (
+        f"item {index} {what}: arguments are readable by anyone who can read the server's Deployment or "
+        "LeaderWorkerSet, and are kept in the stack's state; remove it (a Hugging Face token belongs in the Secret "
+        "that serving.huggingFaceToken names)"
+    )
+
+
+_TOKEN_NOT_NAME = (
+    "this is the token itself (not repeated here), not the name of the Secret that holds it; create the Secret in the "
+    "serving namespace (kubectl create secret generic hf-token --from-literal=token=<token>) and give its name"
+)
 
 
 class HuggingFaceTokenConfig(ConfigModel):
@@ -161,6 +186,15 @@ class HuggingFaceTokenConfig(ConfigModel):
     """Key of the Secret that holds the token."""
 
     _secret = field_validator("secret")(kubernetes_name)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_a_token(cls, data: object) -> object:
+        """The token pasted where the Secret's settings go, as the mapping or as one of its values."""
+        values = data.values() if isinstance(data, dict) else [data]
+        if any(isinstance(value, str) and credentials.contains_credential(value) for value in values):
+            raise ValueError(_TOKEN_NOT_NAME)
+        return data
 
     @field_validator("key")
     @classmethod
@@ -202,7 +236,7 @@ class LlmServerConfig(ConfigModel):
     engine_args: tuple[str, ...] = ()
     """Further vLLM arguments (`--name=value`); the ones the stack derives are refused."""
     image: str = VLLM_IMAGE
-    """The vLLM TPU image, pinned (a tag or `@sha256:`)."""
+    """The vLLM TPU image, pinned: a release tag (`v0.27.0`) or `@sha256:` digest, never `latest` or `nightly`."""
     tensor_parallel_size: int | None = Field(default=None, ge=1)
     """Chips the model is sharded over, for a model whose attention heads the slice's chips do not divide (vLLM
     refuses those): a divisor of a single-host slice's chips, the rest of which stay idle; the weights must fit
@@ -405,6 +439,25 @@ def server_shapes(serving: LlmServingConfig, pools: tuple[TpuPoolConfig, ...]) -
     ]
 
 
+GATED_PUBLISHERS = ("meta-llama/", "google/gemma")
+"""Hugging Face publishers whose models are gated: a download needs the token of an account that accepted their
+terms (huggingface.co/docs/hub/models-gated; meta-llama's and google's gemma repositories answer "Cannot access gated
+repo ... You must be authenticated to access it" without one)."""
+
+
+def llm_serving_warnings(serving: LlmServingConfig) -> list[str]:
+    """A gated model downloaded without a token: valid config, a server that never starts."""
+    if serving.hugging_face_token is not None:
+        return []
+    return [
+        f"{KEY}.servers[{index}].model: {server.model} is gated on Hugging Face (its publisher's terms must be "
+        "accepted) and the download fails without a token; set serving.huggingFaceToken to the Secret holding the "
+        "token of an account that accepted them"
+        for index, server in enumerate(serving.servers)
+        if server.model is not None and server.model.startswith(GATED_PUBLISHERS)
+    ]
+
+
 def serving_pools(serving: LlmServingConfig | None) -> dict[str, str]:
     """Pool group -> why it is not Kueue capacity: the replicas of a server hold its slices."""
     if serving is None:
@@ -523,9 +576,15 @@ def _server_problems(
 
 
 def _fitting_slice(pool: TpuPoolConfig, server: LlmServerConfig) -> str:
-    """The smallest slice of the pool's machine type (or version) whose usable HBM holds the weights."""
+    """The smallest slice whose usable HBM holds the weights: one VM of the pool's TPU version where one is large
+    enough (a single-host server, the path GKE's vLLM TPU guide supports; multi-host vLLM is experimental, see the
+    module's docstring), else the smallest slice of the pool's machine type, else of the version's 4-chip type."""
     version = pool.machine.version
     chips = math.ceil(server.weights_gb / (version.hbm_gb_per_chip * MEMORY_UTILIZATION))
+    single_hosts = [m for m in tpu_catalog.MACHINE_TYPES.values() if m.version == version and m.chips_per_vm >= chips]
+    if single_hosts:
+        machine = min(single_hosts, key=lambda m: m.chips_per_vm)
+        return f"use machineType {machine.name}, a {machine.single_host_topology} slice on one VM"
     topology = pool.machine.smallest_topology_with(chips)
     if topology is not None:
         return f"use topology {topology} or larger"
@@ -550,4 +609,47 @@ def _replica_problems(serving: LlmServingConfig, pools: tuple[TpuPoolConfig, ...
                 f"{pool.name!r}, which has {pool.slices}; one replica runs on one slice: lower replicas or raise "
                 f"tpuPools slices"
             )
+    return problems
+
+
+def _within(folder: str, parent: str) -> bool:
+    """`folder` of the bucket is `parent` or below it."""
+    return folder == parent or folder.startswith(parent + "/")
+
+
+def cache_folder_problems(serving: LlmServingConfig, bucket: BucketConfig, saxml: SaxmlConfig | None) -> list[str]:
+    """The servers' cacheFolder is the one place of the bucket they may write and delete (their roles/storage.objectUser
+    grant holds only under it: `bucket_grants`). Weights the stack mounts read-only there (a server's modelFolder,
+    Saxml's modelPath) and the teams' data and checkpoints would be writable by every server; a cacheFolder inside a
+    server's modelFolder would write downloads and compilation caches among the weights it loads."""
+    cache = serving.cache_folder
+    key = f"{KEY}.cacheFolder"
+    problems = []
+    for index, server in enumerate(serving.servers):
+        folder = server.model_folder
+        if folder is not None and _within(folder, cache):
+            problems.append(
+                f"{KEY}.servers[{index}].modelFolder: {folder!r} is inside serving.cacheFolder {cache!r}, where every "
+                "server may overwrite and delete objects, and the weights are mounted read-only to keep them intact; "
+                "keep the weights outside the cache folder"
+            )
+        elif folder is not None and _within(cache, folder):
+            problems.append(
+                f"{key}: {cache!r} is inside servers[{index}].modelFolder {folder!r}; the servers would write their "
+                "downloads and XLA cache among the weights they load; give the cache a folder of its own"
+            )
+    if saxml is not None and _within(saxml.model_path, cache):
+        problems.append(
+            f"{PROJECT}:saxml.modelPath: {saxml.model_path!r} is inside serving.cacheFolder {cache!r}, where the vLLM "
+            "servers may overwrite and delete objects, and Saxml mounts its checkpoints read-only to keep them intact; "
+            "keep them outside the cache folder"
+        )
+    for field, index, workload, role in bucket.grants:
+        checkpoints = (workload.checkpoint_path or f"checkpoints/{workload.namespace}") if role == WRITER_ROLE else None
+        for name, folder in (("dataPath", workload.data_path), ("checkpointPath", checkpoints)):
+            if folder is not None and _within(folder, cache):
+                problems.append(
+                    f"{PROJECT}:bucket.{field}[{index}].{name}: {folder!r} is inside serving.cacheFolder {cache!r}, "
+                    "where the vLLM servers may overwrite and delete objects; give the team's data a folder outside it"
+                )
     return problems

@@ -9,6 +9,9 @@ from pydantic import AfterValidator, Field
 
 from components.config.base import ConfigModel
 
+PROTO_DURATION_MAX_SECONDS = 315_576_000_000
+"""The longest google.protobuf.Duration (about 10,000 years; google/protobuf/duration.proto `seconds`): the Monitoring
+API takes a PromQL condition's `duration` as one, so a longer hold is refused when the alert policy is created."""
 _NOTIFICATION_CHANNEL = re.compile(r"^projects/[^/]+/notificationChannels/[^/]+$")
 
 
@@ -34,3 +37,21 @@ class MonitoringConfig(ConfigModel):
     provisioning_minutes: int = Field(default=120, ge=1)
     """Minutes a workload may wait on its queued-provisioning request (on a MultiKueue manager: for a worker to admit
     it) before it alerts."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message): each hold becomes a PromQL condition's `duration` of minutes x 60 seconds, which the
+        Monitoring API takes as a google.protobuf.Duration (and `pulumi up` would fail on)."""
+        most = PROTO_DURATION_MAX_SECONDS // 60
+        return [
+            (
+                field,
+                f"{minutes} minutes is beyond what Cloud Monitoring accepts for an alert condition's duration "
+                f"(at most {most} minutes, a google.protobuf.Duration); use fewer",
+            )
+            for field, minutes in (
+                ("pendingMinutes", self.pending_minutes),
+                ("idleMinutes", self.idle_minutes),
+                ("provisioningMinutes", self.provisioning_minutes),
+            )
+            if minutes > most
+        ]

@@ -4,10 +4,22 @@ regions, each a full cluster of this stack with its own TPU pool groups.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import Field, field_validator
 
 from components.config.base import ConfigModel, cluster_name, region_problem
+from components.config.network import IpRangesConfig
 from components.config.pools import TpuPoolConfig
+
+_SUBNETWORK_REGION = re.compile(r"(?:^|/)regions/(?P<region>[^/]+)/subnetworks/[^/]+$")
+"""A subnetwork's resource path or URL names its region: `projects/<p>/regions/<r>/subnetworks/<name>`."""
+
+
+def subnetwork_region(subnetwork: str) -> str | None:
+    """The region a subnetwork reference names, None for a bare name (the cluster's region is meant)."""
+    match = _SUBNETWORK_REGION.search(subnetwork)
+    return match["region"] if match else None
 
 
 class WorkerConfig(ConfigModel):
@@ -21,7 +33,12 @@ class WorkerConfig(ConfigModel):
     subnetwork: str | None = None
     """Subnetwork of the worker's nodes in its region (a custom-mode network has no default one).
 
-    Default: the network's subnetwork in the region"""
+    Default: the stack's subnetwork `<worker>-nodes` (with `cluster.network`: the network's subnetwork in the
+    region)"""
+    ip_ranges: IpRangesConfig | None = None
+    """The worker's node, pod and Service ranges, as `cluster.ipRanges`; apart from every other cluster's.
+
+    Default: sized from the worker's largest node count, in its own /10 of 10.0.0.0/8"""
     tpu_pools: tuple[TpuPoolConfig, ...] = Field(min_length=1)
     """The worker's TPU pool groups, with the same keys and checks as `tpuPools`; their names are unique across the
     whole stack, and teams' `shares` and `ladders` name them like any pool group."""
@@ -35,6 +52,20 @@ class WorkerConfig(ConfigModel):
         if problem:
             raise ValueError(problem)
         return region
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message): a subnetwork is regional (Compute Engine), and GKE puts a cluster's nodes in a
+        subnetwork of the cluster's own region."""
+        region = subnetwork_region(self.subnetwork or "")
+        if region is not None and region != self.region:
+            return [
+                (
+                    "subnetwork",
+                    f"{self.subnetwork!r} is a subnetwork of {region}, but the worker is in {self.region}; a cluster's "
+                    f"nodes use a subnetwork of its own region: name one of {self.region}",
+                )
+            ]
+        return []
 
 
 class MultiKueueConfig(ConfigModel):

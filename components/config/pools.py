@@ -5,22 +5,19 @@ other part derives from.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from components import tpu_catalog
 from components.config.adopted import AdoptedPoolConfig
-from components.config.base import (
-    ConfigModel,
-    node_label_key_problem,
-    node_label_value_problem,
-    parse_duration,
-)
+from components.config.base import ConfigModel, node_label_key_problem, node_label_value_problem, parse_duration
+from components.config.network import MAX_MAX_PODS, MIN_MAX_PODS, TPU_MAX_PODS_PER_NODE
 from components.tpu_catalog import MachineType
 from components.xpk_accelerators import XPK_ACCELERATORS
 
@@ -114,6 +111,47 @@ def cpu_quantity(millicores: int) -> str:
     return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
 
 
+# ---- Ironwood (TPU7x) -------------------------------------------------------------------------------------------
+IRONWOOD_STANDARD_FLOOR = "1.34.0-gke.2201000"
+IRONWOOD_AUTOPILOT_FLOOR = "1.34.1-gke.3084001"
+"""The first GKE versions that run TPU7x: "available in GKE Standard clusters that run version 1.34.0-gke.2201000 and
+later, and in Autopilot clusters that run version 1.34.1-gke.3084001 and later"
+(https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, Availability)."""
+IRONWOOD_PROVISIONING: tuple[str, ...] = ("reservation", "flex-start", "queued", "spot")
+"""How TPU7x capacity is had on GKE: reservations, whole or a block or sub-block of one (`--reservation-affinity=
+specific --reservation=projects/P/reservations/R/reservationBlocks/B[/reservationSubBlocks/S]`,
+https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices), calendar mode among them (TPU7x
+(Ironwood) in the calendar-mode row of https://cloud.google.com/tpu/docs/consumption-options); flex-start and queued
+provisioning with a workload policy (GoogleCloudPlatform/cluster-toolkit v1.95.0 examples/gke-consumption-options/
+dws-flex-start/gke-tpu-7x and dws-flex-start-queued-provisioning/gke-tpu-7x); spot (xpk's TPU7x node pool recipes
+pass --spot, AI-Hypercomputer/xpk 367c8382 recipes/Cluster_create_for_multi-host_nodepool.md). No source offers
+on-demand TPU7x: "To get access to TPU7x, contact your account team" (https://cloud.google.com/tpu/docs/tpu7x)."""
+WORKLOAD_POLICY_TYPE = "HIGH_THROUGHPUT"
+""""Ironwood (TPU7x) supports the High throughput workload policy" (GKE's Ironwood page, above)."""
+_RESOURCE_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+RESERVATION_PATH = re.compile(
+    rf"^(?:{_RESOURCE_NAME}|projects/[a-z][-a-z0-9]{{4,28}}[a-z0-9]/reservations/{_RESOURCE_NAME}"
+    r"(?:/reservationBlocks/[^/\s]+(?:/reservationSubBlocks/[^/\s]+)?)?)$"
+)
+"""What GKE takes as a specific reservation: a name (this project's), a shared reservation's path, or the path of
+one of its blocks or sub-blocks (the reservation path values of the dynamic slicing page above; Cluster Toolkit
+v1.95.0 modules/compute/gke-node-pool/reservation_definitions.tf sends the same projects/... form)."""
+
+
+def workload_policy_name(cluster: str, pool: TpuPoolConfig) -> str:
+    """The Compute workload policy of a multi-host TPU7x pool group: `<pool>-<topology>-<8 hex>`, the hex a digest of
+    the cluster and the pool group. A policy cannot be updated once created ("To make changes in a workload policy,
+    you must create a new one", Compute Engine's workload policy docs), so the topology is in the name: a new slice
+    shape is a new policy, created beside the old one, and the pools that name it are replaced with it. The digest
+    keeps two clusters' (or stacks') groups of one name apart in a project's region, where xpk's per-cluster name made
+    a re-created cluster reuse the old topology (AI-Hypercomputer/xpk issue 752). At most 40 + 1 + 11 + 1 + 8 = 61
+    characters, within Compute's 63."""
+    topology = pool.workload_policy_topology
+    assert topology is not None, "only multi-host TPU7x pool groups have a workload policy"
+    digest = hashlib.sha256(f"{cluster}/{pool.name}".encode()).hexdigest()[:8]
+    return f"{pool.name}-{topology}-{digest}"
+
+
 CALENDAR_MAX_DAYS = 90
 """Compute's limits on a calendar-mode request: 1 to 90 days long, starting at most 120 days ahead."""
 CALENDAR_MAX_LEAD_DAYS = 120
@@ -185,8 +223,8 @@ class FutureReservationConfig(ConfigModel):
 
 
 class TpuPoolConfig(ConfigModel):
-    """A pool group: N identical TPU slices. GKE needs one node pool per slice, named `<name>` (one slice) or
-    `<name>-<i>`."""
+    """A pool group: N identical TPU slices. GKE needs one node pool per slice: slice i is named `<name>-<i>`,
+    whatever the number of slices, so a resize never renames (and so never deletes) a running slice."""
 
     name: str
     """A DNS label; with the `-<i>` suffix at most 40 characters."""
@@ -203,10 +241,17 @@ class TpuPoolConfig(ConfigModel):
     Default: the machine type's single-host shape"""
     slices: int = 1
     """Number of identical slices (node pools)."""
+    legacy_first_slice_name: bool = False
+    """`true` keeps slice 0's node pool named `<name>`, as earlier versions of tpu-stack named the node pool of a
+    one-slice group: set it on such a group already deployed, or the next `up` deletes its running slice and creates
+    `<name>-0` (a GKE node pool cannot be renamed). Slices 1 and up are `<name>-<i>` either way."""
     provisioning: Provisioning = "on-demand"
     """How GKE gets the capacity (see *How provisioning modes map to the GKE API* below)."""
     reservation: str | None = None
-    """Existing reservation to consume (`provisioning: reservation`)."""
+    """Existing reservation to consume (`provisioning: reservation`): its name, a shared reservation
+    (`projects/<project>/reservations/<name>`), or one block or sub-block of it
+    (`projects/<project>/reservations/<name>/reservationBlocks/<block>[/reservationSubBlocks/<sub-block>]`, which
+    needs `zone`). TPU7x calendar-mode capacity is consumed this way, once its request is approved."""
     future_reservation: FutureReservationConfig | None = None
     """Calendar mode (`provisioning: reservation`): a future reservation of TPU v5e, v5p or v6e for a fixed window.
     Slices times chips per slice must be a count Compute takes: v6e 1-256, v5p 4-1024, v5e 16-256, or 1, 4, 8 for
@@ -233,6 +278,10 @@ class TpuPoolConfig(ConfigModel):
     slice and the run on it).
 
     Default: on with a release channel, else `false`"""
+    max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=MIN_MAX_PODS, le=MAX_MAX_PODS)
+    """Pods a node of the group may run, which sizes its block of the pod range (15: a /27). A TPU VM runs one TPU pod
+    and GKE's DaemonSets. GKE cannot change it on an existing node pool: a new value replaces the group's pools (pools
+    created before this key existed have GKE's 110; keep `110` for them)."""
     adopted: AdoptedPoolConfig | None = None
     """Node pools that exist already (made by xpk or Cluster Toolkit), which the stack imports instead of creating:
     their names and the settings it keeps (`tpu-stack adopt` writes this; docs/adopt.md).
@@ -241,8 +290,7 @@ class TpuPoolConfig(ConfigModel):
 
     def problems(self) -> list[tuple[str, str]]:
         """(config field, message) for each problem of the pool on its own; derived values need none."""
-        labels = self._node_label_problems()
-        return labels or self._shape_problems()
+        return self._node_label_problems() + self._shape_problems()
 
     def _node_label_problems(self) -> list[tuple[str, str]]:
         """Labels become node labels and the Kueue flavor's nodeLabels; taint keys and values have the same form."""
@@ -296,20 +344,36 @@ class TpuPoolConfig(ConfigModel):
                     "which must sit in one zone",
                 )
             )
-        elif self.multi_host and machine.version.name == "tpu7x":
-            problems.append(
-                (
-                    "topology",
-                    "multi-host Ironwood slices need a GCE workload policy, which this stack cannot declare "
-                    f"yet; use a single-host {machine.single_host_topology} slice or another TPU version",
-                )
-            )
-        problems += self._provisioning_problems()
+        problems += self._ironwood_problems() or self._provisioning_problems()
         if self.adopted is not None:
             problems += self.adopted.problems(self.slices)
         if not problems and self.future_reservation is not None:
             problems += self._calendar_problems(self.future_reservation)
         return problems
+
+    def _ironwood_problems(self) -> list[tuple[str, str]]:
+        """What TPU7x capacity GKE offers (IRONWOOD_PROVISIONING), and what this stack can ask for."""
+        if self.machine.version.name != tpu_catalog.IRONWOOD.name:
+            return []
+        if self.provisioning not in IRONWOOD_PROVISIONING:
+            return [
+                (
+                    "provisioning",
+                    f"GKE offers no {self.provisioning} TPU7x capacity (TPU7x comes from reservations, calendar mode "
+                    "among them, flex-start, queued provisioning and spot); use one of "
+                    f"{', '.join(IRONWOOD_PROVISIONING)}",
+                )
+            ]
+        if self.future_reservation is not None:
+            return [
+                (
+                    "futureReservation",
+                    "pulumi-gcp 10.2.0 cannot submit a TPU7x calendar-mode request (its aggregateReservation.vmFamily "
+                    "has no TPU7x family); request it in the console or with gcloud, then consume the approved "
+                    "reservation with reservation: <its name>",
+                )
+            ]
+        return []
 
     def _calendar_problems(self, window: FutureReservationConfig) -> list[tuple[str, str]]:
         version = self.machine.version.name
@@ -385,6 +449,17 @@ class TpuPoolConfig(ConfigModel):
             problems.append(("reservation", "provisioning reservation needs a reservation name or a futureReservation"))
         if mode == "reservation" and self.reservation and self.future_reservation:
             problems.append(("futureReservation", "set reservation or futureReservation, not both"))
+        if self.reservation is not None and not RESERVATION_PATH.match(self.reservation):
+            problems.append(
+                (
+                    "reservation",
+                    f"{self.reservation!r} is not a reservation; give its name, projects/<project>/reservations/<name> "
+                    "(shared), or a block or sub-block: projects/<project>/reservations/<name>/reservationBlocks/"
+                    "<block>[/reservationSubBlocks/<sub-block>]",
+                )
+            )
+        elif self.reservation_block and self.zone is None:
+            problems.append(("zone", "required with a reservation block or sub-block: a block is in one zone"))
         if self.future_reservation is not None and self.zone is None:
             problems.append(("zone", "required with futureReservation: calendar-mode capacity is zonal"))
         if self.max_run_duration is not None:
@@ -456,11 +531,23 @@ class TpuPoolConfig(ConfigModel):
     def total_vms(self) -> int:
         return self.vms_per_slice * self.slices
 
+    def max_nodes(self, cluster_zones: int) -> int:
+        """Most nodes the group can have at once: a slice's VMs per slice, and a pool without `zone` (single-host,
+        fixed or flex-start) holds its count in each of the cluster's zones (GKE's node counts are per zone); a queued
+        pool's bound is a total."""
+        zones = 1 if self.zone is not None or self.provisioning == "queued" else cluster_zones
+        return self.slices * self.vms_per_slice * zones
+
     @property
     def node_pool_names(self) -> list[str]:
-        if self.adopted is not None and self.adopted.node_pools:
-            return list(self.adopted.node_pools)
-        return [self.name] if self.slices == 1 else [f"{self.name}-{i}" for i in range(self.slices)]
+        """Slice i's node pool: its name never depends on the count (a new name would be a new node pool)."""
+        return [self.slice_name(i) for i in range(self.slices)]
+
+    def slice_name(self, index: int) -> str:
+        """An adopted group's slice i keeps its existing node pool's name (xpk's `<cluster>-np-<i>`)."""
+        if self.adopted is not None and index < len(self.adopted.node_pools):
+            return self.adopted.node_pools[index]
+        return self.name if (index == 0 and self.legacy_first_slice_name) else f"{self.name}-{index}"
 
     @property
     def autoscaled(self) -> bool:
@@ -491,6 +578,22 @@ class TpuPoolConfig(ConfigModel):
             )
         )
         return hashlib.sha256(request.encode()).hexdigest()[:8]
+
+    @property
+    def reservation_block(self) -> bool:
+        """The pool consumes a block or sub-block of a reservation, not all of it."""
+        return "/reservationBlocks/" in (self.reservation or "")
+
+    @property
+    def workload_policy_topology(self) -> str | None:
+        """The accelerator topology of the Compute workload policy a multi-host TPU7x slice needs: GKE places
+        multi-host Ironwood node pools with a HIGH_THROUGHPUT workload policy, which "replaces the --tpu-topology flag
+        used by other TPU versions" (https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, Workload
+        policy for multi-host node pools); single-host pools need none (xpk: requires_workload_policy and
+        vms_per_slice > 1, AI-Hypercomputer/xpk 367c8382 src/xpk/core/system_characteristics.py)."""
+        if self.machine.version.name != tpu_catalog.IRONWOOD.name or not self.multi_host:
+            return None
+        return self.slice_topology
 
     @property
     def max_run_duration_seconds(self) -> int | None:
@@ -555,6 +658,28 @@ class TpuPoolConfig(ConfigModel):
         """Its memory limit: all the node can give it beside the sidecar, above the request, so a passing peak uses
         the DaemonSets' unused room instead of ending the run (no CPU limit: it would only throttle input)."""
         return {"memory": f"{self.allocatable_memory_mib - FUSE_SIDECAR_MEMORY_MIB}Mi"}
+
+    @property
+    def chips_per_container(self) -> int:
+        """Chips of each TPU container: a VM's chips shared by its containers, one per NUMA node (MachineType.
+        containers_per_vm)."""
+        return self.machine.chips_per_vm // self.machine.containers_per_vm
+
+    @property
+    def numa_container_requests(self) -> dict[str, str]:
+        """CPU and memory each TPU container of a pod requests: its NUMA node's share of what the node gives the TPU
+        containers (tpu_container_requests on a VM of one NUMA node)."""
+        share = self.machine.containers_per_vm
+        return {
+            "cpu": cpu_quantity(self.tpu_container_cpu_millicores // share),
+            "memory": f"{self.tpu_container_memory_mib // share}Mi",
+        }
+
+    @property
+    def numa_container_limits(self) -> dict[str, str]:
+        """Each TPU container's memory limit: its NUMA node's share of tpu_container_limits."""
+        share = self.machine.containers_per_vm
+        return {"memory": f"{(self.allocatable_memory_mib - FUSE_SIDECAR_MEMORY_MIB) // share}Mi"}
 
     @property
     def allocatable_ephemeral_mib(self) -> int:

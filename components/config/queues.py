@@ -161,9 +161,11 @@ class HostResourcesConfig(ConfigModel):
     """CPU and memory of one TPU VM that pods may request; set them to have Kueue account them beside chips."""
 
     cpu: float = Field(gt=0)
-    """Cores per VM pods may request, e.g. `100`."""
+    """Cores per VM pods may request, e.g. `100`; at most what a TPU pod of the pool group may request (a
+    `ct5lp-hightpu-4t` VM: 110.4)."""
     memory: str
-    """Memory per VM pods may request, e.g. `180Gi` (units `Mi`, `Gi`, `Ti`)."""
+    """Memory per VM pods may request, e.g. `170Gi` (units `Mi`, `Gi`, `Ti`); at most what a TPU pod of the pool group
+    may request (a `ct5lp-hightpu-4t` VM: `179495Mi`, see *Submitting workloads*)."""
 
     @field_validator("memory")
     @classmethod
@@ -223,6 +225,25 @@ class AutopilotCapacityConfig(ConfigModel):
         return [(field, message) for field, message in self.pool.problems() if field != "zone"]
 
 
+class PlacementConfig(ConfigModel):
+    """Topology-aware scheduling (Kueue's TAS) of multi-host slices: Kueue admits a workload only once each of its
+    slices fits the free, ready nodes of one node pool (one pool is one slice), and with `blocks` keeps a multislice
+    workload's slices in one reservation block. Generated workloads and `tpu-stack submit` ask for it; a workload
+    written by hand for these pool groups needs Kueue's pod-set annotations (docs/workloads.md)."""
+
+    pools: tuple[str, ...] = ()
+    """Multi-host pool groups whose Kueue flavors place workloads by topology; a ladder's rungs all or none. A
+    flavor keeps its topology for its life (Kueue refuses to change or remove it): list a pool group here from the
+    start."""
+    blocks: bool = False
+    """A level above the node pools: the reservation block GKE labels nodes with
+    (`cloud.google.com/gce-topology-block`). Only where every node of these pool groups carries it: Kueue leaves out
+    nodes missing a level's label."""
+    slices: Literal["required", "preferred"] = "preferred"
+    """With `blocks`: whether a multislice workload's slices must share one block (`required`: it waits until they
+    can) or should (`preferred`: Kueue uses as few blocks as it can)."""
+
+
 class QueuesConfig(ConfigModel):
     """Kueue teams, quotas, preemption and priorities, derived from the TPU pool groups.
 
@@ -260,6 +281,11 @@ class QueuesConfig(ConfigModel):
     workload that asks for the shape, cheapest first: capacity that bills while idle (a reservation, a fixed-size spot
     pool), then capacity made on request (flex-start, queued), e.g. [train, burst]."""
 
+    placement: PlacementConfig = PlacementConfig()
+    """Topology-aware scheduling of multi-host slices.
+
+    Default: none, Kueue counts chips only"""
+
     _names = field_validator("cluster_queue", "local_queue", "namespace", "cohort")(kubernetes_name)
 
 
@@ -291,6 +317,24 @@ def shape_selector(pool: TpuPoolConfig) -> dict[str, str]:
     """What a workload of a ladder selects: the accelerator and topology every rung's nodes carry. Kueue adds the
     node labels and tolerations of the rung it admits the workload on (ResourceFlavor nodeLabels, tolerations)."""
     return {key: pool.node_selector[key] for key in (tpu_catalog.ACCELERATOR_LABEL, tpu_catalog.TOPOLOGY_LABEL)}
+
+
+def placed(queues: QueuesConfig, pool: TpuPoolConfig) -> bool:
+    """Whether Kueue places workloads of `pool` by topology (queues.placement.pools)."""
+    return pool.name in queues.placement.pools
+
+
+def topology_name(queues: QueuesConfig) -> str:
+    """The Kueue Topology the placed flavors name. Its levels are immutable (the CRD's `self == oldSelf`), so the name
+    says which levels it has: other levels are another Topology."""
+    return "tpu-blocks" if queues.placement.blocks else "tpu-slices"
+
+
+def topology_levels(queues: QueuesConfig) -> list[str]:
+    """Node labels from the widest level down: the reservation block (with `blocks`), the node pool (one pool is one
+    slice, every GKE node carries its pool's name), the node (Kueue places pods on hosts at the lowest level)."""
+    pools = [tpu_catalog.NODE_POOL_LABEL, tpu_catalog.HOSTNAME_LABEL]
+    return [tpu_catalog.BLOCK_LABEL, *pools] if queues.placement.blocks else pools
 
 
 def ladder_pools(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> dict[str, tuple[TpuPoolConfig, ...]]:
@@ -378,6 +422,39 @@ def cohort_chips(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> dict
     return {pool.name: pool.total_chips - sum(team[pool.name] for team in shares.values()) for pool in pools}
 
 
+def queue_warnings(
+    queues: QueuesConfig,
+    pools: tuple[TpuPoolConfig, ...],
+    ladders: Mapping[str, tuple[TpuPoolConfig, ...]],
+    keys: Mapping[str, str],
+) -> list[str]:
+    """What is valid but rarely meant (`keys`: pool group -> its config key):
+    - chips no team holds: the Cohort's own quota, lent to whichever team asks first (Kueue v0.19.2 cohorts: a
+      queue borrows the unused quota of its cohort), so no team's workload is sure to get them;
+    - a spot rung with no taint: a ResourceFlavor's tolerations are added to the pods Kueue admits on it (Kueue
+      v0.19.2 apis/kueue/v1beta2/resourceflavor_types.go `tolerations`), and a taint keeps every other TPU pod off
+      VMs that Kueue counts as free quota and Compute Engine reclaims when it needs the capacity."""
+    found: list[str] = []
+    if queues.teams:
+        for name, chips in cohort_chips(queues, pools).items():
+            if chips > 0:
+                found.append(
+                    f"{PROJECT}:queues.teams: {chips} chips of pool group {name} are no team's share: the cohort lends "
+                    "them to whichever team asks first and no team can count on them; add them to a team's shares if "
+                    "one needs them"
+                )
+    for ladder, rungs in ladders.items():
+        for pool in rungs:
+            if pool.provisioning == "spot" and not pool.taints:
+                found.append(
+                    f"{keys[pool.name]}.taints: {pool.name} is a spot rung of ladder {ladder} with no taint: TPU pods "
+                    "Kueue did not admit can take its VMs, which Kueue counts as free and Compute Engine may reclaim "
+                    f'at any time; taint it (key: {tpu_catalog.SPOT_LABEL}, value: "true"): Kueue adds the toleration '
+                    "to what it admits there"
+                )
+    return found
+
+
 def queue_refs(queues: QueuesConfig) -> dict[str, QueueRef]:
     """Team -> its queues; without teams one entry, `default`, for the single queue."""
     if not queues.teams:
@@ -449,7 +526,10 @@ def queue_problems(
     problems += ladders or _shape_problems(queues, pools, autopilot=autopilot) + _rung_problems(
         queues, pools, autopilot=autopilot
     )
+    problems += [] if ladders or autopilot else ladder_cost_problems(queues, pools)
     problems += _flavor_problems(queues, pools, serving_pools)
+    problems += host_resource_problems(queues, pools, autopilot=autopilot)
+    problems += _placement_problems(queues, pools, serving_pools, autopilot=autopilot)
     problems += _priority_problems(queues)
     reserved = set(RESERVED_NAMESPACES) | set(serving_namespaces)
     problems += _team_problems(queues, pools, serving_pools, reserved)
@@ -564,6 +644,51 @@ def _flavor_problems(
         )
     if not pools and queues.teams:
         problems.append(f"{key}.teams: there is no TPU capacity to share; add tpuPools (Autopilot: autopilotCapacity)")
+    return problems
+
+
+def _placement_problems(
+    queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], serving_pools: Mapping[str, str], *, autopilot: bool
+) -> list[str]:
+    """Placed pool groups are multi-host queue pools, and a ladder's rungs are placed all or none: its workloads carry
+    one set of annotations, and Kueue refuses a topology request on a flavor without a topology ("Flavor %q does not
+    support TopologyAwareScheduling", kueue v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go
+    checkPodSetAndFlavorMatchForTAS)."""
+    placement, key = queues.placement, f"{PROJECT}:queues.placement"
+    problems: list[str] = []
+    if placement.slices == "required" and not placement.blocks:
+        problems.append(
+            f"{key}.slices: required needs blocks: true; without the block level a node pool is the widest domain, "
+            "and every slice has one of its own"
+        )
+    if not placement.pools:
+        return problems
+    if autopilot:
+        return [*problems, f"{key}.pools: Autopilot has no node pools to place slices on; remove queues.placement"]
+    by_name = {pool.name: pool for pool in pools}
+    seen: dict[str, int] = {}
+    for index, name in enumerate(placement.pools):
+        where = f"{key}.pools[{index}]"
+        pool = by_name.get(name)
+        if name in seen:
+            problems.append(f"{where}: {name!r} is already pools[{seen[name]}]")
+        elif pool is None:
+            problems.append(f"{where}: {_not_a_queue_pool(name, pools, serving_pools)}")
+        elif not pool.multi_host:
+            problems.append(
+                f"{where}: pool group {name!r} is single-host ({pool.slice_topology}, one VM a slice); topology "
+                "placement is for slices of several VMs"
+            )
+        seen.setdefault(name, index)
+    for ladder, rungs in ladder_pools(queues, pools).items():
+        inside = [rung.name for rung in rungs if rung.name in placement.pools]
+        outside = [rung.name for rung in rungs if rung.name not in placement.pools]
+        if inside and outside:
+            problems.append(
+                f"{key}.pools: ladder {ladder!r} has rung {inside[0]!r} placed by topology but not rung "
+                f"{outside[0]!r}; its workloads carry one placement request, which Kueue refuses on a flavor without "
+                "a topology: list every rung of the ladder or none"
+            )
     return problems
 
 
@@ -737,4 +862,64 @@ def _team_problems(
                     "add slices"
                 )
             held[pool].append((team.name, chips))
+    return problems
+
+
+MADE_ON_REQUEST = ("flex-start", "queued")
+"""Provisioning modes whose capacity GKE makes when a workload asks for it and removes after: nothing bills while it
+is idle. Every other rung (a reservation, a calendar window, a fixed spot or on-demand pool) bills whether used or
+not, so using it costs nothing more."""
+
+
+def ladder_cost_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
+    """A ladder is walked first rung first (docs/workloads.md, Capacity ladders): capacity that bills while idle comes
+    before capacity made on request, or a workload starts new capacity while paid-for capacity of its shape idles
+    (valid ladders of node pools only: Autopilot makes every TPU node on request)."""
+    problems = []
+    for name, rungs in ladder_pools(queues, pools).items():
+        on_request = next((rung for rung in rungs if rung.provisioning in MADE_ON_REQUEST), None)
+        if on_request is None:
+            continue
+        after = rungs[rungs.index(on_request) + 1 :]
+        billed = next((rung for rung in after if rung.provisioning not in MADE_ON_REQUEST), None)
+        if billed is not None:
+            order = ", ".join(
+                rung.name for rung in sorted(rungs, key=lambda rung: rung.provisioning in MADE_ON_REQUEST)
+            )
+            problems.append(
+                f"{PROJECT}:queues.ladders.{name}: rung {on_request.name!r} ({on_request.provisioning}, made on "
+                f"request) comes before {billed.name!r} ({billed.provisioning}, billed while idle), so workloads "
+                f"would start new capacity while paid-for capacity idles; list it as [{order}]"
+            )
+    return problems
+
+
+def host_resource_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...], *, autopilot: bool) -> list[str]:
+    """hostResources is what each pod of a TPU VM requests, and Kueue admits by it: more than the VM gives a pod is a
+    workload Kueue admits and the scheduler never places. On Standard a TPU pod gets the machine's vCPUs and memory
+    less GKE's reservations, its DaemonSets' room and the Cloud Storage FUSE sidecar (TpuPoolConfig
+    tpu_container_requests); Autopilot sizes its nodes itself, so there the bound is the machine type's own."""
+    key = f"{PROJECT}:queues.hostResources"
+    by_name = {pool.name: pool for pool in pools}
+    problems = []
+    for name, host in queues.host_resources.items():
+        pool = by_name.get(name)
+        if pool is None:
+            continue  # reported as naming no pool group
+        machine = pool.machine
+        if autopilot:
+            limits = (machine.vcpus * 1000, machine.memory_gib * 1024)
+            room = f"a {machine.name} VM has {{}}"
+        else:
+            limits = (pool.tpu_container_cpu_millicores, pool.tpu_container_memory_mib)
+            room = (
+                f"a TPU pod on a {machine.name} VM ({machine.vcpus} vCPUs, {machine.memory_gib} GiB) may request at "
+                "most {} after GKE's reservations, its DaemonSets and the Cloud Storage FUSE sidecar"
+            )
+        if host.millicores > limits[0]:
+            most = f"{machine.vcpus} vCPUs" if autopilot else f"{limits[0] / 1000:g} cores"
+            problems.append(f"{key}.{name}.cpu: {host.cpu:g} cores per VM, but {room.format(most)}; lower it")
+        if host.mebibytes > limits[1]:
+            most = f"{machine.memory_gib} GiB" if autopilot else _memory(limits[1])
+            problems.append(f"{key}.{name}.memory: {host.memory} per VM, but {room.format(most)}; lower it")
     return problems

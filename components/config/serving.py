@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
-from components import tpu_catalog
+from components import images, tpu_catalog
 from components.config.base import (
     BUILT_IN_NAMESPACES,
     DIGEST,
@@ -188,6 +188,9 @@ def pinned_image(image: str) -> str:
     tag = name.rsplit("/", 1)[-1].partition(":")[2]
     if not digest and (not tag or tag == "latest"):
         raise ValueError(f"{image!r} is not pinned; use an explicit version tag or an @sha256 digest, never latest")
+    moving = images.moving_tag_problem(image)
+    if moving:
+        raise ValueError(f"{image!r}: {moving}")
     return image
 
 
@@ -195,7 +198,8 @@ class SaxmlImagesConfig(ConfigModel):
     """Saxml images of the GKE sample, pinned."""
 
     admin_server: str = f"{SAXML_IMAGES}/sax-admin-server:v1.1.0"
-    """Image of the admin server; a tag or `@sha256:` digest, never untagged or `latest`."""
+    """Image of the admin server; a release tag (`v1.1.0`) or `@sha256:` digest, never untagged or a tag its publisher
+    moves (`latest`, `nightly`, `main`)."""
     model_server: str = f"{SAXML_IMAGES}/sax-model-server:v1.1.0"
     """Image of the model servers, pinned the same way."""
     http_server: str = f"{SAXML_IMAGES}/sax-http:v1.0.0"
@@ -250,11 +254,13 @@ class SaxmlConfig(ConfigModel):
 
     Default: `<namespace>-<serviceAccount>`"""
     cell: str = "/sax/test"
-    """Saxml cell, `/sax/<name>`."""
+    """Saxml cell, `/sax/<name>`: the model servers' `--sax_cell` and the admin server's `SAX_CELL`."""
     model_path: str = "models"
     """Folder of the bucket the model servers mount read-only at `/models` (publish checkpoints from there)."""
     max_restarts: int = Field(default=4, ge=0)
-    """JobSet `failurePolicy.maxRestarts`: how often all model servers restart together after a failure."""
+    """JobSet `failurePolicy.maxRestarts` of each slice's model servers: how often they restart together after a
+    failure of their own (a crash) before their JobSet fails. Disruptions (node upgrades, repairs, maintenance,
+    preemptions) restart them without counting."""
     images: SaxmlImagesConfig = SaxmlImagesConfig()
     """Saxml's images, as in the GKE sample."""
     service: SaxmlServiceConfig = SaxmlServiceConfig()

@@ -6,15 +6,19 @@ Bad config raises `ConfigError` with one line per problem, each naming the confi
 
 from __future__ import annotations
 
+import copy
 import difflib
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from components import tpu_catalog
 from components.config.base import (
     GCP_LABELS_PER_RESOURCE,
     PROJECT,
@@ -28,17 +32,26 @@ from components.config.base import (
     project_id_problem,
     region_problem,
 )
-from components.config.cluster import REGIONAL_CLUSTER_ZONES, SYSTEM_NODE_SELECTOR, ClusterConfig, node_role_problems
+from components.config.cluster import (
+    REGIONAL_CLUSTER_ZONES,
+    SYSTEM_NODE_SELECTOR,
+    ClusterConfig,
+    node_role_problems,
+    version_below_floor,
+)
 from components.config.llm_serving import (
     LlmServingConfig,
     ServerShape,
+    cache_folder_problems,
     llm_serving_problems,
+    llm_serving_warnings,
     server_shapes,
     serving_pools,
 )
 from components.config.monitoring import MonitoringConfig
 from components.config.multikueue import MultiKueueConfig, WorkerConfig
-from components.config.pools import TpuPoolConfig
+from components.config.network import AddressPlan, IpRangesConfig, PoolAddresses, default_ranges, range_problems
+from components.config.pools import IRONWOOD_AUTOPILOT_FLOOR, IRONWOOD_STANDARD_FLOOR, TpuPoolConfig
 from components.config.queues import (
     ChartsConfig,
     QueuesConfig,
@@ -48,6 +61,7 @@ from components.config.queues import (
     queue_namespaces,
     queue_pools,
     queue_problems,
+    queue_warnings,
     serving_shape_problems,
 )
 from components.config.serving import BucketConfig, SaxmlConfig, bucket_name, serving_problems
@@ -153,7 +167,66 @@ class StackConfig(ConfigModel):
 
     @property
     def private_nodes(self) -> bool:
-        return self.protected if self.cluster.private_nodes is None else self.cluster.private_nodes
+        return self.cluster.private_nodes
+
+    @property
+    def vpc_name(self) -> str:
+        """The VPC network of the stack's clusters: an existing one (`cluster.network`) or the stack's own, one for
+        the stack's cluster and its MultiKueue workers (a network is global, its subnetworks regional)."""
+        return self.cluster.network or vpc_name(self.stack)
+
+    @property
+    def uses_cloud_dns(self) -> bool:
+        """Cloud DNS for GKE answers in-cluster queries (Autopilot's only provider)."""
+        return self.cluster.dns == "cloud-dns" or self.cluster.mode == "autopilot"
+
+    @property
+    def owns_network(self) -> bool:
+        """The stack creates its VPC, and each cluster's subnetwork in it, with the cluster's ranges."""
+        return self.cluster.network is None
+
+    @property
+    def address_pools(self) -> tuple[PoolAddresses, ...]:
+        """Each node pool group's nodes at their largest and maxPodsPerNode (Autopilot: none declared)."""
+        if self.cluster.mode == "autopilot":
+            return ()
+        system = self.cluster.system_pool
+        pools = [PoolAddresses("cluster.systemPool", system.max_nodes, system.max_pods_per_node)]
+        pools += [
+            PoolAddresses(f"tpuPools[{index}]", pool.max_nodes(self.cluster_zones), pool.max_pods_per_node)
+            for index, pool in enumerate(self.tpu_pools)
+        ]
+        return tuple(pools)
+
+    @property
+    def load_balancers(self) -> int:
+        """Internal load balancers the stack gives an address of the node range: Saxml's, one per vLLM server."""
+        return (1 if self.saxml else 0) + (len(self.serving.servers) if self.serving else 0)
+
+    def ranges(self, index: int = 0) -> IpRangesConfig:
+        """The cluster's ranges: each one given, else the default of the stack's `index`-th cluster."""
+        given = self.cluster.ip_ranges or IpRangesConfig()
+        default = default_ranges(
+            index, self.address_pools, self.load_balancers, autopilot=self.cluster.mode == "autopilot"
+        )
+        return IpRangesConfig(
+            nodes=given.nodes or default.nodes,
+            pods=given.pods or default.pods,
+            services=given.services or default.services,
+        )
+
+    @property
+    def address_plan(self) -> AddressPlan:
+        """What the cluster needs at its largest and the ranges it gets (a worker's are resolved in worker_config)."""
+        ranges = self.ranges()
+        return AddressPlan(
+            self.address_pools,
+            self.load_balancers,
+            str(ranges.nodes),
+            str(ranges.pods),
+            str(ranges.services),
+            self.cluster.mode == "autopilot",
+        )
 
     @property
     def ip_endpoint(self) -> bool:
@@ -209,6 +282,27 @@ class StackConfig(ConfigModel):
         """Ladder -> its pool groups, first rung first (queues.ladders)."""
         return ladder_pools(self.queues, self.queue_pools)
 
+    @property
+    def pool_keys(self) -> dict[str, str]:
+        """Pool group -> its config key (`tpu-stack:tpuPools[1]`, a worker's `tpu-stack:multiKueue.workers[0]...`)."""
+        keys = {pool.name: f"{PROJECT}:tpuPools[{index}]" for index, pool in enumerate(self.tpu_pools)}
+        for number, worker in enumerate(self.workers):
+            for index, pool in enumerate(worker.tpu_pools):
+                keys.setdefault(pool.name, f"{PROJECT}:multiKueue.workers[{number}].tpuPools[{index}]")
+        return keys
+
+    @property
+    def warnings(self) -> list[str]:
+        """What is valid but rarely meant, one line each naming the key: capacity no team holds, a spot rung with no
+        taint, a gated model with no token. The program logs them (`pulumi preview` shows them as warnings) and the
+        offline preview prints them after the capacity and queues."""
+        queues = self.manager_queues
+        # Autopilot taints the Spot VMs it provisions itself (GKE docs, concepts/spot-vms: "Autopilot automatically
+        # provisions Spot VMs, adds taints and tolerations"): no rung of its capacity needs one of ours.
+        ladders = {} if self.cluster.mode == "autopilot" else queues.ladders
+        found = queue_warnings(queues.queues, queues.queue_pools, ladders, self.pool_keys)
+        return found + (llm_serving_warnings(self.serving) if self.serving else [])
+
     def ladder_of(self, pool: TpuPoolConfig) -> str | None:
         """The ladder `pool` is a rung of, if any."""
         return next((name for name, rungs in self.ladders.items() if pool.name in {r.name for r in rungs}), None)
@@ -245,6 +339,14 @@ class StackConfig(ConfigModel):
         return tuple(pool for worker in self.workers for pool in worker.tpu_pools)
 
     def worker_config(self, worker: WorkerConfig) -> StackConfig:
+        """The worker as a stack of its own (see _worker_config), its ranges resolved: given, else the default of its
+        place among the stack's clusters (the stack's own cluster first)."""
+        derived = self._worker_config(worker)
+        index = 1 + next(i for i, w in enumerate(self.workers) if w is worker)
+        cluster = derived.cluster.model_copy(update={"ip_ranges": derived.ranges(index)})
+        return derived.model_copy(update={"cluster": cluster})
+
+    def _worker_config(self, worker: WorkerConfig) -> StackConfig:
         """The worker as a stack of its own: this stack's settings, its region, cluster name and pool groups; the
         teams' shares, borrowing limits, host resources and ladders of its pool groups only; no serving, no workers.
         Its queues are therefore the manager's queue names with the worker's real quotas."""
@@ -264,6 +366,9 @@ class StackConfig(ConfigModel):
                 "teams": teams,
                 "host_resources": {pool: v for pool, v in queues.host_resources.items() if pool in names},
                 "ladders": {name: rungs for name, rungs in queues.ladders.items() if set(rungs) <= names},
+                "placement": queues.placement.model_copy(
+                    update={"pools": tuple(pool for pool in queues.placement.pools if pool in names)}
+                ),
             }
         )
         # The manager's Kueue authenticates to the worker's DNS endpoint with the worker's own service account token.
@@ -274,6 +379,7 @@ class StackConfig(ConfigModel):
                 "name": worker.name,
                 "location": None,
                 "subnetwork": worker.subnetwork,
+                "ip_ranges": worker.ip_ranges,
                 "control_plane": plane,
                 "mode": "standard",
             }
@@ -319,6 +425,11 @@ class StackConfig(ConfigModel):
         return self.on_release_channel
 
 
+def vpc_name(stack: str) -> str:
+    """The stack's own VPC: `tpu-stack-<stack>`, in the lowercase letters, digits and '-' of a network name."""
+    return f"{PROJECT}-{re.sub(r'[^a-z0-9-]+', '-', stack.lower()).strip('-')}"[:63].rstrip("-")
+
+
 GCP_KEYS = {"gcp:project": "project", "gcp:region": "region"}
 """The provider keys the program reads, and the StackConfig fields they fill."""
 NAMESPACES = (PROJECT, "gcp", "kubernetes", "pulumi")
@@ -344,10 +455,14 @@ def _message(error: Mapping[str, Any]) -> str:
     return text.removeprefix("Value error, ")
 
 
-def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> StackConfig:
+def load(
+    raw: Mapping[str, Any], *, stack: str, now: datetime | None = None, written: Mapping[str, str] | None = None
+) -> StackConfig:
     """Build the model from flat Pulumi config (`{"tpu-stack:tpuPools": [...], "gcp:project": ...}`).
 
-    Values may be JSON strings (how the engine passes structured config) or already-parsed objects.
+    Values may be JSON strings (how the engine passes structured config) or already-parsed objects. `written`: the
+    text of each unquoted number as the stack file has it, by config key, where the caller read the file (the engine
+    hands the program only the number: 1.30 arrives as 1.3).
     """
     import json
 
@@ -370,7 +485,9 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
             data[STACK_KEYS[name]] = value
         elif namespace == PROJECT:
             known = ", ".join(sorted(STACK_KEYS))
-            problems.append(f"{key}: unknown config key; known {PROJECT} keys: {known}")
+            close = difflib.get_close_matches(name, STACK_KEYS, n=1, cutoff=0.6)
+            fix = f"did you mean {PROJECT}:{close[0]}? " if close else ""
+            problems.append(f"{key}: unknown config key; {fix}known {PROJECT} keys: {known}")
         elif namespace not in NAMESPACES:
             problems.append(_namespace_problem(key, namespace, name))
     for key in GCP_KEYS:
@@ -381,11 +498,33 @@ def load(raw: Mapping[str, Any], *, stack: str, now: datetime | None = None) -> 
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError([_pydantic_line(e) for e in error.errors() if not _only_follows(e)]) from None
+        errors = [e for e in error.errors() if not _only_follows(e)]
+        lines = [_pydantic_line(e, written or {}) for e in errors]
+        raise ConfigError(lines + _despite_misspellings(data, errors, now)) from None
     problems = stack_problems(config, now or datetime.now(UTC))
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def _despite_misspellings(data: dict[str, Any], errors: list[Any], now: datetime | None) -> list[str]:
+    """The other problems of a config whose only errors are misspelled keys with a close match: read each as the key
+    it is closest to and check the rest, so a pool's other mistakes come with its typo. Any other error, or a key
+    without a close match (what would it have set?), and the rest waits for the fix."""
+    renames = [(tuple(e["loc"]), _closest_key(tuple(e["loc"]))) for e in errors]
+    if not renames or any(e["type"] != "extra_forbidden" for e in errors) or any(new is None for _, new in renames):
+        return []
+    fixed = copy.deepcopy(data)
+    for loc, new in renames:
+        parent: Any = fixed
+        for part in loc[:-1]:
+            parent = parent[part]
+        parent[new] = parent.pop(loc[-1])
+    try:
+        config = StackConfig.model_validate(fixed)
+    except ValidationError:
+        return []
+    return stack_problems(config, now or datetime.now(UTC))
 
 
 def _namespace_problem(key: str, namespace: str, name: str) -> str:
@@ -404,16 +543,64 @@ def _only_follows(error: Mapping[str, Any]) -> bool:
     return error["type"] == "too_short" and isinstance(given, list | tuple) and len(given) >= error["ctx"]["min_length"]
 
 
-def _pydantic_line(error: Mapping[str, Any]) -> str:
+def _is_tag(part: int | str) -> bool:
+    """A part of a pydantic error location that names a union member or validator, not a key of the YAML."""
+    return isinstance(part, str) and ("[" in part or part in ("function-after",))
+
+
+def _pydantic_line(error: Mapping[str, Any], written: Mapping[str, str]) -> str:
     loc = tuple(error["loc"])
     top, rest = loc[0], loc[1:]
     names = {"project": "gcp:project", "region": "gcp:region"}
     key = names.get(str(top), f"{PROJECT}:{to_camel(str(top))}")
     # Drop pydantic's union/type tags so the path reads like the YAML.
-    rest = tuple(p for p in rest if not (isinstance(p, str) and ("[" in p or p in ("function-after",))))
+    rest = tuple(p for p in rest if not _is_tag(p))
     # A ladder's key is its name: what it lists is the ladder's pool groups.
     field = "ladders" if loc[:2] == ("queues", "ladders") and len(loc) == 3 else to_camel(str(loc[-1]))
-    return f"{_key_path(key, rest)}: {_user_message(error, field)}"
+    path = _key_path(key, rest)
+    if error["type"] == "extra_forbidden":
+        close = _closest_key(loc)
+        if close is not None:
+            return f"{path}: unknown key; did you mean {close}?"
+    return f"{path}: {_user_message(error, field, written.get(path))}"
+
+
+def _closest_key(loc: tuple[int | str, ...]) -> str | None:
+    """The known key closest to the unknown key at `loc` (a misspelling: `topolgy`, `maxNode`), if one is close."""
+    fields = _model_fields_at(StackConfig, [p for p in loc[:-1] if not _is_tag(p)])
+    names = [info.alias or to_camel(name) for name, info in fields.items()]
+    close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _model_fields_at(annotation: Any, path: list[int | str]) -> dict[str, Any]:
+    """The fields of the config model found by walking `path` (keys and list indexes) from `annotation`."""
+    for candidate in _members(annotation):
+        if not path:
+            if isinstance(candidate, type) and issubclass(candidate, ConfigModel):
+                return dict(candidate.model_fields)
+            continue
+        part, rest = path[0], path[1:]
+        origin, args = get_origin(candidate), get_args(candidate)
+        if isinstance(candidate, type) and issubclass(candidate, ConfigModel) and isinstance(part, str):
+            field = next((f for n, f in candidate.model_fields.items() if part in (n, f.alias)), None)
+            if field is not None:
+                return _model_fields_at(field.annotation, rest)
+        elif origin in (list, tuple, Sequence) and isinstance(part, int) and args:
+            return _model_fields_at(args[0], rest)
+        elif origin in (dict, Mapping) and isinstance(part, str) and len(args) == 2:
+            return _model_fields_at(args[1], rest)
+    return {}
+
+
+def _members(annotation: Any) -> list[Any]:
+    """The types an annotation allows: a union's members, an Annotated type's own."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _members(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return [member for arg in get_args(annotation) for member in _members(arg)]
+    return [annotation]
 
 
 LIST_OF = {
@@ -449,8 +636,9 @@ def _what(value: Any) -> str:
     return "nothing" if value is None else type(value).__name__
 
 
-def _user_message(error: Mapping[str, Any], field: str) -> str:
-    """Pydantic's message in the user's words: what was given and what the key takes, no Python type names."""
+def _user_message(error: Mapping[str, Any], field: str, written: str | None = None) -> str:
+    """Pydantic's message in the user's words: what was given and what the key takes, no Python type names.
+    `written`: the value's text in the stack file, where the caller read it."""
     kind, value, ctx = str(error["type"]), error.get("input"), error.get("ctx") or {}
     if kind == "extra_forbidden":
         return "unknown key; check the spelling against the config reference (docs/config.md)"
@@ -463,9 +651,7 @@ def _user_message(error: Mapping[str, Any], field: str) -> str:
     if kind in ("bool_parsing", "bool_type"):
         return f"{_what(value)} is not true or false"
     if kind == "string_type":
-        quoted = f'"{str(value).lower()}"' if isinstance(value, bool) else f'"{value}"'
-        fix = f"quote it: {quoted}" if isinstance(value, (int, float)) else "write text"
-        return f"{_what(value)} is not text; {fix}"
+        return _not_text(value, written)
     if kind == "literal_error":
         return f"{_what(value)} is not accepted; use {ctx.get('expected')}"
     if kind in ("list_type", "tuple_type"):
@@ -480,7 +666,28 @@ def _user_message(error: Mapping[str, Any], field: str) -> str:
     if kind in ("greater_than_equal", "greater_than"):
         bound = f"{ctx['ge']:g} or more" if kind == "greater_than_equal" else f"more than {ctx['gt']:g}"
         return f"{_what(value)} is too small; use {bound}"
+    if kind in ("less_than_equal", "less_than"):
+        bound = f"{ctx['le']:g} or less" if kind == "less_than_equal" else f"less than {ctx['lt']:g}"
+        return f"{_what(value)} is too large; use {bound}"
     return _message(error)
+
+
+def _not_text(value: Any, written: str | None) -> str:
+    """A number or flag where text belongs (a version, a label value): quoted back as typed. Without the file's text
+    (the real engine hands the program what YAML read), a float is said to be what YAML made of it."""
+    if isinstance(value, bool):
+        return f'{_what(value)} is not text; quote it: "{str(value).lower()}"'
+    if isinstance(value, int | float) and written is not None and not isinstance(value, bool):
+        read = f" (YAML reads it as {value:g})" if written != f"{value:g}" else ""
+        return f'the number {written} is not text{read}; quote it: "{written}"'
+    if isinstance(value, float):
+        return (
+            f"{_what(value)} is not text; quote it as written (unquoted, YAML drops trailing zeros: 1.30 arrives as "
+            f'1.3), e.g. "{value:g}"'
+        )
+    if isinstance(value, int):
+        return f'{_what(value)} is not text; quote it: "{value}"'
+    return f"{_what(value)} is not text; write text"
 
 
 def stack_problems(config: StackConfig, now: datetime) -> list[str]:
@@ -491,9 +698,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         key = f"{PROJECT}:tpuPools[{index}]"
         own = pool.problems()
         problems += [f"{key}.{field}: {message}" for field, message in own]
-        if own:
-            continue
-        for node_pool in pool.node_pool_names:
+        # Its name and zone are mistakes of their own, whatever else is wrong with the entry.
+        for node_pool in pool.node_pool_names if pool.slices >= 1 else [pool.name]:
             problem = dns_label_problem(node_pool, "node pool name")
             if problem:
                 problems.append(f"{key}.name: {problem}")
@@ -505,6 +711,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
         elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
+        if own:
+            continue
         if pool.future_reservation is not None:
             problem = pool.future_reservation.lead_time_problem(now)
             if problem:
@@ -517,12 +725,16 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             )
     problems += _adopted_problems(config)
     problems += _label_problems(config)
+    problems += network_problems(config)
+    problems += _version_floor_problems(config)
     problems += node_role_problems(config.cluster)
     problems += _system_pool_problems(config)
     plane = config.cluster.control_plane.problems()
     problems += [f"{PROJECT}:cluster.controlPlane.{field}: {message}" for field, message in plane]
     maintenance = config.cluster.maintenance.problems()
     problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
+    problems += _autopilot_problems(config)
+    problems += [f"{PROJECT}:monitoring.{field}: {message}" for field, message in config.monitoring.problems()]
     if config.cluster.mode == "autopilot" and config.tpu_pools:
         problems.append(
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
@@ -560,6 +772,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             taken_namespaces={config.saxml.namespace: "Saxml"} if config.saxml else {},
             saxml_pool=config.saxml.pool if config.saxml else None,
         )
+        problems += cache_folder_problems(serving, config.bucket, config.saxml)
     location = config.cluster_location
     if is_zone(location) and not location.startswith(config.region + "-"):
         problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
@@ -589,6 +802,11 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
         problems.append(
             f"{PROJECT}:cluster.mode: MultiKueue's clusters are Standard clusters (workers run TPU pools); use standard"
         )
+    if config.queues.placement.pools:
+        problems.append(
+            f"{PROJECT}:queues.placement: MultiKueue's manager does not place by topology (Kueue skips topology "
+            "checks there and leaves placement to the workers); remove it, or place from a stack without multiKueue"
+        )
     if config.cluster.subnetwork is not None:
         problems.append(
             f"{PROJECT}:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it, "
@@ -601,6 +819,7 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
     owner: dict[str, int] = {}
     for index, worker in enumerate(config.workers):
         where = f"{key}[{index}]"
+        problems += [f"{where}.{field}: {message}" for field, message in worker.problems()]
         derived = config.worker_config(worker)
         if worker.name in clusters:
             problems.append(f"{where}.name: {worker.name!r} is already the name of {clusters[worker.name]}")
@@ -626,7 +845,10 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
             owner.setdefault(pool.name, index)
         for line in stack_problems(derived, now):
             line = line.replace(f"{PROJECT}:tpuPools", f"{where}.tpuPools")
+            line = line.replace(f"{PROJECT}:cluster.ipRanges", f"{where}.ipRanges")
+            line = line.replace(f"{PROJECT}:cluster.subnetwork", f"{where}.subnetwork")
             problems.append(line.replace("gcp:region", f"{where}.region"))
+    problems += _ranges_apart(config)
     names = ", ".join(pools)
     for team_index, team in enumerate(config.queues.teams):
         for field, values in (("shares", team.shares), ("borrowingLimit", team.borrowing_limit)):
@@ -676,6 +898,117 @@ def _adopted_problems(config: StackConfig) -> list[str]:
             )
         flavors.setdefault(pool.flavor_name, index)
     return problems
+
+
+def network_problems(config: StackConfig) -> list[str]:
+    """The cluster's network and ranges: given where the stack cannot choose them, each holding the cluster at its
+    largest, apart from each other and from the control plane's range."""
+    key = f"{PROJECT}:cluster"
+    cluster = config.cluster
+    if cluster.subnetwork is not None and cluster.network is None and not config.is_manager:
+        return [
+            f"{key}.subnetwork: an existing subnetwork needs its network; set cluster.network, or remove subnetwork "
+            "and the stack creates one in its own VPC"
+        ]
+    given = cluster.ip_ranges or IpRangesConfig()
+    if cluster.network is not None:
+        missing = [f for f in ("nodes", "pods", "services") if getattr(given, f) is None]
+        if missing:
+            return [
+                f"{key}.ipRanges: with an existing network ({cluster.network}) give {', '.join(missing)}: the stack "
+                "cannot know what is free there (a subnetwork's primary range for nodes; for a cluster GKE made "
+                "the ranges of, what `gcloud container clusters describe` reports, or their sizes like /14)"
+            ]
+    if any(pool.problems() for pool in config.tpu_pools):
+        return []  # the sizes follow from pools that must be fixed first
+    plan = config.address_plan
+    problems = [
+        f"{key}.ipRanges.{field}: {message}"
+        for field, message in range_problems(plan, config.ranges(), existing_subnetwork=cluster.network is not None)
+    ]
+    master = cluster.control_plane.master_ipv4_cidr
+    if master is not None and not problems and not cluster.control_plane.problems():
+        import ipaddress
+
+        ranges = config.ranges()
+        for field in ("nodes", "pods", "services"):
+            value = str(getattr(ranges, field))
+            if not value.startswith("/") and ipaddress.ip_network(value).overlaps(ipaddress.ip_network(master)):
+                problems.append(
+                    f"{key}.controlPlane.masterIpv4Cidr: {master} overlaps ipRanges.{field} {value}; give a /28 apart"
+                )
+    return problems
+
+
+def _ranges_apart(config: StackConfig) -> list[str]:
+    """The clusters of one VPC (the stack's and its workers') have subnetworks and pod ranges apart."""
+    import ipaddress
+
+    seen: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
+    problems: list[str] = []
+    keys = [f"{PROJECT}:cluster.ipRanges"] + [
+        f"{PROJECT}:multiKueue.workers[{i}].ipRanges" for i in range(len(config.workers))
+    ]
+    for key, derived in zip(keys, [config, *config.worker_configs], strict=True):
+        ranges = derived.ranges()
+        for field in ("nodes", "pods", "services"):
+            value = str(getattr(ranges, field))
+            try:
+                network = ipaddress.ip_network(value)
+            except ValueError:
+                continue  # reported by the cluster's own checks
+            clash = next((other for other, taken in seen if taken.overlaps(network)), None)
+            if clash is not None and field != "services":
+                problems.append(f"{key}.{field}: {value} overlaps {clash}; the stack's clusters share one VPC")
+            seen.append((f"{key}.{field} {value}", network))
+    return problems
+
+
+def _autopilot_problems(config: StackConfig) -> list[str]:
+    """What GKE refuses of an Autopilot cluster: a zonal location (Autopilot clusters are regional: "Compare features
+    in Autopilot and Standard clusters", cluster availability type), no release channel ("Autopilot clusters can only
+    be enrolled in a release channel": GKE's release channels page)."""
+    if config.cluster.mode != "autopilot":
+        return []
+    problems = []
+    location = config.cluster_location
+    if is_zone(location):
+        problems.append(
+            f"{PROJECT}:cluster.location: {location!r} is a zone, and Autopilot clusters are regional; use its region "
+            f"{location.rsplit('-', 1)[0]}, or set cluster.mode: standard"
+        )
+    if config.cluster.release_channel == "UNSPECIFIED":
+        problems.append(
+            f"{PROJECT}:cluster.releaseChannel: Autopilot clusters are always on a release channel; use RAPID, "
+            "REGULAR or STABLE, or set cluster.mode: standard"
+        )
+    return problems
+
+
+def _version_floor_problems(config: StackConfig) -> list[str]:
+    """TPU7x runs only on GKE versions from IRONWOOD_STANDARD_FLOOR (Autopilot: IRONWOOD_AUTOPILOT_FLOOR) on:
+    cluster.minMasterVersion, the stack's floor (the initial version without a release channel, checked against the
+    channel's version on `pulumi up` with one), must be at least that."""
+    autopilot = config.cluster.mode == "autopilot"
+    capacity = config.queue_pools if autopilot else config.tpu_pools
+    ironwood = next((index for index, pool in enumerate(capacity) if _is_ironwood(pool)), None)
+    floor = IRONWOOD_AUTOPILOT_FLOOR if autopilot else IRONWOOD_STANDARD_FLOOR
+    version = config.cluster.min_master_version
+    if ironwood is None or not version_below_floor(version, floor):
+        return []
+    where = f"queues.autopilotCapacity[{ironwood}]" if autopilot else f"tpuPools[{ironwood}]"
+    return [
+        f"{PROJECT}:cluster.minMasterVersion: {version!r} is below {floor}, the first GKE version that runs TPU7x "
+        f'(Ironwood) on {config.cluster.mode.capitalize()} clusters ({where}); set minMasterVersion: "{floor}" or '
+        "a newer version"
+    ]
+
+
+def _is_ironwood(pool: TpuPoolConfig) -> bool:
+    """A TPU7x pool group, read from what it names (its own problems are reported apart)."""
+    name = pool.machine_type or tpu_catalog.DEFAULT_MACHINE_TYPE.get(str(pool.tpu_version))
+    machine = tpu_catalog.machine_type(name) if name else None
+    return machine is not None and machine.version.name == tpu_catalog.IRONWOOD.name
 
 
 def _label_problems(config: StackConfig) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components import tpu_catalog
+from components import images, tpu_catalog
 
 from .props import (
     CHARTS,
@@ -172,7 +172,8 @@ def _image_problem(image: str) -> str | None:
         return f"image {image!r} has no tag: pin a version tag or a digest"
     if last.rsplit(":", 1)[1] == "latest":
         return f"image {image!r} uses :latest: pin a version tag or a digest"
-    return None
+    moving = images.moving_tag_problem(image)
+    return f"image {image!r}: {moving}" if moving else None
 
 
 HELM_CHART_LABEL = "helm.sh/chart"

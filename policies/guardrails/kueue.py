@@ -229,6 +229,21 @@ def _flavor_groups(resource: PolicyResource) -> list[list[str]]:
     ]
 
 
+def _flavor_name(flavor: PolicyResource) -> str:
+    return str(prop(flavor.props, "metadata.name") or flavor.name)
+
+
+def _ladder_flavors(resources: list[PolicyResource]) -> dict[str, dict[int, PolicyResource]]:
+    """Ladder -> rung place -> its ResourceFlavor, from the flavors' tpu-stack/ladder and tpu-stack/rung labels."""
+    ladders: dict[str, dict[int, PolicyResource]] = {}
+    for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
+        labels = prop(flavor.props, "metadata.labels") or {}
+        ladder, rung = labels.get(tpu_catalog.LADDER_LABEL), labels.get(tpu_catalog.RUNG_LABEL)
+        if ladder is not None and str(rung).isdigit():
+            ladders.setdefault(str(ladder), {})[int(str(rung))] = flavor
+    return ladders
+
+
 def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None:
     """A capacity ladder is walked rung by rung: every ClusterQueue that lists any of its flavors (ResourceFlavors
     labelled tpu-stack/ladder and tpu-stack/rung) lists all of them, in one resource group, in rung order, and
@@ -239,13 +254,10 @@ def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None
     defaults to BorrowingOverPreemption (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go,
     findFlavorForPodSets, shouldTryNextFlavor, isPreferred)."""
     resources = list(args.resources)
-    ladders: dict[str, dict[int, str]] = {}
-    for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
-        labels = prop(flavor.props, "metadata.labels") or {}
-        ladder, rung = labels.get(tpu_catalog.LADDER_LABEL), labels.get(tpu_catalog.RUNG_LABEL)
-        if ladder is not None and str(rung).isdigit():
-            name = str(prop(flavor.props, "metadata.name") or flavor.name)
-            ladders.setdefault(str(ladder), {})[int(str(rung))] = name
+    ladders = {
+        ladder: {place: _flavor_name(flavor) for place, flavor in rungs.items()}
+        for ladder, rungs in _ladder_flavors(resources).items()
+    }
     for queue in (r for r in resources if _kueue(r, "ClusterQueue")):
         name = str(prop(queue.props, "metadata.name") or queue.name)
         groups = _flavor_groups(queue)
@@ -274,3 +286,55 @@ def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None
                     "back its own quota on an earlier one; set flavorFungibility preference to PreemptionOverBorrowing",
                     queue.urn,
                 )
+
+
+def _made_on_request(flavor: PolicyResource) -> bool:
+    """A rung whose nodes GKE makes when a workload asks (flex-start, queued provisioning: the flex-start node label,
+    which queued nodes carry too) and removes after; every other rung's nodes bill while idle."""
+    labels = prop(flavor.props, "spec.nodeLabels") or {}
+    return str(labels.get(tpu_catalog.FLEX_START_LABEL)) == "true"
+
+
+def validate_ladder_cost_order(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A ladder lists capacity that bills while idle (a reservation, a fixed spot or on-demand pool) before capacity
+    made on request (flex-start, queued): Kueue tries the rungs in order, so a made-on-request rung first starts new
+    capacity while the paid-for rung of the same shape idles (docs/workloads.md, Capacity ladders)."""
+    for ladder, rungs in sorted(_ladder_flavors(list(args.resources)).items()):
+        ordered = [rungs[place] for place in sorted(rungs)]
+        for index, flavor in enumerate(ordered):
+            billed = next((later for later in ordered[index + 1 :] if not _made_on_request(later)), None)
+            if _made_on_request(flavor) and billed is not None:
+                report(
+                    f"ResourceFlavor {_flavor_name(flavor)!r} is rung {index} of ladder {ladder!r}, made on request, "
+                    f"before {_flavor_name(billed)!r}, which bills while idle: put the billed rung first",
+                    flavor.urn,
+                )
+                break
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def validate_topologies(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Topology-aware flavors (queues.placement) name a Topology the stack declares: Kueue keeps a ClusterQueue with a
+    TAS flavor whose Topology is missing inactive ("there is no Topology %q for TAS flavor %q", reason
+    TopologyNotFound: kueue v0.19.2 pkg/cache/scheduler/clusterqueue.go), so every workload of its teams waits. A
+    Topology uses kubernetes.io/hostname only as its lowest level (the CRD's rule in
+    apis/kueue/v1beta2/topology_types.go), checked here at preview rather than refused at `up`."""
+    resources = list(args.resources)
+    topologies = {str(prop(r.props, "metadata.name") or r.name): r for r in resources if _kueue(r, "Topology")}
+    for name, topology in topologies.items():
+        levels = [prop(level, "nodeLabel") for level in as_list(prop(topology.props, "spec.levels"))]
+        if not levels or (HOSTNAME_LABEL in levels and levels[-1] != HOSTNAME_LABEL):
+            report(
+                f"Topology {name!r} has levels {levels}; {HOSTNAME_LABEL} may only be the last (lowest) level",
+                topology.urn,
+            )
+    for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
+        wanted = prop(flavor.props, "spec.topologyName")
+        if wanted and str(wanted) not in topologies:
+            report(
+                f"ResourceFlavor {prop(flavor.props, 'metadata.name')!r} names Topology {wanted!r}, which the stack "
+                f"does not declare ({', '.join(sorted(topologies)) or 'none'}): its ClusterQueues would go inactive",
+                flavor.urn,
+            )

@@ -106,3 +106,15 @@ def test_a_plan_where_something_waits_for_a_slice_cannot_be_resized() -> None:
 
 def test_describe_says_when_a_run_fails() -> None:
     assert deploy.xpk(1, gke_limit=None).describe() == "18.0"
+
+
+def test_the_model_prints_its_inputs_sourced_apart_from_assumed() -> None:
+    """Issue 27: a modelled figure is never a measurement; the create times and GKE's limit are assumptions."""
+    lines = deploy.inputs_report()
+    assert lines[0] == "Inputs of the model (figures below are modelled, not measured):"
+    sourced, assumed = lines.index("  sourced:"), lines.index("  assumed:")
+    assert sourced < assumed
+    assert any("create times" in line for line in lines[assumed:])
+    assert any("GKE runs at once" in line for line in lines[assumed:])
+    assert not any("create times" in line for line in lines[sourced:assumed])
+    assert any("batch=100" in line for line in lines[sourced:assumed])

@@ -128,7 +128,7 @@ def test_kueue_controller_config_manages_only_labelled_jobs_and_jobsets(plan: Pl
 
 
 def test_queues_that_cover_cpu_and_memory_make_kueue_count_them(run: StackRunner) -> None:
-    hosts = {"multislice": {"cpu": 100, "memory": "180Gi"}}
+    hosts = {"multislice": {"cpu": 100, "memory": "170Gi"}}
     plan = run({"tpu-stack:tpuPools": [POOL], "tpu-stack:queues": {"hostResources": hosts}})
     assert kueue_config(plan)["resources"] == {"excludeResourcePrefixes": ["ephemeral-storage"]}
 

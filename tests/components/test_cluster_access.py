@@ -22,9 +22,10 @@ import pytest
 import yaml
 
 from offline import __main__ as cli
-from offline.engine import Plan, read_stack_file, run_program, run_stack
+from offline.engine import Plan, run_program
 from offline.vendor import REPO
 from tests.conftest import BASE, StackRunner
+from tests.fixtures import stack_data, stack_plan
 
 CLUSTER = "gcp:container/cluster:Cluster"
 FIREWALL = "gcp:compute/firewall:Firewall"
@@ -49,7 +50,7 @@ pulumi.export("masterVersion", cluster.master_version)
 def run_with_kubeconfig(tmp_path: Path, stack: str) -> Plan:
     program = tmp_path / "program.py"
     program.write_text(PROGRAM)
-    return run_program(read_stack_file(REPO / f"Pulumi.{stack}.yaml"), stack=stack, program=program)
+    return run_program(stack_data(stack), stack=stack, program=program)
 
 
 def one(plan: Plan, type_token: str) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def test_a_cluster_without_a_dns_endpoint_stops_the_update_instead_of_an_empty_s
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_stacks_reach_the_cluster_by_dns_only(stack: str) -> None:
-    cluster = one(run_stack(stack, render_charts=False), CLUSTER)["inputs"]
+    cluster = one(stack_plan(stack, render_charts=False), CLUSTER)["inputs"]
     assert cluster["controlPlaneEndpointsConfig"]["ipEndpointsConfig"] == {"enabled": False}
     # Sent at all, the provider turns authorized networks on; with no CIDR they would admit only the nodes.
     assert "masterAuthorizedNetworksConfig" not in cluster
@@ -173,16 +174,17 @@ def test_webhook_ports_are_the_charts_ports_gke_does_not_open() -> None:
 
 
 def test_private_nodes_open_the_webhook_ports_to_the_control_plane_only() -> None:
-    plan = run_stack("prod", render_charts=False)
+    plan = stack_plan("prod", render_charts=False)
     firewall = one(plan, FIREWALL)
     assert firewall["inputs"] == {
         "name": "tpu-prod-cp-webhooks",
         "project": "tpu-stack-prod",
-        "network": "default",
+        "network": "tpu-stack-prod",
         "description": "GKE control plane of tpu-prod to the webhooks on its nodes",
         "direction": "INGRESS",
-        # The mocked cluster is a Private Service Connect cluster: its control plane's internal address.
-        "sourceRanges": ["10.128.0.2/32"],
+        # prod's node and pod ranges (components/config/network.py default layout): where calls through the
+        # konnectivity tunnel come from; prod has no peering range.
+        "sourceRanges": ["10.48.0.0/20", "10.0.0.0/14"],
         "targetServiceAccounts": ["tpu-prod-nodes@tpu-stack-prod.iam.gserviceaccount.com"],
         "allows": [{"protocol": "tcp", "ports": ["8082", "9443"]}],
     }
@@ -190,8 +192,43 @@ def test_private_nodes_open_the_webhook_ports_to_the_control_plane_only() -> Non
     assert firewall["urn"] in one(plan, PROVIDER)["dependencies"]
 
 
-def test_public_nodes_need_no_webhook_rule() -> None:
-    assert run_stack("dev", render_charts=False).by_type(FIREWALL) == []
+# --- issue 27, defect 1: prod's first `up` does not stop after the cluster ------------------------------------
+
+
+def test_the_webhook_rule_is_known_before_the_cluster_exists() -> None:
+    """A cluster created with its IP endpoints off and no master range reports neither a private endpoint nor a
+    masterIpv4CidrBlock (API reference, IPEndpointsConfig.privateEndpoint: "Only populated if enabled";
+    terraform-provider-google flattenPrivateClusterConfig reads nothing else). The rule's sources come from the
+    config, so they are known in a new stack's preview and nothing waits on a value GKE does not report."""
+    plan = stack_plan("prod", render_charts=False, known_outputs=False)
+    assert one(plan, FIREWALL)["inputs"]["sourceRanges"] == ["10.48.0.0/20", "10.0.0.0/14"]
+
+
+def test_a_peering_range_in_config_is_sent_and_opened(run: StackRunner) -> None:
+    """With controlPlane.masterIpv4Cidr the cluster is created with that /28 (VPC peering) and the control plane's
+    own calls from it are admitted too."""
+    plan = run({"tpu-stack:cluster": {"name": "c", "controlPlane": {"masterIpv4Cidr": "172.16.0.32/28"}}})
+    cluster = plan.one(CLUSTER, "c")["inputs"]
+    assert cluster["privateClusterConfig"] == {"enablePrivateNodes": True, "masterIpv4CidrBlock": "172.16.0.32/28"}
+    sources = one(plan, FIREWALL)["inputs"]["sourceRanges"]
+    assert sources == ["10.48.0.0/20", "10.0.0.0/14", "172.16.0.32/28"]
+
+
+@pytest.mark.parametrize(
+    ("cidr", "message"),
+    [
+        ("172.16.0.0/24", "'172.16.0.0/24' is not a /28; GKE takes a /28 for the control plane's range"),
+        ("8.8.8.0/28", "'8.8.8.0/28' is not a private range; use one of 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16"),
+        ("10.48.0.16/28", "10.48.0.16/28 overlaps ipRanges.nodes 10.48.0.0/20; give a /28 apart"),
+    ],
+)
+def test_a_wrong_peering_range_is_one_line(cidr: str, message: str) -> None:
+    from components.config import ConfigError, load
+
+    with pytest.raises(ConfigError) as error:
+        load({**BASE, "tpu-stack:cluster": {"controlPlane": {"masterIpv4Cidr": cidr}}}, stack="dev")
+    key = "controlPlane.masterIpv4Cidr"
+    assert error.value.lines == [f"tpu-stack:cluster.{key}: {message}"]
 
 
 def test_autopilot_private_nodes_open_the_ports_to_its_node_account(run: StackRunner) -> None:
@@ -199,26 +236,12 @@ def test_autopilot_private_nodes_open_the_ports_to_its_node_account(run: StackRu
     assert one(plan, FIREWALL)["inputs"]["targetServiceAccounts"] == ["ap-nodes@proj-1234.iam.gserviceaccount.com"]
 
 
-def test_the_control_plane_range_is_the_peered_block_or_the_private_endpoint() -> None:
-    from pulumi_gcp.container.outputs import ClusterPrivateClusterConfig as Private
-
-    from components.gke_cluster import control_plane_source_ranges
-
-    peered = Private(master_ipv4_cidr_block="172.16.0.32/28", private_endpoint="172.16.0.34")
-    assert control_plane_source_ranges(peered) == ["172.16.0.32/28"]
-    assert control_plane_source_ranges(Private(private_endpoint="10.0.0.5", enable_private_nodes=True)) == [
-        "10.0.0.5/32"
-    ]
-    with pytest.raises(pulumi.RunError, match=r"neither privateClusterConfig.masterIpv4CidrBlock nor privateEndpoint"):
-        control_plane_source_ranges(Private(enable_private_nodes=True))  # an empty source list would admit everyone
-
-
 # --- defect 6: a kubeconfig change updates the provider, a new cluster replaces it ------------------------
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_provider_is_identified_by_the_clusters_dns_endpoint(stack: str) -> None:
-    plan = run_stack(stack, render_charts=False)
+    plan = stack_plan(stack, render_charts=False)
     provider = one(plan, PROVIDER)
     assert DNS_ENDPOINT.match(provider["inputs"]["clusterIdentifier"])
     assert one(plan, CLUSTER)["urn"] in provider["dependencies"]
@@ -227,7 +250,7 @@ def test_the_provider_is_identified_by_the_clusters_dns_endpoint(stack: str) -> 
 def test_a_new_cluster_gives_the_provider_a_new_identity() -> None:
     # Before the cluster exists (or while it is replaced) its endpoint is unknown, so is the identifier: the
     # provider and its objects are replaced with the cluster, never kept for one that no longer exists.
-    plan = run_stack("prod", render_charts=False, known_outputs=False)
+    plan = stack_plan("prod", render_charts=False, known_outputs=False)
     assert one(plan, PROVIDER)["inputs"]["clusterIdentifier"] == "[unknown]"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from components.config.pools import (
 )
 from components.config.stack import load
 from offline import __main__ as cli
-from offline.engine import run_program
+from offline.engine import _engine_config, run_program
+from tests.fixtures import stack_data, stack_path, stack_plan
 
 POOL = {"name": "train", "machineType": "ct6e-standard-4t", "topology": "4x4", "zone": "us-central1-b",
         "provisioning": "flex-start"}  # fmt: skip
@@ -54,8 +56,8 @@ def workers(*items: dict[str, Any], **fields: Any) -> dict[str, Any]:
 
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown top-level key", {"tpu-stack:clusterr": {"name": "x"}},
-     "tpu-stack:clusterr: unknown config key; known tpu-stack keys: bucket, charts, cluster, labels, monitoring, "
-     "multiKueue, queues, saxml, serving, throwaway, tpuPools"),
+     "tpu-stack:clusterr: unknown config key; did you mean tpu-stack:cluster? known tpu-stack keys: bucket, charts, "
+     "cluster, labels, monitoring, multiKueue, queues, saxml, serving, throwaway, tpuPools"),
     # The engine passes structured config as JSON text: text that only looks like JSON is a config error too.
     ("labels that are not JSON", {"tpu-stack:labels": "{team: ml"},
      "tpu-stack:labels: '{team: ml' starts like JSON but is not (Expecting property name enclosed in double quotes "
@@ -66,7 +68,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:tpuPools: '[train' starts like JSON but is not (Expecting value at column 2); give a YAML mapping "
      "or list"),
     ("unknown pool key", pools(pool(topolgy="4x4")),
-     f"{P0}.topolgy: unknown key; check the spelling against the config reference (docs/config.md)"),
+     f"{P0}.topolgy: unknown key; did you mean topology?"),
     ("bad topology for the machine type", pools(pool(topology="4x5")),
      f"{P0}.topology: '4x5' is not a v6e topology for ct6e-standard-4t; valid: {VALID_TOPOLOGIES}"),
     ("topology of the wrong dimension", pools(pool(topology="2x2x2")),
@@ -103,7 +105,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{P0}.name: node pool name 'a-very-long-pool-name-for-the-team-xyz-10' is 41 characters; "
      "GKE allows at most 40: shorten it"),
     ("name not a DNS label", pools(pool(name="Train_Pool")),
-     f"{P0}.name: node pool name 'Train_Pool' must be a DNS label: lowercase letters, digits and '-', "
+     f"{P0}.name: node pool name 'Train_Pool-0' must be a DNS label: lowercase letters, digits and '-', "
      "starting with a letter"),
     ("duplicate pool names", pools(pool(), pool(topology="2x4")),
      "tpu-stack:tpuPools[1].name: 'train' is already used by tpuPools[0]"),
@@ -175,9 +177,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("calendar window in the past",
      pools(pool(provisioning="reservation", futureReservation=window(SOON - timedelta(days=30), 7))),
      f"{P0}.futureReservation: startTime is in the past; choose a window that starts later"),
-    ("multi-host Ironwood", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
-     f"{P0}.topology: multi-host Ironwood slices need a GCE workload policy, which this stack cannot declare "
-     "yet; use a single-host 2x2x1 slice or another TPU version"),
+    # GKE runs TPU7x from 1.34.0-gke.2201000 on Standard clusters (its Ironwood page); the default floor is 1.33.
+    ("multi-host Ironwood on the default version floor", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
+     "tpu-stack:cluster.minMasterVersion: '1.33' is below 1.34.0-gke.2201000, the first GKE version that runs TPU7x "
+     "(Ironwood) on Standard clusters (tpuPools[0]); set minMasterVersion: \"1.34.0-gke.2201000\" or a newer version"),
     ("cluster name not a DNS label", {"tpu-stack:cluster": {"name": "TPU Cluster"}},
      "tpu-stack:cluster.name: cluster name 'TPU Cluster' must be a DNS label: lowercase letters, digits and '-', "
      "starting with a letter"),
@@ -524,13 +527,13 @@ def test_autopilot_controllers_count_only_the_declared_tpu_capacity() -> None:
     assert config.controller_resources == MEDIUM
 
 
-DEV_STACK = Path(__file__).resolve().parents[2] / "Pulumi.dev.yaml"
+DEV_STACK = stack_path("dev")
 DUPLICATED_POOL = """    - name: flex-v6e
       machineType: ct6e-standard-4t
       provisioning: flex-start
       zone: us-central1-b
 """
-# One defect in the real dev stack file, and the one line it must give. Before, each of these gave the listed
+# One defect in the dev stack file, and the one line it must give. Before, each of these gave the listed
 # follow-on lines instead (or nothing at all):
 ONE_DEFECT = [
     # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-central1-a'".
@@ -633,3 +636,151 @@ def test_tpu_container_requests_of_v5e_and_v6e_4t_nodes() -> None:
     assert v5e.tpu_container_limits == {"memory": "181543Mi"}
     assert v6e.tpu_container_limits == {"memory": "700805Mi"}
     assert v5e.file_cache_limit_gib == v6e.file_cache_limit_gib == 33  # (44646 - 10240) // 1024
+
+
+# ---- what a newcomer trips on ----------------------------------------------------------------------------------
+
+
+def preview_errors(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The `error:` lines of `make preview` for a stack file written exactly as `text` (YAML as a person types it)."""
+    path = tmp_path / "Pulumi.case.yaml"
+    path.write_text("config:\n  gcp:project: proj-1234\n  gcp:region: us-central1\n" + text)
+    assert cli.main(["preview", "--stack", "case", "--config", str(path), "--out", str(tmp_path / "out")]) == 2
+    return [line.removeprefix("error: ") for line in capsys.readouterr().err.splitlines()[:-1]]
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [
+        # YAML reads 1.30 as the float 1.3 (and Pulumi's go-yaml does too); the version meant is the one written.
+        ("1.30", 'the number 1.30 is not text (YAML reads it as 1.3); quote it: "1.30"'),
+        ("1.33", 'the number 1.33 is not text; quote it: "1.33"'),
+        ("1.300", 'the number 1.300 is not text (YAML reads it as 1.3); quote it: "1.300"'),
+    ],
+)
+def test_a_number_where_text_belongs_is_quoted_back_as_written(
+    written: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = f"  tpu-stack:cluster:\n    minMasterVersion: {written}\n"
+    assert preview_errors(tmp_path, text, capsys) == [f"tpu-stack:cluster.minMasterVersion: {message}"]
+
+
+def test_the_program_alone_cannot_know_the_text_and_says_what_yaml_did() -> None:
+    """Under the real engine the program gets the number Pulumi read (1.3), not the text: it says how YAML reads it."""
+    with pytest.raises(ConfigError) as error:
+        load({"gcp:project": "proj-1234", "gcp:region": "us-central1",
+              "tpu-stack:cluster": {"minMasterVersion": 1.3}}, stack="dev")  # fmt: skip
+    assert error.value.lines == [
+        "tpu-stack:cluster.minMasterVersion: the number 1.3 is not text; quote it as written (unquoted, YAML drops "
+        'trailing zeros: 1.30 arrives as 1.3), e.g. "1.3"'
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("  tpu-stack:tpuPools:\n    - name: a\n      machineType: ct6e-standard-4t\n      provisoning: spot\n"
+         "      zone: us-central1-b\n",
+         "tpu-stack:tpuPools[0].provisoning: unknown key; did you mean provisioning?"),
+        ("  tpu-stack:cluster:\n    systemPool:\n      maxNode: 3\n",
+         "tpu-stack:cluster.systemPool.maxNode: unknown key; did you mean maxNodes?"),
+        ("  tpu-stack:tpuPools:\n    - name: a\n      machineType: ct6e-standard-4t\n      zone: us-central1-b\n"
+         "  tpu-stack:queues:\n    teams:\n      - name: a\n        borrowingLimits: {}\n",
+         "tpu-stack:queues.teams[0].borrowingLimits: unknown key; did you mean borrowingLimit?"),
+        ("  tpu-stack:clusterr:\n    name: x\n",
+         "tpu-stack:clusterr: unknown config key; did you mean tpu-stack:cluster? known tpu-stack keys: bucket, "
+         "charts, cluster, labels, monitoring, multiKueue, queues, saxml, serving, throwaway, tpuPools"),
+        ("  tpu-stack:cluster:\n    colour: blue\n",
+         "tpu-stack:cluster.colour: unknown key; check the spelling against the config reference (docs/config.md)"),
+    ],
+)  # fmt: skip
+def test_an_unknown_key_gets_the_closest_known_one(
+    text: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert preview_errors(tmp_path, text, capsys) == [message]
+
+
+def test_independent_mistakes_in_one_entry_are_all_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One pool entry, four mistakes that do not follow from each other: its name, a label, its topology and its
+    zone. A misspelled key with a close match is read as that key for the other checks, so its entry's other
+    mistakes are reported with it."""
+    text = (
+        "  tpu-stack:tpuPools:\n"
+        "    - name: Train_A\n"
+        "      machineType: ct5lp-hightpu-4t\n"
+        "      topology: 2x5\n"
+        "      zone: us-east1-c\n"
+        "      labels: {team: ml-}\n"
+        "    - name: b\n"
+        "      machineType: ct6e-standard-4t\n"
+        "      provisoning: flex-start\n"
+        "      maxRunDuration: 24h\n"
+        "      zone: us-east1-b\n"
+    )
+    assert preview_errors(tmp_path, text, capsys) == [
+        "tpu-stack:tpuPools[1].provisoning: unknown key; did you mean provisioning?",
+        "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', starting "
+        "and ending with a letter or digit (Kubernetes labels)",
+        "tpu-stack:tpuPools[0].topology: '2x5' is not a v5e topology for ct5lp-hightpu-4t; valid: " + VALID_TOPOLOGIES,
+        "tpu-stack:tpuPools[0].name: node pool name 'Train_A-0' must be a DNS label: lowercase letters, digits and "
+        "'-', starting with a letter",
+        "tpu-stack:tpuPools[0].zone: 'us-east1-c' is not in gcp:region 'us-central1'",
+        "tpu-stack:tpuPools[1].zone: 'us-east1-b' is not in gcp:region 'us-central1'",
+    ]
+
+
+def loaded_fixture(stack: str, change: Any = None) -> Any:
+    """The fixture stack's config model, after `change(config)` on its `config:` mapping."""
+    data = copy.deepcopy(stack_data(stack))
+    if change is not None:
+        change(data)
+    return load(_engine_config(data), stack=stack)
+
+
+UNHELD = (
+    "tpu-stack:queues.teams: 8 chips of pool group multislice are no team's share: the cohort lends them to whichever "
+    "team asks first and no team can count on them; add them to a team's shares if one needs them"
+)
+
+
+def test_capacity_no_team_holds_is_a_warning() -> None:
+    """dev: multislice is 3 v5e 2x4 slices = 24 chips; research holds 8, training 8: 8 are the cohort's."""
+    assert loaded_fixture("dev").warnings == [UNHELD]
+    assert loaded_fixture("prod").warnings == []  # train 100% training, burst 100% research, serve is Saxml's
+
+
+def test_a_spot_rung_without_a_taint_is_a_warning() -> None:
+    """dev's spot rung (tpuPools[2]) carries the gke-spot taint; without it, TPU pods Kueue never admitted can take
+    its VMs."""
+
+    def untaint(config: dict[str, Any]) -> None:
+        del config["tpu-stack:tpuPools"][2]["taints"]
+
+    assert loaded_fixture("dev", untaint).warnings == [
+        UNHELD,
+        "tpu-stack:tpuPools[2].taints: multislice-spot is a spot rung of ladder multislice with no taint: TPU pods "
+        "Kueue did not admit can take its VMs, which Kueue counts as free and Compute Engine may reclaim at any time; "
+        'taint it (key: cloud.google.com/gke-spot, value: "true"): Kueue adds the toleration to what it admits there',
+    ]
+
+
+def test_a_gated_model_without_a_token_is_a_warning() -> None:
+    """llm: llama-31-70b downloads meta-llama/Llama-3.1-70B-Instruct, gated on Hugging Face; llama-33-70b reads
+    weights from the bucket (no download)."""
+    assert loaded_fixture("llm").warnings == []
+
+    def no_token(config: dict[str, Any]) -> None:
+        del config["tpu-stack:serving"]["huggingFaceToken"]
+
+    assert loaded_fixture("llm", no_token).warnings == [
+        "tpu-stack:serving.servers[0].model: meta-llama/Llama-3.1-70B-Instruct is gated on Hugging Face (its "
+        "publisher's terms must be accepted) and the download fails without a token; set serving.huggingFaceToken "
+        "to the Secret holding the token of an account that accepted them"
+    ]
+
+
+def test_the_program_logs_its_warnings_as_the_engine_shows_them() -> None:
+    """`pulumi preview` prints what the program logs with pulumi.log.warn; the offline engine keeps it with the plan
+    (and never on stderr)."""
+    assert stack_plan("dev", render_charts=False).logged == [("warning", UNHELD)]
+    assert stack_plan("prod", render_charts=False).logged == []

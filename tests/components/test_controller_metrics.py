@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from offline.engine import Plan, run_stack
+from offline.engine import Plan
+from tests.fixtures import stack_plan
 
 STACKS = ("dev", "prod")
 COMPONENT = "urn:pulumi:{stack}::tpu-stack::tpu-stack:index:ControllerMetrics$kubernetes:core/v1:"
@@ -18,7 +19,7 @@ COMPONENT = "urn:pulumi:{stack}::tpu-stack::tpu-stack:index:ControllerMetrics$ku
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
-    return {stack: run_stack(stack, render_charts=False) for stack in STACKS}
+    return {stack: stack_plan(stack, render_charts=False) for stack in STACKS}
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -12,14 +12,15 @@ from components import workloads
 from components.config.base import ConfigError
 from components.config.queues import queue_refs
 from components.config.stack import load
-from offline.engine import REPO, Plan, _engine_config, read_stack_file, run_stack
+from offline.engine import Plan
+from tests.fixtures import stack_config, stack_plan
 
 DRIVER = "gcsfuse.csi.storage.gke.io"
 
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
-    return {stack: run_stack(stack, render_charts=False) for stack in ("dev", "prod")}
+    return {stack: stack_plan(stack, render_charts=False) for stack in ("dev", "prod")}
 
 
 def templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -40,7 +41,7 @@ def test_cluster_runs_the_fuse_driver_and_managed_prometheus(plans: dict[str, Pl
 
 
 def test_prod_training_jobs_mount_data_read_only_and_checkpoints_read_write_as_trainer() -> None:
-    config = load(_engine_config(read_stack_file(REPO / "Pulumi.prod.yaml")), stack="prod")
+    config = stack_config("prod")
     training = [w for w in workloads.workloads(config) if w.queue.namespace == "training"]
     assert training
     for workload in training:
@@ -68,10 +69,10 @@ def test_prod_training_jobs_mount_data_read_only_and_checkpoints_read_write_as_t
 
 
 def test_prod_research_reads_only_and_has_no_checkpoint_volume() -> None:
-    config = load(_engine_config(read_stack_file(REPO / "Pulumi.prod.yaml")), stack="prod")
+    config = stack_config("prod")
     # prod's examples all go to training (it holds the train ladder's first rung): research's Job on that ladder.
     research = queue_refs(config.queues)["research"]
-    for obj in workloads.slice_job(config, workloads.ladders(config)["train"], "analysis", research):
+    for obj in workloads.workload_objects(config, workloads.ladders(config)["train"], 1, "analysis", research):
         for template in templates(obj):
             assert template["spec"]["serviceAccountName"] == "analyst"  # roles/storage.objectViewer (prod)
             assert [v["name"] for v in template["spec"]["volumes"]] == ["datasets", "gke-gcsfuse-cache"]
@@ -92,7 +93,7 @@ def test_jobs_in_a_namespace_without_a_bucket_ksa_mount_nothing(run: Any) -> Non
 def test_prod_saxml_model_servers_mount_models_read_only_as_sax_sa(plans: dict[str, Plan]) -> None:
     (jobset,) = [
         r for r in plans["prod"].by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
-        if r["inputs"]["metadata"]["name"] == "sax-model-server-set"
+        if r["inputs"]["metadata"]["name"] == "sax-model-server-set-0"
     ]  # fmt: skip
     (template,) = templates(jobset["inputs"])
     assert template["spec"]["serviceAccountName"] == "sax-sa"  # bound to the bucket with roles/storage.objectUser
@@ -133,7 +134,7 @@ def pods(config: Any) -> list[dict[str, Any]]:
 def test_prod_training_pods_keep_a_bounded_file_cache_on_a_volume_of_their_own() -> None:
     """The cache was unlimited (max-size-mb -1) in the sidecar's default emptyDir with no ephemeral-storage limit:
     a large dataset filled the boot disk and the kubelet evicted the TPU pod."""
-    config = load(_engine_config(read_stack_file(REPO / "Pulumi.prod.yaml")), stack="prod")
+    config = stack_config("prod")
     for template in pods(config):
         pod = template["spec"]
         volumes = {v["name"]: v for v in pod["volumes"]}

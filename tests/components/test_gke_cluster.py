@@ -149,10 +149,10 @@ def test_tpu_pools_auto_upgrade_on_a_channel_and_not_without_one(run: StackRunne
     on_channel = run({"tpu-stack:tpuPools": [pool]}).by_type("gcp:container/nodePool:NodePool")
     assert {p["name"]: p["inputs"]["management"]["autoUpgrade"] for p in on_channel} == {
         "tpu-cluster-system": True,
-        "v5e": True,
+        "v5e-0": True,
     }
     static = run({"tpu-stack:cluster": {"releaseChannel": "UNSPECIFIED"}, "tpu-stack:tpuPools": [pool]})
     upgrades = {
         p["name"]: p["inputs"]["management"]["autoUpgrade"] for p in static.by_type("gcp:container/nodePool:NodePool")
     }
-    assert upgrades["v5e"] is False
+    assert upgrades["v5e-0"] is False

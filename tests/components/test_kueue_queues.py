@@ -21,9 +21,10 @@ from components.config.base import ConfigError
 from components.config.stack import load
 from offline import __main__ as cli
 from offline import validate
-from offline.engine import Plan, run_program, run_stack
+from offline.engine import Plan, run_program
 from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
+from tests.fixtures import stack_plan
 from tests.registration_options import changed_paths, replaced_by, replacement_options
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
@@ -40,8 +41,8 @@ QUEUED = {"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "
 # (Kueue matches a workload on the labels a flavor has, so a label on one of them only would not).
 QUEUED_LABELED = {**QUEUED, "labels": {"pool": "dws"}}
 MULTISLICE_LABELED = {**MULTISLICE, "labels": {"pool": "multislice"}}
-# A capacity ladder of v5e 2x4 slices: a reservation, then queued provisioning, then spot. Listed out of ladder order
-# among the pools (spot first) and beside a v6e pool group of another shape.
+# A capacity ladder of v5e 2x4 slices: a reservation, then spot (both billed while up), then queued provisioning (made
+# on request). Listed out of ladder order among the pools (spot first) and beside a v6e pool group of another shape.
 RESERVED = {"name": "reserved", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "zone": ZONE,
             "provisioning": "reservation", "reservation": "v5e-2x4"}  # fmt: skip
 SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true"}
@@ -50,7 +51,7 @@ SPOT = {"name": "spot", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "s
 LADDER = {
     "tpu-stack:tpuPools": [SPOT, FLEX_SINGLE, RESERVED, QUEUED],
     "tpu-stack:queues": {
-        "ladders": {"v5e-2x4": ["reserved", "dws", "spot"]},
+        "ladders": {"v5e-2x4": ["reserved", "spot", "dws"]},
         "teams": [
             {"name": "research", "shares": {"reserved": 8, "dws": 8}, "borrowingLimit": {"spot": 8}},
             {"name": "training", "shares": {"reserved": "50%", "flex-single": 4}, "borrowingLimit": {"dws": 0}},
@@ -71,7 +72,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "tpu-stack:tpuPools": [MULTISLICE_LABELED, QUEUED_LABELED],
         "tpu-stack:queues": {
             "teams": TEAMS,
-            "hostResources": {"multislice": {"cpu": 100, "memory": "180Gi"}, "dws": {"cpu": 100, "memory": "180Gi"}},
+            "hostResources": {"multislice": {"cpu": 100, "memory": "170Gi"}, "dws": {"cpu": 100, "memory": "170Gi"}},
         },
     },
     "ladder": LADDER,
@@ -91,7 +92,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 def plans() -> dict[str, Plan]:
     """Every scenario and both stack files, run once for the module."""
     runs = {name: run_program({**BASE, **config}, stack="dev") for name, config in SCENARIOS.items()}
-    return {**runs, "dev": run_stack("dev"), "prod": run_stack("prod")}
+    return {**runs, "dev": stack_plan("dev"), "prod": stack_plan("prod")}
 
 
 def kueue(plan: Plan, kind: str) -> list[dict[str, Any]]:
@@ -172,7 +173,12 @@ def test_seed_preemption_and_queueing_are_configurable(run: StackRunner) -> None
 def test_queued_pool_gets_a_provisioning_request_check_on_its_flavor_only(plans: dict[str, Plan]) -> None:
     plan = plans["teams"]
     (config,) = kueue(plan, "ProvisioningRequestConfig")
-    assert config["spec"] == {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": [TPU]}
+    # retryStrategy: Kueue's default (its CRD), written down as the stack's decision (components/config/controllers.py).
+    assert config["spec"] == {
+        "provisioningClassName": "queued-provisioning.gke.io",
+        "managedResources": [TPU],
+        "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
+    }
     (check,) = kueue(plan, "AdmissionCheck")
     assert check["spec"] == {
         "controllerName": "kueue.x-k8s.io/provisioning-request",
@@ -249,11 +255,11 @@ def test_host_resources_are_covered_beside_chips_in_proportion(plans: dict[str, 
     (group,) = research["resourceGroups"]
     assert group["coveredResources"] == [TPU, "cpu", "memory"]
     multislice = next(f for f in group["flavors"] if f["name"] == "multislice")
-    # 16 chips = 4 VMs of 4 chips, each with 100 cores and 180Gi; borrowing 8 chips = 2 VMs.
+    # 16 chips = 4 VMs of 4 chips, each with 100 cores and 170Gi; borrowing 8 chips = 2 VMs.
     assert multislice["resources"] == [
         {"name": TPU, "nominalQuota": 16, "borrowingLimit": 8},
         {"name": "cpu", "nominalQuota": "400", "borrowingLimit": "200"},
-        {"name": "memory", "nominalQuota": "720Gi", "borrowingLimit": "360Gi"},
+        {"name": "memory", "nominalQuota": "680Gi", "borrowingLimit": "340Gi"},
     ]
 
 
@@ -326,7 +332,7 @@ def flavors(cluster_queue: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_a_ladder_is_listed_in_ladder_order_with_try_next_flavor_in_every_team_queue(plans: dict[str, Plan]) -> None:
-    """Pools listed spot, flex-single, reserved, dws; ladder v5e-2x4 = reserved, dws, spot. The ladder stands where
+    """Pools listed spot, flex-single, reserved, dws; ladder v5e-2x4 = reserved, spot, dws. The ladder stands where
     its first-listed pool group (spot) stands, in ladder order; flex-single (another shape) after it. Quotas are
     each rung's own: research 8 reserved + 8 dws and may borrow 8 spot chips; training 50% of the 16 reserved chips,
     the 4 flex-single chips and may borrow no dws chip."""
@@ -335,14 +341,14 @@ def test_a_ladder_is_listed_in_ladder_order_with_try_next_flavor_in_every_team_q
     training = named(plan, "ClusterQueue", "training-cluster-queue")
     assert flavors(research) == [
         {"name": "reserved", "resources": [{"name": TPU, "nominalQuota": 8}]},
-        {"name": "dws", "resources": [{"name": TPU, "nominalQuota": 8}]},
         {"name": "spot", "resources": [{"name": TPU, "nominalQuota": 0, "borrowingLimit": 8}]},
+        {"name": "dws", "resources": [{"name": TPU, "nominalQuota": 8}]},
         {"name": "flex-single", "resources": [{"name": TPU, "nominalQuota": 0}]},
     ]
     assert flavors(training) == [
         {"name": "reserved", "resources": [{"name": TPU, "nominalQuota": 8}]},
-        {"name": "dws", "resources": [{"name": TPU, "nominalQuota": 0, "borrowingLimit": 0}]},
         {"name": "spot", "resources": [{"name": TPU, "nominalQuota": 0}]},
+        {"name": "dws", "resources": [{"name": TPU, "nominalQuota": 0, "borrowingLimit": 0}]},
         {"name": "flex-single", "resources": [{"name": TPU, "nominalQuota": 4}]},
     ]
     for queue in (research, training):
@@ -370,13 +376,13 @@ def test_rungs_carry_their_node_labels_tolerations_and_place(plans: dict[str, Pl
         "spec": {"nodeLabels": shape, "tolerations": [tpu]},
     }
     dws = named(plan, "ResourceFlavor", "dws")
-    assert dws["metadata"]["labels"] == {"tpu-stack/ladder": "v5e-2x4", "tpu-stack/rung": "1"}
+    assert dws["metadata"]["labels"] == {"tpu-stack/ladder": "v5e-2x4", "tpu-stack/rung": "2"}
     assert dws["spec"] == {
         "nodeLabels": {**shape, "cloud.google.com/gke-flex-start": "true"},
         "tolerations": [tpu, {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}],
     }
     spot = named(plan, "ResourceFlavor", "spot")
-    assert spot["metadata"]["labels"] == {"tpu-stack/ladder": "v5e-2x4", "tpu-stack/rung": "2"}
+    assert spot["metadata"]["labels"] == {"tpu-stack/ladder": "v5e-2x4", "tpu-stack/rung": "1"}
     assert spot["spec"] == {
         "nodeLabels": {**shape, "cloud.google.com/gke-spot": "true"},
         "tolerations": [
@@ -550,6 +556,7 @@ def test_an_autopilot_ladder_walks_the_declared_capacity(run: StackRunner) -> No
     ]
     assert queue["spec"]["flavorFungibility"] == TRY_NEXT
     assert validate.validate_all(k8s_objects(plan), kubernetes_version="1.33") == []
+    assert plan.logged == []  # Autopilot taints the Spot VMs it provisions: no spot-rung warning
 
 
 @pytest.mark.parametrize("name", ["ladder", "dev", "prod"])
@@ -638,7 +645,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:queues.priorityClasses[0].value: 2000000000 is outside -1000000000..1000000000; higher values are "
      "reserved for system classes"),
     ("host resources for some pools only", {**P, "tpu-stack:queues": {"hostResources": {
-        "dws": {"cpu": 100, "memory": "180Gi"}}}},
+        "dws": {"cpu": 100, "memory": "170Gi"}}}},
      "tpu-stack:queues.hostResources: missing multislice; a queue covers cpu and memory for every pool group or "
      "for none"),
     ("memory without a unit", {**P, "tpu-stack:queues": {"hostResources": {"dws": {"cpu": 1, "memory": "180"}}}},
@@ -685,13 +692,13 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
      {"name": "eight", "machineType": "ct5lp-hightpu-8t", "topology": "2x4", "provisioning": "spot"}),
      "tpu-stack:queues.ladders.v5e[1]: pool group 'eight' is ct5lp-hightpu-8t 2x4 but the ladder's first rung "
      "'reserved' is ct5lp-hightpu-4t 2x4; every rung needs the same machine type and topology"),
-    ("a pool group in two ladders", ladder({"a": ["reserved", "dws", "spot"], "b": ["spot"]}),
-     "tpu-stack:queues.ladders.b[0]: pool group 'spot' is already rung 2 of ladder 'a'; a pool group has one place in "
+    ("a pool group in two ladders", ladder({"a": ["reserved", "spot", "dws"], "b": ["spot"]}),
+     "tpu-stack:queues.ladders.b[0]: pool group 'spot' is already rung 1 of ladder 'a'; a pool group has one place in "
      "the order Kueue tries flavors"),
-    ("a pool group twice in one ladder", ladder({"a": ["reserved", "dws", "spot", "dws"]}),
-     "tpu-stack:queues.ladders.a[3]: pool group 'dws' is already rung 1 of ladder 'a'; a pool group has one place in "
+    ("a pool group twice in one ladder", ladder({"a": ["reserved", "spot", "dws", "dws"]}),
+     "tpu-stack:queues.ladders.a[3]: pool group 'dws' is already rung 2 of ladder 'a'; a pool group has one place in "
      "the order Kueue tries flavors"),
-    ("an empty ladder", ladder({"a": ["reserved", "dws", "spot"], "b": []}),
+    ("an empty ladder", ladder({"a": ["reserved", "spot", "dws"], "b": []}),
      "tpu-stack:queues.ladders.b: is empty; list its pool groups in the order Kueue should try them"),
     ("an unknown pool group", ladder({"a": ["reserved", "dws", "spto"]}),
      "tpu-stack:queues.ladders.a[2]: 'spto' names no TPU pool the queues share; pools: spot, flex-single, reserved, "
@@ -700,10 +707,10 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
                                       "tpu-stack:saxml": {**SAXML["tpu-stack:saxml"], "pool": "spot"}},
      "tpu-stack:queues.ladders.a[1]: pool 'spot' serves Saxml, whose model servers hold all its slices; it is not "
      "Kueue capacity"),
-    ("a ladder name that is not a label", ladder({"V5E": ["reserved", "dws", "spot"]}),
+    ("a ladder name that is not a label", ladder({"V5E": ["reserved", "spot", "dws"]}),
      "tpu-stack:queues.ladders.V5E: 'V5E' must be a DNS label of at most 63 characters: lowercase letters, digits and "
      "'-', starting with a letter"),
-    ("a ladder named after another pool group", ladder({"flex-single": ["reserved", "dws", "spot"]}),
+    ("a ladder named after another pool group", ladder({"flex-single": ["reserved", "spot", "dws"]}),
      "tpu-stack:queues.ladders.flex-single: is the name of pool group 'flex-single', which is not one of its rungs; a "
      "ladder may share a name only with one of its own pool groups (workloads and `tpu-stack submit --pool` take "
      "either)"),
@@ -751,9 +758,13 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:queues.ladders.a[2]: queued rung 'dws-east' has maxRunDuration 24h but queued rung 'dws' (rung 1) has "
      "7d; a workload of the ladder carries one run limit to whichever queued rung admits it, so give the ladder's "
      "queued pool groups the same maxRunDuration"),
-    ("rungs with different host resources", ladder({"a": ["reserved", "dws", "spot"]}, hostResources={
-        "reserved": {"cpu": 100, "memory": "180Gi"}, "dws": {"cpu": 100, "memory": "180Gi"},
-        "spot": {"cpu": 90, "memory": "180Gi"}, "flex-single": {"cpu": 100, "memory": "600Gi"}}),
+    # docs/workloads.md: capacity that bills while idle (reservation, fixed spot pool) before capacity made on request.
+    ("a made-on-request rung before a billed one", ladder({"a": ["reserved", "dws", "spot"]}),
+     "tpu-stack:queues.ladders.a: rung 'dws' (queued, made on request) comes before 'spot' (spot, billed while idle), "
+     "so workloads would start new capacity while paid-for capacity idles; list it as [reserved, spot, dws]"),
+    ("rungs with different host resources", ladder({"a": ["reserved", "spot", "dws"]}, hostResources={
+        "reserved": {"cpu": 100, "memory": "170Gi"}, "dws": {"cpu": 100, "memory": "170Gi"},
+        "spot": {"cpu": 90, "memory": "170Gi"}, "flex-single": {"cpu": 100, "memory": "600Gi"}}),
      "tpu-stack:queues.hostResources.spot: differs from 'reserved', the first rung of ladder 'a'; a ladder's workloads "
      "request one amount of CPU and memory per VM on every rung"),
 ]  # fmt: skip

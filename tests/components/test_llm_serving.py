@@ -19,9 +19,10 @@ from components.config.base import ConfigError
 from components.config.serving import file_cache_max_mib
 from components.config.stack import StackConfig, load
 from offline import validate
-from offline.engine import Plan, _engine_config, read_stack_file, run_program, run_stack
+from offline.engine import Plan, run_program
 from offline.vendor import REPO
 from tests.conftest import BASE, StackRunner
+from tests.fixtures import stack_config, stack_plan
 
 LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -53,7 +54,7 @@ def loaded(extra: dict[str, Any]) -> StackConfig:
 
 
 def load_stack(stack: str) -> StackConfig:
-    return load(_engine_config(read_stack_file(REPO / f"Pulumi.{stack}.yaml")), stack=stack)
+    return stack_config(stack)
 
 
 def config_error(extra: dict[str, Any]) -> list[str]:
@@ -70,7 +71,7 @@ def kube(plan: Plan, type_token: str, name: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def example() -> Plan:
     """The example stack: Llama 3.1 70B on two v6e 2x4 single-host slices, Llama 3.3 70B on v5e 4x4 slices."""
-    return run_stack("llm", render_charts=False)
+    return stack_plan("llm", render_charts=False)
 
 
 # ---- sizing ---------------------------------------------------------------------------------------------------
@@ -101,9 +102,19 @@ def test_a_70b_bf16_model_fits_these_slices_sharded_over_every_chip(
         ({"machineType": "ct5lp-hightpu-4t", "topology": "2x4"}, {},
          "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x4, 8 v5e chips) hold "
          "128 GB, of which the server uses 90%: use topology 4x4 or larger"),
+        # 140 GB / 28.8 usable GB a v6e chip = 5 chips: an 8-chip VM holds them, a single-host server (a Deployment);
+        # a 2x4 of the 4-chip type would be two VMs, a multi-host server that vLLM on TPUs does not support on GKE.
         ({"machineType": "ct6e-standard-4t", "topology": "2x2"}, {},
          "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x2, 4 v6e chips) hold "
-         "128 GB, of which the server uses 90%: use topology 2x4 or larger"),
+         "128 GB, of which the server uses 90%: use machineType ct6e-standard-8t, a 2x4 slice on one VM"),
+        # 80 GB / 14.4 usable GB a v5e chip = 6 chips: the 8-chip v5e VM.
+        ({"machineType": "ct5lp-hightpu-4t", "topology": "2x2"}, {"billionsOfParameters": 40},
+         "a 40B model in bfloat16 needs 80 GB of HBM for its weights; pool 'serve' slices (2x2, 4 v5e chips) hold "
+         "64 GB, of which the server uses 90%: use machineType ct5lp-hightpu-8t, a 2x4 slice on one VM"),
+        # A 1-chip v6e VM holds 28.8 usable GB; 20B x 2 = 40 GB needs 2 chips: the 4-chip VM, a 2x2 slice.
+        ({"machineType": "ct6e-standard-1t"}, {"billionsOfParameters": 20},
+         "a 20B model in bfloat16 needs 40 GB of HBM for its weights; pool 'serve' slices (1x1, 1 v6e chips) hold "
+         "32 GB, of which the server uses 90%: use machineType ct6e-standard-4t, a 2x2 slice on one VM"),
         # An 8-chip v5e VM is a fixed 2x4 slice: the next size is a multi-host slice of the 4-chip machine type.
         ({"machineType": "ct5lp-hightpu-8t"}, {},
          "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x4, 8 v5e chips) hold "
@@ -461,10 +472,13 @@ def test_every_serving_object_is_valid_for_the_api_server(example: Plan) -> None
     assert validate.validate_all(objects) == []
 
 
-def test_servers_wait_for_their_identity_and_leaderworkersets_for_the_lws_chart(example: Plan) -> None:
+def test_servers_wait_for_their_identity_and_leaderworkersets_for_the_lws_and_kueue_charts(example: Plan) -> None:
+    """Both charts register fail-closed LeaderWorkerSet webhooks (Kueue's for every namespace but its own)."""
     lws = kube(example, LWS, "llama-33-70b")
     deployment = kube(example, DEPLOYMENT, "llama-31-70b")
     chart = "urn:pulumi:llm::tpu-stack::tpu-stack:index:LwsInstall$kubernetes:helm.sh/v4:Chart::lws-chart"
+    kueue = "urn:pulumi:llm::tpu-stack::tpu-stack:index:KueueInstall$kubernetes:helm.sh/v4:Chart::kueue-chart"
+    assert kueue in lws["dependencies"] and kueue not in deployment["dependencies"]
     ksa = (
         "urn:pulumi:llm::tpu-stack::tpu-stack:index:WorkloadIdentity$kubernetes:core/v1:ServiceAccount::"
         "llm-serving-identity-ksa"

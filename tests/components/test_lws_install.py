@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from offline.engine import Plan, run_program, run_stack
+from offline.engine import Plan, run_program
 from offline.validate import validate_all
 from tests.conftest import BASE
+from tests.fixtures import stack_plan
 
 CHART = "kubernetes:helm.sh/v4:Chart"
 POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -43,7 +44,7 @@ def serving(pool: dict[str, Any], **extra: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def example() -> Plan:
     """The example stack with its charts rendered."""
-    return run_stack("llm")
+    return stack_plan("llm")
 
 
 def chart(plan: Plan) -> dict[str, Any]:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from components.config.queues import queue_refs
-from components.config.stack import load
 from offline import validate
-from offline.engine import Plan, read_stack_file, run_stack
+from offline.engine import Plan
+from tests.fixtures import stack_config, stack_plan
 
 STACKS = ("dev", "prod")
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
@@ -22,13 +22,12 @@ NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
-    return {stack: run_stack(stack, render_charts=False) for stack in STACKS}
+    return {stack: stack_plan(stack, render_charts=False) for stack in STACKS}
 
 
 def config_of(stack: str) -> Any:
-    from offline.engine import REPO, _engine_config
 
-    return load(_engine_config(read_stack_file(REPO / f"Pulumi.{stack}.yaml")), stack=stack)
+    return stack_config(stack)
 
 
 def dashboard_of(plan: Plan) -> dict[str, Any]:
@@ -59,7 +58,7 @@ def test_dev_and_prod_dashboards_cover_their_own_names() -> None:
     dev = {"flex-v6e", "multislice", "research-cluster-queue", "training-cluster-queue"}
     prod = {"train", "burst", "serve", "training-cluster-queue", "research-cluster-queue"}
     for stack, names in (("dev", dev), ("prod", prod)):
-        text = " ".join(titles(run_stack(stack, render_charts=False)))
+        text = " ".join(titles(stack_plan(stack, render_charts=False)))
         assert all(name in text for name in names), stack
 
 
@@ -133,7 +132,7 @@ def test_the_dashboard_reads_back_unchanged(plans: dict[str, Plan], stack: str) 
 
 def test_dev_first_row_is_written_without_zero_positions_or_empty_group_by() -> None:
     """Written out by hand from Pulumi.dev.yaml: flex-v6e is ct6e-standard-4t (2x2, tpu-v6e-slice) on tpu-dev."""
-    tiles = dashboard_of(run_stack("dev", render_charts=False))["mosaicLayout"]["tiles"]
+    tiles = dashboard_of(stack_plan("dev", render_charts=False))["mosaicLayout"]["tiles"]
     title = "TPU pool group flex-v6e"
     assert tiles[0] == {
         "width": 48,

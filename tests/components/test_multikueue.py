@@ -25,10 +25,11 @@ import pytest
 import yaml
 
 from offline import policy_check, validate
-from offline.engine import Plan, read_stack_file, run_program, run_stack
+from offline.engine import Plan, run_program
 from offline.lifecycle import depends_on
 from offline.markers import SECRET, UNKNOWN
 from offline.vendor import REPO
+from tests.fixtures import stack_data, stack_plan
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 API = "kueue.x-k8s.io/v1beta2"
@@ -76,14 +77,14 @@ pulumi.export("kubeconfigs", {{w: pulumi.Output.unsecret(s.string_data) for w, s
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_stack("multiregion")
+    return stack_plan("multiregion")
 
 
 @pytest.fixture(scope="module")
 def with_tokens(tmp_path_factory: pytest.TempPathFactory) -> Plan:
     program = tmp_path_factory.mktemp("multikueue") / "program.py"
     program.write_text(PROGRAM)
-    return run_program(read_stack_file(REPO / "Pulumi.multiregion.yaml"), stack="multiregion", program=program)
+    return run_program(stack_data("multiregion"), stack="multiregion", program=program)
 
 
 def test_the_token_patch_is_for_its_own_run_only(with_tokens: Plan) -> None:
@@ -221,7 +222,11 @@ def test_manager_queues_wait_for_a_worker_and_no_worker_queue_names_multikueue(p
                 "apiVersion": API,
                 "kind": "ProvisioningRequestConfig",
                 "metadata": {"name": f"{pool}-provisioning"},
-                "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": [TPU]},
+                "spec": {
+                    "provisioningClassName": "queued-provisioning.gke.io",
+                    "managedResources": [TPU],
+                    "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
+                },
             }
         }
 
@@ -640,7 +645,7 @@ def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
 def test_the_multiregion_stack_breaks_no_mandatory_policy(plan: Plan, view: policy_check.View) -> None:
     """Each worker's flavors within its own pools' chips, the manager's within the workers' together; in a new
     stack's preview (computed values unknown) and in the deployed stack's."""
-    resources = plan.resources if view.name == "deployed" else run_stack("multiregion", known_outputs=False).resources
+    resources = plan.resources if view.name == "deployed" else stack_plan("multiregion", known_outputs=False).resources
     team_config = json.loads(policy_check.TEAM_CONFIG.read_text())
     found = policy_check.evaluate(resources, stack="multiregion", view=view, config=team_config)
     assert [v for v in found if v["level"] == "mandatory"] == []
@@ -648,18 +653,25 @@ def test_the_multiregion_stack_breaks_no_mandatory_policy(plan: Plan, view: poli
 
 
 def test_a_workers_subnetwork_is_its_clusters_own() -> None:
-    """On a custom-mode network each cluster names its region's subnetwork: a worker's goes to its cluster only."""
-    config = copy.deepcopy(read_stack_file(REPO / "Pulumi.multiregion.yaml"))
+    """On an existing custom-mode network each cluster names its region's subnetwork: a worker's goes to its cluster
+    only; each cluster gives its ranges (the stack cannot know what is free in a network it did not make)."""
+    config = stack_data("multiregion")
+    config["tpu-stack:cluster"]["network"] = "tpu-net"
+    config["tpu-stack:cluster"]["ipRanges"] = {"nodes": "10.1.0.0/24", "pods": "10.2.0.0/20", "services": "10.3.0.0/20"}
+    for index, worker in enumerate(config["tpu-stack:multiKueue"]["workers"]):
+        worker["ipRanges"] = {"nodes": f"10.1{index}.0.0/24", "pods": f"10.2{index}.0.0/20",
+                              "services": f"10.3{index}.0.0/20"}  # fmt: skip
     config["tpu-stack:multiKueue"]["workers"][1]["subnetwork"] = "tpu-europe-west4"
     clusters = {r["inputs"]["name"]: r["inputs"] for r in run_program(config, stack="multiregion").by_type(CLUSTER)}
     assert clusters[EUW4]["subnetwork"] == "tpu-europe-west4"
     assert "subnetwork" not in clusters[EAST] and "subnetwork" not in clusters[MANAGER]
+    assert {c["network"] for c in clusters.values()} == {"tpu-net"}
 
 
 def test_a_queue_in_default_gets_its_dispatch_binding_too() -> None:
     """Kueue writes a workload's copies in the workload's namespace: every namespace with a worker LocalQueue gets the
     manager's dispatch RoleBinding, `default` too (no team namespace is created there)."""
-    config = copy.deepcopy(read_stack_file(REPO / "Pulumi.multiregion.yaml"))
+    config = copy.deepcopy(stack_data("multiregion"))
     config["tpu-stack:queues"]["teams"][0]["namespace"] = "default"
     config["tpu-stack:bucket"] = {}
     plan = run_program(config, stack="multiregion")

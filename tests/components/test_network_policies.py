@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from offline.engine import Plan, run_stack
+from offline.engine import Plan
+from tests.fixtures import stack_plan
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_stack("dev")
+    return stack_plan("dev")
 
 
 def policies(plan: Plan, namespace: str) -> dict[str, dict[str, Any]]:

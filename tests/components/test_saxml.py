@@ -20,6 +20,8 @@ from offline import validate
 from offline.engine import Plan, run_program
 from offline.vendor import VENDOR
 from tests.conftest import BASE, StackRunner
+from tests.effects.controllers import crash, disruption, jobset_run
+from tests.fixtures import stack_plan
 from tests.registration_options import changed_paths, replaced_by, replacement_options
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
@@ -44,7 +46,7 @@ def kube(plan: Plan, type_token: str, name: str) -> dict[str, Any]:
 
 
 def pod_of(plan: Plan) -> dict[str, Any]:
-    jobset = kube(plan, JOBSET, "sax-model-server-set")["inputs"]
+    jobset = kube(plan, JOBSET, "sax-model-server-set-0")["inputs"]
     (job,) = jobset["spec"]["replicatedJobs"]
     pod: dict[str, Any] = job["template"]["spec"]["template"]["spec"]
     return pod
@@ -76,16 +78,30 @@ def seed_plan() -> Plan:
 
 
 def test_seed_model_servers_one_per_4x8_slice(seed_plan: Plan) -> None:
-    jobset = kube(seed_plan, JOBSET, "sax-model-server-set")["inputs"]
-    assert jobset["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
-    assert jobset["metadata"]["namespace"] == "saxml"
-    annotations = jobset["metadata"]["annotations"]
-    assert annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "cloud.google.com/gke-nodepool"
-    assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 4}
-    (job,) = jobset["spec"]["replicatedJobs"]
-    assert (job["name"], job["replicas"]) == ("sax-model-server", 2)
-    spec = job["template"]["spec"]
-    assert (spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (8, 8, 0)
+    """The seed's JobSet of 2 replicas becomes one JobSet per slice (see the lifetime tests below for why)."""
+    for index in (0, 1):
+        jobset = kube(seed_plan, JOBSET, f"sax-model-server-set-{index}")["inputs"]
+        assert jobset["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
+        assert jobset["metadata"]["namespace"] == "saxml"
+        annotations = jobset["metadata"]["annotations"]
+        assert annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "cloud.google.com/gke-nodepool"
+        assert jobset["spec"]["failurePolicy"] == {
+            "maxRestarts": 4,
+            "rules": [
+                {
+                    "name": "DisruptionTarget",
+                    "action": "RestartJobSetAndIgnoreMaxRestarts",
+                    "onJobFailureReasons": ["PodFailurePolicy"],
+                }
+            ],
+        }
+        (job,) = jobset["spec"]["replicatedJobs"]
+        assert (job["name"], job["replicas"]) == ("sax-model-server", 1)
+        spec = job["template"]["spec"]
+        assert (spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (8, 8, 0)
+        assert spec["podFailurePolicy"] == {
+            "rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+        }
 
 
 def test_seed_model_server_pod(seed_plan: Plan) -> None:
@@ -139,7 +155,7 @@ def test_seed_admin_and_http_servers(seed_plan: Plan) -> None:
     (container,) = admin["containers"]
     assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0"
     assert container["ports"] == [{"containerPort": 10000}]
-    assert container["env"] == [{"name": "GSBUCKET", "value": BUCKET}]
+    assert container["env"] == [{"name": "GSBUCKET", "value": BUCKET}, {"name": "SAX_CELL", "value": "/sax/test"}]
     http = kube(seed_plan, DEPLOYMENT, "sax-http")["inputs"]["spec"]["template"]["spec"]
     (container,) = http["containers"]
     assert container["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0"
@@ -200,6 +216,7 @@ def test_every_kubernetes_object_is_valid_for_the_api_server(seed_plan: Plan) ->
         "Deployment",
         "Deployment",
         "JobSet",
+        "JobSet",
         "Namespace",
         *["NetworkPolicy"] * 4,
         "Service",
@@ -212,11 +229,11 @@ def test_validation_would_catch_a_wrong_field(seed_plan: Plan) -> None:
     """The check above can fail: a misspelt pod field in the JobSet is refused."""
     import copy
 
-    jobset = copy.deepcopy(kube(seed_plan, JOBSET, "sax-model-server-set")["inputs"])
+    jobset = copy.deepcopy(kube(seed_plan, JOBSET, "sax-model-server-set-0")["inputs"])
     pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     pod["nodeSelectr"] = pod.pop("nodeSelector")
     assert validate.validate_object(jobset) == [
-        "JobSet/sax-model-server-set: spec.replicatedJobs[0].template.spec.template.spec.nodeSelectr: unknown field"
+        "JobSet/sax-model-server-set-0: spec.replicatedJobs[0].template.spec.template.spec.nodeSelectr: unknown field"
     ]
 
 
@@ -231,7 +248,7 @@ def test_objects_live_in_the_saxml_namespace_created_first(seed_plan: Plan) -> N
 
 
 def test_model_servers_wait_for_their_identity(seed_plan: Plan) -> None:
-    jobset = kube(seed_plan, JOBSET, "sax-model-server-set")
+    jobset = kube(seed_plan, JOBSET, "sax-model-server-set-0")
     waited = {r["type"] for r in seed_plan.resources if r["urn"] in jobset["dependencies"]}
     assert {KSA, "gcp:storage/bucketIAMMember:BucketIAMMember"} <= waited
 
@@ -240,7 +257,7 @@ def test_model_servers_wait_for_their_identity(seed_plan: Plan) -> None:
 def test_model_servers_wait_for_the_jobset_and_kueue_installs(seed_plan: Plan, chart_name: str) -> None:
     """The JobSet CRD and webhook come with the JobSet chart; Kueue's JobSet webhook (mjobset.kb.io,
     failurePolicy Fail) with the Kueue chart. A JobSet created before either serves is refused, not retried."""
-    jobset = kube(seed_plan, JOBSET, "sax-model-server-set")
+    jobset = kube(seed_plan, JOBSET, "sax-model-server-set-0")
     charts = seed_plan.by_type("kubernetes:helm.sh/v4:Chart")
     (chart,) = [r for r in charts if r["inputs"]["chart"].endswith(f"/{chart_name}")]
     assert chart["urn"] in jobset["dependencies"]
@@ -251,7 +268,7 @@ def test_the_built_in_default_namespace_is_used_never_declared(run: StackRunner)
     plan = run(with_saxml(namespace="default"))
     namespaces = [r["inputs"]["metadata"]["name"] for r in plan.by_type("kubernetes:core/v1:Namespace")]
     assert "default" not in namespaces
-    assert kube(plan, JOBSET, "sax-model-server-set")["inputs"]["metadata"]["namespace"] == "default"
+    assert kube(plan, JOBSET, "sax-model-server-set-0")["inputs"]["metadata"]["namespace"] == "default"
     assert kube(plan, KSA, "sax-sa")["inputs"]["metadata"]["namespace"] == "default"
     assert {r["inputs"]["metadata"]["namespace"] for r in plan.by_type(DEPLOYMENT)} == {"default"}
 
@@ -274,13 +291,15 @@ def test_outputs_give_the_http_address_and_the_api_urls(seed_plan: Plan) -> None
 
 
 def test_prod_serves_the_seed_model_and_dev_does_not() -> None:
-    from offline.engine import run_stack
 
-    prod = run_stack("prod")
+    prod = stack_plan("prod")
     assert pod_of(prod)["nodeSelector"][tpu_catalog.TOPOLOGY_LABEL] == "4x8"
-    assert kube(prod, JOBSET, "sax-model-server-set")["inputs"]["spec"]["replicatedJobs"][0]["replicas"] == 2
+    assert sorted(r["inputs"]["metadata"]["name"] for r in prod.by_type(JOBSET)) == [
+        "sax-model-server-set-0",
+        "sax-model-server-set-1",
+    ]
     assert validate.validate_all([r["inputs"] for r in prod.resources if r["type"] == JOBSET]) == []
-    assert run_stack("dev").by_type(JOBSET) == []
+    assert stack_plan("dev").by_type(JOBSET) == []
 
 
 # ---- configuration --------------------------------------------------------------------------------------------
@@ -290,7 +309,7 @@ def test_single_host_v5e_pool_one_pod_per_slice(run: StackRunner) -> None:
     # Saxml's model server knows the chips tpuv2, tpuv3, tpuv4, tpuv4i, tpuv5e (saxml/server/proto_util.py).
     pool = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "provisioning": "flex-start", "zone": "us-central1-b"}
     plan = run(with_saxml(pool, model={"name": "llama-8b", "billionsOfParameters": 8}))
-    jobset = kube(plan, JOBSET, "sax-model-server-set")["inputs"]
+    jobset = kube(plan, JOBSET, "sax-model-server-set-0")["inputs"]
     (job,) = jobset["spec"]["replicatedJobs"]
     assert (job["replicas"], job["template"]["spec"]["parallelism"], job["template"]["spec"]["completions"]) == (
         1,
@@ -310,12 +329,17 @@ def test_names_cell_images_and_restarts_from_config(run: StackRunner) -> None:
     image = "europe-docker.pkg.dev/team/sax/sax-model-server@sha256:" + "a" * 64
     plan = run(with_saxml(namespace="serving", serviceAccount="sax", cell="/sax/prod", maxRestarts=1,
                           images={"modelServer": image}))  # fmt: skip
-    jobset = kube(plan, JOBSET, "sax-model-server-set")["inputs"]
+    jobset = kube(plan, JOBSET, "sax-model-server-set-0")["inputs"]
     assert jobset["metadata"]["namespace"] == "serving"
-    assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 1}
+    assert jobset["spec"]["failurePolicy"]["maxRestarts"] == 1
     (container,) = pod_of(plan)["containers"]
     assert container["image"] == image
     assert "--sax_cell=/sax/prod" in container["args"]
+    # The admin image serves the cell in SAX_CELL, /sax/test unless set (google/saxml v1.1.0
+    # saxml/tools/docker/Dockerfile.admin: ENV SAX_CELL=/sax/test, then admin_config and admin_server with
+    # --sax_cell=${SAX_CELL}); its entrypoint passes no arguments through, so the environment is the one way in.
+    admin = kube(plan, DEPLOYMENT, "sax-admin-server")["inputs"]["spec"]["template"]["spec"]
+    assert {"name": "SAX_CELL", "value": "/sax/prod"} in admin["containers"][0]["env"]
     assert {r["inputs"]["metadata"]["namespace"] for r in plan.by_type(DEPLOYMENT)} == {"serving"}
     assert kube(plan, KSA, "sax")["inputs"]["metadata"]["namespace"] == "serving"
 
@@ -479,7 +503,7 @@ def test_saxml_namespace_denies_by_default_and_admits_only_its_clients_and_its_o
 
 
 def pod_of_template(plan: Plan) -> dict[str, Any]:
-    (job,) = kube(plan, JOBSET, "sax-model-server-set")["inputs"]["spec"]["replicatedJobs"]
+    (job,) = kube(plan, JOBSET, "sax-model-server-set-0")["inputs"]["spec"]["replicatedJobs"]
     labels: dict[str, Any] = job["template"]["spec"]["template"]["metadata"]["labels"]
     return labels
 
@@ -512,7 +536,7 @@ DIGEST = "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server@sha256:"
 def _model_servers(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     with replacement_options() as options:
         plan = run_program({**BASE, **config}, stack="dev")
-    record = kube(plan, JOBSET, "sax-model-server-set")
+    record = kube(plan, JOBSET, "sax-model-server-set-0")
     return record, options[record["urn"]]
 
 
@@ -522,7 +546,6 @@ def _model_servers(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         ("image pinned by digest", with_saxml(images={"modelServer": DIGEST}),
          ['metadata.annotations["checkov.io/skip5"]',  # the tag exception goes; metadata changes in place
           "spec.replicatedJobs[0].template.spec.template.spec.containers[0].image"]),
-        ("slices 2 -> 3", with_saxml({**SERVE, "slices": 3}), ["spec.replicatedJobs[0].replicas"]),
         ("restarts 4 -> 1", with_saxml(maxRestarts=1), ["spec.failurePolicy.maxRestarts"]),
     ],
 )  # fmt: skip
@@ -565,3 +588,37 @@ def _old_self_rules(schema: dict[str, Any], path: str) -> list[str]:
     if isinstance(schema.get("items"), dict):
         found += _old_self_rules(schema["items"], f"{path}[]")
     return found
+
+
+# ---- what the JobSet controller does with the servers over their life -------------------------------------------
+
+
+def model_server_sets(plan: Plan) -> dict[str, dict[str, Any]]:
+    """Pulumi name -> inputs of every model-server JobSet."""
+    return {r["name"]: r["inputs"] for r in plan.by_type(JOBSET)}
+
+
+def test_a_slices_servers_outlive_any_number_of_disruptions(seed_plan: Plan) -> None:
+    """Node upgrades, repairs, maintenance and preemptions stop pods with DisruptionTarget: each restarts the servers
+    of that slice without counting against maxRestarts, so a server lives as long as its stack; a crash of its own
+    still counts, and the fifth with maxRestarts 4 fails the slice's JobSet (tests/effects/controllers.py models
+    jobset v0.12.0 failure_policy.go and the Job's pod failure policy)."""
+    sets = model_server_sets(seed_plan)
+    assert sorted(sets) == ["saxml-model-servers-0", "saxml-model-servers-1"]
+    for spec in (s["spec"] for s in sets.values()):
+        upgraded = jobset_run(spec, [disruption()] * 12)
+        assert (upgraded.failed, upgraded.restarts, upgraded.counted) == (None, 12, 0)
+        assert jobset_run(spec, [crash()] * 4).failed is None
+        assert jobset_run(spec, [crash()] * 5).failed == "ReachedMaxRestarts"
+        assert jobset_run(spec, [disruption(), crash(), disruption(), crash(), crash(), crash()]).failed is None
+
+
+def test_resizing_the_serving_pool_keeps_the_running_slices_servers() -> None:
+    """One JobSet per slice, named by its index: slices 2 -> 3 adds the third slice's servers and leaves the first two
+    untouched (a JobSet's replicatedJobs cannot change in place, so one JobSet for all slices was replaced, every
+    server down, by a resize); 3 -> 2 deletes only the third."""
+    two = model_server_sets(run_program({**BASE, **with_saxml()}, stack="dev"))
+    three = model_server_sets(run_program({**BASE, **with_saxml({**SERVE, "slices": 3})}, stack="dev"))
+    assert sorted(three) == ["saxml-model-servers-0", "saxml-model-servers-1", "saxml-model-servers-2"]
+    assert {name: three[name] for name in two} == two
+    assert three["saxml-model-servers-2"]["metadata"]["name"] == "sax-model-server-set-2"

@@ -9,8 +9,9 @@ import pytest
 
 from components.config.base import ConfigError
 from components.config.stack import load
-from offline.engine import MOCK_PROJECT_NUMBER, Plan, run_program, run_stack
+from offline.engine import MOCK_PROJECT_NUMBER, Plan, run_program
 from tests.conftest import BASE, StackRunner
+from tests.fixtures import stack_plan
 
 KSA = "kubernetes:core/v1:ServiceAccount"
 BUCKET_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
@@ -132,7 +133,7 @@ def roles_in(plan: Plan) -> list[tuple[str, str]]:
 def test_no_project_level_storage_role_and_no_primitive_role(identity: str) -> None:
     config = {**BASE, "tpu-stack:tpuPools": [SERVE_POOL], "tpu-stack:saxml": {**SAXML, "identity": identity},
               **bucket_with(writers=[{**TRAINER, "identity": identity}])}  # fmt: skip
-    for plan in (run_program(config, stack="dev"), run_stack("prod"), run_stack("dev")):
+    for plan in (run_program(config, stack="dev"), stack_plan("prod"), stack_plan("dev")):
         roles = roles_in(plan)
         assert roles, plan.stack
         assert not [role for _, role in roles if role in PRIMITIVE]
@@ -152,7 +153,7 @@ def test_a_forbidden_role_is_refused_by_the_component(tmp_path: Path) -> None:
         "from components.gke_cluster import GkeCluster\n"
         "from components.workload_identity import BucketRole, WorkloadIdentity\n"
         "config = load_from_pulumi()\n"
-        "cluster = GkeCluster('c', config=config)\n"
+        "cluster = GkeCluster('c', config=config, network='tpu-stack-dev')\n"
         "WorkloadIdentity('w', config=config, workload=WorkloadRef(namespace='a', service_account='b'),\n"
         "    bucket_roles=[BucketRole('b', 'bucket', 'roles/storage.admin')], provider=cluster.provider,\n"
         "    cluster=cluster.cluster, project_number='1')\n"

@@ -3,9 +3,10 @@ for the chips it really holds, and go to a queue that can reach that many chips.
 
 The match is checked against the node pools the stack declares (plan inputs, through the TPU catalog), not
 against the config the generator read, so a generator and a node pool that drifted apart fail here.
-Seeds: flex-start single-host Job and multi-host Indexed Job with a headless Service (ports 8471, 8431);
-multislice JobSets (exclusive node pool per slice, parallelism = completions = VMs per slice, backoffLimit 0);
-queued-provisioning Job created suspended with the queue label.
+Seeds: flex-start single-host Job; multi-host slices as JobSets (exclusive node pool per slice, parallelism =
+completions = VMs per slice, backoffLimit 0), which carry their headless Service to the cluster that runs them (the
+tutorials' Indexed Job with a Service of its own stayed on a MultiKueue manager); queued provisioning with the queue
+label and the run limit.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import yaml
 from components import tpu_catalog
 from components.config.queues import queue_refs
 from components.config.stack import load
-from components.workloads import Workload, ladders, multislice_jobset, slice_job, workloads
+from components.workloads import Workload, ladders, slice_jobset, workloads
 from offline import __main__ as cli
-from offline import commands, validate
-from offline.engine import Plan, run_stack
+from offline import validate, webhooks
+from offline.charts import type_token
+from offline.engine import Plan
 from tests.components.test_kueue_queues import MULTISLICE, SCENARIOS
 from tests.conftest import BASE
+from tests.effects.controllers import crash, disruption, job_run, jobset_run
+from tests.fixtures import stack_config, stack_path, stack_plan
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -33,7 +37,7 @@ TPU = tpu_catalog.TPU_RESOURCE
 
 
 def stack_workloads(stack: str) -> list[Workload]:
-    return workloads(commands.stack_config(stack, None))
+    return workloads(stack_config(stack))
 
 
 def scenario_workloads(name: str) -> list[Workload]:
@@ -42,7 +46,7 @@ def scenario_workloads(name: str) -> list[Workload]:
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
-    return {stack: run_stack(stack) for stack in STACKS}
+    return {stack: stack_plan(stack) for stack in STACKS}
 
 
 def pod_sets(obj: dict[str, Any]) -> list[tuple[int, int, dict[str, Any]]]:
@@ -106,7 +110,7 @@ def test_every_workload_runs_on_a_pool_of_its_stack(plans: dict[str, Plan], stac
     (accelerator and topology), carries none of a rung's tolerations (Kueue adds them) and fits every rung."""
     plan = plans[stack]
     groups = node_groups(plan)
-    ladders = commands.stack_config(stack, None).queues.ladders
+    ladders = stack_config(stack).queues.ladders
     found = stack_workloads(stack)
     assert found
     for workload in found:
@@ -150,7 +154,7 @@ def test_every_workload_goes_to_a_queue_that_reaches_its_chips(plans: dict[str, 
         r["inputs"]["metadata"]["name"] for r in plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
     }
     total = {name: pool["chips"] for name, pool in plan.outputs["tpuPools"].items()}
-    ladders = commands.stack_config(stack, None).queues.ladders
+    ladders = stack_config(stack).queues.ladders
     for workload in stack_workloads(stack):
         for obj in (o for o in workload.objects if o["kind"] in ("Job", "JobSet")):
             metadata = obj["metadata"]
@@ -184,21 +188,33 @@ def by_name(found: list[Workload]) -> dict[str, Workload]:
     return {w.name: w for w in found}
 
 
-def test_multislice_seed_gets_its_job_and_the_1_2_3_slice_jobsets() -> None:
+DISRUPTION_RULE = {
+    "name": "DisruptionTarget",
+    "action": "RestartJobSetAndIgnoreMaxRestarts",
+    "onJobFailureReasons": ["PodFailurePolicy"],
+}
+FAIL_ON_DISRUPTION = {
+    "rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+}
+
+
+def test_multislice_seed_gets_the_1_2_3_slice_jobsets() -> None:
+    """Three multi-host v5e 2x4 slices: one slice is a one-replica JobSet too (its Service comes with it)."""
     found = by_name(scenario_workloads("multislice-seed"))
-    assert set(found) == {"multislice-job", "multislice-1slice", "multislice-2slice", "multislice-3slice"}
+    assert set(found) == {"multislice-1slice", "multislice-2slice", "multislice-3slice"}
     (jobset,) = found["multislice-3slice"].objects
     assert jobset["metadata"]["labels"] == {QUEUE_LABEL: "multislice-queue"}
     assert jobset["metadata"]["namespace"] == "default"
     annotations = jobset["metadata"]["annotations"]
     assert annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "cloud.google.com/gke-nodepool"
     spec = jobset["spec"]
-    assert spec["failurePolicy"] == {"maxRestarts": 4}
+    assert spec["failurePolicy"] == {"maxRestarts": 4, "rules": [DISRUPTION_RULE]}
     assert spec["ttlSecondsAfterFinished"] == 3600
     (job,) = spec["replicatedJobs"]
     assert job["replicas"] == 3
     job_spec = job["template"]["spec"]
     assert (job_spec["parallelism"], job_spec["completions"], job_spec["backoffLimit"]) == (2, 2, 0)
+    assert job_spec["podFailurePolicy"] == FAIL_ON_DISRUPTION
     pod = job_spec["template"]["spec"]
     # GKE >= 1.28 needs neither for TPUs (the seed's second variant); off the host network Workload Identity works.
     assert "hostNetwork" not in pod and "dnsPolicy" not in pod
@@ -215,8 +231,7 @@ def test_multislice_seed_gets_its_job_and_the_1_2_3_slice_jobsets() -> None:
 
 def test_multislice_jobsets_stop_at_the_slices_of_the_group() -> None:
     config = load({**BASE, "tpu-stack:tpuPools": [{**MULTISLICE, "slices": 2}]}, stack="dev")
-    assert {w.name: w.slices for w in workloads(config)} == {"multislice-job": 1, "multislice-1slice": 1,
-                                                             "multislice-2slice": 2}  # fmt: skip
+    assert {w.name: w.slices for w in workloads(config)} == {"multislice-1slice": 1, "multislice-2slice": 2}
 
 
 def test_no_workload_for_chips_no_team_can_reach() -> None:
@@ -224,11 +239,13 @@ def test_no_workload_for_chips_no_team_can_reach() -> None:
              {"name": "b", "shares": {"multislice": 8}, "borrowingLimit": {"multislice": 4}}]  # fmt: skip
     config = load({**BASE, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}}, stack="dev")
     found = by_name(workloads(config))
-    assert set(found) == {"multislice-job", "multislice-1slice"}
+    assert set(found) == {"multislice-1slice"}
     assert found["multislice-1slice"].queue.local_queue == "a-queue"
 
 
-def test_flex_start_seed_single_host_job_and_multi_host_indexed_job() -> None:
+def test_flex_start_seed_single_host_job_and_multi_host_jobset() -> None:
+    """The tutorial's multi-host flex-start workload is an Indexed Job and a headless Service of its own (ports 8471,
+    8431); here it is a one-slice JobSet, whose controller makes the Service where the pods run."""
     found = by_name(scenario_workloads("flex-start-seed"))
     (single,) = found["flex-single-job"].objects
     assert single["spec"]["suspend"] is True
@@ -237,45 +254,37 @@ def test_flex_start_seed_single_host_job_and_multi_host_indexed_job() -> None:
         "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
         "cloud.google.com/gke-tpu-topology": "2x2",
     }
-    service, job = found["flex-multi-job"].objects
-    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": "flex-multi-job"}}
-    spec = job["spec"]
-    assert (spec["completionMode"], spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (
-        "Indexed", 4, 4, 0,
-    )  # fmt: skip
+    assert "ports" not in single["spec"]["template"]["spec"]["containers"][0]
+    (jobset,) = found["flex-multi-1slice"].objects
+    (job,) = jobset["spec"]["replicatedJobs"]
+    spec = job["template"]["spec"]
+    assert (job["replicas"], spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (1, 4, 4, 0)
+    assert "network" not in jobset["spec"]  # enableDNSHostnames defaults to true: JobSet creates the Service
     pod = spec["template"]["spec"]
-    assert pod["subdomain"] == service["metadata"]["name"]
-    assert [p["containerPort"] for p in pod["containers"][0]["ports"]] == [8471, 8431]
-    assert "hostNetwork" not in pod
+    assert [p["containerPort"] for p in pod["containers"][0]["ports"]] == [8471, 8080]
+    assert "hostNetwork" not in pod and "subdomain" not in pod
 
 
-def test_multi_host_indexed_job_stays_on_one_slice() -> None:
-    # The 3 slices of the multislice seed share accelerator and topology labels; each Job's pods follow its first
-    # pod onto that pod's node pool (= slice) by required pod affinity on cloud.google.com/gke-nodepool.
+def test_a_multi_host_slice_stays_on_one_node_pool() -> None:
+    """The 3 slices of the multislice seed share accelerator and topology labels; JobSet's exclusive topology on
+    cloud.google.com/gke-nodepool puts each child Job's pods on a node pool (= slice) of their own (jobset v0.12.0
+    pkg/webhooks/pod_webhook.go setExclusiveAffinities: affinity to the Job's own key, anti-affinity to others')."""
     found = by_name(scenario_workloads("multislice-seed"))
-    _service, job = found["multislice-job"].objects
-    assert job["spec"]["template"]["spec"]["affinity"] == {
-        "podAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "labelSelector": {"matchLabels": {"batch.kubernetes.io/job-name": "multislice-job"}},
-                    "topologyKey": "cloud.google.com/gke-nodepool",
-                }
-            ]
-        }
-    }
+    (jobset,) = found["multislice-1slice"].objects
+    assert jobset["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"] == (
+        "cloud.google.com/gke-nodepool"
+    )
 
 
-def test_queued_job_is_suspended_tolerates_the_queued_taint_and_carries_the_run_limit() -> None:
+def test_queued_workload_tolerates_the_queued_taint_and_carries_the_run_limit() -> None:
     found = by_name(scenario_workloads("dws-seed"))
-    assert set(found) == {"dws-queued"}, "a queued group gets the queued Job, no JobSets"
-    _service, job = found["dws-queued"].objects
-    assert job["spec"]["suspend"] is True
-    assert job["metadata"]["labels"] == {QUEUE_LABEL: "multislice-queue"}
-    assert job["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "604800"  # 7 x 86400
-    assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in job["spec"][
-        "template"
-    ]["spec"]["tolerations"]
+    assert set(found) == {"dws-queued"}, "a queued group gets one slice per workload"
+    (jobset,) = found["dws-queued"].objects
+    assert jobset["kind"] == "JobSet" and jobset["spec"]["replicatedJobs"][0]["replicas"] == 1
+    assert jobset["metadata"]["labels"] == {QUEUE_LABEL: "multislice-queue"}
+    assert jobset["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "604800"  # 7 x 86400
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
 
 
 def test_autopilot_workloads_are_neither_privileged_nor_on_the_host_network() -> None:
@@ -289,7 +298,7 @@ def test_autopilot_workloads_are_neither_privileged_nor_on_the_host_network() ->
 
 
 def test_cli_writes_one_file_per_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["workloads", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    assert cli.main(["workloads", "--stack", "dev", "--config", str(stack_path("dev")), "--out", str(tmp_path)]) == 0
     written = {p.stem: list(yaml.safe_load_all(p.read_text())) for p in (tmp_path / "workloads").glob("*.yaml")}
     assert written == {w.name: list(w.objects) for w in stack_workloads("dev")}
     assert "research/research-queue" in capsys.readouterr().out
@@ -318,11 +327,12 @@ def test_tpu_jobs_run_as_the_namespaces_bucket_account_and_document_their_except
             }
             # root and a writable image filesystem (TPU runtime), no CPU limit (requests are set)
             assert skips == {"CKV_K8S_11", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_40"}, workload.name
-    config = commands.stack_config("dev", None)
+    config = stack_config("dev")
     pool = config.pool("multislice")
     assert pool is not None
-    (_service, job) = slice_job(config, pool, "ckpt", queue_refs(config.queues)["training"])
-    assert job["spec"]["template"]["spec"]["serviceAccountName"] == "trainer"
+    jobset = slice_jobset(config, pool, 1, "ckpt", queue_refs(config.queues)["training"])
+    (job,) = jobset["spec"]["replicatedJobs"]
+    assert job["template"]["spec"]["template"]["spec"]["serviceAccountName"] == "trainer"
 
 
 def container_resources(workload: Workload) -> dict[str, Any]:
@@ -347,12 +357,12 @@ def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
     found = by_name(stack_workloads("dev"))
     v5e = ({TPU: 4, "cpu": "110400m", "memory": "179495Mi"}, "181543Mi")
     v6e = ({TPU: 4, "cpu": "178230m", "memory": "698757Mi"}, "700805Mi")
-    # dev writes no JobSet (its spot rung has one slice): a 2-slice JobSet of the ladder, as `tpu-stack submit` makes.
-    config = commands.stack_config("dev", None)
-    two = multislice_jobset(config, ladders(config)["multislice"], 2, "two", queue_refs(config.queues)["research"])
+    # dev writes the ladder's one-slice JobSet (its spot rung has one slice); a 2-slice one as `tpu-stack submit` makes.
+    config = stack_config("dev")
+    two = slice_jobset(config, ladders(config)["multislice"], 2, "two", queue_refs(config.queues)["research"])
     jobset = Workload("two", "multislice", 2, queue_refs(config.queues)["research"], (two,))
     for name, workload, (requests, limit) in (
-        ("multislice-job", found["multislice-job"], v5e),
+        ("multislice-1slice", found["multislice-1slice"], v5e),
         ("a 2-slice JobSet", jobset, v5e),
         ("flex-v6e-job", found["flex-v6e-job"], v6e),
     ):
@@ -364,7 +374,7 @@ def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
 def test_queues_host_resources_are_what_the_pods_request() -> None:
     """queues.hostResources sets what Kueue accounts per VM; the pods request exactly that, so quota and pods agree."""
     for workload in scenario_workloads("teams"):
-        assert container_resources(workload)["requests"] == {TPU: 4, "cpu": "100", "memory": "180Gi"}, workload.name
+        assert container_resources(workload)["requests"] == {TPU: 4, "cpu": "100", "memory": "170Gi"}, workload.name
 
 
 def test_autopilot_tpu_pods_leave_cpu_and_memory_to_autopilot() -> None:
@@ -381,80 +391,134 @@ def test_autopilot_tpu_pods_leave_cpu_and_memory_to_autopilot() -> None:
 def test_a_ladders_workload_asks_for_the_shape_and_fits_every_rung() -> None:
     """tests/components/test_kueue_queues.py LADDER: v5e 2x4 rungs reserved (2 slices), dws (queued, 1 slice), spot
     (2 slices); flex-single is a v6e pool group in no ladder. A workload of the ladder may take one slice (the
-    queued rung takes one per workload), so no JobSet; it goes to research, whose share of the first rung (8) holds
-    it and who can reach 8 chips on dws (its share) and spot (borrowing limit 8)."""
+    queued rung takes one per workload): the one-slice JobSet; it goes to research, whose share of the first rung (8)
+    holds it and who can reach 8 chips on dws (its share) and spot (borrowing limit 8)."""
     found = by_name(scenario_workloads("ladder"))
-    assert set(found) == {"v5e-2x4-job", "flex-single-job"}
-    workload = found["v5e-2x4-job"]
+    assert set(found) == {"v5e-2x4-1slice", "flex-single-job"}
+    workload = found["v5e-2x4-1slice"]
     assert (workload.pool, workload.slices, workload.queue.namespace) == ("v5e-2x4", 1, "research")
-    service, job = workload.objects
-    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": "v5e-2x4-job"}}
-    pod = job["spec"]["template"]["spec"]
+    (jobset,) = workload.objects
+    (job,) = jobset["spec"]["replicatedJobs"]
+    pod = job["template"]["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
         "cloud.google.com/gke-tpu-topology": "2x4",
     }
     assert "tolerations" not in pod  # Kueue adds the admitting rung's (queued taint, spot taint)
-    assert (job["spec"]["parallelism"], pod["containers"][0]["resources"]["requests"][TPU]) == (2, 4)
+    assert (job["template"]["spec"]["parallelism"], pod["containers"][0]["resources"]["requests"][TPU]) == (2, 4)
     # Admitted on the queued rung, the run limit reaches its ProvisioningRequest (dws: maxRunDuration 7d).
-    assert job["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "604800"
-    # Admitted on the spot rung, a preempted VM's pods start again instead of failing the Job: counted against
-    # backoffLimit 4 disruptions x 2 workers = 8 (an eviction loop ends), any other container failure fails it.
-    assert job["spec"]["podFailurePolicy"] == {
+    assert jobset["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "604800"
+    # A preempted spot VM's pods (or a slice under maintenance) restart the JobSet without using up its restarts.
+    assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 4, "rules": [DISRUPTION_RULE]}
+    assert job["template"]["spec"]["podFailurePolicy"] == FAIL_ON_DISRUPTION
+    # A single-host Job: a disrupted pod starts again, counted against backoffLimit 4 disruptions x 1 worker (an
+    # eviction loop ends); any other container failure fails it at once.
+    (single,) = found["flex-single-job"].objects
+    assert single["spec"]["podFailurePolicy"] == {
         "rules": [
             {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
             {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}},
         ]
     }
-    assert job["spec"]["backoffLimit"] == 8
-    (single,) = found["flex-single-job"].objects
-    assert "podFailurePolicy" not in single["spec"]
-    assert single["spec"]["backoffLimit"] == 0
+    assert single["spec"]["backoffLimit"] == 4
 
 
-def test_a_spot_preemption_restarts_a_jobset_without_using_up_its_restarts() -> None:
-    """jobset v0.12.0 api/jobset/v1alpha2/jobset_types.go: RestartJobSetAndIgnoreMaxRestarts restarts every Job
-    without counting against maxRestarts; a rule matches a failed child Job by its Failed condition's reason
-    (onJobFailureReasons; the webhook accepts PodFailurePolicy). A child Job's podFailurePolicy FailJob rule fails it
-    with reason PodFailurePolicy (batch/v1), and it is the child Job's only such rule, so the reason means a pod was
-    disrupted (DisruptionTarget). dev's ladder has a spot rung; prod's train ladder (reservation, queued) has none and
-    keeps the plain restart budget."""
-    dev = commands.stack_config("dev", None)
-    research = queue_refs(dev.queues)["research"]
-    jobset = multislice_jobset(dev, ladders(dev)["multislice"], 2, "two", research)
-    assert jobset["spec"]["failurePolicy"] == {
-        "maxRestarts": 4,
-        "rules": [
-            {
-                "name": "DisruptionTarget",
-                "action": "RestartJobSetAndIgnoreMaxRestarts",
-                "onJobFailureReasons": ["PodFailurePolicy"],
-            }
-        ],
-    }
-    (child,) = jobset["spec"]["replicatedJobs"]
-    assert child["template"]["spec"]["backoffLimit"] == 0
-    assert child["template"]["spec"]["podFailurePolicy"] == {
-        "rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
-    }
-    assert validate.validate_all([jobset]) == []  # the vendored JobSet CRD: rules need a name
-    prod = commands.stack_config("prod", None)
-    plain = multislice_jobset(prod, ladders(prod)["train"], 1, "one", queue_refs(prod.queues)["training"])
-    assert plain["spec"]["failurePolicy"] == {"maxRestarts": 4}
-    assert "podFailurePolicy" not in plain["spec"]["replicatedJobs"][0]["template"]["spec"]
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_a_disruption_restarts_a_workload_on_any_capacity_without_using_up_its_restarts(stack: str) -> None:
+    """Upgrades, repairs and maintenance stop pods on every kind of capacity, not only spot preemptions: each
+    restarts a JobSet without counting (RestartJobSetAndIgnoreMaxRestarts on the child Job's PodFailurePolicy
+    reason) and starts a Job's pod again within its budget of 4 disruptions per worker; a crash uses up a JobSet's
+    4 restarts and fails a Job at once (tests/effects/controllers.py models jobset v0.12.0 failure_policy.go and
+    the Job's pod failure policy). Before, only workloads of a spot rung had the rule: prod's reservation ladder
+    failed a Job at its first disruption and a JobSet at its fifth."""
+    for workload in stack_workloads(stack):
+        (obj,) = workload.objects
+        if obj["kind"] == "JobSet":
+            assert validate.validate_all([obj]) == []  # the vendored JobSet CRD: rules need a name
+            assert jobset_run(obj["spec"], [disruption()] * 20).failed is None, workload.name
+            assert jobset_run(obj["spec"], [crash()] * 4).failed is None, workload.name
+            assert jobset_run(obj["spec"], [crash()] * 5).failed == "ReachedMaxRestarts", workload.name
+        else:
+            assert job_run(obj["spec"], [disruption()] * 4) is None, workload.name
+            assert job_run(obj["spec"], [disruption()] * 5) == "BackoffLimitExceeded", workload.name
+            assert job_run(obj["spec"], [crash(137)]) == "PodFailurePolicy", workload.name
 
 
 def test_jobsets_of_a_ladder_stop_at_what_every_rung_holds() -> None:
     """dev: the multislice ladder's spot rung has one slice (its flex-start rung three), so a workload written for
-    the ladder takes one slice: the Job, and no JobSet (with three spot slices dev had the 1-, 2- and 3-slice
+    the ladder takes one slice: the one-slice JobSet (with three spot slices dev had the 1-, 2- and 3-slice
     JobSets). With the spot rung at 2 slices, the 1- and 2-slice JobSets; the 3-slice one would fit only the
     flex-start rung and is not written."""
-    assert {w.name: w.slices for w in stack_workloads("dev") if w.pool == "multislice"} == {"multislice-job": 1}
-    config = commands.stack_config("dev", None)
+    assert {w.name: w.slices for w in stack_workloads("dev") if w.pool == "multislice"} == {"multislice-1slice": 1}
+    config = stack_config("dev")
     spot = config.pool("multislice-spot")
     assert spot is not None
     more = config.model_copy(
         update={"tpu_pools": tuple(p.model_copy(update={"slices": 2}) if p is spot else p for p in config.tpu_pools)}
     )
     assert {w.name: w.slices for w in workloads(more) if w.pool == "multislice"} == {
-        "multislice-job": 1, "multislice-1slice": 1, "multislice-2slice": 2}  # fmt: skip
+        "multislice-1slice": 1, "multislice-2slice": 2}  # fmt: skip
+
+
+# ---- what a job needs, on the cluster where it runs --------------------------------------------------------------
+
+
+def test_multislice_only_where_gke_runs_it_on_multi_host_slices() -> None:
+    """GKE's Multislice joins multi-host slices over the data-center network; single-host slices are not supported
+    (cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice, facts.md section 11). A JobSet over three
+    single-host slices was three independent pods, each its own one-VM job: only the one-slice Job is written."""
+    pool = {"name": "flex", "machineType": "ct6e-standard-4t", "provisioning": "flex-start",
+            "zone": "us-central1-b", "slices": 3}  # fmt: skip
+    config = load({**BASE, "tpu-stack:tpuPools": [pool]}, stack="dev")
+    assert {w.name: [o["kind"] for o in w.objects] for w in workloads(config)} == {"flex-job": ["Job"]}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "multiregion"])
+def test_every_workload_is_one_object_that_carries_all_it_needs(stack: str) -> None:
+    """Under MultiKueue the manager copies only the job object to the worker that admits it (kueue v0.19.2
+    pkg/controller/jobs/job/job_multikueue_adapter.go SyncJob builds the remote Job from the local Job alone; the
+    JobSet adapter does the same for a JobSet), so a Service beside a Job stayed on the manager and the pods'
+    hostnames never resolved on the worker. A multi-host slice runs as a JobSet, whose controller on the cluster
+    that runs it creates the headless Service (jobset v0.12.0 pkg/controllers/jobset_controller.go
+    createHeadlessSvcIfNecessary, enableDNSHostnames defaulted to true by pkg/webhooks/jobset_webhook.go); a
+    single-host slice needs no Service and is a Job. One form for a manager and a single cluster alike."""
+    config = stack_config(stack).manager_queues
+    found = workloads(config)
+    assert found
+    for workload in found:
+        (obj,) = workload.objects
+        pools = [p for p in config.queue_pools if p.name == workload.pool or config.ladder_of(p) == workload.pool]
+        multi_host = pools[0].multi_host
+        assert obj["kind"] == ("JobSet" if multi_host else "Job"), workload.name
+        if multi_host:
+            network = obj["spec"].get("network", {})
+            assert network.get("enableDNSHostnames", True) is True, workload.name
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "multiregion"])
+def test_the_webhooks_a_generated_workload_meets_are_served_where_it_is_submitted(stack: str) -> None:
+    """A workload is created after `up`, in the cluster users submit to (a MultiKueue manager's): every fail-closed
+    webhook that intercepts it (offline/webhooks.py, the catalogue's rule) must call a Service a chart of that
+    cluster renders, which `up` waited for. Expected by hand from the vendored charts: Kueue's Job or JobSet
+    webhooks (mutating and validating), and for a JobSet also JobSet's own two."""
+    records = stack_plan(stack).resources
+    (kueue_chart,) = [r for r in records if r["name"] == "kueue-chart"]
+    services = {
+        (r["inputs"]["metadata"]["namespace"], r["inputs"]["metadata"]["name"])
+        for r in records
+        if r["type"] == "kubernetes:core/v1:Service" and r.get("parent") and r.get("rendered")
+    }
+    expected = {
+        "Job": {"mjob.kb.io", "vjob.kb.io"},
+        "JobSet": {"mjobset.kb.io", "vjobset.kb.io", "mutate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io",
+                   "validate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io"},
+    }  # fmt: skip
+    for workload in workloads(stack_config(stack).manager_queues):
+        (obj,) = workload.objects
+        record = {"urn": f"workload::{workload.name}", "type": type_token(obj["apiVersion"], obj["kind"]),
+                  "name": workload.name, "provider": kueue_chart["provider"], "inputs": obj}  # fmt: skip
+        with_it = [*records, record]
+        view = webhooks.Plan.of(with_it)
+        met = [hook for hook in webhooks.fail_closed(with_it) if webhooks.intercepts(hook, record, view)]
+        assert {hook.name.split(" ")[-1] for hook in met} == expected[obj["kind"]], workload.name
+        assert all(hook.service in services for hook in met), workload.name

@@ -12,8 +12,9 @@ from typing import Generic, Literal, TypeVar
 
 import pytest
 
-from components.config.stack import StackConfig, load
-from offline.engine import REPO, Plan, _engine_config, read_stack_file, run_stack
+from components.config.stack import StackConfig
+from offline.engine import Plan
+from tests.fixtures import stack_config, stack_plan
 
 STACKS = ("dev", "prod")
 T = TypeVar("T")
@@ -49,11 +50,9 @@ class PerStack(Mapping[str, T], Generic[T]):
 @pytest.fixture(scope=shared)
 def plans() -> PerStack[Plan]:
     """Pulumi.<stack>.yaml run under the mock engine, charts rendered (their Deployments, Services, RBAC)."""
-    return PerStack(run_stack)
+    return PerStack(stack_plan)
 
 
 @pytest.fixture(scope=shared)
 def configs() -> dict[str, StackConfig]:
-    return {
-        stack: load(_engine_config(read_stack_file(REPO / f"Pulumi.{stack}.yaml")), stack=stack) for stack in STACKS
-    }
+    return {stack: stack_config(stack) for stack in STACKS}

@@ -24,10 +24,11 @@ from typing import Any
 import pytest
 import yaml
 
-from offline.engine import Plan, read_stack_file, run_program
+from offline.engine import Plan, run_program
 from offline.vendor import REPO
 from tests.conftest import StackRunner
 from tests.effects.conftest import shared
+from tests.fixtures import stack_data
 
 CLUSTER = "gcp:container/cluster:Cluster"
 FIREWALL = "gcp:compute/firewall:Firewall"
@@ -95,7 +96,7 @@ def handed_out(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     program.write_text(PROGRAM)
     outputs = {}
     for stack in ("dev", "prod"):
-        plan = run_program(read_stack_file(REPO / f"Pulumi.{stack}.yaml"), stack=stack, program=program)
+        plan = run_program(stack_data(stack), stack=stack, program=program)
         outputs[stack] = plan.outputs
     return outputs
 
@@ -154,13 +155,14 @@ def test_the_kubeconfig_reading_sees_a_pinned_cluster_ca() -> None:
 
 
 ACCESS = {
+    # Issue 27, defect 10: every stack's nodes are private (organisations enforce vmExternalIpAccess).
     "dev": {
         "ci-hosted-runner": ["dns"],
         "operator": ["dns"],
         "gcp-vm": ["dns"],
-        "nodes": "internal endpoint, external addresses",
-        "node egress": "each node's external address",
-        "control plane to node ports": "any (public nodes)",
+        "nodes": "internal endpoint, private addresses only",
+        "node egress": [("us-central1", "ALL_SUBNETWORKS_ALL_IP_RANGES")],
+        "control plane to node ports": [443, 8082, 9443, 10250],
     },
     "prod": {
         "ci-hosted-runner": ["dns"],
@@ -237,15 +239,16 @@ def test_on_private_nodes_the_control_plane_reaches_every_webhook_port(plans: di
     tcp = {int(p) for a in firewall["inputs"]["allows"] if a["protocol"] == "tcp" for p in a["ports"]}
     assert webhook_pod_ports(plan) == {8082, 9443}
     assert webhook_pod_ports(plan) <= GKE_CONTROL_PLANE_RULE | tcp
-    # Whole: from the control plane only, to the stack's nodes only, ingress, on the cluster's network.
+    # Whole: from where the API server's calls come (the konnectivity agents: prod's node and pod ranges), to the
+    # stack's nodes only, ingress, on the stack's VPC.
     assert firewall["inputs"] == {
         "name": "tpu-prod-cp-webhooks",
         "project": "tpu-stack-prod",
         "description": "GKE control plane of tpu-prod to the webhooks on its nodes",
-        "network": "default",
+        "network": "tpu-stack-prod",
         "direction": "INGRESS",
         "allows": [{"protocol": "tcp", "ports": ["8082", "9443"]}],
-        "sourceRanges": ["10.128.0.2/32"],  # the mocked cluster's private endpoint
+        "sourceRanges": ["10.48.0.0/20", "10.0.0.0/14"],
         "targetServiceAccounts": ["tpu-prod-nodes@tpu-stack-prod.iam.gserviceaccount.com"],
     }
 
@@ -271,6 +274,15 @@ def cluster_inputs(stack: str, channel: str, protection: bool) -> dict[str, Any]
             "dnsEndpointConfig": {"allowExternalTraffic": True},
             "ipEndpointsConfig": {"enabled": False},
         },
+        # Issue 27: the stack's VPC and the cluster's subnetwork, its named ranges, Cloud DNS, private nodes.
+        "network": f"tpu-stack-{stack}",
+        "subnetwork": f"tpu-{stack}-nodes",
+        "ipAllocationPolicy": {
+            "clusterSecondaryRangeName": f"tpu-{stack}-pods",
+            "servicesSecondaryRangeName": f"tpu-{stack}-services",
+        },
+        "dnsConfig": {"clusterDns": "CLOUD_DNS", "clusterDnsScope": "CLUSTER_SCOPE"},
+        "privateClusterConfig": {"enablePrivateNodes": True},
         "removeDefaultNodePool": True,
         "initialNodeCount": 1,
         "workloadIdentityConfig": {"workloadPool": f"tpu-stack-{stack}.svc.id.goog"},
@@ -285,7 +297,6 @@ def cluster_inputs(stack: str, channel: str, protection: bool) -> dict[str, Any]
 DEV_CLUSTER = cluster_inputs("dev", "RAPID", protection=False)
 PROD_CLUSTER = {
     **cluster_inputs("prod", "REGULAR", protection=True),
-    "privateClusterConfig": {"enablePrivateNodes": True},
     "maintenancePolicy": {
         "recurringWindow": {
             "startTime": "2026-01-03T02:00:00Z",
@@ -303,6 +314,7 @@ def system_pool(stack: str, machine: str, low: int, high: int, per_zone: int) ->
         "cluster": f"tpu-{stack}",
         "location": "us-central1",
         "initialNodeCount": per_zone,
+        "maxPodsPerNode": 110,  # GKE's default, stated: ForceNew, it sizes the pod range (issue 27)
         "autoscaling": {"totalMinNodeCount": low, "totalMaxNodeCount": high, "locationPolicy": "BALANCED"},
         "management": {"autoRepair": True, "autoUpgrade": True},
         "nodeConfig": {
@@ -341,7 +353,7 @@ WHOLE = {
             "name": "tpu-prod-nat",
             "project": "tpu-stack-prod",
             "region": "us-central1",
-            "network": "default",
+            "network": "tpu-stack-prod",  # the stack's VPC (issue 27: no default network is needed)
         },
         ("gcp:compute/routerNat:RouterNat", "tpu-prod-nat"): {
             "name": "tpu-prod-nat",
@@ -360,7 +372,8 @@ WHOLE = {
 def test_cluster_pool_account_and_nat_whole(plans: dict[str, Plan], stack: str) -> None:
     for (type_token, name), expected in WHOLE[stack].items():
         assert plans[stack].one(type_token, name)["inputs"] == expected, name
-    assert [r["name"] for r in plans["dev"].by_type("gcp:compute/routerNat:RouterNat")] == []
+    # Issue 27, defect 10: dev's nodes are private too, and reach out through their region's NAT.
+    assert [r["name"] for r in plans["dev"].by_type("gcp:compute/routerNat:RouterNat")] == ["tpu-dev-nat"]
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -409,22 +422,17 @@ def test_the_kubeconfig_whole() -> None:
     }
 
 
-def test_missing_endpoints_stop_the_update_with_what_is_missing() -> None:
+def test_a_missing_dns_endpoint_stops_the_update_with_what_is_missing() -> None:
+    """The DNS endpoint is reported for every cluster; the webhook rule reads nothing GKE may not report (issue 27)."""
     import pulumi
 
-    from components.gke_cluster import _dns_endpoint, control_plane_source_ranges
+    from components.gke_cluster import _dns_endpoint
 
     with pytest.raises(pulumi.RunError) as dns:
         _dns_endpoint(None)
     assert str(dns.value) == (
         "the cluster reports no DNS endpoint (controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint); the "
         "kubeconfig and the kubernetes provider need it"
-    )
-    with pytest.raises(pulumi.RunError) as ranges:
-        control_plane_source_ranges(None)
-    assert str(ranges.value) == (
-        "the cluster reports neither privateClusterConfig.masterIpv4CidrBlock nor privateEndpoint; the firewall "
-        "rule to the webhooks needs the control plane's address"
     )
 
 
@@ -466,7 +474,12 @@ OPTIONS = {
         "protect": True,
         "ignoreChanges": ["nodeConfig", "initialNodeCount"],
         "customTimeouts": {"create": "90m", "update": "90m", "delete": "90m"},
-        "dependencies": [f"{CHILD}gcp:serviceaccount/account:Account::tpu-prod-nodes"],
+        # The node account, and the network it is created in: the stack's VPC and the cluster's subnetwork.
+        "dependencies": [
+            f"{CHILD}gcp:compute/subnetwork:Subnetwork::tpu-prod-nodes",
+            f"{CHILD}gcp:serviceaccount/account:Account::tpu-prod-nodes",
+            "urn:pulumi:prod::tpu-stack::tpu-stack:index:StackNetwork$gcp:compute/network:Network::network-vpc",
+        ],
     },
     # The autoscaler owns the size: an update must never reset it to the initial count.
     ("gcp:container/nodePool:NodePool", "tpu-prod-system"): {
@@ -535,6 +548,10 @@ def test_an_autopilot_cluster_whole(run: StackRunner) -> None:
             "dnsEndpointConfig": {"allowExternalTraffic": True},
             "ipEndpointsConfig": {"enabled": False},
         },
+        # The stack's VPC and the cluster's subnetwork with its ranges; Autopilot always uses Cloud DNS (no dnsConfig).
+        "network": "tpu-stack-prod",
+        "subnetwork": "ap-nodes",
+        "ipAllocationPolicy": {"clusterSecondaryRangeName": "ap-pods", "servicesSecondaryRangeName": "ap-services"},
         "privateClusterConfig": {"enablePrivateNodes": True},
         "enableAutopilot": True,
         "clusterAutoscaling": {
@@ -555,7 +572,8 @@ def test_a_daily_maintenance_window(run: StackRunner) -> None:
 
 
 def test_a_named_network_carries_the_cluster_its_nat_and_its_webhook_rule(run: StackRunner) -> None:
-    cluster_config = {"name": "c", "network": "tpu-vpc", "subnetwork": "tpu-subnet", "privateNodes": True}
+    ranges = {"nodes": "10.1.0.0/24", "pods": "10.2.0.0/20", "services": "10.3.0.0/20"}
+    cluster_config = {"name": "c", "network": "tpu-vpc", "subnetwork": "tpu-subnet", "ipRanges": ranges}
     plan = run({"tpu-stack:cluster": cluster_config})
     cluster = plan.one(CLUSTER, "c")["inputs"]
     assert (cluster["network"], cluster["subnetwork"]) == ("tpu-vpc", "tpu-subnet")

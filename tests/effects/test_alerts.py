@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
-from offline.engine import REPO, Plan, read_stack_file, run_program, run_stack
+from offline.engine import Plan, run_program
 from tests.effects import promtool
 from tests.effects.conftest import PerStack, shared
+from tests.fixtures import stack_data, stack_plan
 
 ALERT = "gcp:monitoring/alertPolicy:AlertPolicy"
 PENDING = "kueue_pending_workloads"
@@ -314,7 +315,7 @@ HOLDS = {"pendingMinutes": 20, "idleMinutes": 45, "provisioningMinutes": 90}
 @pytest.fixture(scope=shared)
 def held() -> Plan:
     """Prod with three different holds (every stack file leaves pending and idle at 30 minutes)."""
-    config = read_stack_file(REPO / "Pulumi.prod.yaml")
+    config = stack_data("prod")
     return run_program({**config, "tpu-stack:monitoring": HOLDS}, stack="prod")
 
 
@@ -420,7 +421,7 @@ MULTIREGION_CASES = {
 @pytest.mark.parametrize("cluster", [MANAGER, EAST])
 def test_multiregion_alerts_read_their_own_clusters_series(cluster: str) -> None:
     """The queues have the same names on every cluster: each cluster's alerts fire on its own series only."""
-    plan = run_stack("multiregion")
+    plan = stack_plan("multiregion")
     group = cluster_rules(plan, cluster)
     assert {r["alert"] for r in group["groups"][0]["rules"]} == {case.alert for case in MULTIREGION_CASES[cluster]}
     report = run_promtool(group, MULTIREGION_CASES[cluster])

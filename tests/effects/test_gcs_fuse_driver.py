@@ -181,8 +181,8 @@ def prod_pods(plan: Plan, config: StackConfig) -> list[tuple[str, dict[str, Any]
     for workload in workloads.workloads(config):
         expected = TRAINING if workload.queue.namespace == "training" else RESEARCH
         found += [(workload.name, t, expected) for o in workload.objects for t in templates(o)]
-    saxml = plan.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "saxml-model-servers")["inputs"]
-    found += [("saxml", t, SAXML) for t in templates(saxml)]
+    for saxml in plan.by_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"):
+        found += [("saxml", t, SAXML) for t in templates(saxml["inputs"])]
     return found
 
 
@@ -220,7 +220,7 @@ def check_pod(name: str, template: dict[str, Any], expected: dict[str, Expected]
 def test_prod_pods_get_what_their_volumes_promise(plans: dict[str, Plan], configs: dict[str, StackConfig]) -> None:
     pods = prod_pods(plans["prod"], configs["prod"])
     # prod's train ladder (train, then queued burst) gets one-slice examples only: a queued rung provisions one slice.
-    assert {name for name, _, _ in pods} == {"train-job", "saxml"}
+    assert {name for name, _, _ in pods} == {"train-1slice", "saxml"}
     for name, template, expected in pods:
         check_pod(name, template, expected, CACHE_GIB)
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from offline.engine import Plan, run_stack
+from offline.engine import Plan
 from tests.effects.conftest import shared
+from tests.fixtures import stack_plan
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 API = "networking.k8s.io/v1"
@@ -201,7 +202,7 @@ LLM = {
 
 @pytest.fixture(scope=shared)
 def llm_plan() -> Plan:
-    return run_stack("llm")
+    return stack_plan("llm")
 
 
 def test_the_llm_stacks_serving_and_lws_namespaces_get_exactly_their_policies(llm_plan: Plan) -> None:

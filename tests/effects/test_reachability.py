@@ -93,8 +93,8 @@ def stack_pods(plan: Plan) -> list[Pod]:
         pods += [
             Pod("saxml/sax-admin-server", template_labels(plan, "Deployment", "saxml", "sax-admin-server")),
             Pod("saxml/sax-http", template_labels(plan, "Deployment", "saxml", "sax-http")),
-            Pod("saxml/sax-model-server-0", template_labels(plan, "JobSet", "saxml", "sax-model-server-set")),
-            Pod("saxml/sax-model-server-1", template_labels(plan, "JobSet", "saxml", "sax-model-server-set")),
+            Pod("saxml/sax-model-server-0", template_labels(plan, "JobSet", "saxml", "sax-model-server-set-0")),
+            Pod("saxml/sax-model-server-1", template_labels(plan, "JobSet", "saxml", "sax-model-server-set-1")),
         ]
     return pods
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from components.config import load
-from offline.engine import _engine_config, read_stack_file, run_program
+from offline.engine import _engine_config, run_program
 from offline.lifecycle import Transition, transition
-from offline.vendor import REPO
+from tests.fixtures import stack_data
 from tests.lifecycle.catalogue import CATALOGUE
 
 Records = list[dict[str, Any]]
@@ -26,7 +26,7 @@ Change = Callable[[dict[str, Any]], None]
 
 def stack_config(stack: str) -> dict[str, Any]:
     """The `config:` of Pulumi.<stack>.yaml, as the engine reads it."""
-    return read_stack_file(REPO / f"Pulumi.{stack}.yaml")
+    return stack_data(stack)
 
 
 def plan(stack: str, config: Mapping[str, Any]) -> Records:

@@ -50,8 +50,8 @@ def _without_dependency(records: Records, name: str, on: str) -> Records:
 @pytest.mark.parametrize(
     ("stack", "name", "on", "rule"),
     [
-        ("dev", "queues-resourceflavor-multislice", "kueue-chart", "kueue-objects-after-kueue"),
-        ("prod", "saxml-model-servers", "kueue-chart", "jobsets-after-both-charts"),
+        ("dev", "queues-resourceflavor-multislice", "kueue-chart", "objects-after-their-webhooks"),
+        ("prod", "saxml-model-servers-0", "kueue-chart", "objects-after-their-webhooks"),
         ("dev", "kueue-metrics-secret", "kueue-metrics-serviceaccount", "token-secret-after-account"),
         ("dev", "queues-namespace-research", "kueue-chart", "queue-namespaces-before-kueue"),
     ],
@@ -194,3 +194,54 @@ def test_a_clusterqueue_update_is_refused_only_on_its_concurrent_admission_polic
     assert CATALOGUE.refuses(old, new, ["spec.resourceGroups[0].flavors[0].name"]) == []
     (refused,) = CATALOGUE.refuses(old, new, ["spec.concurrentAdmissionPolicy.migration.mode"])
     assert refused.startswith("spec.concurrentAdmissionPolicy.migration.mode: immutable (kubernetes-sigs/kueue v0.19.2")
+
+
+def test_the_webhook_rule_reads_selectors_scopes_and_failure_policies() -> None:
+    """Hand-made plans: a fail-closed webhook on `widgets` (any group) in namespaces labelled `team: a`, another
+    that ignores failures, and one with an objectSelector; the Service each calls is rendered by chart `c`. Only the
+    objects a fail-closed webhook really intercepts must wait for `c`."""
+    chart = {"urn": "c", "type": "kubernetes:helm.sh/v4:Chart", "name": "c-chart", "inputs": {}, "provider": "p",
+             "dependencies": []}  # fmt: skip
+
+    def rendered(kind: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+        return {"urn": f"c:{name}", "type": kind, "name": f"c-chart:{name}", "parent": "c", "rendered": True,
+                "inputs": inputs, "dependencies": []}  # fmt: skip
+
+    def hook(name: str, **fields: Any) -> dict[str, Any]:
+        rule = {"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["widgets"], "operations": ["CREATE"]}
+        return {"name": name, "clientConfig": {"service": {"namespace": "sys", "name": "hooks"}}, "rules": [rule],
+                **fields}  # fmt: skip
+
+    config = rendered(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration",
+        "hooks",
+        {"metadata": {"name": "hooks"}, "webhooks": [
+            hook("team-a.example", namespaceSelector={"matchLabels": {"team": "a"}}),
+            hook("lenient.example", failurePolicy="Ignore"),
+            hook("labelled.example", objectSelector={"matchExpressions": [{"key": "x", "operator": "Exists"}]}),
+        ]},
+    )  # fmt: skip
+    service = rendered("kubernetes:core/v1:Service", "sys/hooks", {"metadata": {"name": "hooks", "namespace": "sys"},
+                       "spec": {"ports": [{"port": 443, "targetPort": 9443}]}})  # fmt: skip
+
+    def obj(name: str, namespace: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+        return {"urn": name, "type": "kubernetes:example.com/v1:Widget", "name": name, "provider": "p",
+                "dependencies": [], "inputs": {"metadata": {"name": name, "namespace": namespace,
+                                                            "labels": labels or {}}}}  # fmt: skip
+
+    namespace = {"urn": "ns-a", "type": "kubernetes:core/v1:Namespace", "name": "ns-a", "provider": "p",
+                 "dependencies": [], "inputs": {"metadata": {"name": "a", "labels": {"team": "a"}}}}  # fmt: skip
+    records = [chart, config, service, namespace, obj("in-a", "a"), obj("in-b", "b"), obj("labelled", "b", {"x": "1"})]
+
+    def webhook_breaches() -> list[str]:
+        return [line for line in CATALOGUE.breaches(records, {}) if line.startswith("objects-after-their-webhooks")]
+
+    assert webhook_breaches() == [
+        "objects-after-their-webhooks: in-a is created before c-chart serves the webhooks that intercept it "
+        "(team-a.example)",
+        "objects-after-their-webhooks: labelled is created before c-chart serves the webhooks that intercept it "
+        "(labelled.example)",
+    ]
+    for record in records[4:]:
+        record["dependencies"] = ["c"]
+    assert webhook_breaches() == []

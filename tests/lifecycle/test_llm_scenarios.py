@@ -133,8 +133,9 @@ def test_destroy_deletes_the_servers_before_the_lws_chart_and_keeps_only_the_buc
     steps = step(deployed, [])
     assert [s.name for s in steps.of("refuse")] == ["data-bucket"]
     order = [s.name for s in steps.of("delete")]
-    # Kept: the bucket and its component (a parent goes after its children).
-    assert {r["name"] for r in deployed} - set(order) == {"data-bucket", "data"}
+    # Kept: the bucket and its component (a parent goes after its children), and the Cloud Storage API the bucket
+    # waits for (and its component): a destroy never reaches what a kept resource depends on.
+    assert {r["name"] for r in deployed} - set(order) == {"data-bucket", "data", "apis-storage", "apis"}
     assert order.index(MULTI) < order.index("lws-chart")
     assert order.index("lws-chart:lws-system/lws-controller-manager") < order.index("lws-namespace")
 
@@ -156,7 +157,7 @@ def test_a_load_balancer_the_provider_would_await_until_the_model_serves_is_caug
 
 
 def test_leaderworkersets_that_may_reach_the_lws_webhooks_before_they_serve_are_caught(deployed: Records) -> None:
-    """Two hand-made breaches: the LeaderWorkerSet no longer waits for the chart, and the chart's controller is
+    """Two hand-made breaches: the LeaderWorkerSet no longer waits for the LWS chart, and the chart's controller is
     ready on LWS's own /readyz (a plain ping) instead of when its webhook server listens."""
     broken = copy.deepcopy(deployed)
     chart = named(broken, "lws-chart")
@@ -167,7 +168,25 @@ def test_leaderworkersets_that_may_reach_the_lws_webhooks_before_they_serve_are_
     (manager,) = controller["inputs"]["spec"]["template"]["spec"]["containers"]
     manager["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": 8081}, "initialDelaySeconds": 5}
     assert CATALOGUE.breaches(broken, {}) == [
-        f"leaderworkersets-after-lws: {MULTI} is created before the LWS chart serves its webhooks",
-        "leaderworkersets-after-lws: lws-chart:lws-system/lws-controller-manager: ready before its webhook server "
-        "listens on 9443, so waiting for the chart does not wait for the webhooks",
+        f"objects-after-their-webhooks: {MULTI} is created before lws-chart serves the webhooks that intercept it "
+        "(mleaderworkerset.kb.io, vleaderworkerset.kb.io)",
+        "webhook-backends-ready-when-serving: lws-chart:lws-system/lws-controller-manager: ready before its webhook "
+        "server listens on 9443, so waiting for its chart does not wait for the webhooks",
+    ]
+
+
+def test_the_webhook_rule_finds_kueues_leaderworkerset_webhooks_from_the_chart_alone(deployed: Records) -> None:
+    """Kueue v0.19.2's chart registers fail-closed webhooks for LeaderWorkerSets in every namespace but kube-system
+    and kueue-system, whether or not Kueue integrates them (pkg/controller/jobframework/setup.go sets up a no-op
+    webhook for kinds not enabled, served only while Kueue's pod is). The generic rule derives that from the
+    rendered webhook configurations: without the wait on Kueue's chart, the first `up` sends the LeaderWorkerSet to
+    a webhook with no endpoints. The rule's code names no kind (offline/webhooks.py)."""
+    assert CATALOGUE.breaches(deployed, {}) == []
+    broken = copy.deepcopy(deployed)
+    chart = named(broken, "kueue-chart")
+    lws = named(broken, MULTI)
+    lws["dependencies"] = [d for d in lws["dependencies"] if d not in (chart["urn"], chart.get("parent"))]
+    assert CATALOGUE.breaches(broken, {}) == [
+        f"objects-after-their-webhooks: {MULTI} is created before kueue-chart serves the webhooks that intercept it "
+        "(mleaderworkerset.kb.io, vleaderworkerset.kb.io)"
     ]

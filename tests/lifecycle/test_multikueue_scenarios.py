@@ -63,8 +63,9 @@ def test_the_catalogue_holds_each_worker_to_its_own_cluster(multiregion: Records
     account = named(broken, "tpu-mr-euw4-multikueue-account")
     token["dependencies"] = [d for d in token["dependencies"] if d != account["urn"]]
     assert CATALOGUE.breaches(broken, {}) == [
-        "kueue-objects-after-kueue: tpu-mr-east5-queues-resourceflavor-east-flex-v6e is created before the Kueue "
-        "chart serves its webhooks",
+        "objects-after-their-webhooks: tpu-mr-east5-queues-resourceflavor-east-flex-v6e is created before "
+        "tpu-mr-east5-kueue-chart serves the webhooks that intercept it (mresourceflavor.kb.io, "
+        "vresourceflavor.kb.io)",
         "token-secret-after-account: tpu-mr-euw4-multikueue-token-1 may be created before its ServiceAccount "
         "'multikueue-manager'",
     ]
@@ -98,10 +99,10 @@ def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion:
     created = only(steps, "create")
     assert [n for n in created if not n.startswith((USE1, "use1-flex-v6e"))] == on_manager
     assert sorted(s.name for s in steps.of("create") if s.type.startswith("gcp:")) == [
-        "tpu-mr-use1", "tpu-mr-use1-monitoring-dashboard", "tpu-mr-use1-monitoring-tpu-idle-while-waiting",
-        "tpu-mr-use1-nodes", "tpu-mr-use1-nodes-artifactregistry-reader",
-        "tpu-mr-use1-nodes-container-defaultNodeServiceAccount", "tpu-mr-use1-system", "use1-flex-v6e-0",
-        "use1-flex-v6e-1",
+        "tpu-mr-use1", "tpu-mr-use1-cp-webhooks", "tpu-mr-use1-monitoring-dashboard",
+        "tpu-mr-use1-monitoring-tpu-idle-while-waiting", "tpu-mr-use1-nat", "tpu-mr-use1-nodes", "tpu-mr-use1-nodes",
+        "tpu-mr-use1-nodes-artifactregistry-reader", "tpu-mr-use1-nodes-container-defaultNodeServiceAccount",
+        "tpu-mr-use1-router", "tpu-mr-use1-system", "use1-flex-v6e-0", "use1-flex-v6e-1",
     ]  # fmt: skip
     assert sorted(s.name for s in steps.of("create") if s.type.startswith("kubernetes:kueue.x-k8s.io")) == [
         "multikueue-multikueuecluster-tpu-mr-use1",

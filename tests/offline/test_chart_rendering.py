@@ -16,8 +16,9 @@ import pytest
 
 from offline import __main__ as cli
 from offline import charts, policy_check
-from offline.engine import Plan, run_stack
+from offline.engine import Plan
 from offline.validate import validate_all
+from tests.fixtures import stack_path, stack_plan
 
 STACKS = ("dev", "prod")
 KUEUE_CHART_URN = "urn:pulumi:{stack}::tpu-stack::tpu-stack:index:KueueInstall$kubernetes:helm.sh/v4:Chart::kueue-chart"
@@ -28,7 +29,7 @@ JOBSET_CHART_URN = (
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
-    return {stack: run_stack(stack) for stack in STACKS}
+    return {stack: stack_plan(stack) for stack in STACKS}
 
 
 def rendered(plan: Plan) -> list[dict[str, Any]]:
@@ -217,7 +218,10 @@ def test_a_misspelled_values_key_fails_the_preview_in_one_line(
         return values
 
     monkeypatch.setattr(kueue_install, "chart_values", misspelled)
-    assert cli.main(["preview", "--stack", "dev", "--out", str(tmp_path), "--quiet"]) == 2
+    assert (
+        cli.main(["preview", "--stack", "dev", "--config", str(stack_path("dev")), "--out", str(tmp_path), "--quiet"])
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         "error: chart kueue 0.19.2 (resource kueue-chart): values key(s) controllerManager.nodeSelectr not in the "
@@ -230,9 +234,7 @@ def test_a_chart_version_that_is_not_vendored_fails_the_preview(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     stack_file = tmp_path / "Pulumi.dev.yaml"
-    stack_file.write_text(
-        (Path(cli.REPO) / "Pulumi.dev.yaml").read_text() + "  tpu-stack:charts:\n    kueueVersion: 0.19.1\n"
-    )
+    stack_file.write_text(stack_path("dev").read_text() + "  tpu-stack:charts:\n    kueueVersion: 0.19.1\n")
     assert cli.main(["preview", "--stack", "dev", "--config", str(stack_file), "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "error: chart oci://registry.k8s.io/kueue/charts/kueue version 0.19.1 is not vendored "
@@ -241,7 +243,7 @@ def test_a_chart_version_that_is_not_vendored_fails_the_preview(
 
 
 def test_plan_json_holds_the_rendered_children_one_per_line(tmp_path: Path) -> None:
-    argv = ["preview", "--stack", "prod", "--out", str(tmp_path), "--quiet"]
+    argv = ["preview", "--stack", "prod", "--config", str(stack_path("prod")), "--out", str(tmp_path), "--quiet"]
     assert cli.main([*argv, "--policy-config", str(policy_check.TEAM_CONFIG)]) == 0
     text = (tmp_path / "plan.json").read_text()
     plan = json.loads(text)

@@ -9,6 +9,7 @@ import pytest
 
 from components.config import ConfigError
 from offline.engine import read_stack_file
+from tests.fixtures import stack_path
 
 STACK = """\
 secretsprovider: gcpkms://projects/p/locations/global/keyRings/pulumi/cryptoKeys/dev
@@ -55,10 +56,9 @@ def test_the_same_key_in_different_mappings_is_fine(tmp_path: Path) -> None:
     assert config["tpu-stack:cluster"]["systemPool"] == {"minNodes": 1}
 
 
-def test_the_committed_stack_files_have_no_key_twice() -> None:
-    root = Path(__file__).resolve().parents[2]
+def test_the_fixture_stack_files_have_no_key_twice() -> None:
     for stack in ("dev", "prod"):
-        assert read_stack_file(root / f"Pulumi.{stack}.yaml")["gcp:region"] == "us-central1"
+        assert read_stack_file(stack_path(stack))["gcp:region"] == "us-central1"
 
 
 def test_an_unquoted_date_or_time_is_one_line_asking_for_quotes(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import yaml
 
 from offline import __main__ as cli
 from offline import policy_check
+from tests.fixtures import stack_path
 
 STACKS = ("dev", "prod")
 
@@ -26,7 +27,7 @@ def previews(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for stack in STACKS:
         folder = tmp_path_factory.mktemp(stack)
-        argv = ["preview", "--stack", stack, "--out", str(folder), "--quiet"]
+        argv = ["preview", "--stack", stack, "--config", str(stack_path(stack)), "--out", str(folder), "--quiet"]
         assert cli.main([*argv, "--policy-config", str(policy_check.TEAM_CONFIG)]) == 0
         out[stack] = folder
     return out

@@ -13,19 +13,21 @@ import pytest
 
 from offline import commands, parallel
 from offline.engine import REPO
+from tests.fixtures import stack_path
 
 
 def test_the_forked_cli_and_the_inline_evaluation_report_the_same_findings(tmp_path: Path) -> None:
     """The CLI process forks (nothing has started a thread yet); this test process has, so it runs inline."""
+    preview = [sys.executable, "-m", "offline", "preview", "--stack", "dev", "--config", str(stack_path("dev"))]
     done = subprocess.run(
-        [sys.executable, "-m", "offline", "preview", "--stack", "dev", "--quiet", "--out", str(tmp_path)],
+        [*preview, "--quiet", "--out", str(tmp_path)],
         cwd=REPO,
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stderr
     forked = json.loads((tmp_path / "plan.json").read_text())["violations"]
-    inline = commands.evaluate("dev", None).violations
+    inline = commands.evaluate("dev", stack_path("dev")).violations
     assert forked == inline
     assert {view for v in inline for view in v["views"]} == {"new", "deployed"}
 

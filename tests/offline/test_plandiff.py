@@ -18,15 +18,16 @@ import yaml
 from offline import __main__ as cli
 from offline import plandiff
 from offline.policy_check import TEAM_CONFIG
-from offline.vendor import REPO
+from tests.fixtures import stack_path
 
 Change = Callable[[dict[str, Any]], None]
 Plans = dict[str, dict[str, Any]]
 
 
 def _build(root: Path, stack: str, change: Change | None = None) -> Plans:
-    """The plans `python -m offline preview` writes for Pulumi.<stack>.yaml, after `change` to its config."""
-    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())
+    """The plans `python -m offline preview` writes for the fixture Pulumi.<stack>.yaml, after `change` to its
+    config."""
+    data = yaml.safe_load(stack_path(stack).read_text())
     if change:
         change(data["config"])
     root.mkdir(parents=True)
@@ -51,8 +52,15 @@ def _pool_replaced(config: dict[str, Any]) -> None:
     config["tpu-stack:tpuPools"][0]["provisioning"] = "spot"  # flex-v6e: flex-start -> spot
 
 
-def _ladder_reversed(config: dict[str, Any]) -> None:
-    config["tpu-stack:queues"]["ladders"]["multislice"] = ["multislice", "multislice-spot"]  # flex-start tried first
+def _ladder_renamed(config: dict[str, Any]) -> None:
+    # Its order cannot be reversed: flex-start tried before the spot slice, billed while up, is refused (a ladder
+    # lists capacity that bills while idle first).
+    ladders = config["tpu-stack:queues"]["ladders"]
+    ladders["v5e-2x4"] = ladders.pop("multislice")
+
+
+def _upgraded_without_the_legacy_name(config: dict[str, Any]) -> None:
+    del config["tpu-stack:tpuPools"][0]["legacyFirstSliceName"]  # flex-v6e, deployed with one slice
 
 
 def _cluster_renamed(config: dict[str, Any]) -> None:
@@ -69,7 +77,8 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plans]:
             ("slice", _slice_added),
             ("share", _share_changed),
             ("pool", _pool_replaced),
-            ("ladder", _ladder_reversed),
+            ("ladder", _ladder_renamed),
+            ("legacy", _upgraded_without_the_legacy_name),
             ("cluster", _cluster_renamed),
         )
     }
@@ -165,39 +174,51 @@ In all: TPU chips 36, slices 5, VMs 9.
 """
 
 
-LADDER_REVERSED = """\
-### Stack `dev`: 0 to create, 4 to update, 0 to replace, 0 to delete
+LADDER_RENAMED = """\
+### Stack `dev`: 0 to create, 2 to update, 0 to replace, 0 to delete
 
 **Capacity**
 
 | pool group | change |
 |---|---|
-| `multislice` | ladder multislice 2/2 → multislice 1/2 |
-| `multislice-spot` | ladder multislice 1/2 → multislice 2/2 |
+| `multislice` | ladder multislice 2/2 → v5e-2x4 2/2 |
+| `multislice-spot` | ladder multislice 1/2 → v5e-2x4 1/2 |
 
 In all: TPU chips 36, slices 5, VMs 9.
 
-**Changed in place** (4)
+**Changed in place** (2)
 
-- `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-research-cluster-queue`: inputs: \
-`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice-spot, multislice` → \
-`flex-v6e, multislice, multislice-spot`
-- `kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue` `queues-clusterqueue-training-cluster-queue`: inputs: \
-`spec.resourceGroups[0].flavors (order)` `flex-v6e, multislice-spot, multislice` → \
-`flex-v6e, multislice, multislice-spot`
 - `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-multislice`: inputs: \
-`metadata.labels.tpu-stack/rung` `1` → `0`
+`metadata.labels.tpu-stack/ladder` `multislice` → `v5e-2x4`
 - `kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor` `queues-resourceflavor-multislice-spot`: inputs: \
-`metadata.labels.tpu-stack/rung` `0` → `1`
+`metadata.labels.tpu-stack/ladder` `multislice` → `v5e-2x4`
 
 **Policy findings** of this pull request: 0 mandatory, 5 advisory (0 new, 0 resolved)
 """
 
 
+def test_a_running_slice_deleted_by_a_new_name_is_called_out(dev: dict[str, Plans]) -> None:
+    """A stack deployed when a one-slice group's node pool was named `<name>`, upgraded without
+    legacyFirstSliceName: no capacity number changes, yet the running slice is deleted and created again as
+    `<name>-0`. The capacity section says so (a resize alone deletes only the slices it removes)."""
+    section = _section(dev["base"], dev["legacy"])
+    assert section.splitlines()[:7] == [
+        "### Stack `dev`: 1 to create, 0 to update, 0 to replace, 1 to delete",
+        "",
+        "**Capacity**",
+        "",
+        "| pool group | change |",
+        "|---|---|",
+        "| `flex-v6e` | **deletes running slice(s)** `flex-v6e` and creates `flex-v6e-0`: a node pool cannot be "
+        "renamed; a group deployed with one slice keeps its name with `legacyFirstSliceName: true` |",
+    ]
+    assert "deletes running slice" not in _section(dev["base"], dev["slice"])
+
+
 @pytest.mark.parametrize(
     ("head", "expected"),
-    [("slice", SLICE_ADDED), ("share", SHARE_CHANGED), ("pool", POOL_REPLACED), ("ladder", LADDER_REVERSED)],
-    ids=["slice-added", "share-changed", "pool-replaced", "ladder-reversed"],
+    [("slice", SLICE_ADDED), ("share", SHARE_CHANGED), ("pool", POOL_REPLACED), ("ladder", LADDER_RENAMED)],
+    ids=["slice-added", "share-changed", "pool-replaced", "ladder-renamed"],
 )
 def test_the_comment_on_each_kind_of_change(dev: dict[str, Plans], head: str, expected: str) -> None:
     assert _section(dev["base"], dev[head]) == expected
@@ -208,7 +229,9 @@ def test_a_renamed_cluster_replaces_every_kubernetes_object_it_held(dev: dict[st
     differs, which replaces them all (into the new cluster), listed as one line with counts by kind; the TPU pools
     are replaced for their `cluster`."""
     lines = _section(dev["base"], dev["cluster"]).splitlines()
-    assert lines[0] == "### Stack `dev`: 7 to create, 2 to update, 150 to replace, 7 to delete"
+    # 11 each: the cluster, its component, provider, node account and its 2 roles, system pool, and (issue 27) its
+    # subnetwork, router, NAT and webhook rule, all named after the cluster.
+    assert lines[0] == "### Stack `dev`: 11 to create, 2 to update, 150 to replace, 11 to delete"
     start = lines.index("**Replaced** (150): deleted and created again; what runs on them stops")
     moved = lines[start + 2]
     # 46 objects the program declares with the provider, 99 the charts render (Kueue 78, JobSet 21).
@@ -299,14 +322,17 @@ def test_a_protected_stack_refuses_a_pool_replacement(tmp_path_factory: pytest.T
     section = _section(base, head, "prod")
     assert (
         section.splitlines()[0]
-        == "### Stack `prod`: 0 to create, 0 to update, 0 to replace, 0 to delete, **3 refused**"
+        == "### Stack `prod`: 0 to create, 0 to update, 0 to replace, 0 to delete, **4 refused**"
     )
-    refused = section[section.index("**Refused** (3)") :].split("\n\n")[1].splitlines()
-    # Saxml's model servers select the pools' spot label: their JobSet is replaced too (replaceOnChanges).
+    refused = section[section.index("**Refused** (4)") :].split("\n\n")[1].splitlines()
+    # Saxml's model servers select the pools' spot label: their JobSets are replaced too (replaceOnChanges).
     selector = "spec.replicatedJobs[0].template.spec.template.spec.nodeSelector.cloud.google.com/gke-spot"
     assert refused == [
-        f"- `kubernetes:jobset.x-k8s.io/v1alpha2:JobSet` `saxml-model-servers`: replace (replaceOnChanges: {selector}) "
-        "of a protected resource: `pulumi state unprotect` first",
+        *(
+            f"- `kubernetes:jobset.x-k8s.io/v1alpha2:JobSet` `saxml-model-servers-{i}`: replace (replaceOnChanges: "
+            f"{selector}) of a protected resource: `pulumi state unprotect` first"
+            for i in (0, 1)
+        ),
         *(
             f"- `gcp:container/nodePool:NodePool` `serve-{i}`: replace (changes nodeConfig.spot) of a protected "
             "resource: `pulumi state unprotect` first"
@@ -455,7 +481,7 @@ def test_quota_rows_for_a_team_added_and_removed_and_a_pool_group_removed() -> N
     base = {"capacity": {"v5e": pool, "old": pool}, "queues": {"cohort": "c", "teams": {"a": team(8, None)},
             "cohortQuota": {}}}  # fmt: skip
     head = {"capacity": {"v5e": pool}, "queues": {"cohort": "c", "teams": {"b": team(4, 2)}, "cohortQuota": {"v5e": 4}}}
-    assert plandiff._capacity_lines(base, head)[4:7] == [
+    assert plandiff._capacity_lines(base, head, plandiff.StackDiff("s", None, None))[4:7] == [
         "| `old` | removed (was ct5lp-hightpu-4t 2x4, flex-start, 1 slice(s), 2 VM(s), 8 chips, z, for kueue) |",
         "",
         "In all: TPU chips 16 → 8, slices 2 → 1, VMs 4 → 2.",

@@ -14,9 +14,10 @@ from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 
 from offline import __main__ as cli
 from offline import policy_check
-from offline.engine import REPO, run_stack
+from offline.engine import run_stack
+from tests.fixtures import FIXTURE_STACKS, stack_path, stack_plan
 
-STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in REPO.glob("Pulumi.*.yaml"))
+STACKS = FIXTURE_STACKS
 TEAM_CONFIG: dict[str, Any] = json.loads(policy_check.TEAM_CONFIG.read_text())
 
 
@@ -25,7 +26,7 @@ def runs() -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Stack -> view -> the resources that view evaluates: a new stack's run (computed values unknown) and the
     deployed stack's run (values known)."""
     return {
-        stack: {"new": run_stack(stack, known_outputs=False).resources, "deployed": run_stack(stack).resources}
+        stack: {"new": stack_plan(stack, known_outputs=False).resources, "deployed": stack_plan(stack).resources}
         for stack in STACKS
     }
 
@@ -89,7 +90,7 @@ def test_the_chart_reaches_the_pack_without_props_in_both_views(
 
 def test_prod_protects_what_the_protection_policy_checks() -> None:
     """The protection policy must see prod's options; dropping `protect` is what it catches."""
-    plan = run_stack("prod")
+    plan = stack_plan("prod")
     unprotected = [{**r, "protect": False} for r in plan.resources]
     found = policy_check.evaluate(unprotected, stack="prod", config=TEAM_CONFIG)
     mandatory = [v for v in found if v["level"] == "mandatory"]
@@ -102,7 +103,7 @@ def test_prod_protects_what_the_protection_policy_checks() -> None:
 
 def external_service_stack(tmp_path: Path) -> Path:
     """prod with Saxml's Service external: valid config (source ranges set), not always valid policy."""
-    data: dict[str, Any] = yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())
+    data: dict[str, Any] = yaml.safe_load(stack_path("prod").read_text())
     data["config"]["tpu-stack:saxml"]["service"] = {"external": True, "sourceRanges": ["203.0.113.0/24"]}
     path = tmp_path / "Pulumi.prod.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -138,17 +139,18 @@ def test_a_bad_policy_config_is_exit_2_before_the_program_runs(
     policy_config = tmp_path / "policy-config.json"
     policy_config.write_text(json.dumps({"no-such-policy": "mandatory"}))
     out_dir = tmp_path / "out"
-    argv = ["preview", "--stack", "dev", "--out", str(out_dir), "--policy-config", str(policy_config)]
-    assert cli.main(argv) == 2
+    argv = ["preview", "--stack", "dev", "--config", str(stack_path("dev")), "--out", str(out_dir)]
+    assert cli.main([*argv, "--policy-config", str(policy_config)]) == 2
     assert "error: policy config: policy config names unknown policies: no-such-policy" in capsys.readouterr().err
     assert not out_dir.exists()
 
 
 def digest_violations(stack: str, config: dict[str, Any] | None) -> list[str]:
-    """Images the images-by-digest policy reports in the stack's deployed view."""
-    found = policy_check.evaluate(run_stack(stack).resources, stack=stack, config=config)
+    """Images the images-by-digest policy reports in the stack's deployed view (each once: prod runs the model
+    server's image in one JobSet per slice)."""
+    found = policy_check.evaluate(stack_plan(stack).resources, stack=stack, config=config)
     return sorted(
-        v["message"].split("image ")[1].split(" is not")[0] for v in found if v["policy"] == "images-by-digest"
+        {v["message"].split("image ")[1].split(" is not")[0] for v in found if v["policy"] == "images-by-digest"}
     )
 
 
@@ -170,7 +172,7 @@ def test_prod_runs_images_by_digest_or_by_a_reviewed_exception_that_is_still_use
 
 
 def test_a_digest_in_the_stack_config_ends_its_exception(tmp_path: Path) -> None:
-    data: dict[str, Any] = yaml.safe_load((REPO / "Pulumi.prod.yaml").read_text())
+    data: dict[str, Any] = yaml.safe_load(stack_path("prod").read_text())
     digest = "sha256:" + "0" * 64  # any well-formed digest: the policy checks the form, the registry the content
     data["config"]["tpu-stack:charts"] = {**data["config"].get("tpu-stack:charts", {}), "kueueImageDigest": digest}
     stack_file = tmp_path / "Pulumi.prod.yaml"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from offline import __main__ as cli
-from offline.engine import run_stack
+from tests.fixtures import stack_path, stack_plan
 
 PLAN_KEYS = {"project", "stack", "summary", "resources", "outputs", "violations"}
 RESOURCE_KEYS = {"urn", "type", "name", "parent", "dependencies", "custom", "remote", "protect", "ignoreChanges",
@@ -19,7 +19,9 @@ RESOURCE_KEYS = {"urn", "type", "name", "parent", "dependencies", "custom", "rem
 @pytest.fixture(scope="module")
 def dev_plan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     out = tmp_path_factory.mktemp("dev")
-    assert cli.main(["preview", "--stack", "dev", "--out", str(out), "--quiet"]) == 0
+    assert (
+        cli.main(["preview", "--stack", "dev", "--config", str(stack_path("dev")), "--out", str(out), "--quiet"]) == 0
+    )
     return json.loads((out / "plan.json").read_text())
 
 
@@ -28,7 +30,7 @@ def test_plan_json_has_every_registered_resource_in_the_contract_shape(dev_plan:
     assert (dev_plan["project"], dev_plan["stack"]) == ("tpu-stack", "dev")
     resources = dev_plan["resources"]
     assert isinstance(resources, list)
-    in_memory = run_stack("dev").resources
+    in_memory = stack_plan("dev").resources
     assert [r["urn"] for r in resources] == [r["urn"] for r in in_memory]
     urns = {r["urn"] for r in resources}
     by_urn = {r["urn"]: r for r in resources}
@@ -64,7 +66,7 @@ def test_inputs_use_camel_case_wire_names_and_integers(dev_plan: dict[str, objec
 def test_preview_prints_grouped_plan_totals_and_writes_artifacts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["preview", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    assert cli.main(["preview", "--stack", "dev", "--config", str(stack_path("dev")), "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "TpuSlicePools multislice" in out and "GkeCluster tpu-dev" in out
     assert "ct5lp-hightpu-4t 2x4 nodes=0..2 flex-start us-central1-a" in out

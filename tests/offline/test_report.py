@@ -15,9 +15,10 @@ from components import tpu_catalog
 from components.config import load
 from offline import __main__ as cli
 from offline import summary
-from offline.engine import REPO, Plan, _engine_config, read_stack_file
+from offline.engine import Plan, _engine_config
 from offline.policy_check import TEAM_CONFIG
 from tests.conftest import StackRunner
+from tests.fixtures import stack_data, stack_path
 
 Preview = tuple[list[str], dict[str, Any]]
 
@@ -32,26 +33,37 @@ def _preview(out: Path, *args: str) -> Preview:
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Preview:
-    return _preview(tmp_path_factory.mktemp("dev"), "--stack", "dev")
+    return _preview(tmp_path_factory.mktemp("dev"), "--stack", "dev", "--config", str(stack_path("dev")))
 
 
 @pytest.fixture(scope="module")
 def prod(tmp_path_factory: pytest.TempPathFactory) -> Preview:
-    return _preview(tmp_path_factory.mktemp("prod"), "--stack", "prod")
+    return _preview(tmp_path_factory.mktemp("prod"), "--stack", "prod", "--config", str(stack_path("prod")))
 
 
 # Dev (Pulumi.dev.yaml): the multislice ladder tries its one spot slice (rung 1/2, 2 VMs, 8 chips, research's share)
 # before the three flex-start slices (rung 2/2); it had three spot slices (24 chips), all the cohort's, tried second.
+# Flex-start groups scale from zero (0 chips at least, none billed idle); the spot slice's 2 VMs run, and bill, while
+# the pool exists (8 chips). 8 of multislice's 24 chips are no team's share: the one warning.
 DEV_FIRST_SCREEN = """\
 Previewing stack 'dev' of project 'tpu-stack' (offline, mock engine)
 
-Capacity: 3 TPU pool group(s), 5 slice(s), 9 VM(s), 36 chips
-  pool group       machine type      topology  provisioning  ladder          slices  VMs  chips  zone           used by
-  flex-v6e         ct6e-standard-4t  2x2       flex-start    -                    1    1      4  us-central1-b  kueue
-  multislice       ct5lp-hightpu-4t  2x4       flex-start    multislice 2/2       3    6     24  us-central1-a  kueue
-  multislice-spot  ct5lp-hightpu-4t  2x4       spot          multislice 1/2       1    2      8  us-central1-a  kueue
+Capacity: 3 TPU pool group(s), 5 slice(s), 9 VM(s), 8-36 chips, 8 billed while idle
+  pool group       TPU      provisioning  slices  chips  billed idle  zone           used by
+  flex-v6e         v6e 2x2  flex-start         1    0-4            0  us-central1-b  kueue
+  multislice       v5e 2x4  flex-start         3   0-24            0  us-central1-a  multislice 2/2
+  multislice-spot  v5e 2x4  spot               1    8-8            8  us-central1-a  multislice 1/2
+  chips: the fewest and the most on the group's nodes; billed idle: chips paid for while no workload
+  runs; <ladder> n/m: rung n of the m Kueue tries in order
+TPU quota the pools need at their largest (chips, per region and kind):
+  region       kind         TPU  chips
+  us-central1  preemptible  v6e      4
+  us-central1  preemptible  v5e     32
+Addresses (each range holds its cluster with every pool at its largest):
+  cluster  nodes         pods         services      max nodes  pod addresses needed
+  tpu-dev  10.48.0.0/20  10.0.0.0/14  10.32.0.0/20         12                  1056
 
-Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)
+Queues: 2 team(s), in cohort tpu-stack; quota and borrowing limit in chips of google.com/tpu
   team      local queue              cluster queue           flavor           quota  borrowing limit
   research  research/research-queue  research-cluster-queue  flex-v6e             4  unlimited
                                                              multislice-spot      8  unlimited
@@ -60,23 +72,37 @@ Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit 
                                                              multislice-spot      0  unlimited
                                                              multislice           8  8
   chips no team holds, which cohort tpu-stack lends to any team: multislice 8
+
+Warnings: 1, valid but rarely meant
+  tpu-stack:queues.teams: 8 chips of pool group multislice are no team's share: the cohort lends
+    them to whichever team asks first and no team can count on them; add them to a team's shares if
+    one needs them
 """
 
+# Prod: the reservation's 2 slices (32 chips) and Saxml's 2 on-demand slices (64) run and bill while idle; the queued
+# burst slice scales from zero: 96 to 112 chips, 96 of them billed idle.
 PROD_FIRST_SCREEN = "\n".join(
     [
         "Previewing stack 'prod' of project 'tpu-stack' (offline, mock engine)",
         "",
-        "Capacity: 3 TPU pool group(s), 5 slice(s), 28 VM(s), 112 chips",
-        "  pool group  machine type      topology  provisioning                      ladder     slices  VMs  "
-        "chips  zone           used by",
-        "  train       ct5lp-hightpu-4t  4x4       reservation (tpu-prod-v5e-train)  train 1/2       2    8  "
-        "   32  us-central1-a  kueue",
-        "  burst       ct5lp-hightpu-4t  4x4       queued                            train 2/2       1    4  "
-        "   16  us-central1-a  kueue",
-        "  serve       ct5lp-hightpu-4t  4x8       on-demand                         -               2   16  "
-        "   64  us-central1-a  saxml",
+        "Capacity: 3 TPU pool group(s), 5 slice(s), 28 VM(s), 96-112 chips, 96 billed while idle",
+        "  pool group  TPU      provisioning  slices  chips  billed idle  zone           used by",
+        "  train       v5e 4x4  reservation        2  32-32           32  us-central1-a  train 1/2",
+        "  burst       v5e 4x4  queued             1   0-16            0  us-central1-a  train 2/2",
+        "  serve       v5e 4x8  on-demand          2  64-64           64  us-central1-a  saxml",
+        "  chips: the fewest and the most on the group's nodes; billed idle: chips paid for while no workload",
+        "  runs; <ladder> n/m: rung n of the m Kueue tries in order",
+        "  train consumes reservation tpu-prod-v5e-train",
+        "TPU quota the pools need at their largest (chips, per region and kind):",
+        "  region       kind         TPU  chips",
+        "  us-central1  reserved     v5e     32",
+        "  us-central1  preemptible  v5e     16",
+        "  us-central1  on-demand    v5e     64",
+        "Addresses (each range holds its cluster with every pool at its largest):",
+        "  cluster   nodes         pods         services      max nodes  pod addresses needed",
+        "  tpu-prod  10.48.0.0/20  10.0.0.0/14  10.32.0.0/20         36                  2944",
         "",
-        "Queues: 2 team(s), ClusterQueues in cohort tpu-stack; quota and borrowing limit in chips (google.com/tpu)",
+        "Queues: 2 team(s), in cohort tpu-stack; quota and borrowing limit in chips of google.com/tpu",
         "  team      local queue              cluster queue           flavor  quota  borrowing limit",
         "  training  training/training-queue  training-cluster-queue  train      32  unlimited",
         "                                                             burst       0  unlimited",
@@ -93,7 +119,7 @@ def test_the_dev_preview_first_screen_shows_capacity_and_quotas(dev: Preview) ->
     screen = lines[:40]
     expected = DEV_FIRST_SCREEN.splitlines()
     assert screen[: len(expected)] == expected
-    assert screen[len(expected) :][:2] == ["", "GkeCluster tpu-dev"]  # then the resources, cluster first
+    assert screen[len(expected) :][:2] == ["", "ProjectServices apis"]  # then the resources, APIs and network first
 
 
 def test_the_prod_preview_first_screen_shows_reservations_saxml_capacity_and_borrowing(prod: Preview) -> None:
@@ -106,15 +132,17 @@ DEV_SUMMARY = {
     "capacity": {
         "flex-v6e": {"machineType": "ct6e-standard-4t", "topology": "2x2", "provisioning": "flex-start",
                      "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 1, "vms": 1, "chips": 4,
-                     "zone": "us-central1-b", "usedBy": "kueue", "ladder": None},
+                     "zone": "us-central1-b", "usedBy": "kueue", "ladder": None,
+                     "minChips": 0, "billedIdleChips": 0},
         "multislice": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "flex-start",
                        "reservation": None, "calendar": False, "slices": 3, "vmsPerSlice": 2, "vms": 6, "chips": 24,
                        "zone": "us-central1-a", "usedBy": "kueue",
-                       "ladder": {"name": "multislice", "rung": 2, "of": 2}},
+                       "ladder": {"name": "multislice", "rung": 2, "of": 2}, "minChips": 0, "billedIdleChips": 0},
         "multislice-spot": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "spot",
                             "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 2, "vms": 2,
                             "chips": 8, "zone": "us-central1-a", "usedBy": "kueue",
-                            "ladder": {"name": "multislice", "rung": 1, "of": 2}},
+                            "ladder": {"name": "multislice", "rung": 1, "of": 2}, "minChips": 8,
+                            "billedIdleChips": 8},
     },
     "queues": {
         "cohort": "tpu-stack",
@@ -132,6 +160,15 @@ DEV_SUMMARY = {
         },
         "cohortQuota": {"multislice": 8},
     },
+    # Flex-start and spot count against preemptible quota; at their largest every slice is up.
+    "quota": {"us-central1": {"preemptible": {"v6e": 4, "v5e": 32}}},
+    # 3 system nodes x 256 + 9 TPU VMs x 32 = 1,056 pod addresses, twice that in a /20; 12 nodes + 4 + 1 addresses.
+    "addresses": {"tpu-dev": {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
+                              "maxNodes": 12, "podAddressesNeeded": 1056, "nodeAddressesNeeded": 17}},
+    "warnings": [
+        "tpu-stack:queues.teams: 8 chips of pool group multislice are no team's share: the cohort lends them to "
+        "whichever team asks first and no team can count on them; add them to a team's shares if one needs them"
+    ],
 }  # fmt: skip
 
 PROD_SUMMARY = {
@@ -139,13 +176,15 @@ PROD_SUMMARY = {
         "train": {"machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": "reservation",
                   "reservation": "tpu-prod-v5e-train", "calendar": False, "slices": 2, "vmsPerSlice": 4, "vms": 8,
                   "chips": 32, "zone": "us-central1-a", "usedBy": "kueue",
-                  "ladder": {"name": "train", "rung": 1, "of": 2}},
+                  "ladder": {"name": "train", "rung": 1, "of": 2}, "minChips": 32, "billedIdleChips": 32},
         "burst": {"machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": "queued",
                   "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 4, "vms": 4, "chips": 16,
-                  "zone": "us-central1-a", "usedBy": "kueue", "ladder": {"name": "train", "rung": 2, "of": 2}},
+                  "zone": "us-central1-a", "usedBy": "kueue", "ladder": {"name": "train", "rung": 2, "of": 2},
+                  "minChips": 0, "billedIdleChips": 0},
         "serve": {"machineType": "ct5lp-hightpu-4t", "topology": "4x8", "provisioning": "on-demand",
                   "reservation": None, "calendar": False, "slices": 2, "vmsPerSlice": 8, "vms": 16, "chips": 64,
-                  "zone": "us-central1-a", "usedBy": "saxml", "ladder": None},
+                  "zone": "us-central1-a", "usedBy": "saxml", "ladder": None, "minChips": 64,
+                  "billedIdleChips": 64},
     },
     "queues": {
         "cohort": "tpu-stack",
@@ -161,6 +200,11 @@ PROD_SUMMARY = {
         },
         "cohortQuota": {},
     },
+    "quota": {"us-central1": {"reserved": {"v5e": 32}, "preemptible": {"v5e": 16}, "on-demand": {"v5e": 64}}},
+    # 8 x 256 + 28 x 32 = 2,944, twice that in a /19; 36 nodes + 4 + 1 + Saxml's internal load balancer = 42.
+    "addresses": {"tpu-prod": {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
+                               "maxNodes": 36, "podAddressesNeeded": 2944, "nodeAddressesNeeded": 42}},
+    "warnings": [],
 }  # fmt: skip
 
 
@@ -270,7 +314,7 @@ def test_queue_flavors_are_listed_in_the_order_kueue_tries_them() -> None:
     """dev with the spot rung listed first among the pool groups: the ClusterQueues list the multislice ladder's
     rungs together, first rung (spot) first, where the ladder's first-listed pool group stands (multislice-spot,
     then multislice, then flex-v6e), and so does the queue table."""
-    config = read_stack_file(REPO / "Pulumi.dev.yaml")
+    config = stack_data("dev")
     pools = config["tpu-stack:tpuPools"]
     config["tpu-stack:tpuPools"] = [pools[2], pools[0], pools[1]]  # multislice-spot, flex-v6e, multislice
     found = summary.from_config(load(_engine_config(config), stack="dev"))
@@ -287,7 +331,7 @@ def test_a_queue_in_no_cohort_shows_no_borrowing_limit() -> None:
                  "localQueue": "multislice-queue", "clusterQueue": "cluster-queue",
                  "flavors": {"v5e": {"nominalQuota": 16, "borrowingLimit": None}}}}}  # fmt: skip
     assert summary.render_queues({"queues": one_queue}) == [
-        "Queues: 1 team(s), one ClusterQueue, no cohort; quota and borrowing limit in chips (google.com/tpu)",
+        "Queues: 1 team(s), one ClusterQueue, no cohort; quota and borrowing limit in chips of google.com/tpu",
         "  team     local queue               cluster queue  flavor  quota  borrowing limit",
         "  default  default/multislice-queue  cluster-queue  v5e        16  -",
     ]
@@ -304,8 +348,10 @@ def test_a_plan_without_a_summary_gets_it_from_its_stack_config(dev: Preview) ->
 def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Preview) -> None:
     lines, plan = dev
     groups = [line for line in lines if line and not line.startswith(" ") and " " in line]
-    start = groups.index("GkeCluster tpu-dev")
-    assert groups[start : start + 17] == [
+    start = groups.index("ProjectServices apis")
+    assert groups[start : start + 19] == [
+        "ProjectServices apis",
+        "StackNetwork network",
         "GkeCluster tpu-dev",
         "TpuSlicePools flex-v6e",
         "TpuSlicePools multislice",
@@ -323,9 +369,10 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
         "WorkloadIdentity training-trainer",
         "Monitoring monitoring",
         # 1 spot slice pool and its flavor beyond the flex-start ones, and its TpuSlicePools component (dev had 3
-        # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first).
-        f"Resources: + {len(plan['resources'])} to create (160 cloud/cluster resources of which 99 rendered from "
-        "charts, 18 components)",
+        # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first); 13 more for
+        # an empty project: 8 APIs, the VPC, the subnetwork, router, NAT and webhook rule of private nodes.
+        f"Resources: + {len(plan['resources'])} to create: 173 in the cloud and cluster (99 rendered from charts), "
+        "20 components",
     ]
     text = "\n".join(lines)
     assert "      renders 21 objects: 5 ClusterRole, 3 ClusterRoleBinding, 2 Role, 2 RoleBinding, 2 Service, 1" in text
@@ -334,25 +381,33 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
 
 
 def test_verbose_lists_every_rendered_object(tmp_path: Path) -> None:
-    lines, plan = _preview(tmp_path, "--stack", "dev", "--verbose")
+    lines, plan = _preview(tmp_path, "--stack", "dev", "--config", str(stack_path("dev")), "--verbose")
     rendered = [r["name"] for r in plan["resources"] if r.get("rendered")]
     listed = [line.split()[2] for line in lines if line.startswith("  + ") and ":" in line.split()[2]]
     assert len(rendered) == 99 and sorted(listed) == sorted(rendered)
 
 
 def test_resource_columns_are_aligned(prod: Preview) -> None:
-    """Every resource row's name starts in the same column, whatever the length of its type token."""
+    """Within a component, every resource row's name starts in the same column, whatever the length of its type."""
     lines, plan = prod
-    rows = [line for line in lines if line.startswith("  + ")]
-    starts = {line.index(line.split()[2], len("  + ") + len(line.split()[1])) for line in rows}
-    assert len(rows) > 50 and len(starts) == 1
+    groups: list[list[str]] = []
+    for line in lines:
+        if line and not line.startswith(" "):
+            groups.append([])
+        elif line.startswith("  + ") and groups:
+            groups[-1].append(line)
+    rows = [row for group in groups for row in group]
+    assert len(rows) > 50
+    for group in groups:
+        starts = {row.index(row.split()[2], len("  + ") + len(row.split()[1])) for row in group}
+        assert len(starts) <= 1, group
     assert {line.split()[2] for line in rows} <= {r["name"] for r in plan["resources"]}
 
 
 def test_the_kubernetes_objects_name_appears_once_beside_its_pulumi_name(dev: Preview) -> None:
     lines, _plan = dev
     (row,) = [line for line in lines if "queues-namespace-research" in line]
-    assert row.split()[1:] == ["kubernetes:core/v1:Namespace", "queues-namespace-research", "research"]
+    assert row.split()[1:] == ["Namespace", "queues-namespace-research", "research"]
 
 
 def test_a_queued_pool_reads_as_queued_not_flex_start(prod: Preview) -> None:
@@ -370,3 +425,27 @@ def test_policy_findings_come_last(dev: Preview) -> None:
     ]
     assert order == sorted(order)
     assert lines[-1].startswith("Wrote ")
+
+
+def test_every_line_of_the_preview_fits_100_columns(dev: Preview, prod: Preview) -> None:
+    for lines, _plan in (dev, prod):
+        assert [line for line in lines if len(line) > 100] == []
+
+
+def test_an_advisory_that_repeats_per_pool_is_one_entry_naming_them(dev: Preview) -> None:
+    """dev's cluster has no maintenance window: the auto-upgrade advisory holds for each of its 5 TPU node pools, with
+    the same words; it reads once, naming the five."""
+    lines, _plan = dev
+    report = lines[next(i for i, line in enumerate(lines) if line.startswith("Policy report")) :]
+    assert report[:-1] == [
+        "Policy report (as the real engine runs the pack: a new stack's preview, the deployed stack at rest)",
+        "  note: in a new stack's preview, jobset-chart, kueue-chart cannot render before the cluster exists;",
+        "    see the README (first deployment)",
+        "  [advisory] tpu-node-auto-upgrade: 5 gcp:container/nodePool:NodePool (new stack, deployed stack at",
+        "      rest): flex-v6e, multislice-0, multislice-1, multislice-2, multislice-spot",
+        "      TPU pool may be upgraded, restarting its slices, at any time: give cluster 'tpu-dev' a",
+        "      maintenancePolicy (a window, and exclusions of scope NO_MINOR_OR_NODE_UPGRADES over training",
+        "      runs)",
+        "Policies: 0 mandatory, 5 advisory",
+    ]
+    assert report[-1].startswith("Wrote ")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from offline import urns
-from offline.engine import Plan, run_program, run_stack
+from offline.engine import Plan, run_program
+from tests.fixtures import stack_plan
 
 HEADER = """
 import pulumi
@@ -115,14 +116,17 @@ def test_update_writes_sorted_engine_urns_and_check_mode_fails_on_vanished(
     assert "gcp:storage/bucket:Bucket::gone" in capsys.readouterr().out
 
 
-def test_cluster_targets_are_the_cluster_components_resources_only() -> None:
+def test_cluster_targets_are_the_cluster_components_resources_and_what_they_need() -> None:
     """What a new stack creates first with `pulumi up --target ...`: the cluster, its system pool, the node
-    identity and the kubernetes provider; nothing in the cluster, no TPU pool, no chart."""
-    targets = urns.cluster_targets(run_stack("dev"))
+    identity and the kubernetes provider, and the APIs and VPC they depend on (the engine refuses a target that
+    depends on a skipped create); nothing in the cluster, no TPU pool, no chart."""
+    targets = urns.cluster_targets(stack_plan("dev", render_charts=False))
     prefix = "urn:pulumi:dev::tpu-stack::tpu-stack:index:GkeCluster$"
     assert f"{prefix}gcp:container/cluster:Cluster::tpu-dev" in targets
     assert f"{prefix}gcp:container/nodePool:NodePool::tpu-dev-system" in targets
     assert f"{prefix}gcp:serviceaccount/account:Account::tpu-dev-nodes" in targets
     assert f"{prefix}pulumi:providers:kubernetes::tpu-dev-k8s" in targets
-    assert all(urn.startswith(prefix) or urn.endswith("tpu-stack:index:GkeCluster::tpu-dev") for urn in targets)
+    needed = ("tpu-stack:index:GkeCluster::tpu-dev", "tpu-stack:index:ProjectServices", "tpu-stack:index:StackNetwork")
+    assert all(urn.startswith(prefix) or any(n in urn for n in needed) for urn in targets)
+    assert "urn:pulumi:dev::tpu-stack::tpu-stack:index:StackNetwork$gcp:compute/network:Network::network-vpc" in targets
     assert not any("NodePool::multislice" in urn or "helm.sh" in urn for urn in targets)

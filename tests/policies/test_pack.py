@@ -36,7 +36,21 @@ EXPECTED = {
     "pinned-charts-and-images": "mandatory",
     "images-by-digest": "mandatory",
     "protected-stack-resources": "mandatory",
+    "ironwood-workload-policy": "mandatory",
     "tpu-node-auto-upgrade": "advisory",
+    "cluster-placement": "mandatory",
+    "control-plane-not-public": "mandatory",
+    "project-apis-stay-on": "mandatory",
+    "kueue-topologies": "mandatory",
+    "no-legacy-metadata-endpoints": "mandatory",
+    "firewall-sources": "mandatory",
+    "no-host-network-servers": "mandatory",
+    "no-literal-secrets": "mandatory",
+    "network-policy-sources": "mandatory",
+    "rbac-least-privilege": "mandatory",
+    "multikueue-credentials": "mandatory",
+    "alert-policies": "mandatory",
+    "kueue-ladder-cost-order": "mandatory",
     "required-labels": "advisory",
 }
 
@@ -143,9 +157,14 @@ def test_rules_only_assembles_the_policies_from_their_domain_modules() -> None:
     assert sorted(ast.unparse(target) for target in assigned) == ["ADVISORY", "MANDATORY", "POLICIES"]
     imported = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
     assert {m for m in imported if m and m.startswith("guardrails")} == {
+        "guardrails.access",
+        "guardrails.cluster",
         "guardrails.gke",
         "guardrails.iam_storage",
         "guardrails.kubernetes",
         "guardrails.kueue",
+        "guardrails.monitoring",
         "guardrails.props",
+        "guardrails.workloads",
+        "guardrails.workload_policy",
     }

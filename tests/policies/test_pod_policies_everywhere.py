@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from policies.guardrails.workloads import SERVER_KINDS
 from tests.policies.test_rules import check, res
 
 IMAGE = "registry.example/app:1.0"
@@ -147,24 +148,46 @@ def test_added_capabilities_are_found_wherever_they_are(rules: ModuleType, kind:
     ]
 
 
+SERVERS = [kind for kind in KINDS if kind.split("/")[0] in SERVER_KINDS]
+"""Kinds that keep pods serving (policies/guardrails/workloads.py): never on the host network, TPU pods included."""
+BATCH = [kind for kind in KINDS if kind not in SERVERS]
+
+
+def server_host_network(kind: str) -> tuple[str, str]:
+    return (
+        "no-host-network-servers",
+        f"a pod template of this {kind.split('/')[0]} sets hostNetwork: its pods serve clients and must stay off the "
+        "host network (it bypasses Workload Identity and the serving NetworkPolicies); remove hostNetwork",
+    )
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_host_network_without_tpus_is_found_in_every_kind(rules: ModuleType, kind: str) -> None:
     pod = pod_with("initContainers", {}, hostNetwork=True)
+    served = [server_host_network(kind)] if kind in SERVERS else []
     assert findings(rules, workload(kind, pod)) == [
         (
             "no-host-namespaces",
             "pod on the host network requests no google.com/tpu: remove hostNetwork (it also "
             "bypasses Workload Identity and NetworkPolicies)",
-        )
+        ),
+        *served,
     ]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", BATCH)
 @pytest.mark.parametrize("part", ["requests", "limits"])
 def test_a_tpu_pod_may_use_the_host_network(rules: ModuleType, kind: str, part: str) -> None:
-    """Multislice DCN traffic: the one exception, whether the chips are requested or only limited."""
+    """Multislice DCN traffic: the one exception, whether the chips are requested or only limited, for batch pods."""
     pod = pod_with("containers", {"resources": {part: {"google.com/tpu": 4}}}, hostNetwork=True)
     assert findings(rules, workload(kind, pod)) == []
+
+
+@pytest.mark.parametrize("kind", SERVERS)
+def test_a_serving_tpu_pod_may_not_use_the_host_network(rules: ModuleType, kind: str) -> None:
+    """vLLM's Deployments and LeaderWorkerSets (leader or workers) serve clients: the TPU exception is not theirs."""
+    pod = pod_with("containers", {"resources": TPU}, hostNetwork=True)
+    assert findings(rules, workload(kind, pod)) == [server_host_network(kind)]
 
 
 @pytest.mark.parametrize("amount", [0, "0", None])

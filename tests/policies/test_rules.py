@@ -82,6 +82,7 @@ def baseline() -> list[dict[str, Any]]:
                 "workloadIdentityConfig": {"workloadPool": "proj.svc.id.goog"},
                 "nodeConfig": {"serviceAccount": SA, "workloadMetadataConfig": {"mode": "GKE_METADATA"}},
                 "datapathProvider": "ADVANCED_DATAPATH",
+                "controlPlaneEndpointsConfig": {"ipEndpointsConfig": {"enabled": False}},
             },
         ),
         pool("system", "e2-standard-4", initialNodeCount=1, management={"autoUpgrade": True}),
@@ -379,6 +380,7 @@ def test_autopilot_clusters_always_run_workload_identity(rules: ModuleType) -> N
             "enableAutopilot": True,
             "resourceLabels": LABELS,
             "clusterAutoscaling": {"autoProvisioningDefaults": {"serviceAccount": SA}},
+            "controlPlaneEndpointsConfig": {"ipEndpointsConfig": {"enabled": False}},
         },
     )
     assert check(rules, [autopilot]) == []
@@ -498,7 +500,10 @@ def test_allowed_source_ranges_come_from_policy_config(rules: ModuleType) -> Non
 def test_no_privileged_container_even_in_tpu_pods(rules: ModuleType) -> None:
     resources = changed(
         "http",
-        ("spec.template.spec.containers", [{"name": "http", "image": "x:1", "securityContext": {"privileged": True}}]),
+        (
+            "spec.template.spec.containers",
+            [{"name": "http", "image": "x:1.0", "securityContext": {"privileged": True}}],
+        ),
     )
     found = only(check(rules, resources), "no-privileged-containers")
     assert found[0]["message"] == (
@@ -512,11 +517,12 @@ def test_no_privileged_container_even_in_tpu_pods(rules: ModuleType) -> None:
 
 
 def test_host_namespaces_and_added_capabilities(rules: ModuleType) -> None:
-    found = only(check(rules, changed("http", ("spec.template.spec.hostNetwork", True))), "no-host-namespaces")
+    found = check(rules, changed("http", ("spec.template.spec.hostNetwork", True)))
+    assert [v["policy"] for v in found] == ["no-host-namespaces", "no-host-network-servers"]  # a Deployment serves
     assert found[0]["message"].startswith("pod on the host network requests no google.com/tpu: remove hostNetwork")
     found = only(check(rules, changed("http", ("spec.template.spec.hostPID", True))), "no-host-namespaces")
     assert found[0]["message"] == "pod sets hostPID: remove it, no workload of the stack needs the node's PID"
-    container = {"name": "http", "image": "x:1", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}
+    container = {"name": "http", "image": "x:1.0", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}
     found = only(check(rules, changed("http", ("spec.template.spec.containers", [container]))), "no-host-namespaces")
     assert found[0]["message"] == "container http adds capabilities NET_ADMIN: drop ALL and add none"
     resources = changed("servers")
@@ -559,6 +565,7 @@ def test_dataplane_v2_and_in_prod_private_nodes_without_ip_endpoint(rules: Modul
     assert found[0]["message"].startswith("set datapathProvider ADVANCED_DATAPATH")
     prod = [r for r in baseline() if r["name"] == "tpu-dev"]
     prod = [{**r, "urn": r["urn"].replace("urn:pulumi:dev", "urn:pulumi:prod")} for r in prod]
+    del prod[0]["inputs"]["controlPlaneEndpointsConfig"]  # GKE's default: the IP endpoint on
     messages = [v["message"] for v in check(rules, prod, stack="prod") if v["policy"] == "cluster-network"]
     assert [m.split(":")[0] for m in messages] == [
         "set privateClusterConfig.enablePrivateNodes true",
@@ -1267,3 +1274,31 @@ def test_the_config_refuses_the_node_account_roles_the_pack_refuses(rules: Modul
         f"tpu-stack:cluster.nodeServiceAccountRoles[0]: {message} (node account roles are granted on the whole project)"
         for message in pack
     ]
+
+
+# --- kueue-topologies ------------------------------------------------------------------------------------
+
+
+def topology(name: str, labels: list[str]) -> dict[str, Any]:
+    levels = [{"nodeLabel": label} for label in labels]
+    return res("kubernetes:kueue.x-k8s.io/v1beta2:Topology", f"topology-{name}", {"metadata": {"name": name},
+               "spec": {"levels": levels}})  # fmt: skip
+
+
+def test_placed_flavors_name_a_declared_topology_with_the_node_last(rules: ModuleType) -> None:
+    """Kueue v0.19.2: a ClusterQueue with a TAS flavor whose Topology is missing is inactive (TopologyNotFound); the
+    Topology CRD takes kubernetes.io/hostname only as the lowest level."""
+    placed = flavor("placed", V5E_4X4)
+    placed["inputs"]["spec"]["topologyName"] = "tpu-blocks"
+    orphan = flavor("orphan", V5E_4X4)
+    orphan["inputs"]["spec"]["topologyName"] = "gone"
+    good = topology("tpu-blocks", ["cloud.google.com/gce-topology-block", "kubernetes.io/hostname"])
+    upside = topology("upside-down", ["kubernetes.io/hostname", "cloud.google.com/gke-nodepool"])
+    without = topology("pools-only", ["cloud.google.com/gke-nodepool"])
+    found = only(check(rules, [*baseline(), placed, orphan, good, upside, without]), "kueue-topologies")
+    assert [(v["urn"].rsplit("::", 1)[1], v["message"]) for v in found] == [
+        ("topology-upside-down", "Topology 'upside-down' has levels ['kubernetes.io/hostname', "
+         "'cloud.google.com/gke-nodepool']; kubernetes.io/hostname may only be the last (lowest) level"),
+        ("flavor-orphan", "ResourceFlavor 'orphan' names Topology 'gone', which the stack does not declare "
+         "(pools-only, tpu-blocks, upside-down): its ClusterQueues would go inactive"),
+    ]  # fmt: skip

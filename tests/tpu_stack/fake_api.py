@@ -1,8 +1,11 @@
 """A local HTTP server on 127.0.0.1 that speaks the part of the Kubernetes API `tpu-stack` calls.
 
 Objects live at their API paths (`/apis/kueue.x-k8s.io/v1beta2/namespaces/research/workloads/<name>`); a GET of
-the collection lists them (with `labelSelector` of `key=value` terms), POST creates one (409 when it exists,
-`uid` and `creationTimestamp` filled in), DELETE removes one, GET `.../pods/<name>/log` returns its text.
+the collection lists them (with `labelSelector` of `key=value` terms and `fieldSelector` on metadata.name and
+metadata.namespace, as the API server serves for every kind; without the namespace, across all namespaces),
+`PAGE` at most per response with `limit`, the rest behind `metadata.continue` as the API server pages a list; POST
+creates one (409 when it exists, `uid` and `creationTimestamp` filled in), DELETE removes one, GET
+`.../pods/<name>/log` returns its text.
 Requests need the bearer token, answer 401 without it and 403 on the paths marked forbidden, with the
 `Status` objects the API server sends, and 404 on the paths marked absent (an API the cluster does not serve). The
 server stops when the test ends, and by itself after `lifetime`
@@ -11,6 +14,7 @@ seconds whatever happens.
 
 from __future__ import annotations
 
+import bisect
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -19,6 +23,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
+
+from tpu_stack import kube
 
 Obj = dict[str, Any]
 TOKEN = "test-token"
@@ -49,6 +55,37 @@ class FakeApi:
 
     def put(self, path: str, obj: Obj) -> None:
         self.objects[f"{path}/{obj['metadata']['name']}"] = obj
+        self._index = None
+
+    def add(self, obj: Obj) -> None:
+        """Put an object at the path its apiVersion, kind, namespace and name give it."""
+        self.objects[kube.object_path(obj)] = obj
+        self._index = None
+
+    _index: dict[tuple[str, str], list[tuple[str, str]]] | None = None
+    """(API root, plural) -> sorted (path, namespace) of the objects, built on the first list after a change."""
+
+    def _collection(self, resource: str) -> list[Obj]:
+        """The objects of a collection path: one namespace's, every namespace's, or a cluster-scoped kind's."""
+        root, namespace, plural, _ = kube._split(resource)
+        if self._index is None:
+            index: dict[tuple[str, str], list[tuple[str, str]]] = {}
+            for where in sorted(self.objects):
+                their_root, their_namespace, their_plural, name = kube._split(where)
+                if name is not None:
+                    index.setdefault((their_root, their_plural), []).append((where, their_namespace or ""))
+            self._index = index
+        entries = self._index.get((root, plural), [])
+        if namespace is not None:
+            prefix = f"{resource}/"
+            start = bisect.bisect_left(entries, (prefix, ""))
+            found = []
+            for where, _ in entries[start:]:
+                if not where.startswith(prefix):
+                    break
+                found.append(self.objects[where])
+            return found
+        return [self.objects[where] for where, _ in entries]
 
     @property
     def server(self) -> str:
@@ -85,6 +122,7 @@ class FakeApi:
             if request.method == "POST":
                 return self._create(request)
             if request.method == "DELETE":
+                self._index = None
                 if self.objects.pop(request.path, None) is None:
                     return _status(404, "NotFound", f"{request.path} not found")
                 return 200, json.dumps({"kind": "Status", "status": "Success"}).encode(), "application/json"
@@ -93,14 +131,26 @@ class FakeApi:
     def _get(self, request: Request) -> tuple[int, bytes, str]:
         if request.path in self.objects:
             return 200, json.dumps(self.objects[request.path]).encode(), "application/json"
-        items = [obj for path, obj in sorted(self.objects.items()) if _listed(path.rsplit("/", 1)[0], request.path)]
-        if not items and request.path.rsplit("/", 1)[-1] not in COLLECTIONS:
-            return _status(404, "NotFound", f"{request.path.rsplit('/', 1)[-1]} not found")
+        plural = request.path.rsplit("/", 1)[-1]
+        if plural not in COLLECTIONS:
+            return _status(404, "NotFound", f"{plural} not found")
+        items = self._collection(request.path)
         selector = request.query.get("labelSelector", [""])[0]
         for term in filter(None, selector.split(",")):
             key, _, value = term.partition("=")
             items = [obj for obj in items if (obj["metadata"].get("labels") or {}).get(key) == value]
-        return 200, json.dumps({"kind": "List", "items": items}).encode(), "application/json"
+        fields = request.query.get("fieldSelector", [""])[0]
+        for term in filter(None, fields.split(",")):
+            key, _, value = term.partition("=")
+            if key not in ("metadata.name", "metadata.namespace"):
+                return _status(400, "BadRequest", f'"{key}" is not a known field selector')
+            items = [obj for obj in items if obj["metadata"].get(key.split(".")[1]) == value]
+        start = int(request.query.get("continue", ["0"])[0] or 0)
+        limit = int(request.query.get("limit", ["0"])[0] or 0)
+        end = start + limit if limit else len(items)
+        metadata = {"continue": str(end)} if end < len(items) else {}
+        page = {"kind": "List", "metadata": metadata, "items": items[start:end]}
+        return 200, json.dumps(page).encode(), "application/json"
 
     def _create(self, request: Request) -> tuple[int, bytes, str]:
         obj = json.loads(json.dumps(request.body))
@@ -119,6 +169,8 @@ COLLECTIONS = (
     "events",
     "provisioningrequests",
     "clusterqueues",
+    "localqueues",
+    "admissionchecks",
     "jobs",
     "jobsets",
     "services",
@@ -126,9 +178,7 @@ COLLECTIONS = (
     "namespaces",
     "priorityclasses",
     "resourceflavors",
-    "localqueues",
     "cohorts",
-    "admissionchecks",
     "provisioningrequestconfigs",
     "customresourcedefinitions",
     "clusterroles",
@@ -143,15 +193,6 @@ COLLECTIONS = (
     "rolebindings",
 )
 """Collections the API serves (an empty list when empty); any other unknown path is a 404."""
-
-
-def _listed(collection: str, requested: str) -> bool:
-    """Whether an object of `collection` is in a list of `requested`: its own collection, or the same kind across all
-    namespaces (`/apis/<group>/<version>/<plural>` lists `/apis/<group>/<version>/namespaces/*/<plural>`)."""
-    if collection == requested:
-        return True
-    root, found, rest = collection.partition("/namespaces/")
-    return bool(found) and "/" in rest and f"{root}/{rest.split('/', 1)[1]}" == requested
 
 
 def _status(code: int, reason: str, message: str) -> tuple[int, bytes, str]:

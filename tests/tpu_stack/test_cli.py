@@ -18,9 +18,10 @@ import yaml
 from components.config.stack import StackConfig
 from components.kueue_queues import kueue_objects
 from components.workloads import workloads
-from offline import commands, validate
-from offline.engine import run_program, run_stack
+from offline import validate
+from offline.engine import run_program
 from tests.conftest import BASE
+from tests.fixtures import stack_config, stack_plan
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
@@ -39,7 +40,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files = {}
     for stack in ("dev", "prod"):
         files[stack] = folder / f"{stack}.json"
-        files[stack].write_text(json.dumps(run_stack(stack).outputs))
+        files[stack].write_text(json.dumps(stack_plan(stack, render_charts=False).outputs))
     return files
 
 
@@ -76,7 +77,7 @@ def run(*argv: str | Path) -> tuple[int, str, str]:
 def test_stack_config_output_is_the_config_the_stack_was_deployed_with(outputs: dict[str, Path], stack: str) -> None:
     """`submit` rebuilds the config model from output stackConfig: it must equal what the program loaded."""
     exported = json.loads(outputs[stack].read_text())["stackConfig"]
-    assert StackConfig.model_validate(exported) == commands.stack_config(stack, None)
+    assert StackConfig.model_validate(exported) == stack_config(stack)
 
 
 def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,6 +89,10 @@ def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureF
         assert f"    {command} " in text
     assert "  5  submit --wait: not running before --timeout" in text
     assert "  3  no such workload (logs: or no pod of it yet)" in text
+    assert "  6  why: the workload waits, and runs without being submitted again" in text
+    assert (
+        "  7  why (and submit --wait): stopped for good: failed, deactivated, or it can never run as submitted" in text
+    )
 
 
 # ---- submit --------------------------------------------------------------------------------------------------
@@ -97,7 +102,7 @@ def test_help_names_the_five_commands_and_the_exit_codes(capsys: pytest.CaptureF
 def test_dry_run_prints_what_make_workloads_generates(outputs: dict[str, Path], stack: str) -> None:
     """With the generated image and command, every generated workload comes out of submit unchanged, and is
     valid against the vendored JobSet CRD and the Kubernetes schemas (offline/validate.py)."""
-    config = commands.stack_config(stack, None)
+    config = stack_config(stack)
     teams = {ref["namespace"]: team for team, ref in json.loads(outputs[stack].read_text())["queues"].items()}
     for generated in workloads(config):
         main = next(obj for obj in generated.objects if obj["kind"] in ("Job", "JobSet"))
@@ -272,7 +277,20 @@ def test_queued_groups_take_one_slice_per_workload(outputs: dict[str, Path]) -> 
     )
     assert (code, err) == (
         2,
-        "error: --pool serve: Saxml's model servers hold this pool group; it is not Kueue capacity\n",
+        "error: --pool serve: pool group serve serves Saxml, whose model servers hold all its slices; it is not Kueue "
+        "capacity: submit to another pool group (this stack's: train (ladder: train, burst))\n",
+    )
+
+
+def test_a_vllm_servers_pool_group_is_named_as_one(tmp_path: Path) -> None:
+    """The llm stack's pool groups both serve vLLM servers (Pulumi.llm.yaml): none is Kueue capacity."""
+    path = tmp_path / "llm.json"
+    path.write_text(json.dumps(stack_plan("llm").outputs))
+    code, _, err = run("--outputs", path, "submit", "x", "--pool", "llm-v6e", "--image", IMAGE)
+    assert (code, err) == (
+        2,
+        "error: --pool llm-v6e: pool group llm-v6e serves the vLLM server 'llama-31-70b', whose replicas hold its "
+        "slices; it is not Kueue capacity, and this stack has none\n",
     )
 
 
@@ -327,22 +345,34 @@ def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
     assert api.objects[JOBSETS.format(ns="training") + "/train-2"]["spec"]["replicatedJobs"][0]["replicas"] == 2
 
 
-def test_a_multi_host_job_gets_its_service_owned_by_the_job(
+def test_one_multi_host_slice_is_a_jobset_that_brings_its_own_service(
     outputs: dict[str, Path], api: FakeApi, tmp_path: Path
 ) -> None:
+    """One object, whatever cluster runs it: JobSet's controller there makes the headless Service (a Service created
+    beside a Job stays on a MultiKueue manager, which copies only the Job to the worker)."""
     code, _, _ = run(
         "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "one", "--team",
         "research", "--pool", "multislice", "--image", IMAGE,
     )  # fmt: skip
     assert code == 0
     posts = [r for r in api.requests if r.method == "POST"]
-    assert [r.path for r in posts] == [JOBS.format(ns="research"), "/api/v1/namespaces/research/services"]
-    service = posts[1].body
-    assert service is not None
-    assert service["metadata"]["ownerReferences"] == [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": "one", "uid": "uid-one"}
-    ]
-    assert service["spec"] == {"clusterIP": "None", "selector": {"job-name": "one"}}
+    assert [r.path for r in posts] == [JOBSETS.format(ns="research")]
+    assert posts[0].body is not None and posts[0].body["spec"]["replicatedJobs"][0]["replicas"] == 1
+
+
+def test_several_single_host_slices_are_refused_as_multislice(outputs: dict[str, Path]) -> None:
+    """GKE's Multislice supports multi-host slice node pools only (cloud.google.com/kubernetes-engine/docs/how-to/
+    tpu-multislice): two single-host slices in one JobSet were two unrelated one-VM jobs."""
+    code, out, err = run(
+        "--outputs", outputs["dev"], "submit", "two", "--team", "research", "--pool", "flex-v6e", "--slices", "2",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    assert (code, out, err) == (
+        2,
+        "",
+        "error: --slices 2: 2x2 slices of ct6e-standard-4t are single-host, and GKE's Multislice joins multi-host "
+        "slices only; submit one workload per slice, or use a multi-host pool group\n",
+    )
 
 
 def test_a_name_already_taken_is_refused_with_what_to_do(
@@ -499,7 +529,7 @@ def test_wait_reports_each_change_until_the_workload_runs(
     progress = [line.split("] ", 1)[1] for line in out.splitlines() if line.startswith("[")]
     assert progress == [
         "Created: waiting for Kueue to create its Workload.",
-        "Pending: held by its borrowing limit. It needs 16 TPU chips of flavor multislice; "
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: held by its borrowing limit: "
         "training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it borrows 0 "
         "now), so it can take only 8 more while the cohort has 16 idle.",
         "Running: admitted 0s ago by training-cluster-queue on flavor multislice (16 TPU chips); 4 of 4 pods "
@@ -564,12 +594,14 @@ def test_why_reads_the_cluster_and_names_the_config_key(outputs: dict[str, Path]
         _train_workload(k.pending_conditions(message, k.ago()), admitted=False),
     )
     code, out, err = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
-    assert (code, err) == (0, "")
+    assert (code, err) == (6, "")
     assert out == (
-        "Pending: held by its borrowing limit. It needs 16 TPU chips of flavor multislice; training-cluster-queue "
-        "holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it borrows 0 now), so it can take "
-        "only 8 more while the cohort has 16 idle. It starts when training-cluster-queue's own workloads free 8 TPU "
-        "chips, or when the platform team raises tpu-stack:queues.teams[1].borrowingLimit.multislice to 16 or more.\n"
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: held by its borrowing limit: "
+        "training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it "
+        "borrows 0 now), so it can take only 8 more while the cohort has 16 idle. It starts when "
+        "training-cluster-queue's own workloads free 8 more TPU chips. The platform team can raise "
+        "tpu-stack:queues.teams[1].borrowingLimit.multislice to 16 or more."
+        "\n"
     )
 
 
@@ -588,7 +620,13 @@ def test_why_falls_back_to_kueues_words_when_queues_are_out_of_reach(
         _train_workload(k.pending_conditions(message, k.ago()), admitted=False),
     )
     code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
-    assert (code, out) == (0, f"Pending: Kueue says: {message}\n")
+    assert (code, out) == (
+        6,
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: Kueue counts 8 more TPU chips "
+        "needed. The ClusterQueues could not be read (403), so these are Kueue's own numbers; Kueue's "
+        "kueue-clusterqueue-viewer-role and kueue-cohort-viewer-role, bound cluster-wide, give `why` the "
+        "queues' numbers. It starts when quota frees up. Nothing needs changing.\n",
+    )
 
 
 def test_why_with_the_cohort_out_of_reach_does_not_count_it_as_empty(
@@ -608,11 +646,12 @@ def test_why_with_the_cohort_out_of_reach_does_not_count_it_as_empty(
     )
     code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
     assert (code, out) == (
-        0,
-        f"Pending: Kueue says: {message}. training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 "
-        "from cohort tpu-stack (it borrows 0 now); Cohort tpu-stack could not be read, so what the cohort lends now "
-        "is not known. Read access to ClusterQueues and Cohorts (Kueue's kueue-clusterqueue-viewer-role and "
-        "kueue-cohort-viewer-role, bound cluster-wide) lets `tpu-stack why` give the cohort's numbers.\n",
+        6,
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: Kueue counts 8 more TPU chips "
+        "needed; training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 from cohort "
+        "tpu-stack (it borrows 0 now). The Cohort could not be read (403), so these are Kueue's own numbers; "
+        "Kueue's kueue-clusterqueue-viewer-role and kueue-cohort-viewer-role, bound cluster-wide, give `why` "
+        "the queues' numbers. It starts when quota frees up. Nothing needs changing.\n",
     )
 
 
@@ -648,7 +687,7 @@ def test_why_names_the_workloads_kueue_preempts_from_its_events(
     api.put(events, unrelated)
     code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "explore-1")
     assert (code, out) == (
-        0,
+        6,
         "Pending: Kueue is preempting 1 workload to make room for it: training/jobset-train-2-3f2a1 of "
         "training-cluster-queue (priority 100, the same as this one). It needs 8 TPU chips of flavor multislice; "
         "research-cluster-queue holds 0 of its nominal 8: the chips it lacks are its own nominal quota, lent to other "
@@ -659,8 +698,11 @@ def test_why_names_the_workloads_kueue_preempts_from_its_events(
 
 def _only_research_readable(api: FakeApi) -> None:
     """A research team member: Kueue's batch-user and Kubernetes' roles in namespace research only, nothing
-    cluster-scoped."""
+    cluster-scoped (so no list of all namespaces' Workloads either)."""
     for prefix in (
+        f"{KUEUE}/workloads",
+        "/apis/batch/v1/jobs",
+        "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
         f"{KUEUE}/namespaces/training",
         "/api/v1/namespaces/training",
         "/apis/batch/v1/namespaces/training",
@@ -780,21 +822,19 @@ def test_logs_reads_the_workload_container_when_another_comes_first(
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_generated_workloads_run_the_container_logs_reads(stack: str) -> None:
-    for generated in workloads(commands.stack_config(stack, None)):
+    for generated in workloads(stack_config(stack)):
         main = next(obj for obj in generated.objects if obj["kind"] in ("Job", "JobSet"))
         template = main["spec"]["template"] if main["kind"] == "Job" else main["spec"]["replicatedJobs"][0]["template"]
         pod = template["spec"] if main["kind"] == "Job" else template["spec"]["template"]["spec"]
         assert [c["name"] for c in pod["containers"]] == [kueue.WORKLOAD_CONTAINER], generated.name
 
 
-def test_the_stacks_provisioning_configs_keep_kueues_retry_defaults() -> None:
-    """`why` counts queued-provisioning attempts out of 1 + 3: Kueue's default backoffLimitCount applies because the
-    stack's ProvisioningRequestConfigs set no retryStrategy (provisioningrequestconfig_types.go)."""
-    configs = [
-        o for o in kueue_objects(commands.stack_config("prod", None)) if o["kind"] == "ProvisioningRequestConfig"
-    ]
+def test_the_stacks_provisioning_configs_retry_as_often_as_why_counts() -> None:
+    """`why` counts queued-provisioning attempts out of 1 + 3: the stack's ProvisioningRequestConfigs write that
+    retry limit (Kueue's default, provisioningrequestconfig_types.go) down (components/config/controllers.py)."""
+    configs = [o for o in kueue_objects(stack_config("prod")) if o["kind"] == "ProvisioningRequestConfig"]
     assert configs
-    assert [sorted(o["spec"]) for o in configs] == [["managedResources", "provisioningClassName"]] * len(configs)
+    assert [o["spec"]["retryStrategy"]["backoffLimitCount"] for o in configs] == [3] * len(configs)
     assert kueue.PROVISIONING_RETRIES == 3
 
 
@@ -896,3 +936,167 @@ def test_no_pulumi_on_path_says_how_to_pass_saved_outputs(monkeypatch: pytest.Mo
         "error: no `pulumi` on PATH to read the stack's outputs; install the Pulumi CLI, or pass --outputs FILE "
         "(saved with `pulumi stack output --json --show-secrets > FILE`)\n",
     )
+
+
+def test_a_multikueue_manager_gets_one_object_per_workload(tmp_path: Path) -> None:
+    """Submitted to the manager, a multi-host slice of a worker's queued pool group is one JobSet (MultiKueue copies
+    that object alone to the worker; JobSet makes the headless Service there) and a single-host slice one Job."""
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(stack_plan("multiregion").outputs))
+    for pool, kind in (("east-queued-v6e", "JobSet"), ("east-flex-v6e", "Job")):
+        code, out, err = run(
+            "--outputs", path, "submit", "one", "--team", "research", "--pool", pool, "--image", IMAGE, "--dry-run"
+        )
+        assert (code, err) == (0, ""), pool
+        assert [obj["kind"] for obj in yaml.safe_load_all(out)] == [kind], pool
+
+
+def test_a_single_host_slice_as_a_jobset_when_asked(outputs: dict[str, Path]) -> None:
+    """`--jobset` on a single-host group: a JobSet of one slice, one pod (no multislice)."""
+    code, out, err = run(
+        "--outputs", outputs["dev"], "submit", "one", "--team", "research", "--pool", "flex-v6e", "--jobset",
+        "--image", IMAGE, "--dry-run",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    (jobset,) = yaml.safe_load_all(out)
+    (job,) = jobset["spec"]["replicatedJobs"]
+    assert (jobset["kind"], job["replicas"], job["template"]["spec"]["parallelism"]) == ("JobSet", 1, 1)
+    assert validate.validate_all([jobset]) == []
+
+
+# ---- big clusters, recorded states, exit codes for scripts ------------------------------------------------------
+
+
+def test_lists_are_read_a_page_at_a_time(outputs: dict[str, Path], api: FakeApi, tmp_path: Path) -> None:
+    """1,200 Workloads in one namespace: `list` asks for 500 at a time and follows `continue` (the API server's
+    chunking, as kubectl pages), one request per page, none per workload; admitted ones with Kueue's PodsReady need
+    no pod list."""
+    for index in range(1200):
+        workload = _train_workload(k.admitted_conditions("training-cluster-queue", k.ago(minutes=5)), admitted=True)
+        workload["metadata"]["name"] = f"jobset-train-{index:04d}-3f2a1"
+        workload["metadata"]["ownerReferences"][0]["name"] = f"train-{index:04d}"
+        workload["status"]["conditions"].append(k.condition("PodsReady", "True", "Started", "", k.ago(minutes=1)))
+        api.add(workload)
+    code, out, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "list")
+    assert code == 0
+    assert len(out.splitlines()) == 1 + 1200
+    assert all(line.endswith("Running") for line in out.splitlines()[1:])
+    pages = [(r.path, r.query.get("limit"), r.query.get("continue")) for r in api.requests]
+    assert pages == [
+        (f"{KUEUE}/workloads", ["500"], None),
+        (f"{KUEUE}/workloads", ["500"], ["500"]),
+        (f"{KUEUE}/workloads", ["500"], ["1000"]),
+    ]
+
+
+def test_why_and_list_read_a_recorded_cluster_state(outputs: dict[str, Path], tmp_path: Path) -> None:
+    """`kubectl get ... -A -o json` and `-o yaml` files in a directory stand in for the cluster (docs/workloads.md),
+    a pod's log in logs/<namespace>/<pod>.log; nothing is written."""
+    state = tmp_path / "state"
+    (state / "logs" / "training").mkdir(parents=True)
+    workload = _train_workload(k.admitted_conditions("training-cluster-queue", k.ago(minutes=3)), admitted=True)
+    pods = [
+        {"apiVersion": "v1", "kind": "Pod", **k.pod(f"train-2-slice-{s}-0-abcde", "training",
+         {"jobset.sigs.k8s.io/jobset-name": "train-2", "jobset.sigs.k8s.io/job-index": str(s)}, running=True)}
+        for s in (0, 1)
+    ]  # fmt: skip
+    (state / "namespaced.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [workload, *pods]}))
+    cluster_queue = k.cluster_queue(
+        "training-cluster-queue", "training", cohort=None, quotas={"multislice": ("24", None)},
+        reserved={"multislice": ("16", "0")},
+    )  # fmt: skip
+    (state / "cluster.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [cluster_queue]}))
+    (state / "logs" / "training" / "train-2-slice-0-0-abcde.log").write_text("step 7\n")
+    base = ("--outputs", outputs["dev"], "--recorded", state, "--at", "2026-05-04T12:00:00Z")
+    code, out, _ = run(*base, "list")
+    assert (code, out.splitlines()[1]) == (
+        0,
+        "train-2  JobSet  training  training-queue  multislice  yes       30m  Starting",
+    )
+    code, out, _ = run(*base, "why", "train-2")
+    assert (code, out) == (
+        6,
+        "Starting: admitted 3m ago by training-cluster-queue on flavor multislice (16 TPU chips); 2 of 4 pods are "
+        "running. The rest are being created; `tpu-stack logs train-2` shows the leader's output.\n",
+    )
+    code, out, _ = run(*base, "logs", "train-2")
+    assert (code, out) == (0, "step 7\n")
+    code, _, err = run(*base, "delete", "train-2")
+    assert (code, err) == (2, "error: a recorded cluster state is read-only: submit and delete need a cluster\n")
+
+
+def test_submit_wait_stops_with_exit_7_when_the_workload_fails(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    def finish(api: FakeApi, request: Request) -> None:
+        workloads = f"{KUEUE}/namespaces/training/workloads"
+        if (
+            request.method == "GET"
+            and request.path == workloads
+            and workloads + "/jobset-train-2-3f2a1" not in (api.objects)
+        ):
+            failed = k.condition("Finished", "True", "Failed", "jobset failed due to one or more job failures", k.ago())
+            api.put(workloads, _train_workload([failed], admitted=False))
+
+    api.hooks.append(finish)
+    code, out, _ = run(
+        "--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "submit", "train-2", "--team",
+        "training", "--pool", "multislice", "--slices", "2", "--image", IMAGE, "--wait", "--interval", "0.01",
+    )  # fmt: skip
+    assert code == 7
+    assert out.splitlines()[-1].endswith("] Failed 0s ago: jobset failed due to one or more job failures.")
+
+
+def test_the_stack_names_its_provisioning_checks_as_the_components_declare_them() -> None:
+    """`why` knows a queued pool group's check by name (tpu_stack/stack.py) without importing the components'
+    Pulumi code; they must agree with what components/kueue_queues.py declares."""
+    from components.kueue_queues import admission_check_name
+    from tpu_stack import stack as stack_module
+
+    config = stack_config("prod")
+    queued = [pool for pool in config.queue_flavors if pool.provisioning == "queued"]
+    assert queued
+    for pool in queued:
+        assert stack_module.provisioning_check(pool.name) == admission_check_name(pool)
+
+
+def test_a_worker_is_reached_with_the_users_credentials_and_the_systems_roots() -> None:
+    """The worker's DNS endpoint presents a publicly trusted certificate (docs/multiregion.md): the manager's
+    cluster CA and TLS server name are dropped, the user's credentials kept, through every token refresh."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "m", "cluster": {"server": "https://192.0.2.1", "certificate-authority-data": "Y2E=",
+                                                "tls-server-name": "kubernetes.default"}}],
+        "users": [{"name": "m", "user": {"token": "user-token"}}],
+        "contexts": [{"name": "m", "context": {"cluster": "m", "user": "m"}}],
+        "current-context": "m",
+    }  # fmt: skip
+    from tpu_stack import kube
+
+    worker = kube.Cluster(config, server=kube.worker_server("gke-0123.us-east5.gke.goog"))
+    for _ in range(2):
+        _, url, headers, _, _ = worker.api.param_serialize(
+            method="GET", resource_path="/version", header_params={}, auth_settings=["BearerToken"]
+        )
+        assert (url, headers["authorization"]) == ("https://gke-0123.us-east5.gke.goog/version", "Bearer user-token")
+    assert (worker.api.configuration.ssl_ca_cert, worker.api.configuration.tls_server_name) == (None, None)
+
+
+def test_why_finds_a_job_by_name_across_namespaces_without_reading_every_workload(
+    outputs: dict[str, Path], api: FakeApi, tmp_path: Path
+) -> None:
+    """Without --team, the Job or JobSet is looked up by name across all namespaces (fieldSelector=metadata.name),
+    then only its namespace's Workloads are read."""
+    api.add({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "train-2",
+             "namespace": "training"}})  # fmt: skip
+    api.add(_train_workload(k.admitted_conditions("training-cluster-queue", k.ago()), admitted=True))
+    code, _, _ = run("--outputs", outputs["dev"], "--kubeconfig", kubeconfig(api, tmp_path), "why", "train-2")
+    assert code == 6
+    reads = [(r.path, r.query.get("fieldSelector")) for r in api.requests][:3]
+    assert reads == [
+        ("/apis/jobset.x-k8s.io/v1alpha2/jobsets", ["metadata.name=train-2"]),
+        ("/apis/batch/v1/jobs", ["metadata.name=train-2"]),
+        (f"{KUEUE}/namespaces/training/workloads", None),
+    ]
+    assert not [r for r in api.requests if r.path == f"{KUEUE}/workloads"]

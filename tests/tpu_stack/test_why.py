@@ -32,6 +32,8 @@ Sources (kubernetes-sigs/kueue at v0.19.2, commit 8eab68778fc1b52affe165fdf5af29
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.tpu_stack import kueue_objects as k
 from tpu_stack import kueue, why
 
@@ -50,6 +52,8 @@ PROD = why.StackView(
     node_pools={"burst": ["burst"]},
     chips_per_slice={"burst": 8},
     vms_per_slice={"burst": 2},
+    check_controllers={"burst-provisioning": kueue.PROVISIONING_CONTROLLER},
+    check_flavors={"burst-provisioning": "burst"},
 )
 COHORT = k.cohort("tpu-stack", {"multislice": "8"})
 
@@ -109,9 +113,9 @@ def test_quota_full_in_a_queue_without_a_cohort() -> None:
     found = explain(why.Evidence(pending_jobset("train-2", "default", 2, message), queue, [queue]))
     assert found.state == "Pending"
     assert found.text == (
-        "Pending: waiting for quota. It needs 16 TPU chips of flavor multislice; cluster-queue holds 16 of its "
-        "nominal 24, so another 8 TPU chips must be free. It starts when workloads in cluster-queue finish or are "
-        "deleted; the queue is in no cohort and cannot borrow."
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: cluster-queue holds 16 of its "
+        "nominal 24, so 8 more TPU chips must be free; the queue is in no cohort and cannot borrow. It starts "
+        "when workloads of cluster-queue free 8 more TPU chips. Nothing needs changing."
     )
 
 
@@ -125,10 +129,11 @@ def test_borrowing_limit_holds_it_while_the_cohort_has_chips_idle() -> None:
     wl = pending_jobset("train-2", "training", 2, message)
     found = explain(why.Evidence(wl, queues[1], queues, COHORT))
     assert found.text == (
-        "Pending: held by its borrowing limit. It needs 16 TPU chips of flavor multislice; training-cluster-queue "
-        "holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it borrows 0 now), so it can take "
-        "only 8 more while the cohort has 16 idle. It starts when training-cluster-queue's own workloads free 8 TPU "
-        "chips, or when the platform team raises tpu-stack:queues.teams[1].borrowingLimit.multislice to 16 or more."
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: held by its borrowing limit: "
+        "training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 from cohort tpu-stack (it "
+        "borrows 0 now), so it can take only 8 more while the cohort has 16 idle. It starts when "
+        "training-cluster-queue's own workloads free 8 more TPU chips. The platform team can raise "
+        "tpu-stack:queues.teams[1].borrowingLimit.multislice to 16 or more."
     )
 
 
@@ -141,9 +146,9 @@ def test_borrowing_limit_below_the_request_can_never_admit_it() -> None:
     )
     found = explain(why.Evidence(pending_jobset("train-3", "training", 3, message), queues[1], queues, COHORT))
     assert found.text == (
-        "Pending, and it cannot be admitted as submitted: it needs 24 TPU chips of flavor multislice, but "
-        "training-cluster-queue can hold at most 16 (its nominal 8 plus its borrowing limit 8). Submit at most 16 "
-        "TPU chips (2 slices of multislice), or ask the platform team to raise "
+        "Pending, and it cannot be admitted as submitted. It needs 24 TPU chips; on multislice: can never hold "
+        "it: training-cluster-queue can hold at most 16 (its nominal 8 plus its borrowing limit 8). You can "
+        "submit at most 16 TPU chips (2 slices of multislice), or ask the platform team to raise "
         "tpu-stack:queues.teams[1].borrowingLimit.multislice to 16."
     )
 
@@ -157,10 +162,10 @@ def test_cohort_lends_nothing_when_every_chip_of_the_cohort_is_in_use() -> None:
     )
     found = explain(why.Evidence(pending_jobset("explore-2", "research", 2, message), queues[0], queues, COHORT))
     assert found.text == (
-        "Pending: cohort tpu-stack lends nothing now. It needs 16 TPU chips of flavor multislice; "
-        "research-cluster-queue holds 8 of its nominal 8, and 24 of the cohort's 24 are in use "
-        "(research-cluster-queue 8, training-cluster-queue 16 with 8 borrowed). It starts when another 16 TPU chips "
-        "of multislice are free in cohort tpu-stack, as other workloads there finish or are deleted."
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: research-cluster-queue holds 8 of "
+        "its nominal 8, and 24 of the cohort's 24 are in use (research-cluster-queue 8, training-cluster-queue "
+        "16 with 8 borrowed), so it can take 0 and 16 more TPU chips must be free. It starts when 16 more TPU "
+        "chips of multislice are free in cohort tpu-stack. Nothing needs changing."
     )
 
 
@@ -273,9 +278,10 @@ def test_queued_provisioning_failed_and_the_workload_was_deactivated_with_its_re
     found = explain(why.Evidence(wl, provisioning_requests=[request]), PROD)
     assert found.state == "Deactivated"
     assert found.text == (
-        "Stopped: queued provisioning attempt 4 of 4 failed, and Kueue deactivated the workload: GKE did not provide "
-        "8 TPU chips of flavor burst (ProvisioningRequest is expired). Delete it (tpu-stack delete burst-queued) and "
-        "submit it again to queue a new request, or submit to a pool group with capacity now."
+        "Stopped: queued provisioning attempt 4 of 4 failed, and Kueue deactivated the workload: GKE did not "
+        "provide 8 TPU chips of flavor burst (ProvisioningRequest is expired). You can delete it (tpu-stack "
+        "delete burst-queued) and submit it again to queue a new request, or submit to a pool group with "
+        "capacity now."
     )
 
 
@@ -359,13 +365,14 @@ def test_admitted_but_the_pod_cannot_be_scheduled_on_the_flavor() -> None:
     found = explain(why.Evidence(wl, queues[0], queues, COHORT, events=[scale], pods=[pod]))
     assert found.state == "Starting"
     assert found.text == (
-        "Admitted but not running: admitted 20m ago by research-cluster-queue on flavor flex-v6e (4 TPU chips), and 1 "
-        "of 1 pods cannot be scheduled: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling. The cluster autoscaler did "
-        "not add nodes: pod didn't trigger scale-up: 1 in backoff after failed scale-up (an earlier scale-up of the "
-        "pool failed, often for lack of TPU capacity in the zone; it retries after a backoff). They start when node "
-        "pool flex-v6e can add nodes for them (the pool's size limits, the zone's TPU capacity and the project's quota "
-        "decide); delete the workload to free its quota meanwhile."
+        "Starting: admitted 20m ago by research-cluster-queue on flavor flex-v6e (4 TPU chips); 0 of 1 pods "
+        "are running, and 1 cannot be scheduled: 0/3 nodes are available: 3 node(s) didn't match Pod's node "
+        "affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling. "
+        "The cluster autoscaler did not add nodes: pod didn't trigger scale-up: 1 in backoff after failed "
+        "scale-up (an earlier scale-up of the pool failed, often for lack of TPU capacity in the zone; it "
+        "retries after a backoff). They start when node pool flex-v6e can add nodes for them (the pool's size "
+        "limits, the zone's TPU capacity and the project's quota decide); delete the workload to free its "
+        "quota meanwhile."
     )
 
 
@@ -399,9 +406,25 @@ def test_admitted_and_running_on_borrowed_chips() -> None:
 
 
 def test_a_message_it_does_not_know_is_quoted_as_kueue_wrote_it() -> None:
-    """A LocalQueue that does not exist: Kueue's own words (workload_controller.go), not a guess."""
+    """The scheduler's own failure to admit (scheduler.go admit: "Failed to admit workload: %v"): Kueue's own words,
+    not a guess."""
+    said = "Failed to admit workload: Operation cannot be fulfilled on workloads.kueue.x-k8s.io"
+    wl = pending_jobset("lost", "research", 1, said)
+    assert explain(why.Evidence(wl)).text == f"Pending: Kueue says: {said}"
+
+
+def test_the_local_queue_of_the_stack_missing_is_the_platform_teams() -> None:
+    """The LocalQueue the stack declares for the namespace is gone (workload_controller.go
+    reconcileOnLocalQueueActiveState: "LocalQueue %s is terminating or missing")."""
     wl = pending_jobset("lost", "research", 1, "LocalQueue research-queue is terminating or missing")
-    assert explain(why.Evidence(wl)).text == "Pending: Kueue says: LocalQueue research-queue is terminating or missing"
+    view = replace(DEV, local_queues={"research": "research-queue"})
+    found = explain(why.Evidence(wl), view)
+    assert (found.text, found.who, found.outcome) == (
+        "Pending: LocalQueue research-queue, which the stack declares in research, does not exist. The platform team "
+        "runs `pulumi up` to declare it again.",
+        (why.PLATFORM,),
+        why.WAITS,
+    )
 
 
 # ---- preemption for the workload (scheduler.go markPreemptionOutcome; preemption.go PreemptedWorkload event) ---
@@ -503,11 +526,12 @@ def test_other_queues_borrow_its_nominal_quota_past_its_lending_limit() -> None:
     )
     found = explain(why.Evidence(pending_jobset("explore-1", "research", 1, message), queues[0], queues, COHORT))
     assert found.text == (
-        "Pending: other queues of cohort tpu-stack borrow research-cluster-queue's nominal quota. It needs 8 TPU chips "
-        "of flavor multislice; research-cluster-queue holds 0 of its nominal 8, and 20 of the cohort's 20 are in use "
-        "(training-cluster-queue 20 with 12 borrowed). Kueue takes nominal quota back only from the borrowers' "
-        "workloads of lower priority than this one (reclaimWithinCohort: LowerPriority). It starts when those are "
-        "preempted or the borrowers' workloads finish; a higher --priority lets it reclaim from more of them."
+        "Pending: waiting for quota. It needs 8 TPU chips; on multislice: other queues of cohort tpu-stack "
+        "borrow its nominal quota: research-cluster-queue holds 0 of its nominal 8, and 20 of the cohort's 20 "
+        "are in use (training-cluster-queue 20 with 12 borrowed); Kueue takes nominal quota back only from "
+        "their workloads of lower priority than this one (reclaimWithinCohort: LowerPriority). It starts when "
+        "those are preempted or the borrowers' workloads finish. You can submit it again with a higher "
+        "--priority to reclaim from more of them."
     )
 
 
@@ -523,10 +547,10 @@ def test_a_higher_borrowing_limit_is_not_offered_when_the_cohort_is_too_small() 
     )
     found = explain(why.Evidence(pending_jobset("train-4", "training", 4, message), queues[1], queues, COHORT))
     assert found.text == (
-        "Pending, and it cannot be admitted as submitted: it needs 32 TPU chips of flavor multislice, but "
-        "training-cluster-queue can hold at most 16 (its nominal 8 plus its borrowing limit 8). Submit at most 16 TPU "
-        "chips (2 slices of multislice); a higher borrowing limit would not be enough, as cohort tpu-stack has only 24 "
-        "for training-cluster-queue in all."
+        "Pending, and it cannot be admitted as submitted. It needs 32 TPU chips; on multislice: can never hold "
+        "it: training-cluster-queue can hold at most 16 (its nominal 8 plus its borrowing limit 8). You can "
+        "submit at most 16 TPU chips (2 slices of multislice); a higher borrowing limit would not be enough, "
+        "the cohort is too small."
     )
 
 
@@ -539,8 +563,9 @@ def test_a_request_larger_than_the_whole_cohort() -> None:
     )
     found = explain(why.Evidence(pending_jobset("explore-4", "research", 4, message), queues[0], queues, COHORT))
     assert found.text == (
-        "Pending, and it cannot be admitted as submitted: it needs 32 TPU chips of flavor multislice, but cohort "
-        "tpu-stack has only 24 in all. Submit at most 24 TPU chips (3 slices of multislice)."
+        "Pending, and it cannot be admitted as submitted. It needs 32 TPU chips; on multislice: can never hold "
+        "it: research-cluster-queue can hold at most 24: cohort tpu-stack has no more for it. You can submit "
+        "at most 24 TPU chips (3 slices of multislice)."
     )
 
 
@@ -554,11 +579,12 @@ def test_a_higher_borrowing_limit_is_not_offered_when_the_cohort_has_too_little_
     )
     found = explain(why.Evidence(pending_jobset("train-2", "training", 2, message), queues[1], queues, COHORT))
     assert found.text == (
-        "Pending: held by its borrowing limit. It needs 16 TPU chips of flavor multislice; training-cluster-queue "
-        "holds 16, 8 beyond its nominal 8 and may borrow at most 8 from cohort tpu-stack (it borrows 8 now), so it can "
-        "take only 0 more while the cohort has 8 idle. It starts when training-cluster-queue's own workloads free 16 "
-        "TPU chips; a higher tpu-stack:queues.teams[1].borrowingLimit.multislice alone would not be enough now, as the "
-        "cohort has only 8 idle."
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: held by its borrowing limit: "
+        "training-cluster-queue holds 16, 8 beyond its nominal 8 and may borrow at most 8 from cohort "
+        "tpu-stack (it borrows 8 now), so it can take only 0 more while the cohort has 8 idle. It starts when "
+        "training-cluster-queue's own workloads free 16 more TPU chips (a higher "
+        "tpu-stack:queues.teams[1].borrowingLimit.multislice alone would not be enough now, as the cohort has "
+        "only 8 idle). Nothing needs changing."
     )
 
 
@@ -573,10 +599,11 @@ def test_an_unreadable_cohort_is_not_counted_as_empty() -> None:
     wl = pending_jobset("train-2", "training", 2, message)
     found = explain(why.Evidence(wl, queues[1], queues, None, unreadable=frozenset({"cohorts"})))
     assert found.text == (
-        f"Pending: Kueue says: {message}. training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 "
-        "from cohort tpu-stack (it borrows 0 now); Cohort tpu-stack could not be read, so what the cohort lends now "
-        "is not known. Read access to ClusterQueues and Cohorts (Kueue's kueue-clusterqueue-viewer-role and "
-        "kueue-cohort-viewer-role, bound cluster-wide) lets `tpu-stack why` give the cohort's numbers."
+        "Pending: waiting for quota. It needs 16 TPU chips; on multislice: Kueue counts 8 more TPU chips "
+        "needed; training-cluster-queue holds 8 of its nominal 8 and may borrow at most 8 from cohort "
+        "tpu-stack (it borrows 0 now). The Cohort could not be read (403), so these are Kueue's own numbers; "
+        "Kueue's kueue-clusterqueue-viewer-role and kueue-cohort-viewer-role, bound cluster-wide, give `why` "
+        "the queues' numbers. It starts when quota frees up. Nothing needs changing."
     )
 
 
@@ -729,9 +756,10 @@ def test_deactivated_after_the_last_attempt_failed_its_request_gone() -> None:
     found = explain(why.Evidence(wl, events=[event]), PROD)
     assert (found.state, kueue.state(wl, [])) == ("Deactivated", "Deactivated")
     assert found.text == (
-        "Stopped: queued provisioning attempt 4 of 4 failed, and Kueue deactivated the workload: GKE did not provide "
-        "8 TPU chips of flavor burst (ProvisioningRequest is expired). Delete it (tpu-stack delete burst-queued) and "
-        "submit it again to queue a new request, or submit to a pool group with capacity now."
+        "Stopped: queued provisioning attempt 4 of 4 failed, and Kueue deactivated the workload: GKE did not "
+        "provide 8 TPU chips of flavor burst (ProvisioningRequest is expired). You can delete it (tpu-stack "
+        "delete burst-queued) and submit it again to queue a new request, or submit to a pool group with "
+        "capacity now."
     )
 
 
@@ -741,10 +769,10 @@ def test_deactivated_after_the_last_booking_expired_its_request_gone() -> None:
     wl = deactivated_job("Capacity reservation time is expired", 3)
     found = explain(why.Evidence(wl), PROD)
     assert found.text == (
-        "Stopped: GKE provided 8 TPU chips of flavor burst for queued provisioning attempt 4 of 4, but the booking "
-        "expired before the workload was admitted onto them (Capacity reservation time is expired), and Kueue "
-        "deactivated the workload. Delete it (tpu-stack delete burst-queued) and submit it again to queue a new "
-        "request."
+        "Stopped: GKE provided 8 TPU chips of flavor burst for queued provisioning attempt 4 of 4, but the "
+        "booking expired before the workload was admitted onto them (Capacity reservation time is expired), "
+        "and Kueue deactivated the workload. You can delete it (tpu-stack delete burst-queued) and submit it "
+        "again to queue a new request."
     )
 
 
@@ -760,10 +788,10 @@ def test_deactivated_after_its_capacity_was_revoked_its_request_gone() -> None:
     )
     found = explain(why.Evidence(wl), PROD)
     assert found.text == (
-        "Stopped: it ran for 6h, then GKE took back the capacity of its queued provisioning request (Capacity is "
-        "revoked), and Kueue deactivated the workload. The request's run limit (maxRunDurationSeconds) is 6h. Delete "
-        "it (tpu-stack delete burst-queued) and submit it again to queue a new request; checkpoint to /checkpoints so "
-        "the next run resumes."
+        "Stopped: it ran for 6h, then GKE took back the capacity of its queued provisioning request (Capacity "
+        "is revoked), and Kueue deactivated the workload. The request's run limit (maxRunDurationSeconds) is "
+        "6h. You can delete it (tpu-stack delete burst-queued) and submit it again to queue a new request; "
+        "checkpoint to /checkpoints so the next run resumes."
     )
 
 
@@ -771,9 +799,9 @@ def test_deactivated_by_a_rejected_check_when_nothing_left_tells_why() -> None:
     """No request, no event, never admitted, a message that is not BookingExpired's: no guess."""
     found = explain(why.Evidence(deactivated_job("ProvisioningRequest is expired", 3)), PROD)
     assert found.text == (
-        "Stopped: Kueue deactivated the workload after its queued provisioning request was rejected (attempt 4 of "
-        "4): ProvisioningRequest is expired. Delete it (tpu-stack delete burst-queued) and submit it again to queue a "
-        "new request."
+        "Stopped: Kueue deactivated the workload after its queued provisioning request was rejected (attempt 4 "
+        "of 4): ProvisioningRequest is expired. You can delete it (tpu-stack delete burst-queued) and submit "
+        "it again to queue a new request."
     )
 
 
@@ -799,7 +827,7 @@ def test_a_check_whose_request_is_not_created_yet() -> None:
     hidden = why.Evidence(wl, unreadable=frozenset({"provisioningrequests"}))
     assert explain(hidden, PROD).reason == (
         "Waiting for capacity: quota is reserved in research-cluster-queue (8 TPU chips of flavor burst), and "
-        "admission check burst-provisioning is Pending, and its ProvisioningRequest could not be read."
+        "admission check burst-provisioning is Pending, and its ProvisioningRequest could not be read (403)."
     )
 
 
@@ -883,10 +911,11 @@ def test_preempted_by_a_higher_priority_workload_of_its_own_queue() -> None:
     queues = [research(("8", "0")), training()]
     found = explain(why.Evidence(wl, queues[0], queues, COHORT, events=[event]))
     assert found.text == (
-        "Preempted 5m ago to make room for a workload of higher priority in the same ClusterQueue, for a workload of "
-        "research-cluster-queue (priority 200 against its 100); it is queued again and will restart from the "
-        "beginning. In research-cluster-queue priority decides, whatever the quota: submit it again with a higher "
-        "--priority, or wait for the higher-priority work to finish. Checkpoint to /checkpoints so a restart resumes."
+        "Preempted 5m ago to make room for a workload of higher priority in the same ClusterQueue, for a "
+        "workload of research-cluster-queue (priority 200 against its 100); it is queued again and will "
+        "restart from the beginning. In research-cluster-queue priority decides, whatever the quota: you can "
+        "submit it again with a higher --priority, or wait for the higher-priority work to finish. Checkpoint "
+        "to /checkpoints so a restart resumes."
     )
 
 
@@ -914,8 +943,10 @@ def test_an_eviction_is_told_once() -> None:
     found = explain(why.Evidence(wl))
     assert (found.state, kueue.state(wl, [])) == ("Evicted", "Evicted")
     assert found.text == (
-        "Evicted 2m ago: Exceeded the PodsReady timeout research/job-flex-v6e-job-3f2a1. Kueue queues it again in 1m "
-        "(at 12:01:00 UTC)."
+        "Evicted 2m ago: its pods were not all ready within the PodsReady timeout (30m), once now. Kueue "
+        "released its quota and queues it again in 1m (at 12:01:00 UTC); each timeout doubles the wait. "
+        "Nothing needs changing if its nodes were slow to come; if its pods cannot start, delete it and fix "
+        "that."
     )
 
 

@@ -1,0 +1,44 @@
+"""The project's stacks: every `Pulumi.<stack>.yaml` at the top of the checkout is one, whatever its name.
+
+What lists stacks reads them from here or globs the same files (the Makefile's scan, the workflows' matrices, the
+generic checks in tests/test_stacks.py), so adding, editing or removing a stack file needs no other edit.
+`python -m offline.stack_files` prints the list as the workflows' matrices take it (`stacks=["dev", ...]`, a line
+for `$GITHUB_OUTPUT`). Standard library only: the workflows run it before anything is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from components.stacks import PROTECTED_STACKS
+from offline.vendor import REPO
+
+PREFIX, SUFFIX = "Pulumi.", ".yaml"
+
+
+def stack_files(root: Path = REPO) -> dict[str, Path]:
+    """Stack name -> its file, for every `Pulumi.<stack>.yaml` in `root` (not `Pulumi.yaml`, the project), by name."""
+    found = {p.name[len(PREFIX) : -len(SUFFIX)]: p for p in root.glob(f"{PREFIX}*{SUFFIX}") if p.is_file()}
+    return dict(sorted(found.items()))
+
+
+def deploy_order(stacks: list[str]) -> list[str]:
+    """The stacks in the order a merge deploys them, one at a time: every unprotected stack (dev and its kind) first,
+    so that a change meets a stack that may break before one that must not; the protected ones last; by name within
+    each."""
+    return sorted(stacks, key=lambda name: (name in PROTECTED_STACKS, name))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m offline.stack_files", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=REPO, help="the project's folder (default: this checkout)")
+    args = parser.parse_args(argv)
+    print(f"stacks={json.dumps(deploy_order(list(stack_files(args.root))))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""What the controllers do with a workload once it runs, modelled from their sources at the pinned tags, so the
+tests can hold each setting the stack writes to its effect on a waiting and on a disrupted workload.
+
+- Kueue v0.19.2 `waitForPodsReady` (8eab68778fc1b52affe165fdf5af29d1e9b4f3cb): defaulting in
+  apis/config/v1beta2/defaults.go SetDefaults_Configuration (timeout 30m, recoveryTimeout = timeout, backoff base
+  60 s, max 3600 s, no limit, timestamp Eviction); the controller's view in pkg/controller/core/core.go
+  waitForPodsReady (a recoveryTimeout of 0 disables recovery timeouts); the timers in
+  pkg/controller/core/workload_controller.go admittedNotReadyWorkload (WaitForStart counts from the Admitted
+  condition, WaitForRecovery from the PodsReady=False transition) and reconcileNotReadyTimeout /
+  triggerDeactivation (deactivated once requeueState.count + 1 exceeds backoffLimitCount, else evicted with reason
+  PodsReadyTimeout); pkg/workload/workload.go UpdateRequeueState (delay base * 2^(n-1), capped at max; jitter
+  0.0001 left out) and Ordering.GetQueueOrderTimestamp (timestamp Eviction orders an evicted workload by its
+  eviction, Creation by its creation); pkg/controller/jobframework/reconciler.go generatePodsReadyCondition
+  (PodsReady True -> False is WaitForRecovery). An evicted workload's pods are deleted (its job is suspended).
+- The ProvisioningRequest admission check of Kueue v0.19.2
+  (pkg/controller/admissionchecks/provisioning/controller.go): a Failed request is retried while its attempt is at
+  most retryStrategy.backoffLimitCount, after base * 2^(n-1) seconds capped at backoffMaxSeconds, then the check is
+  Rejected; CapacityRevoked rejects the check of an admitted, active workload at once (deactivation).
+- Kubernetes Job pod failure policy (k8s.io/api batch/v1 types.go: the first matching rule applies; FailJob fails the
+  Job with reason PodFailurePolicy, Ignore does not count the failure, Count counts it against backoffLimit; a
+  failure no rule matches is counted; over backoffLimit the Job fails with reason BackoffLimitExceeded; onExitCodes
+  leaves out containers that exited 0).
+- JobSet v0.12.0 failure policy (f22e565ac3cc3265c7c45ef67ecffdc689af5d77, pkg/controllers/failure_policy.go): no
+  failurePolicy fails the JobSet at the first failed Job (FailedJobs); else the first rule whose
+  onJobFailureReasons (empty: any) holds the Job's Failed reason applies, RestartJobSet when none does;
+  RestartJobSet fails the JobSet (ReachedMaxRestarts) once restartsCountTowardsMax reached maxRestarts, else counts
+  a restart towards it; RestartJobSetAndIgnoreMaxRestarts restarts without counting; FailJobSet fails it.
+
+Expected numbers in the tests are written by hand from these rules, never computed by the code under test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+KUEUE_DEFAULT_TIMEOUT = 30 * 60
+KUEUE_DEFAULT_BACKOFF_BASE = 60
+KUEUE_DEFAULT_BACKOFF_MAX = 3600
+
+
+def seconds(duration: str) -> int:
+    """A Go duration as Kueue's configuration writes them ('30m0s', '168h0m0s', '0s') in seconds."""
+    total, number = 0, ""
+    units = {"h": 3600, "m": 60, "s": 1}
+    for char in duration:
+        if char.isdigit():
+            number += char
+        else:
+            total += int(number) * units[char]
+            number = ""
+    assert number == "", f"{duration!r} ends without a unit"
+    return total
+
+
+@dataclass(frozen=True)
+class WaitForPodsReady:
+    """waitForPodsReady as Kueue's workload controller holds it after defaulting."""
+
+    timeout: int
+    recovery_timeout: int | None
+    """None: recovery timeouts are off (recoveryTimeout 0s)."""
+    backoff_base: int
+    backoff_max: int
+    backoff_limit: int | None
+    """None: requeued without end."""
+    timestamp: str
+    block_admission: bool
+
+    @classmethod
+    def of(cls, configuration: Mapping[str, Any]) -> WaitForPodsReady:
+        """The controller's settings from a Kueue Configuration object, defaulted as defaults.go defaults it."""
+        wait = configuration.get("waitForPodsReady") or {}
+        timeout = seconds(wait["timeout"]) if wait.get("timeout") else KUEUE_DEFAULT_TIMEOUT
+        recovery = seconds(wait["recoveryTimeout"]) if "recoveryTimeout" in wait else timeout
+        strategy = wait.get("requeuingStrategy") or {}
+        return cls(
+            timeout=timeout,
+            recovery_timeout=recovery or None,
+            backoff_base=strategy.get("backoffBaseSeconds", KUEUE_DEFAULT_BACKOFF_BASE),
+            backoff_max=strategy.get("backoffMaxSeconds", KUEUE_DEFAULT_BACKOFF_MAX),
+            backoff_limit=strategy.get("backoffLimitCount"),
+            timestamp=strategy.get("timestamp", "Eviction"),
+            block_admission=bool(wait.get("blockAdmission", False)),
+        )
+
+    def backoff(self, count: int) -> int:
+        """Seconds before the `count`-th requeue (count starts at 1)."""
+        return min(self.backoff_base * 2 ** (count - 1), self.backoff_max)
+
+
+@dataclass
+class Waited:
+    """What became of a workload Kueue admitted: when its pods were all ready (None: never, within the horizon),
+    the times it was evicted, and when it was deactivated."""
+
+    ready_at: int | None = None
+    evictions: list[int] = field(default_factory=list)
+    deactivated_at: int | None = None
+
+
+def wait_for_capacity(
+    settings: WaitForPodsReady,
+    *,
+    capacity: int | None,
+    asks_anew: bool,
+    start: int = 0,
+    recovering: bool = False,
+    horizon: int = 30 * 86400,
+) -> Waited:
+    """A workload admitted at `start` whose pods wait for their nodes.
+
+    `capacity`: when the nodes are there (None: never). With `asks_anew` (flex-start: the autoscaler's request
+    exists only while pods are pending) it is the seconds from each admission; otherwise (spot VMs coming back, a
+    repaired slice) it is the absolute time. `recovering`: the workload ran before and lost its pods at `start`
+    (PodsReady went False: WaitForRecovery, timed by recoveryTimeout); after an eviction it starts over (WaitForStart).
+    Kueue readmits an evicted workload on the same quota once its backoff ends (nothing else competes here).
+    """
+    waited = Waited()
+    admitted, count, first = start, 0, True
+    while admitted < horizon:
+        limit = settings.recovery_timeout if (recovering and first) else settings.timeout
+        arrives = None if capacity is None else (admitted + capacity if asks_anew else max(capacity, admitted))
+        if arrives is not None and (limit is None or arrives - admitted < limit):
+            waited.ready_at = arrives
+            return waited
+        if limit is None:
+            return waited  # waits as long as it takes: never evicted
+        timed_out = admitted + limit
+        if settings.backoff_limit is not None and count + 1 > settings.backoff_limit:
+            waited.deactivated_at = timed_out
+            return waited
+        count += 1
+        waited.evictions.append(timed_out)
+        admitted, first = timed_out + settings.backoff(count), False
+    return waited
+
+
+def queue_order(settings: WaitForPodsReady, *, created: int, evicted: int | None) -> int:
+    """The timestamp Kueue orders a pending workload by (equal priorities): its creation, or with timestamp Eviction
+    the time it was evicted by a PodsReady timeout."""
+    return evicted if (evicted is not None and settings.timestamp == "Eviction") else created
+
+
+@dataclass
+class Provisioned:
+    """A queued-provisioning workload's ProvisioningRequests: the times each attempt failed and whether the check
+    was rejected (the workload deactivated)."""
+
+    failures: list[int] = field(default_factory=list)
+    rejected_at: int | None = None
+    provisioned_at: int | None = None
+
+
+def provisioning_attempts(
+    retry: Mapping[str, int], *, fails_after: int, attempts_that_fail: int, horizon: int = 30 * 86400
+) -> Provisioned:
+    """Each ProvisioningRequest fails `fails_after` seconds after it is made, the first `attempts_that_fail` of them;
+    Kueue makes the next attempt after its backoff while the attempt number is within backoffLimitCount."""
+    outcome = Provisioned()
+    made, attempt = 0, 1
+    while made < horizon:
+        if attempt > attempts_that_fail:
+            outcome.provisioned_at = made
+            return outcome
+        failed = made + fails_after
+        outcome.failures.append(failed)
+        if attempt > retry["backoffLimitCount"]:
+            outcome.rejected_at = failed
+            return outcome
+        made = failed + min(retry["backoffBaseSeconds"] * 2 ** (attempt - 1), retry["backoffMaxSeconds"])
+        attempt += 1
+    return outcome
+
+
+# ---- a Job's pods and a JobSet's Jobs -------------------------------------------------------------------------
+
+DISRUPTED = "DisruptionTarget"
+
+
+@dataclass(frozen=True)
+class PodFailure:
+    """A failed pod: its conditions (type -> status) and its containers' exit codes."""
+
+    conditions: Mapping[str, str]
+    exit_codes: Sequence[int]
+
+
+def disruption() -> PodFailure:
+    """A pod stopped by a drain, a node shutdown, a preemption or an eviction: DisruptionTarget=True, and the
+    container ended by SIGTERM (143)."""
+    return PodFailure({DISRUPTED: "True"}, (143,))
+
+
+def crash(code: int = 1) -> PodFailure:
+    return PodFailure({}, (code,))
+
+
+def _rule_matches(rule: Mapping[str, Any], failure: PodFailure) -> bool:
+    exits = rule.get("onExitCodes")
+    if exits is not None:
+        codes = [c for c in failure.exit_codes if c != 0]
+        values = set(exits["values"])
+        return any((c in values) == (exits["operator"] == "In") for c in codes)
+    return any(failure.conditions.get(c["type"]) == c.get("status", "True") for c in rule.get("onPodConditions", ()))
+
+
+def job_run(spec: Mapping[str, Any], failures: Sequence[PodFailure]) -> str | None:
+    """The reason a Job with `spec` fails after `failures` (in order), or None while it still runs."""
+    counted = 0
+    for failure in failures:
+        rules = (spec.get("podFailurePolicy") or {}).get("rules", ())
+        action = next((r["action"] for r in rules if _rule_matches(r, failure)), "Count")
+        if action == "FailJob":
+            return "PodFailurePolicy"
+        if action == "Count":
+            counted += 1
+            if counted > spec.get("backoffLimit", 6):
+                return "BackoffLimitExceeded"
+    return None
+
+
+@dataclass
+class JobSetRun:
+    restarts: int = 0
+    counted: int = 0
+    failed: str | None = None
+
+
+def jobset_run(spec: Mapping[str, Any], failures: Sequence[PodFailure]) -> JobSetRun:
+    """A JobSet whose child Jobs each see one failed pod, in turn: each failure fails its Job (by the child Job's
+    own policy) and the JobSet's failure policy decides."""
+    run = JobSetRun()
+    policy = spec.get("failurePolicy")
+    (child,) = {job["name"]: job["template"]["spec"] for job in spec["replicatedJobs"]}.values()
+    for failure in failures:
+        reason = job_run(child, [failure])
+        if reason is None:
+            continue  # the pod is started again within the Job: nothing reaches the JobSet
+        if policy is None:
+            run.failed = "FailedJobs"
+            return run
+        rules = policy.get("rules", ())
+        rule = next((r for r in rules if not r.get("onJobFailureReasons") or reason in r["onJobFailureReasons"]), None)
+        action = rule["action"] if rule else "RestartJobSet"
+        if action == "FailJobSet":
+            run.failed = "FailJobSetFailurePolicyAction"
+            return run
+        if action == "RestartJobSet":
+            if run.counted >= policy.get("maxRestarts", 0):
+                run.failed = "ReachedMaxRestarts"
+                return run
+            run.counted += 1
+        run.restarts += 1
+    return run

@@ -1,0 +1,136 @@
+"""From an empty project to the first `up` (issue 27): APIs, network, the cluster phase as the README and the deploy
+workflow run it, then the rest; judged by the engine model (offline/lifecycle.py) and the catalogue.
+
+An empty project has no API on and may have no network (constraints/compute.skipDefaultNetworkCreation). The first
+`up` of a new stack runs in two phases: the resources `python -m offline.urns --cluster-targets` lists (the cluster's
+component and everything it depends on), with the preview skipped, since the kubernetes provider renders the charts
+against a live cluster; then the whole stack, whose preview is the first that shows the charts' objects.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from offline.engine import Plan
+from offline.lifecycle import depends_on
+from offline.urns import _Resolver, cluster_targets
+from offline.vendor import REPO
+from tests.fixtures import stack_data, stack_plan
+from tests.lifecycle.catalogue import CATALOGUE
+from tests.lifecycle.conftest import Records, plan, step
+
+STACKS = ("dev", "prod", "llm", "multiregion")
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, Plan]:
+    return {stack: stack_plan(stack) for stack in STACKS}
+
+
+def _phase_one(plan: Plan) -> Records:
+    """The records the cluster phase's `--target` list names (engine URNs mapped back to the plan's)."""
+    targets = set(cluster_targets(plan))
+    resolver = _Resolver(plan)
+    return [r for r in plan.resources if resolver.current(r["urn"]) in targets]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_from_nothing_the_first_up_creates_everything_and_breaks_no_rule(plans: dict[str, Plan], stack: str) -> None:
+    records = plans[stack].resources
+    steps = step([], records)
+    assert steps.refused == []
+    assert len(steps.of("create")) == len(records)
+    assert CATALOGUE.breaches(records, {}) == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_cluster_phase_is_closed_and_creates_nothing_in_the_cluster(plans: dict[str, Plan], stack: str) -> None:
+    """`--target` skips what is not listed, and the engine refuses a target that needs a skipped create: the list
+    holds every dependency and parent of its members, and no chart or Kubernetes object (their provider renders and
+    applies them against the cluster being created)."""
+    first = _phase_one(plans[stack])
+    urns = {r["urn"] for r in first}
+    declared = {r["urn"] for r in plans[stack].resources}
+    for record in first:
+        assert set(record["dependencies"]) <= urns, record["name"]
+        assert record["parent"] in urns or record["parent"] not in declared, record["name"]  # or the root stack
+    types = {r["type"] for r in first}
+    assert not any(t.startswith("kubernetes:") for t in types)
+    assert "gcp:projects/service:Service" in types and "gcp:compute/network:Network" in types
+    assert "pulumi:providers:kubernetes" in types
+    assert not any(r["type"] == "gcp:container/nodePool:NodePool" and r["name"] != f"{r['inputs']['cluster']}-system"
+                   for r in first)  # fmt: skip
+
+
+def test_in_the_cluster_phase_apis_come_first_then_the_network_then_the_cluster(plans: dict[str, Plan]) -> None:
+    records = {r["urn"]: r for r in plans["prod"].resources}
+
+    def urn(type_token: str, name: str) -> str:
+        return plans["prod"].one(type_token, name)["urn"]
+
+    cluster = urn("gcp:container/cluster:Cluster", "tpu-prod")
+    assert depends_on(records, cluster, urn("gcp:projects/service:Service", "apis-container"))
+    assert depends_on(records, cluster, urn("gcp:compute/subnetwork:Subnetwork", "tpu-prod-nodes"))
+    assert depends_on(records, urn("gcp:compute/subnetwork:Subnetwork", "tpu-prod-nodes"),
+                      urn("gcp:compute/network:Network", "network-vpc"))  # fmt: skip
+    assert depends_on(records, urn("gcp:compute/network:Network", "network-vpc"),
+                      urn("gcp:projects/service:Service", "apis-compute"))  # fmt: skip
+    bucket = next(r for r in plans["prod"].resources if r["type"] == "gcp:storage/bucket:Bucket")
+    assert depends_on(records, bucket["urn"], urn("gcp:projects/service:Service", "apis-storage"))
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_second_phase_creates_the_rest_and_touches_nothing_of_the_first(plans: dict[str, Plan], stack: str) -> None:
+    first = _phase_one(plans[stack])
+    steps = step(first, plans[stack].resources)
+    assert steps.refused == []
+    assert len(steps.of("create")) == len(plans[stack].resources) - len(first)
+    assert steps.of("replace") == [] and steps.of("delete") == [] and steps.of("update") == []
+
+
+def test_the_readme_and_the_workflow_run_the_cluster_phase_without_a_preview() -> None:
+    """A new stack's charts are rendered by the kubernetes provider from a live cluster: the cluster phase runs with
+    the preview skipped (what the Automation API behind pulumi/actions does: `up --yes --skip-preview`,
+    pulumi/pulumi sdk/nodejs/automation/stack.ts), and the README says a new stack's preview cannot show the charts'
+    objects before its cluster exists."""
+    readme = (REPO / "README.md").read_text()
+    first = readme[readme.index("**First deployment of a new stack.**") :]
+    first = first[: first.index("\n\n`Pulumi.yaml`")]
+    assert "--skip-preview $(.venv/bin/python -m offline.urns --cluster-targets --stack dev)" in first
+    assert "cannot show or check what its charts create before its cluster\nexists" in first
+    workflow = (REPO / ".github" / "workflows" / "deploy.yml").read_text()
+    assert "--cluster-urns" in workflow
+
+
+def test_each_day0_rule_catches_its_breach(plans: dict[str, Plan]) -> None:
+    records = copy.deepcopy(plans["prod"].resources)
+    services = {r["name"]: r["urn"] for r in records if r["type"] == "gcp:projects/service:Service"}
+    component = next(r for r in records if r["type"] == "tpu-stack:index:Bucket")
+    component["dependencies"] = [d for d in component["dependencies"] if d != services["apis-storage"]]
+    assert [line.split(":")[0] for line in CATALOGUE.breaches(records, {})] == ["api-before-first-resource"]
+
+    records = copy.deepcopy(plans["prod"].resources)
+    cluster = next(r for r in records if r["type"] == "gcp:container/cluster:Cluster")
+    subnet = next(r for r in records if r["type"] == "gcp:compute/subnetwork:Subnetwork")
+    cluster["dependencies"] = [d for d in cluster["dependencies"] if d != subnet["urn"]]
+    assert CATALOGUE.breaches(records, {}) == [
+        "network-before-cluster: tpu-prod may be created before its subnetwork tpu-prod-nodes"
+    ]
+
+    records = copy.deepcopy(plans["prod"].resources)
+    subnet = next(r for r in records if r["type"] == "gcp:compute/subnetwork:Subnetwork")
+    subnet["inputs"]["secondaryIpRanges"][0]["ipCidrRange"] = "10.0.0.0/21"
+    # 8 system nodes x 256 + 28 TPU VMs x 32 = 2,944 > 2,048.
+    assert CATALOGUE.breaches(records, {}) == [
+        "ranges-hold-the-largest: tpu-prod: pod range 10.0.0.0/21 holds 2048 addresses, its pools need 2944"
+    ]
+
+
+def test_an_empty_project_with_no_default_network_needs_nothing_of_it() -> None:
+    """No resource of a stack names the `default` network (organisations may have none)."""
+    for stack in STACKS:
+        config: dict[str, Any] = stack_data(stack)
+        assert all(r["inputs"].get("network") != "default" for r in plan(stack, config))
