@@ -209,7 +209,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.master_version: pulumi.Output[str] = self.cluster.master_version.apply(
             lambda version: check_version_floor(version, floor)
         )
-        self.nat: compute.RouterNat | None = self._nat(name, config) if config.private_nodes else None
+        self.nat: compute.RouterNat | None = self._nat(name, config) if config.makes_nat else None
         self.webhook_firewall: compute.Firewall | None = (
             self._webhook_firewall(name, config, plan) if config.private_nodes else None
         )
@@ -321,7 +321,8 @@ class GkeCluster(pulumi.ComponentResource):
             direction="INGRESS",
             # A size alone (an existing cluster's GKE-picked pod range) names no addresses.
             source_ranges=[c for c in sources if not c.startswith("/")],
-            target_service_accounts=[self.node_service_account_email],
+            # The nodes the charts' controllers run on: the system pool's account (an adopted one keeps its own).
+            target_service_accounts=[_system_pool_account(config) or self.node_service_account_email],
             allows=[{"protocol": "tcp", "ports": [str(port) for port in WEBHOOK_PORTS]}],
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -364,6 +365,13 @@ class GkeCluster(pulumi.ComponentResource):
                 ignore_changes=["initialNodeCount", "nodeCount", *(adopted.keep if adopted else ())],
             ),
         )
+
+
+def _system_pool_account(config: StackConfig) -> str | None:
+    """An adopted system pool's own node service account (an email; GKE's `default` names none to target)."""
+    adopted = config.cluster.adopted.system_pool if config.cluster.adopted else None
+    account = adopted.service_account if adopted else None
+    return account if account and "@" in account else None
 
 
 def _dns_endpoint(endpoints: container.outputs.ClusterControlPlaneEndpointsConfig | None) -> str:

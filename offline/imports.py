@@ -42,9 +42,10 @@ PULUMI_MANAGERS = ("pulumi-kubernetes", "pulumi-resource-kubernetes", "pulumi-ku
 SAVED_FILES = {
     "cluster.json": "gcloud container clusters describe CLUSTER --location LOCATION --format json",
     "node-pools.json": "gcloud container node-pools list --cluster CLUSTER --location LOCATION --format json",
+    "subnetwork.json": "gcloud compute networks subnets describe SUBNETWORK --region REGION --format json",
 }
-"""The GKE API's saved outputs, and the command that writes each; every other `*.json` of the folder is `kubectl get
-... -o json` output (docs/adopt.md names the commands)."""
+"""The GKE and Compute APIs' saved outputs, and the command that writes each; every other `*.json` of the folder is
+`kubectl get ... -o json` output (docs/adopt.md names the commands)."""
 
 
 class ExistingError(Exception):
@@ -59,6 +60,9 @@ class Existing:
     cluster: dict[str, Any]
     node_pools: list[dict[str, Any]]
     objects: list[dict[str, Any]]
+    subnetwork: dict[str, Any] | None = None
+    """The cluster's subnetwork as the Compute API reports it: its primary range holds the nodes (GKE's Cluster does
+    not report it)."""
 
     @property
     def name(self) -> str:
@@ -137,6 +141,10 @@ def read_existing(folder: Path) -> Existing:
         raise ExistingError(f"{path}: not a GKE cluster (no name or location)")
     pools_path = folder / "node-pools.json"
     pools = load(pools_path) if pools_path.exists() else cluster.get("nodePools") or []
+    subnet_path = folder / "subnetwork.json"
+    subnetwork = load(subnet_path) if subnet_path.exists() else None
+    if subnetwork is not None and (not isinstance(subnetwork, dict) or "ipCidrRange" not in subnetwork):
+        raise ExistingError(f"{subnet_path}: not a Compute Engine subnetwork (no ipCidrRange)")
     objects: list[dict[str, Any]] = []
     for other in sorted(folder.glob("*.json")):
         if other.name in SAVED_FILES:
@@ -146,7 +154,7 @@ def read_existing(folder: Path) -> Existing:
         if not isinstance(items, list):
             raise ExistingError(f"{other}: not `kubectl get -o json` output (no items)")
         objects += [to_v1beta2(o) for o in items if isinstance(o, dict) and o.get("kind") != "Secret"]
-    return Existing(cluster, list(pools), objects)
+    return Existing(cluster, list(pools), objects, subnetwork)
 
 
 def to_v1beta2(obj: dict[str, Any]) -> dict[str, Any]:
@@ -333,9 +341,31 @@ def cluster_state(cluster: Mapping[str, Any], *, project: str) -> dict[str, Any]
         "dnsEndpointConfig": dns_state,
         "ipEndpointsConfig": {"enabled": ip.get("enabled", True)},
     }
+    # flattenPrivateClusterConfig: private nodes from networkConfig.defaultEnablePrivateNodes, the peering range from
+    # privateClusterConfig (ForceNew; GKE reports it for a VPC-peering cluster only).
     private = cluster.get("privateClusterConfig") or {}
-    if private.get("enablePrivateNodes"):
-        state["privateClusterConfig"] = {"enablePrivateNodes": True}
+    private_state: dict[str, Any] = {"enablePrivateNodes": bool(network.get("defaultEnablePrivateNodes"))}
+    _put(private_state, "masterIpv4CidrBlock", private.get("masterIpv4CidrBlock") or None)
+    state["privateClusterConfig"] = private_state
+    # flattenIPAllocationPolicy: a VPC-native cluster's ranges, each as GKE reports it (all ForceNew); networking_mode
+    # is VPC_NATIVE with IP aliases, else ROUTES and no policy.
+    policy = cluster.get("ipAllocationPolicy") or {}
+    if policy.get("useIpAliases"):
+        state["networkingMode"] = "VPC_NATIVE"
+        ip_state: dict[str, Any] = {"stackType": policy.get("stackType") or "IPV4"}
+        for key in ("clusterIpv4CidrBlock", "servicesIpv4CidrBlock", "clusterSecondaryRangeName",
+                    "servicesSecondaryRangeName"):  # fmt: skip
+            _put(ip_state, key, policy.get(key) or None)
+        state["ipAllocationPolicy"] = ip_state
+    else:
+        state["networkingMode"] = "ROUTES"
+    pods = (cluster.get("defaultMaxPodsConstraint") or {}).get("maxPodsPerNode")
+    if pods is not None:
+        state["defaultMaxPodsPerNode"] = int(pods)
+    # flattenDnsConfig: networkConfig.dnsConfig as reported, none when GKE reports none (kube-dns, GKE's default).
+    dns_config = network.get("dnsConfig")
+    if dns_config:
+        state["dnsConfig"] = {k: v for k, v in dns_config.items() if v}
     authorized = cluster.get("masterAuthorizedNetworksConfig") or {}
     if authorized.get("enabled"):
         state["masterAuthorizedNetworksConfig"] = {
@@ -503,9 +533,22 @@ def changes(
             continue
         if new is None and old is None:
             continue
+        if _size_of(path, old, new):
+            continue
         if not _same(old, new):
             found.append(Change(shown, old, new, any(matches(shown, p) for p in replaces_on)))
     return found
+
+
+def _size_of(path: Path_, old: Any, new: Any) -> bool:
+    """A range given as a size alone (`/14`) is no change from a range of that size: the provider suppresses the diff
+    (ip_allocation_policy's *_ipv4_cidr_block: tpgresource.CidrOrSizeDiffSuppress)."""
+    return (
+        path[-1:] in (("clusterIpv4CidrBlock",), ("servicesIpv4CidrBlock",))
+        and isinstance(new, str)
+        and new.startswith("/")
+        and str(old).endswith(new)
+    )
 
 
 def kubernetes_changes(program: Mapping[str, Any], live: Mapping[str, Any]) -> list[Change]:

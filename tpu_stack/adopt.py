@@ -42,6 +42,9 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 WORKLOAD_KINDS = ("JobSet", "Job", "Workload", "LeaderWorkerSet")
 GKE_API = "https://container.googleapis.com"
 """The GKE API's REST endpoint (container.googleapis.com, API v1)."""
+COMPUTE_API = "https://compute.googleapis.com"
+"""The Compute Engine API's REST endpoint (v1): the cluster's subnetwork (subnetworks.get), whose primary range holds
+the nodes."""
 CLUSTER_KINDS = {
     "namespaces": ("", "v1", "Namespace"),
     "priorityclasses": ("scheduling.k8s.io", "v1", "PriorityClass"),
@@ -112,6 +115,9 @@ def read_live(
     base = f"{GKE_API}/v1/projects/{project}/locations/{location}/clusters/{name}"
     cluster = _gke_get(base, token)
     pools = _gke_get(f"{base}/nodePools", token).get("nodePools") or []
+    # networkConfig.subnetwork: `projects/P/regions/R/subnetworks/S` (the host project's, on a Shared VPC).
+    subnet = str((cluster.get("networkConfig") or {}).get("subnetwork") or "")
+    subnetwork = _gke_get(f"{COMPUTE_API}/compute/v1/{subnet}", token) if subnet.startswith("projects/") else None
     api = kube.Cluster(kubeconfig, path=kubeconfig_path, context=context)
     objects: list[dict[str, Any]] = []
 
@@ -131,25 +137,30 @@ def read_live(
         listed("rolebindings", *NAMESPACED_KINDS["rolebindings"], "kube-system")
     finally:
         api.close()
-    return Existing(cluster, list(pools), objects)
+    return Existing(cluster, list(pools), objects, subnetwork)
 
 
 def _gke_get(url: str, token: str) -> dict[str, Any]:
-    """One GKE API read; an error is one line with the API's own message (google.rpc.Status `message`)."""
+    """One GKE (or Compute) API read; an error is one line with the API's own message (google.rpc.Status
+    `message`)."""
     import requests
 
     try:
         response = requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
     except requests.RequestException as error:
-        raise AdoptError(f"GKE API {url}: cannot reach it ({type(error).__name__})") from None
+        raise AdoptError(f"{_api_name(url)} {url}: cannot reach it ({type(error).__name__})") from None
     if response.status_code != 200:
         try:
             said = response.json()["error"]["message"]
         except (ValueError, KeyError, TypeError):
             said = response.text[:200]
-        raise AdoptError(f"GKE API {url}: {response.status_code} {said}")
+        raise AdoptError(f"{_api_name(url)} {url}: {response.status_code} {said}")
     found: dict[str, Any] = response.json()
     return found
+
+
+def _api_name(url: str) -> str:
+    return "Compute API" if url.startswith(COMPUTE_API) and "/compute/v1/" in url else "GKE API"
 
 
 # ---- what is there, in tpu-stack's terms ----------------------------------------------------------------------
@@ -266,6 +277,92 @@ core/nodepool.py); additional networks, disk type and size, the TPU taint, sysct
 modules/compute/gke-node-pool/main.tf."""
 
 
+def _network(
+    saved: Existing, cluster_config: dict[str, Any], adopted: dict[str, Any], keep: list[str]
+) -> list[Finding]:
+    """The cluster's network as it is: its network and subnetwork, its node, pod and Service ranges, private or public
+    nodes, its control plane's peering range and its DNS provider. Each of these the stack would otherwise set to its
+    own (a VPC of its own, ranges in 10.0.0.0/8, private nodes, Cloud DNS): a new network, subnetwork or range is a
+    new cluster (ForceNew in resource_container_cluster.go), and the others change every node."""
+    cluster = saved.cluster
+    name = str(cluster["name"])
+    network = cluster.get("networkConfig") or {}
+    policy = cluster.get("ipAllocationPolicy") or {}
+    if not policy.get("useIpAliases"):
+        raise AdoptError(
+            f"cluster {name}: a routes-based cluster (no IP aliases); tpu-stack's clusters are VPC-native, and "
+            "ipAllocationPolicy cannot change without re-creating the cluster"
+        )
+    if saved.subnetwork is None:
+        raise AdoptError(
+            f"cluster {name}: the subnetwork's node range is not among the saved outputs; save it with `gcloud compute "
+            f"networks subnets describe {short_name(cluster.get('subnetwork'))} --region "
+            f"{zone_region(str(cluster['location'])) or cluster['location']} --format json > subnetwork.json`"
+        )
+    cluster_config["network"] = short_name(network.get("network") or cluster.get("network"))
+    cluster_config["subnetwork"] = short_name(network.get("subnetwork") or cluster.get("subnetwork"))
+    cluster_config["ipRanges"] = {
+        "nodes": saved.subnetwork["ipCidrRange"],
+        "pods": policy.get("clusterIpv4CidrBlock"),
+        "services": policy.get("servicesIpv4CidrBlock"),
+    }
+    findings = [
+        Finding(
+            "kept",
+            f"cluster {name}: network {cluster_config['network']}, subnetwork {cluster_config['subnetwork']} and its "
+            f"ranges (nodes {saved.subnetwork['ipCidrRange']}, pods {policy.get('clusterIpv4CidrBlock')}, Services "
+            f"{policy.get('servicesIpv4CidrBlock')}): the stack makes no VPC or subnetwork of its own "
+            "(cluster.network, cluster.subnetwork, cluster.ipRanges)",
+        )
+    ]
+    private = bool(network.get("defaultEnablePrivateNodes"))
+    cluster_config["privateNodes"] = private
+    master = (cluster.get("privateClusterConfig") or {}).get("masterIpv4CidrBlock")
+    if master:
+        cluster_config["controlPlane"] = {"masterIpv4Cidr": master}
+    if private:
+        adopted["existingNat"] = True
+        findings.append(
+            Finding(
+                "kept",
+                f"cluster {name}: private nodes, with the egress the network has; the stack makes no Cloud NAT "
+                "(cluster.adopted.existingNat: a second NAT gateway for the same subnetwork ranges is refused)",
+            )
+        )
+    else:
+        findings.append(
+            Finding(
+                "kept",
+                f"cluster {name}: public nodes kept (cluster.privateNodes: false). Private nodes are tpu-stack's "
+                "default and the provider changes them in place (UpdateCluster desiredDefaultEnablePrivateNodes); turn "
+                "them on in a change of their own once the network has Cloud NAT for the nodes' egress",
+            )
+        )
+    dns = network.get("dnsConfig") or {}
+    provider = dns.get("clusterDns") or "PLATFORM_DEFAULT"
+    if provider == "CLOUD_DNS" and dns.get("clusterDnsScope") == "CLUSTER_SCOPE" and not dns.get("clusterDnsDomain"):
+        cluster_config["dns"] = "cloud-dns"
+    elif provider == "CLOUD_DNS":
+        keep.append("dnsConfig")
+        findings.append(
+            Finding(
+                "kept",
+                f"cluster {name}: Cloud DNS with scope {dns.get('clusterDnsScope')} kept as it is "
+                "(cluster.adopted.keep: [dnsConfig]); GKE cannot change a cluster's DNS scope",
+            )
+        )
+    else:
+        cluster_config["dns"] = "kube-dns"
+        findings.append(
+            Finding(
+                "kept",
+                f"cluster {name}: kube-dns kept (cluster.dns: kube-dns). Cloud DNS is tpu-stack's default and the "
+                "provider changes it in place (UpdateCluster desiredDnsConfig), on nodes created after the change",
+            )
+        )
+    return findings
+
+
 def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Adoption:
     """The cluster in tpu-stack's config, and what adopt finds it cannot take (each a line of the report)."""
     cluster = saved.cluster
@@ -282,14 +379,12 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
     cluster_config: dict[str, Any] = {"name": name, "location": location}
     channel = (cluster.get("releaseChannel") or {}).get("channel", "UNSPECIFIED")
     cluster_config["releaseChannel"] = channel
-    if cluster.get("network") not in (None, "default"):
-        cluster_config["network"] = short_name(cluster.get("network"))
-    if cluster.get("subnetwork") not in (None, "default"):
-        cluster_config["subnetwork"] = short_name(cluster.get("subnetwork"))
-    private = bool((cluster.get("privateClusterConfig") or {}).get("enablePrivateNodes"))
-    cluster_config["privateNodes"] = private
+    # The import reads deletion_protection as true (resourceContainerClusterStateImporter): kept, the first update
+    # does not lower the provider's guard on a cluster whose slices took days to get.
+    cluster_config["deletionProtection"] = True
     adopted_cluster: dict[str, Any] = {}
     keep_cluster: list[str] = []
+    findings += _network(saved, cluster_config, adopted_cluster, keep_cluster)
     datapath = (cluster.get("networkConfig") or {}).get("datapathProvider", "LEGACY_DATAPATH")
     if datapath != "ADVANCED_DATAPATH":
         keep_cluster.append("datapathProvider")
@@ -342,6 +437,7 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
             "diskSizeGb": config_of.get("diskSizeGb", 100),
             "minNodes": scaling.get("totalMinNodeCount", 1),
             "maxNodes": scaling.get("totalMaxNodeCount", 3),
+            **_max_pods(system),
         }
         findings.append(
             Finding("kept", "node pool system: imported as the stack's system pool, its account and scopes kept")
@@ -390,15 +486,17 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         auto_upgrade = bool((first.get("management") or {}).get("autoUpgrade"))
         if channel == "UNSPECIFIED":
             entry["autoUpgrade"] = auto_upgrade
-        default_names = [group_name] if len(group) == 1 else [f"{group_name}-{i}" for i in range(len(group))]
+        entry.update(_max_pods(first))
+        # Slice i of a group is node pool <name>-<i> (xpk's <cluster>-np-<i> with the group named <cluster>-np); a
+        # one-slice group's pool named as the group keeps that name (legacyFirstSliceName); other names are listed.
         adopted: dict[str, Any] = {}
-        if names != default_names:
+        if names == [group_name]:
+            entry["legacyFirstSliceName"] = True
+        elif names != [f"{group_name}-{i}" for i in range(len(group))]:
             adopted["nodePools"] = names
         adopted["serviceAccount"] = node_config.get("serviceAccount", "default")
         adopted["oauthScopes"] = sorted(node_config.get("oauthScopes") or [])
         keep = [path for path, has in KEEP_BY_FLAG.items() if has(first)]
-        if (first.get("maxPodsConstraint") or {}).get("maxPodsPerNode") is not None:
-            keep.append("maxPodsPerNode")
         adopted["keep"] = keep
         entry["adopted"] = adopted
         for path in keep:
@@ -421,6 +519,13 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         "tpu-stack:queues": queues,
     }
     return Adoption(stack, project, region, config, saved, findings)
+
+
+def _max_pods(pool: Mapping[str, Any]) -> dict[str, int]:
+    """The pool's maxPodsPerNode as GKE reports it (ForceNew: resource_container_node_pool.go max_pods_per_node), so
+    the stack's defaults (15 for TPU pools, 110 for the system pool) replace no pool that has another."""
+    pods = (pool.get("maxPodsConstraint") or {}).get("maxPodsPerNode")
+    return {"maxPodsPerNode": int(pods)} if pods is not None else {}
 
 
 def _span(names: Sequence[str]) -> str:
@@ -590,11 +695,10 @@ def keep_replaced(adoption: Adoption, found: Sequence[Verdict]) -> list[Finding]
 
 
 def _pool_names(pool: Mapping[str, Any]) -> list[str]:
-    names = (pool.get("adopted") or {}).get("nodePools")
-    if names:
-        return list(names)
-    slices = int(pool.get("slices", 1))
-    return [pool["name"]] if slices == 1 else [f"{pool['name']}-{i}" for i in range(slices)]
+    """The node pools of a pool group entry, named as the program names them (TpuPoolConfig.slice_name)."""
+    from components.config.pools import TpuPoolConfig
+
+    return TpuPoolConfig.model_validate(pool).node_pool_names
 
 
 @dataclass
@@ -688,5 +792,7 @@ def save_existing(existing: Existing, folder: Path) -> None:
         old.unlink()
     (folder / "cluster.json").write_text(json.dumps(existing.cluster, indent=2) + "\n")
     (folder / "node-pools.json").write_text(json.dumps(existing.node_pools, indent=2) + "\n")
+    if existing.subnetwork is not None:
+        (folder / "subnetwork.json").write_text(json.dumps(existing.subnetwork, indent=2) + "\n")
     listed = {"apiVersion": "v1", "items": existing.objects, "kind": "List", "metadata": {"resourceVersion": ""}}
     (folder / "kubernetes.json").write_text(json.dumps(listed, indent=2) + "\n")

@@ -23,7 +23,6 @@ KEEPABLE_POOL_FIELDS = {
     "nodeConfig.workloadMetadataConfig": "metadata server mode (GKE_METADATA is Workload Identity)",
     "networkConfig": "additional node networks and accelerator network profile",
     "placementPolicy.type": "COMPACT placement (gcloud --placement-type)",
-    "maxPodsPerNode": "pods per node (gcloud --max-pods-per-node)",
     "upgradeSettings": "surge upgrade settings",
     "management": "auto-repair and auto-upgrade as they are",
     "autoscaling": "autoscaling bounds as they are",
@@ -55,8 +54,8 @@ class AdoptedPoolConfig(ConfigModel):
 
     Default: cloud-platform"""
     keep: tuple[str, ...] = ()
-    """Node pool fields kept as they exist (Pulumi ignoreChanges), e.g. `nodeConfig.gvnic`, `maxPodsPerNode`,
-    `placementPolicy.type`; see *Adopted pool groups* below for the list."""
+    """Node pool fields kept as they exist (Pulumi ignoreChanges), e.g. `nodeConfig.gvnic`, `placementPolicy.type`;
+    see *Adopted pool groups* below for the list (pods per node is the group's `maxPodsPerNode`)."""
 
     def problems(self, slices: int) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
@@ -105,6 +104,7 @@ KEEPABLE_CLUSTER_FIELDS = {
     "masterAuthorizedNetworksConfig": "authorized networks as they are",
     "controlPlaneEndpointsConfig": "control plane endpoints as they are",
     "ipAllocationPolicy": "pod and service ranges",
+    "dnsConfig": "Cloud DNS with a VPC scope or domain, as it is (GKE cannot change a cluster's DNS scope)",
     "workloadIdentityConfig": "Workload Identity as it is",
 }
 """Cluster fields an adopted cluster may keep as they exist (`cluster.adopted.keep`, Pulumi ignoreChanges)."""
@@ -150,6 +150,10 @@ class AdoptedClusterConfig(ConfigModel):
     (terraform-provider-google resource_container_cluster.go resourceContainerClusterUpdate)."""
     keep: tuple[str, ...] = ()
     """Cluster fields kept as they exist (Pulumi ignoreChanges), e.g. `datapathProvider`, `resourceLabels`."""
+    existing_nat: bool = False
+    """The private nodes reach out through the egress their network has (Cluster Toolkit's vpc module makes a Cloud
+    NAT per region, `cloud-nat-<region>`): the stack makes no Cloud NAT of its own, since Compute refuses a second
+    gateway for subnetwork ranges one already serves."""
     system_pool: AdoptedPoolConfig | None = None
     """The existing `system` node pool (Cluster Toolkit's gke-cluster module makes one), imported as the stack's: its
     nodes' account, scopes and the fields it keeps (`nodePools` and `flavor` do not apply)."""

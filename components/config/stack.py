@@ -170,6 +170,12 @@ class StackConfig(ConfigModel):
         return self.cluster.private_nodes
 
     @property
+    def makes_nat(self) -> bool:
+        """Private nodes reach out through the stack's Cloud NAT, unless an adopted cluster's network has its own."""
+        adopted = self.cluster.adopted
+        return self.private_nodes and not (adopted is not None and adopted.existing_nat)
+
+    @property
     def vpc_name(self) -> str:
         """The VPC network of the stack's clusters: an existing one (`cluster.network`) or the stack's own, one for
         the stack's cluster and its MultiKueue workers (a network is global, its subnetworks regional)."""

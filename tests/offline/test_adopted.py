@@ -77,11 +77,12 @@ def test_every_existing_resource_is_imported_and_none_replaced(name: str) -> Non
 def test_the_preview_marks_each_import_and_lists_its_changes(name: str) -> None:
     found = adopted(name)
     cluster = next(r for r in _imported(found.plan) if r["type"] == CLUSTER)
-    assert f"  = {CLUSTER}" in found.preview
+    assert "  = container:Cluster" in found.preview  # the preview's short type (offline/report.py short_type)
     # tpu-stack's hardened defaults are in-place updates of the imported cluster: it turns off the public IP endpoint
-    # (the kubeconfig uses the DNS endpoint) and lets `pulumi destroy` stop at deletionProtection per stack.
+    # (the kubeconfig uses the DNS endpoint). deletionProtection stays as the import reads it (true).
     changes = {c["path"]: (c["old"], c["new"]) for c in cluster["import"]["changes"]}
     assert changes["controlPlaneEndpointsConfig.ipEndpointsConfig.enabled"] == (True, False)
+    assert "deletionProtection" not in changes
     assert "      ~ controlPlaneEndpointsConfig.ipEndpointsConfig.enabled: true -> false" in found.preview
 
 
@@ -192,7 +193,57 @@ def test_without_saved_outputs_the_preview_still_shows_the_imports(
     args = ["preview", "--stack", "x", "--config", str(found.stack_file), "--out", str(tmp_path)]
     cli.main(args)
     out = capsys.readouterr().out
-    assert "  = gcp:container/nodePool:NodePool" in out and "pass --existing DIR" in out
+    assert "  = container:NodePool" in out and "pass --existing DIR" in out
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["adoption"] == {"judged": False}
     assert not any("import" in r for r in plan["resources"])
+
+
+KEPT_NETWORK = {
+    # From each fixture's saved outputs (tests/fixtures/adopt/*/cluster.json, subnetwork.json), written out by hand:
+    # network, subnetwork, the subnetwork's primary range, the cluster's pod and Service ranges, private nodes, DNS.
+    "xpk-multislice": ("default", "default", "10.202.0.0/20", "10.36.0.0/14", "34.118.224.0/20", False, "kube-dns"),
+    "xpk-flex": ("default", "default", "10.202.0.0/20", "10.40.0.0/14", "34.118.224.0/20", False, "kube-dns"),
+    "toolkit-v6e": (
+        "gke-tpu-v6e-net-0", "gke-tpu-v6e-sub-0", "192.168.0.0/18", "10.4.0.0/14", "10.0.32.0/20", True, "kube-dns"
+    ),
+}  # fmt: skip
+NETWORK_TYPES = ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork", "gcp:compute/router:Router",
+                 "gcp:compute/routerNat:RouterNat")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ADOPTED_CLUSTERS)
+def test_the_adopted_stack_keeps_the_network_ranges_nodes_and_dns_it_finds(name: str) -> None:
+    found = adopted(name)
+    cluster = found.adoption.config["tpu-stack:cluster"]
+    ranges = cluster["ipRanges"]
+    assert (cluster["network"], cluster["subnetwork"], ranges["nodes"], ranges["pods"], ranges["services"],
+            cluster["privateNodes"], cluster["dns"]) == KEPT_NETWORK[name]  # fmt: skip
+    # No VPC, subnetwork or NAT of the stack's own: the cluster's network and its egress stay as they are.
+    assert not [r["name"] for r in found.plan["resources"] if r["type"] in NETWORK_TYPES]
+    imported = next(r for r in _imported(found.plan) if r["type"] == CLUSTER)
+    changed = {c["path"].split(".")[0] for c in imported["import"]["changes"]}
+    assert not changed & {"network", "subnetwork", "ipAllocationPolicy", "privateClusterConfig", "networkingMode",
+                          "defaultMaxPodsPerNode", "datapathProvider"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "pods"), [("xpk-multislice", 15), ("xpk-flex", 15), ("toolkit-v6e", 110)])
+def test_each_pool_keeps_its_max_pods_per_node(name: str, pods: int) -> None:
+    # xpk 1.16.0 creates multi-host TPU pools with --max-pods-per-node 15; Cluster Toolkit's gke-node-pool sets none,
+    # so GKE reports its default 110. maxPodsPerNode is ForceNew: the stack's 15 would replace the toolkit's slices.
+    found = adopted(name)
+    assert [p["maxPodsPerNode"] for p in found.adoption.config["tpu-stack:tpuPools"]] == [pods]
+    for pool in (r for r in _imported(found.plan) if r["type"] == NODE_POOL):
+        assert pool["inputs"]["maxPodsPerNode"] in (pods, 110), pool["name"]  # 110: Cluster Toolkit's system pool
+        assert not [c for c in pool["import"]["changes"] if c["path"] == "maxPodsPerNode"], pool["name"]
+
+
+def test_toolkit_private_nodes_keep_their_peering_range_and_their_network_egress() -> None:
+    found = adopted("toolkit-v6e")
+    cluster = found.adoption.config["tpu-stack:cluster"]
+    assert cluster["controlPlane"] == {"masterIpv4Cidr": "172.16.0.32/28"}  # gke-cluster's master_ipv4_cidr_block
+    assert cluster["adopted"]["existingNat"] is True
+    # The webhook rule opens the charts' ports to the nodes the controllers run on: the adopted system pool's account.
+    [rule] = [r for r in found.plan["resources"] if r["type"] == "gcp:compute/firewall:Firewall"]
+    assert rule["inputs"]["targetServiceAccounts"] == ["gke-np-sa@tpu-proj.iam.gserviceaccount.com"]
+    assert rule["inputs"]["sourceRanges"] == ["192.168.0.0/18", "10.4.0.0/14", "172.16.0.32/28"]

@@ -128,6 +128,8 @@ def test_a_saved_secret_is_never_read(tmp_path: Path) -> None:
         ({"cluster.json": '{"name": "c"}'}, "cluster.json: not a GKE cluster (no name or location)"),
         ({"cluster.json": '{"name": "c", "location": "l"}', "k.json": "[]"},
          "k.json: not `kubectl get -o json` output (no items)"),
+        ({"cluster.json": '{"name": "c", "location": "l"}', "subnetwork.json": '{"name": "s"}'},
+         "subnetwork.json: not a Compute Engine subnetwork (no ipCidrRange)"),
     ],
 )  # fmt: skip
 def test_unreadable_saved_outputs_are_one_line(tmp_path: Path, files: dict[str, str], line: str) -> None:
@@ -160,3 +162,65 @@ def test_an_import_entry_naming_no_resource_of_the_program_is_named() -> None:
         "tpu-stack:cluster.adopted.imports[1]: the program declares no kubernetes:core/v1:Namespace named 'x'; fix "
         "the name or remove the entry"
     ]
+
+
+GKE_CLUSTER = {
+    # What `gcloud container clusters describe` prints of a VPC-peering private cluster (the GKE API's Cluster).
+    "name": "c",
+    "location": "us-central1",
+    "network": "net",
+    "subnetwork": "sub",
+    "networkConfig": {
+        "network": "projects/p/global/networks/net",
+        "subnetwork": "projects/p/regions/us-central1/subnetworks/sub",
+        "defaultEnablePrivateNodes": True,
+        "dnsConfig": {"clusterDns": "CLOUD_DNS", "clusterDnsScope": "VPC_SCOPE", "clusterDnsDomain": "c-domain"},
+    },
+    "ipAllocationPolicy": {
+        "useIpAliases": True,
+        "clusterIpv4Cidr": "10.4.0.0/14",
+        "clusterIpv4CidrBlock": "10.4.0.0/14",
+        "clusterSecondaryRangeName": "pods",
+        "servicesIpv4CidrBlock": "34.118.224.0/20",
+    },
+    "privateClusterConfig": {"enablePrivateNodes": True, "masterIpv4CidrBlock": "172.16.0.32/28",
+                             "privateEndpoint": "172.16.0.34"},
+    "defaultMaxPodsConstraint": {"maxPodsPerNode": "110"},
+}  # fmt: skip
+
+
+def test_an_imported_cluster_reads_back_its_ranges_private_nodes_and_dns_as_the_provider_flattens_them() -> None:
+    # resource_container_cluster.go: flattenIPAllocationPolicy (networking_mode VPC_NATIVE, stack_type IPV4 when GKE
+    # reports none), flattenPrivateClusterConfig (enable_private_nodes from networkConfig.defaultEnablePrivateNodes),
+    # default_max_pods_per_node from defaultMaxPodsConstraint, flattenDnsConfig.
+    state = imports.cluster_state(GKE_CLUSTER, project="p")
+    assert state["networkingMode"] == "VPC_NATIVE"
+    assert state["ipAllocationPolicy"] == {
+        "stackType": "IPV4",
+        "clusterIpv4CidrBlock": "10.4.0.0/14",
+        "servicesIpv4CidrBlock": "34.118.224.0/20",
+        "clusterSecondaryRangeName": "pods",
+    }
+    assert state["privateClusterConfig"] == {"enablePrivateNodes": True, "masterIpv4CidrBlock": "172.16.0.32/28"}
+    assert state["defaultMaxPodsPerNode"] == 110
+    assert state["dnsConfig"] == {
+        "clusterDns": "CLOUD_DNS",
+        "clusterDnsScope": "VPC_SCOPE",
+        "clusterDnsDomain": "c-domain",
+    }
+    assert (state["network"], state["subnetwork"]) == ("net", "sub")
+
+
+def test_a_range_given_as_its_size_is_no_change_and_another_range_replaces() -> None:
+    # ip_allocation_policy.cluster_ipv4_cidr_block: ForceNew with tpgresource.CidrOrSizeDiffSuppress.
+    state = imports.cluster_state(GKE_CLUSTER, project="p")
+    same = {"inputs": {"ipAllocationPolicy": {"clusterIpv4CidrBlock": "/14", "servicesIpv4CidrBlock": "/20"}}}
+    assert imports.changes(same, state, ("ipAllocationPolicy",)) == []
+    other = {"inputs": {"ipAllocationPolicy": {"clusterIpv4CidrBlock": "10.0.0.0/14"}}}
+    [change] = imports.changes(other, state, ("ipAllocationPolicy",))
+    assert (change.path, change.old, change.new, change.replaces) == (
+        "ipAllocationPolicy.clusterIpv4CidrBlock",
+        "10.4.0.0/14",
+        "10.0.0.0/14",
+        True,
+    )

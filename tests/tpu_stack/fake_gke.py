@@ -3,7 +3,9 @@
 - `GET /v1/projects/{project}/locations/{location}/clusters/{cluster}`: projects.locations.clusters.get, the Cluster
   resource (its `nodePools` included);
 - `GET /v1/projects/{project}/locations/{location}/clusters/{cluster}/nodePools`: projects.locations.clusters.
-  nodePools.list, a ListNodePoolsResponse `{"nodePools": [...]}`
+  nodePools.list, a ListNodePoolsResponse `{"nodePools": [...]}`;
+- `GET /compute/v1/projects/{project}/regions/{region}/subnetworks/{name}`: the Compute API's subnetworks.get, the
+  cluster's subnetwork (Compute REST reference, compute.googleapis.com v1)
 (GKE REST reference, container.googleapis.com v1; field names as the API writes them, camelCase). Requests need the
 OAuth bearer token: 401 without it, 403 for a project the account may not read, 404 for another cluster, each as
 Google APIs write errors: `{"error": {"code", "message", "status"}}` (the HTTP mapping of google.rpc.Status,
@@ -28,6 +30,7 @@ class FakeGke:
     location: str
     cluster: dict[str, Any]
     node_pools: list[dict[str, Any]]
+    subnetwork: dict[str, Any] | None = None
     forbidden_projects: set[str] = field(default_factory=set)
     requests: list[tuple[Request, str]] = field(default_factory=list)
     """Each request with the Authorization header it came with."""
@@ -44,6 +47,8 @@ class FakeGke:
         if token != f"Bearer {TOKEN}":
             return _error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
         parts = request.path.strip("/").split("/")
+        if parts[:2] == ["compute", "v1"]:
+            return self._subnetwork(parts[2:])
         if request.method != "GET" or parts[:1] != ["v1"] or len(parts) not in (7, 8):
             return _error(404, "NOT_FOUND", f"{request.path} is not a GKE API method")
         _, _, project, _, location, _, name, *rest = parts
@@ -56,6 +61,14 @@ class FakeGke:
         if rest:
             return _error(404, "NOT_FOUND", f"{request.path} is not a GKE API method")
         return 200, json.dumps(self.cluster).encode(), "application/json"
+
+    def _subnetwork(self, parts: list[str]) -> tuple[int, bytes, str]:
+        if len(parts) != 6 or parts[4] != "subnetworks" or parts[1] in self.forbidden_projects:
+            return _error(403, "PERMISSION_DENIED", "Required 'compute.subnetworks.get' permission.")
+        link = str((self.subnetwork or {}).get("selfLink", ""))
+        if self.subnetwork is None or not link.endswith("/" + "/".join(parts)):
+            return _error(404, "NOT_FOUND", f"The resource '{'/'.join(parts)}' was not found")
+        return 200, json.dumps(self.subnetwork).encode(), "application/json"
 
 
 def _error(code: int, status: str, message: str) -> tuple[int, bytes, str]:

@@ -219,8 +219,11 @@ def test_an_xpk_jobset_is_admitted_by_the_adopted_queues(xpk: Adopted) -> None:
         ({"accelerator": "v6e-16", "topology": "4x4"}, "tpu-stack:tpuPools[0].topology: v6e-16 is ct6e-standard-4t"),
         ({"accelerator": "v6e-8", "adopted": {"keep": ["nodeConfig.machineType"]}},
          "tpu-stack:tpuPools[0].adopted.keep[0]: 'nodeConfig.machineType' is no field the stack keeps"),
-        ({"accelerator": "v6e-8", "slices": 2, "adopted": {"nodePools": ["a-0"]}},
-         "tpu-stack:tpuPools[0].adopted.nodePools: names 1 node pools for 2 slices"),
+        ({"accelerator": "v6e-8", "slices": 1, "adopted": {"nodePools": ["x-np-0", "x-np-1"]}},
+         "tpu-stack:tpuPools[0].adopted.nodePools: names 2 node pools for 1 slices; a slice removed is its node pool "
+         "deleted"),
+        ({"accelerator": "v6e-8", "adopted": {"keep": ["maxPodsPerNode"]}},
+         "tpu-stack:tpuPools[0].adopted.keep[0]: 'maxPodsPerNode' is no field the stack keeps"),
     ],
 )  # fmt: skip
 def test_bad_adopted_config_is_one_line(pool: dict[str, Any], line: str) -> None:
@@ -229,3 +232,53 @@ def test_bad_adopted_config_is_one_line(pool: dict[str, Any], line: str) -> None
     with pytest.raises(ConfigError) as error:
         load(raw, stack="dev")
     assert any(found.startswith(line) for found in error.value.lines), error.value.lines
+
+
+def test_an_adopted_group_grown_keeps_its_pools_and_names_new_slices_as_any_group() -> None:
+    # Slice i keeps adopted.nodePools[i]; a slice past the list is a new node pool <name>-<i> (never a renamed one).
+    raw = {"gcp:project": "tpu-proj", "gcp:region": "us-east5",
+           "tpu-stack:tpuPools": [{"name": "train", "zone": "us-east5-b", "accelerator": "v6e-16", "slices": 3,
+                                   "adopted": {"nodePools": ["xpk-np-0", "old-pool"]}}]}  # fmt: skip
+    assert load(raw, stack="dev").tpu_pools[0].node_pool_names == ["xpk-np-0", "old-pool", "train-2"]
+
+
+def test_without_the_subnetwork_adopt_says_how_to_save_it(tmp_path: Path) -> None:
+    # GKE's Cluster does not report its subnetwork's primary range, which holds the nodes (cluster.ipRanges.nodes).
+    saved = read_existing(ADOPT_DIR / "xpk-multislice")
+    saved.subnetwork = None
+    with pytest.raises(AdoptError) as error:
+        adopt.interpret(saved, stack="x")
+    assert str(error.value) == (
+        "cluster xpk-ms: the subnetwork's node range is not among the saved outputs; save it with `gcloud compute "
+        "networks subnets describe default --region us-east5 --format json > subnetwork.json`"
+    )
+
+
+def test_a_routes_based_cluster_is_refused_in_one_line() -> None:
+    saved = read_existing(ADOPT_DIR / "xpk-multislice")
+    saved.cluster["ipAllocationPolicy"] = {}
+    with pytest.raises(AdoptError) as error:
+        adopt.interpret(saved, stack="x")
+    assert str(error.value).startswith("cluster xpk-ms: a routes-based cluster (no IP aliases)")
+
+
+@pytest.mark.parametrize(
+    ("dns", "written", "keep"),
+    [
+        (None, "kube-dns", []),  # GKE reports no dnsConfig: Standard's default provider, kube-dns
+        ({"clusterDns": "KUBE_DNS", "clusterDnsScope": "DNS_SCOPE_UNSPECIFIED"}, "kube-dns", []),
+        ({"clusterDns": "CLOUD_DNS", "clusterDnsScope": "CLUSTER_SCOPE"}, "cloud-dns", []),
+        # xpk's old Cloud DNS update (--cluster-dns-scope=vpc --cluster-dns-domain=<cluster>-domain): the stack's
+        # cloud-dns is CLUSTER_SCOPE, a scope GKE cannot change to, so the setting is kept as it is.
+        ({"clusterDns": "CLOUD_DNS", "clusterDnsScope": "VPC_SCOPE", "clusterDnsDomain": "xpk-ms-domain"}, None,
+         ["dnsConfig"]),
+    ],
+)  # fmt: skip
+def test_the_dns_provider_is_kept(dns: dict[str, str] | None, written: str | None, keep: list[str]) -> None:
+    saved = read_existing(ADOPT_DIR / "xpk-multislice")
+    saved.cluster["networkConfig"].pop("dnsConfig", None)
+    if dns:
+        saved.cluster["networkConfig"]["dnsConfig"] = dns
+    cluster = adopt.interpret(saved, stack="x").config["tpu-stack:cluster"]
+    assert cluster.get("dns") == written
+    assert [k for k in cluster["adopted"].get("keep", []) if k == "dnsConfig"] == keep

@@ -48,7 +48,7 @@ def _cluster_api(folder: Path) -> FakeApi:
     apiVersion or kind per item (the API server writes them on the list only; kubectl adds them back)."""
     api = FakeApi()
     for path in sorted(folder.glob("*.json")):
-        if path.name in ("cluster.json", "node-pools.json"):
+        if path.name in ("cluster.json", "node-pools.json", "subnetwork.json"):
             continue
         for obj in json.loads(path.read_text())["items"]:
             root, plural = PATHS[obj["kind"]]
@@ -70,12 +70,14 @@ def gke(monkeypatch: pytest.MonkeyPatch) -> Iterator[fake_gke.FakeGke]:
     folder = ADOPT_DIR / "xpk-multislice"
     cluster = json.loads((folder / "cluster.json").read_text())
     pools = json.loads((folder / "node-pools.json").read_text())
-    fake = fake_gke.FakeGke("tpu-proj", "us-east5", cluster, pools, forbidden_projects={"other-proj"})
+    subnetwork = json.loads((folder / "subnetwork.json").read_text())
+    fake = fake_gke.FakeGke("tpu-proj", "us-east5", cluster, pools, subnetwork, forbidden_projects={"other-proj"})
 
     # The user's Application Default Credentials, as gcloud prints their access token.
     monkeypatch.setattr(adopt, "adc_token", lambda: fake_gke.TOKEN)
     with serving(fake) as served:
         monkeypatch.setattr(adopt, "GKE_API", served.server)
+        monkeypatch.setattr(adopt, "COMPUTE_API", served.server)
         yield served
 
 
@@ -96,10 +98,12 @@ def test_live_and_saved_outputs_give_the_same_stack_file(gke: fake_gke.FakeGke, 
     live = yaml.safe_load((tmp_path / "Pulumi.xpk-multislice.yaml").read_text())
     saved = yaml.safe_load(adopted("xpk-multislice").stack_file.read_text())
     assert live == saved
-    # The two GKE calls, with the user's token; the Kubernetes reads with the kubeconfig's; never a Secret.
+    # The two GKE calls and the Compute API's subnetwork (its node range), with the user's token; the Kubernetes
+    # reads with the kubeconfig's; never a Secret.
     assert [(r.path, token) for r, token in gke.requests] == [
         ("/v1/projects/tpu-proj/locations/us-east5/clusters/xpk-ms", f"Bearer {fake_gke.TOKEN}"),
         ("/v1/projects/tpu-proj/locations/us-east5/clusters/xpk-ms/nodePools", f"Bearer {fake_gke.TOKEN}"),
+        ("/compute/v1/projects/tpu-proj/regions/us-east5/subnetworks/default", f"Bearer {fake_gke.TOKEN}"),
     ]
     assert api.requests and all(r.method == "GET" for r in api.requests)
     assert not [r.path for r in api.requests if "/secrets" in r.path]
@@ -110,7 +114,12 @@ def test_what_was_read_is_saved_for_the_preview_without_a_credential(gke: fake_g
         code, out, _ = _adopt(tmp_path, api.kubeconfig())
     assert code == 0
     saved = tmp_path / "adopt" / "existing"
-    assert sorted(p.name for p in saved.iterdir()) == ["cluster.json", "kubernetes.json", "node-pools.json"]
+    assert sorted(p.name for p in saved.iterdir()) == [
+        "cluster.json",
+        "kubernetes.json",
+        "node-pools.json",
+        "subnetwork.json",
+    ]
     text = "".join(p.read_text() for p in saved.iterdir())
     assert fake_gke.TOKEN not in text and "test-token" not in text
     assert f"--existing {saved}" in out
@@ -145,6 +154,18 @@ def test_gke_api_refusals_are_one_line(
         code, _, err = _adopt(tmp_path, api.kubeconfig(), *flags)
     assert code == 2
     assert err.splitlines() == [line.format(port=gke.port)]
+    assert not (tmp_path / "Pulumi.xpk-multislice.yaml").exists()
+
+
+def test_a_subnetwork_the_compute_api_refuses_is_one_line(gke: fake_gke.FakeGke, tmp_path: Path) -> None:
+    gke.subnetwork = None  # e.g. a Shared VPC host project's subnetwork the account cannot read
+    with serving(_cluster_api(ADOPT_DIR / "xpk-multislice")) as api:
+        code, _, err = _adopt(tmp_path, api.kubeconfig())
+    assert code == 2
+    where = "projects/tpu-proj/regions/us-east5/subnetworks/default"
+    assert err.splitlines() == [
+        f"error: Compute API http://127.0.0.1:{gke.port}/compute/v1/{where}: 404 The resource '{where}' was not found"
+    ]
     assert not (tmp_path / "Pulumi.xpk-multislice.yaml").exists()
 
 
