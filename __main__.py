@@ -217,6 +217,8 @@ pulumi.export(
 pulumi.export("flavors", {pool.name: flavor_labels(pool) for pool in config.manager_queues.queue_pools})
 # Capacity ladders: ladder -> its pool groups (flavors) in the order Kueue tries them.
 pulumi.export("ladders", {name: [pool.name for pool in rungs] for name, rungs in config.manager_queues.ladders.items()})
+# Kueue's waitForPodsReady as every cluster of the stack runs it: `tpu-stack why` times evictions by it.
+pulumi.export("waitForPodsReady", config.pods_ready.kueue())
 
 # --- serving and identity: bucket, Workload Identity, Saxml ---
 bucket = Bucket("data", config=config, opts=needs("storage"))

@@ -4,7 +4,7 @@ The controller config is written whole (the chart takes it as one YAML string): 
 carry `kueue.x-k8s.io/queue-name`, integrates just the two job kinds the stack runs (batch Jobs and JobSets),
 and ignores CPU/memory/ephemeral storage when the queues do not cover them, so a TPU pod that also requests
 CPU stays admissible. How long Kueue waits for an admitted workload's pods, and what it does after, is decided
-per kind of capacity the cluster has (components/config/controllers.py), not left to Kueue 0.19's defaults.
+from the kinds of capacity the cluster has (components/config/controllers.py), not left to Kueue 0.19's defaults.
 Nothing that needs an API GKE lacks is turned on (no cert-manager, no Prometheus
 operator ServiceMonitor, no KueueViz ingress).
 """
@@ -20,7 +20,6 @@ import yaml
 
 from components.chart_install import ChartInstall
 from components.config.base import KUEUE_NAMESPACE
-from components.config.controllers import wait_for_pods_ready
 from components.config.queues import covered_resources
 from components.config.stack import StackConfig
 from components.pod_security import CONTROLLER_POD_SECURITY
@@ -49,8 +48,6 @@ CONTROLLER_LABELS = {
 def controller_config(config: StackConfig) -> dict[str, Any]:
     """Kueue's Configuration object (v1beta2), as the controller reads it from its ConfigMap."""
     covered = set(covered_resources(config.queues))
-    # A manager's admissions mirror its workers': it waits as long as their capacity needs.
-    capacity = config.manager_queues.queue_pools if config.is_manager else config.queue_pools
     return {
         "apiVersion": KUEUE_CONFIG_API,
         "kind": "Configuration",
@@ -61,7 +58,8 @@ def controller_config(config: StackConfig) -> dict[str, Any]:
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "manageJobsWithoutQueueName": False,
         "integrations": {"frameworks": list(FRAMEWORKS)},
-        "waitForPodsReady": wait_for_pods_ready(capacity),
+        # A manager's admissions mirror its workers': it waits as long as their capacity needs (config.pods_ready).
+        "waitForPodsReady": config.pods_ready.kueue(),
         "resources": {"excludeResourcePrefixes": [r for r in HOST_RESOURCES if r not in covered]},
     } | ({"multiKueue": dict(MULTIKUEUE_SETTINGS)} if config.is_manager else {})
 

@@ -31,8 +31,13 @@ ADMITTED = "kueue_admitted_active_workloads"
 RESERVING = "kueue_reserving_active_workloads"
 USAGE = "kueue_cluster_queue_resource_usage"
 QUOTA = "kueue_cluster_queue_nominal_quota"
-KUEUE_SERIES = "kueue_"
-"""Prefix of every Kueue controller metric."""
+POD_PHASE = "kube_pod_status_phase"
+"""GKE's kube state metrics (package on by default from GKE 1.29.2-gke.2000 Standard, 1.27.4-gke.900 Autopilot):
+1 for a pod's current phase, with `namespace`, `pod`, `phase`, `uid` (cloud.google.com/kubernetes-engine/docs/how-to/
+kube-state-metrics, Pod metrics)."""
+SCRAPED_SERIES = ("kueue_", "kube_")
+"""Prefixes of the series Managed Prometheus scrapes (Kueue's controller, GKE's kube state metrics): they exist only
+once scraped."""
 COLUMNS = 48
 """Width of a mosaic layout."""
 _WIDTH = 12
@@ -217,6 +222,16 @@ def alert_queries(
             f"sum by (cluster_queue) ({RESERVING}{scope}) - sum by (cluster_queue) ({ADMITTED}{scope}) > 0",
             settings.provisioning_minutes,
         )
+    namespaces = sorted({ref.namespace for ref in queue_refs(config.queues).values()})
+    if config.queue_pools and not config.is_manager:
+        # Pods of a team's namespace: a queue-labelled job is created suspended and gets pods only once Kueue admits
+        # it, so a Pending pod there is an admitted workload that does not start (no node for it, an image that does
+        # not pull, a container that cannot be created). One series per pod: a new pod after an eviction starts over.
+        pods = _kueue_selector(cluster, f'phase="Pending",namespace=~"{"|".join(namespaces)}"')
+        alerts["pods-not-starting"] = (
+            f"max by (namespace, pod) ({POD_PHASE}{{{pods}}}) > 0",
+            settings.not_starting_minutes,
+        )
     if any(pool.provisioning == "queued" for pool in config.queue_pools):
         # Quota reserved but not admitted: the workload waits on its admission check, the ProvisioningRequest.
         alerts["queued-provisioning-not-granted"] = (
@@ -227,8 +242,8 @@ def alert_queries(
 
 
 def reads_scraped_series(query: str) -> bool:
-    """True if the PromQL reads a Kueue series, which exists only once Managed Prometheus has scraped it."""
-    return KUEUE_SERIES in query
+    """True if the PromQL reads a Kueue or kube state series, which exists only once Managed Prometheus scraped it."""
+    return any(prefix in query for prefix in SCRAPED_SERIES)
 
 
 class Monitoring(pulumi.ComponentResource):

@@ -262,8 +262,9 @@ def _queued_run_seconds(target: Target) -> int | None:
 def slice_job(config: StackConfig, target: Target, name: str, queue: QueueRef) -> dict[str, Any]:
     """A Job of one single-host slice, created suspended for Kueue: one pod, all the VM's chips. For a
     queued-provisioning group or rung the run limit travels to the ProvisioningRequest as an annotation. A pod the
-    platform stops (DisruptionTarget: an upgrade, a repair, maintenance, a spot preemption) is started again, a
-    bounded number of times; any failure of its own fails the Job (disruptions.job_policy)."""
+    platform stops (DisruptionTarget: an upgrade, a repair, maintenance, a spot preemption) is started again without
+    counting, one deleted without that condition within a budget; any failure of its own fails the Job
+    (disruptions.job_policy)."""
     pool = shape_of(target)
     assert not pool.multi_host, "a multi-host slice runs as a JobSet (slice_jobset)"
     template = _template(config, target, [], queue.namespace, slices=1, multislice=False)

@@ -442,6 +442,14 @@ def _objects_wait_for_their_webhooks(records: Sequence[Record], _outputs: Mappin
     late: dict[tuple[str, str], list[str]] = {}
     problems = []
     for hook in webhooks.fail_closed(records):
+        if hook.service is None:
+            met = [str(r["name"]) for r in records if webhooks.intercepts(hook, r, plan)]
+            if met:
+                problems.append(
+                    f"{hook.name}: calls {hook.url}, outside the cluster, which the stack cannot wait for; "
+                    f"{', '.join(met)} {'fails' if len(met) == 1 else 'fail'} to be created while it does not answer"
+                )
+            continue
         service = services.get((hook.cluster, *hook.service))
         if service is None:
             problems.append(f"{hook.name}: calls Service {'/'.join(hook.service)}, which the stack does not declare")
@@ -462,13 +470,21 @@ def _objects_wait_for_their_webhooks(records: Sequence[Record], _outputs: Mappin
 
 
 READY_MEANS_SERVING = {
-    "registry.k8s.io/kueue/kueue": "kubernetes-sigs/kueue v0.19.2 cmd/kueue/main.go (readyz: certificates ready, then "
-    "the webhook server's StartedChecker)",
-    "registry.k8s.io/jobset/jobset": "kubernetes-sigs/jobset v0.12.0 main.go (readyz: certificates ready, then the "
-    "webhook server's StartedChecker)",
+    "kueue": "kubernetes-sigs/kueue v0.19.2 cmd/kueue/main.go (readyz: certificates ready, then the webhook server's "
+    "StartedChecker)",
+    "jobset": "kubernetes-sigs/jobset v0.12.0 main.go (readyz: certificates ready, then the webhook server's "
+    "StartedChecker)",
 }
-"""Controller images whose own readiness check includes their webhook server, read in their sources; any other
-backend is ready for what waits on it only with a readiness probe on the webhook's own port."""
+"""Charts (by name, the last part of their reference, wherever they are pulled or mirrored from) whose controller's
+own readiness check includes its webhook server, read in their sources; any other backend is ready for what waits on
+it only with a readiness probe on the webhook's own port. By chart, not image: a mirrored image is the same
+controller."""
+
+
+def _chart_name(record: Record | None) -> str:
+    """`kueue` of a Chart record whose chart is `oci://registry.k8s.io/kueue/charts/kueue`."""
+    chart = str(((record or {}).get("inputs") or {}).get("chart") or "")
+    return chart.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _webhook_backends_ready_when_serving(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
@@ -482,8 +498,9 @@ def _webhook_backends_ready_when_serving(records: Sequence[Record], _outputs: Ma
         if r.get("rendered")
     }
     problems = set()
+    charts = by_urn(records)
     for hook in webhooks.fail_closed(records):
-        service = services.get(hook.service)
+        service = services.get(hook.service) if hook.service else None
         if service is None:
             continue
         spec = service["inputs"]["spec"]
@@ -498,10 +515,9 @@ def _webhook_backends_ready_when_serving(records: Sequence[Record], _outputs: Ma
                 ports = {p["containerPort"]: p.get("name") for p in container.get("ports") or ()}
                 served = [port for port, name in ports.items() if port in targets or name in targets]
                 probe = (container.get("readinessProbe") or {}).get("tcpSocket") or {}
-                image = str(container.get("image", "")).split("@")[0].rsplit(":", 1)[0]
                 if (
                     served
-                    and image not in READY_MEANS_SERVING
+                    and _chart_name(charts.get(str(deployment.get("parent")))) not in READY_MEANS_SERVING
                     and probe.get("port")
                     not in (
                         *served,
@@ -1015,11 +1031,15 @@ REQUIRES = [
     Requires(
         "objects-after-their-webhooks",
         "Every object a fail-closed admission webhook intercepts (derived from every webhook configuration the stack "
-        "declares or a chart renders: kinds, versions, operations, namespaceSelector, objectSelector) is created after "
-        "the webhook's backend serves: the API server refuses it otherwise ('no endpoints available', 'connection "
-        "refused'), and the provider retries a create only on NotFound or NoMatch",
+        "declares or a chart renders: kinds, versions under matchPolicy, operations, namespaceSelector, "
+        "objectSelector; and every CRD's conversion webhook, for objects in a version other than the stored one) is "
+        "created after the webhook's backend serves: the API server refuses it otherwise ('no endpoints available', "
+        "'connection refused'), and the provider retries a create only on NotFound or NoMatch. A fail-closed webhook "
+        "that calls a URL outside the cluster is reported: nothing in the plan can be waited for",
         "kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/ (matching requests: rules, "
-        "namespaceSelector, objectSelector; failurePolicy defaults to Fail in admissionregistration.k8s.io/v1); the "
+        "matchPolicy (Equivalent by default), namespaceSelector, objectSelector; failurePolicy defaults to Fail in "
+        "admissionregistration.k8s.io/v1); kubernetes apiextensions-apiserver pkg/apiserver/conversion/converter.go "
+        "(getObjectsToConvert sends only objects whose apiVersion differs); the "
         "charts as vendored (vendor/charts: Kueue v0.19.2 registers Fail webhooks for every integration it knows, "
         "LeaderWorkerSets included, in all namespaces but kube-system and its own, pkg/controller/jobframework/"
         "setup.go SetupWebhook for kinds not enabled too); pulumi/pulumi-kubernetes v4.32.0 provider/pkg/await/"

@@ -18,7 +18,7 @@ import yaml
 from components import workloads
 from components.config import ConfigError, StackConfig, load
 from offline import adopted, charts, engine, helm, parallel, policy_check, report, summary
-from offline.engine import REPO, Plan, run_stack
+from offline.engine import REPO, DuplicateUrn, Plan, run_stack
 from offline.imports import ExistingError
 
 EXIT_OK, EXIT_VIOLATION, EXIT_CONFIG = 0, 1, 2
@@ -168,6 +168,9 @@ def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFinding
         print(f"error: policy config: {error}", file=sys.stderr)
         return EXIT_CONFIG
     except (charts.ChartError, helm.HelmMissing, ExistingError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    except DuplicateUrn as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
     except ConfigError as error:

@@ -251,6 +251,12 @@ def _close_worker_loops() -> None:
             loop.close()
 
 
+class DuplicateUrn(Exception):
+    """The program registered a second resource of one URN, which the engine refuses: pulumi
+    pkg/resource/deploy/step_generator.go generateURN bails the deployment with sdk/go/common/diag/errors.go
+    GetDuplicateResourceURNError, whose message this carries."""
+
+
 class _RecordingMonitor(mocks.MockMonitor):
     """Keeps what the real engine would receive, in registration order."""
 
@@ -279,6 +285,8 @@ class _RecordingMonitor(mocks.MockMonitor):
         if request.type == "pulumi:pulumi:Stack":
             return super().RegisterResource(request)
         urn = self.make_urn(request.parent, request.type, request.name)
+        if urn in self.resources:
+            raise DuplicateUrn(f"Duplicate resource URN '{urn}'; try giving it a unique name")
         inputs = _plain(json_format.MessageToDict(request.object))
         # An imported resource's outputs are known even in a new stack's preview: the engine's import step reads it
         # through its provider before the rest of the preview (pulumi pkg/resource/deploy/step.go ImportStep.Apply).
@@ -492,6 +500,10 @@ def run_program(
     monitor = _RecordingMonitor(recorded, known_outputs)
     plan = Plan(project=PROJECT, stack=stack, resources=recorded)
     mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor, logger=_log(plan))
+    # set_mocks gives the SDK new settings but keeps their pending outputs (MockSettings sets no `outputs`): a run that
+    # ended early (the engine's refusal of a duplicate URN) left tasks of its closed loop there, which this run would
+    # wait for.
+    settings.SETTINGS.outputs = set()
     runtime_config.set_all_config(_engine_config(config))
     # A run builds ~100k SDK objects (outputs, futures, typed args) that live until it ends; cyclic collection
     # during the run only re-scans them (a third of the run at 256 slices), so it waits until the run is over.

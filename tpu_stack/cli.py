@@ -499,6 +499,7 @@ def cmd_submit(session: Session) -> int:
         args.env or [],
         args.priority,
         jobset=args.jobset,
+        max_exec_time=args.max_exec_time,
     )
     built = submit.build(config, request)
     if args.dry_run:
@@ -842,6 +843,12 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--image", required=True, help="container image, pinned by tag (not latest) or digest")
     run.add_argument("--env", action="append", metavar="NAME=VALUE", help="environment variable (repeatable)")
     run.add_argument("--priority", metavar="CLASS", help="priority class (default: the stack's lowest)")
+    run.add_argument(
+        "--max-exec-time",
+        metavar="DURATION",
+        help="Kueue deactivates the workload once it has been admitted this long in all (e.g. 36h; its pods' waits "
+        "count too)",
+    )
     run.add_argument("--dry-run", action="store_true", help="print the manifest and submit nothing")
     run.add_argument("--wait", action="store_true", help="report progress until it runs")
     run.add_argument(

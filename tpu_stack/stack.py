@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from components.config.queues import QueueRef
 from components.config.stack import StackConfig
 from tpu_stack import kueue
-from tpu_stack.why import StackView
+from tpu_stack.why import PodsReadySettings, StackView
 
 MULTIKUEUE_CHECK = "multikueue"
 """The AdmissionCheck on every ClusterQueue of a MultiKueue manager (components/kueue_queues.py MULTIKUEUE_CHECK)."""
@@ -127,7 +127,15 @@ class Stack:
             check_flavors=check_flavors,
             workers={name: str(worker.get("region", "")) for name, worker in self.workers.items()},
             service_accounts=accounts,
+            pods_ready=self.pods_ready,
         )
+
+    @property
+    def pods_ready(self) -> PodsReadySettings:
+        """Kueue's waitForPodsReady as the stack deployed it (output `waitForPodsReady`); a stack deployed before it
+        exported them is read with Kueue's defaults."""
+        configured = self.outputs.get("waitForPodsReady")
+        return PodsReadySettings.of(configured) if isinstance(configured, dict) else PodsReadySettings()
 
 
 def from_file(path: Path) -> Stack:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import workloads
+from components.config.base import parse_duration
 from components.config.pools import TpuPoolConfig
 from components.config.queues import QueueRef, queue_refs
 from components.config.serving import bucket_mounts, pinned_image
@@ -26,6 +27,11 @@ from tpu_stack.kueue import Obj
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 NAME_MAX = 63
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+"""Kueue 0.19.2 pkg/controller/constants/constants.go MaxExecTimeSecondsLabel: a label of the job, copied to the
+Workload's spec.maximumExecutionTimeSeconds (jobframework/utils.go MaximumExecutionTimeSecondsForObject)."""
+MAX_EXEC_SECONDS = 2**31 - 1
+"""Kueue parses the label as a 32-bit integer (strconv.ParseInt(value, 10, 32)) and ignores a larger one."""
 POD_SUFFIX = 6
 """`-xxxxx`: the random suffix the Job controller gives each pod name (JobSet's webhook checks with it too)."""
 
@@ -46,6 +52,9 @@ class Request:
     priority: str | None
     jobset: bool = False
     """A JobSet even for a single-host slice (a multi-host slice is always one)."""
+    max_exec_time: str | None = None
+    """Kueue's limit on the time the workload is admitted (`36h`), summed over its admissions: then it is
+    deactivated."""
 
 
 @dataclass(frozen=True)
@@ -232,10 +241,32 @@ def _pod_specs(obj: Obj) -> list[dict[str, Any]]:
     return []
 
 
+def _max_exec_seconds(text: str | None) -> int | None:
+    """Seconds of `--max-exec-time`, as Kueue takes them: a positive 32-bit number (jobframework/validation.go
+    validateCreateForMaxExecTime refuses 0 and less)."""
+    if text is None:
+        return None
+    try:
+        seconds = parse_duration(text)
+    except ValueError as error:
+        raise SubmitError(f"--max-exec-time {error}") from None
+    if seconds < 1:
+        raise SubmitError(f"--max-exec-time {text}: give a time of 1s or more (Kueue refuses 0)")
+    if seconds > MAX_EXEC_SECONDS:
+        raise SubmitError(
+            f"--max-exec-time {text}: Kueue reads the limit as a 32-bit number of seconds, at most {MAX_EXEC_SECONDS}s "
+            "(about 68 years)"
+        )
+    return seconds
+
+
 def _customize(obj: Obj, request: Request) -> Obj:
-    """The user's image, command, environment and priority in the generated object: in each of its TPU containers
-    (one per NUMA node of a TPU7x VM, each running the same command)."""
+    """The user's image, command, environment, priority and time limit in the generated object: in each of its TPU
+    containers (one per NUMA node of a TPU7x VM, each running the same command)."""
     obj = copy.deepcopy(obj)
+    seconds = _max_exec_seconds(request.max_exec_time)
+    if seconds is not None:
+        obj["metadata"]["labels"][MAX_EXEC_TIME_LABEL] = str(seconds)
     for pod in _pod_specs(obj):
         for container in pod["containers"]:
             container["image"] = request.image
@@ -259,6 +290,7 @@ def build(config: StackConfig, request: Request) -> Submission:
     _check_name(request.name, pool, request.slices, jobset=pool.multi_host or request.jobset)
     _check_image(request.image)
     _env(request.env)
+    _max_exec_seconds(request.max_exec_time)
     classes = [p.name for p in config.queues.priority_classes]
     if request.priority is not None and request.priority not in classes:
         raise SubmitError(f"--priority {request.priority}: no such priority class; this stack has {', '.join(classes)}")

@@ -34,10 +34,13 @@ parent. What the account could not read is named, never counted as zero.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
+from components.config.base import parse_duration
 from tpu_stack import kueue
 from tpu_stack.kueue import Obj
 
@@ -125,19 +128,39 @@ _POD_SECURITY = "violates PodSecurity"
 _MULTIKUEUE_EVENT = "MultiKueue"
 """The reason of MultiKueue's events on the manager's Workload (multikueue/workload.go)."""
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+IMAGE_WAITS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ImageInspectError")
+"""A container waiting for its image, as the kubelet's image manager says (kubernetes pkg/kubelet/images/types.go)."""
+CREATE_WAITS = ("CreateContainerConfigError", "CreateContainerError")
+"""A container the runtime cannot create as configured (pkg/kubelet/container/sync_result.go)."""
 
 
 @dataclass(frozen=True)
 class PodsReadySettings:
-    """Kueue's waitForPodsReady as the stack runs it: Kueue 0.19.2's defaults, which the stack's controller config
-    does not change (apis/config/v1beta2/defaults.go: on, 30 minutes, recovery timeout = timeout, backoff 60 s
-    doubling up to 3600 s, no limit on requeues)."""
+    """Kueue's waitForPodsReady as the stack runs it (its output `waitForPodsReady`, components/config/controllers.py);
+    by default Kueue 0.19.2's own, for a stack deployed before it exported them (apis/config/v1beta2/defaults.go: on,
+    30 minutes, recovery timeout = timeout, backoff 60 s doubling up to 3600 s, no limit on requeues)."""
 
     timeout: int = 1800
-    recovery_timeout: int | None = None
+    recovery_timeout: int | None = 1800
+    """None: recovery timeouts are off (`0s`: pkg/controller/core/core.go keeps none)."""
     backoff_base: int = 60
     backoff_max: int = 3600
     limit: int | None = None
+
+    @classmethod
+    def of(cls, configured: Mapping[str, Any]) -> PodsReadySettings:
+        """The settings of a Kueue Configuration's `waitForPodsReady`, defaulted as Kueue defaults them."""
+        timeout = parse_duration(str(configured["timeout"])) if configured.get("timeout") else 1800
+        recovery = parse_duration(str(configured["recoveryTimeout"])) if "recoveryTimeout" in configured else timeout
+        strategy = configured.get("requeuingStrategy") or {}
+        limit = strategy.get("backoffLimitCount")
+        return cls(
+            timeout=timeout,
+            recovery_timeout=recovery or None,
+            backoff_base=int(strategy.get("backoffBaseSeconds", 60)),
+            backoff_max=int(strategy.get("backoffMaxSeconds", 3600)),
+            limit=None if limit is None else int(limit),
+        )
 
     def backoff(self, count: int) -> int:
         """Seconds before the count-th requeue (60 s * 2^(count-1), capped; pkg/workload/workload.go
@@ -1490,8 +1513,12 @@ def _deactivated(evidence: Evidence, view: StackView, now: datetime) -> Diagnosi
     job = _job_name(evidence)
     again = f"Delete it (tpu-stack delete {job}) and submit it again"
     if reason == f"{kueue.DEACTIVATED}DueTo{kueue.REQUEUING_LIMIT}":
-        count = kueue.evictions(workload, kueue.EVICTED_BY_TIMEOUT, kueue.WAIT_FOR_START) + kueue.evictions(
-            workload, kueue.EVICTED_BY_TIMEOUT, kueue.WAIT_FOR_RECOVERY
+        # The timeouts that evicted it, and the one that deactivated it instead (workload_controller.go
+        # triggerDeactivation: no PodsReadyTimeout eviction then).
+        count = (
+            1
+            + kueue.evictions(workload, kueue.EVICTED_BY_TIMEOUT, kueue.WAIT_FOR_START)
+            + kueue.evictions(workload, kueue.EVICTED_BY_TIMEOUT, kueue.WAIT_FOR_RECOVERY)
         )
         timeout = duration(view.pods_ready.timeout)
         return Diagnosis(
@@ -1904,9 +1931,11 @@ def _podsready_clock(evidence: Evidence, view: StackView, now: datetime, expecte
     backoff = duration(settings.backoff(count + 1))
     if ready.get("reason") == kueue.WAIT_FOR_RECOVERY:
         since = kueue.timestamp(ready.get("lastTransitionTime"))
-        timeout = settings.recovery_timeout or settings.timeout
+        timeout = settings.recovery_timeout
         if since is None:
             return ""
+        if timeout is None:
+            return f" A pod failed {age(since, now)} ago: Kueue waits for its replacement without a recovery timeout."
         left = duration(int((since + timedelta(seconds=timeout) - now).total_seconds()))
         return (
             f" A pod failed {age(since, now)} ago: unless {_all_pods(expected)} ready again within the recovery "
@@ -1925,6 +1954,19 @@ def _podsready_clock(evidence: Evidence, view: StackView, now: datetime, expecte
         f" Unless {_all_pods(expected)} ready within the PodsReady timeout ({duration(settings.timeout)} after "
         f"admission), Kueue evicts it in {left} and queues it again after {backoff}{limit}."
     )
+
+
+def _cannot_start(pods: list[Obj]) -> list[tuple[Obj, str, Obj]]:
+    """(pod, container, its waiting state) of each pod on a node whose container waits for an image that does not
+    pull or cannot be created as configured: Kueue's PodsReady timeout is what ends such a wait."""
+    found = []
+    for pod in pods:
+        for status in pod.get("status", {}).get("containerStatuses") or []:
+            waiting = (status.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in IMAGE_WAITS + CREATE_WAITS:
+                found.append((pod, str(status.get("name")), waiting))
+                break
+    return found
 
 
 def _booking_expired(evidence: Evidence, now: datetime) -> Obj | None:
@@ -1979,6 +2021,28 @@ def _admitted(evidence: Evidence, view: StackView, now: datetime) -> Diagnosis:
     if failures:
         words, change, who, outcome = _cannot_create(evidence, view, failures[-1])
         return Diagnosis("Starting", f"Starting: {head}; {started}, and {words}.{clock}", change, who, outcome)
+    stuck = _cannot_start(evidence.pods)
+    if stuck:
+        pod, container, waiting = stuck[0]
+        said = str(waiting.get("message") or "").rstrip(".")
+        reason = str(waiting.get("reason"))
+        detail = f" ({said})" if said else ""
+        again = f"then delete it (tpu-stack delete {_job_name(evidence)}) and submit it again"
+        if reason in IMAGE_WAITS:
+            image = next((c.get("image") for c in pod["spec"].get("containers", []) if c.get("name") == container), "")
+            change = (
+                f"Its image {image} cannot be pulled: check its name and tag, and that the nodes may read its "
+                f"registry; {again}."
+            )
+        else:
+            change = f"Its container cannot be created as it is configured{detail}: fix that, {again}."
+        return Diagnosis(
+            "Starting",
+            f"Starting: {head}; {started}, and {len(stuck)} cannot start: its container {container} waits with "
+            f"{reason}{detail}.{clock}",
+            f"{change} Until Kueue evicts it, it holds its quota.",
+            (USER,),
+        )
     unschedulable = []
     for pod in evidence.pods:
         scheduled = kueue.condition(pod, "PodScheduled")

@@ -34,6 +34,10 @@ class MonitoringConfig(ConfigModel):
     """Minutes a ClusterQueue may have pending workloads before it alerts."""
     idle_minutes: int = Field(default=30, ge=1)
     """Minutes TPU TensorCores may idle while workloads are pending before it alerts."""
+    not_starting_minutes: int = Field(default=20, ge=1)
+    """Minutes a pod of a team's namespace may stay Pending (not scheduled, its image not pulled, its containers not
+    created) before it alerts. A workload's pods exist only once Kueue admitted it, so this is an admitted workload
+    that does not start; less than Kueue's PodsReady timeout (queues.podsReady), which deletes them first."""
     provisioning_minutes: int = Field(default=120, ge=1)
     """Minutes a workload may wait on its queued-provisioning request (on a MultiKueue manager: for a worker to admit
     it) before it alerts."""
@@ -52,6 +56,7 @@ class MonitoringConfig(ConfigModel):
                 ("pendingMinutes", self.pending_minutes),
                 ("idleMinutes", self.idle_minutes),
                 ("provisioningMinutes", self.provisioning_minutes),
+                ("notStartingMinutes", self.not_starting_minutes),
             )
             if minutes > most
         ]

@@ -227,7 +227,8 @@ class TpuPoolConfig(ConfigModel):
     whatever the number of slices, so a resize never renames (and so never deletes) a running slice."""
 
     name: str
-    """A DNS label; with the `-<i>` suffix at most 40 characters."""
+    """A DNS label; with the `-<i>` suffix at most 40 characters. Its node pools' names (`<name>-<i>`) may be no other
+    group's, of any cluster of the stack, nor the system pool's `system`."""
     machine_type: str | None = None
     """TPU machine type, e.g. `ct5lp-hightpu-4t`; set this or `tpuVersion`."""
     tpu_version: str | None = None

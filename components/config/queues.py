@@ -20,6 +20,7 @@ from components.config.base import (
     kubernetes_name,
     optional_kubernetes_name,
 )
+from components.config.controllers import PodsReadyConfig
 from components.config.pools import TpuPoolConfig
 
 _CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
@@ -276,6 +277,8 @@ class QueuesConfig(ConfigModel):
     Default: TPU chips only"""
     autopilot_capacity: tuple[AutopilotCapacityConfig, ...] = ()
     """Autopilot only: TPU capacity the queues may hand out (there are no pools to derive it from)."""
+    pods_ready: PodsReadyConfig = PodsReadyConfig()
+    """How long Kueue waits for an admitted workload's pods to be ready, and how often it tries again."""
     ladders: dict[str, tuple[str, ...]] = {}
     """Ladder name -> pool groups of one shape (machine type and topology) in the order Kueue tries them for a
     workload that asks for the shape, cheapest first: capacity that bills while idle (a reservation, a fixed-size spot

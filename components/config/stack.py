@@ -35,10 +35,12 @@ from components.config.base import (
 from components.config.cluster import (
     REGIONAL_CLUSTER_ZONES,
     SYSTEM_NODE_SELECTOR,
+    SYSTEM_POOL_NAME,
     ClusterConfig,
     node_role_problems,
     version_below_floor,
 )
+from components.config.controllers import PodsReady, PodsReadyConfig, duration, pods_ready
 from components.config.llm_serving import (
     LlmServingConfig,
     ServerShape,
@@ -375,6 +377,7 @@ class StackConfig(ConfigModel):
                 "placement": queues.placement.model_copy(
                     update={"pools": tuple(pool for pool in queues.placement.pools if pool in names)}
                 ),
+                "pods_ready": self._workers_pods_ready(),
             }
         )
         # The manager's Kueue authenticates to the worker's DNS endpoint with the worker's own service account token.
@@ -401,6 +404,24 @@ class StackConfig(ConfigModel):
                 "multi_kueue": None,
             }
         )
+
+    def _workers_pods_ready(self) -> PodsReadyConfig:
+        """A worker's Kueue waits as long as the manager's: the manager mirrors the worker's admission and evicts
+        (re-dispatching) by its own clock, so both take the settings of every worker's capacity."""
+        chosen = self.queues.pods_ready
+        if chosen.problems():
+            return chosen  # reported on the manager's keys
+        settings = self.pods_ready
+        return chosen.model_copy(
+            update={"timeout": f"{settings.timeout}s", "recovery_timeout": f"{settings.recovery_timeout}s"}
+        )
+
+    @property
+    def pods_ready(self) -> PodsReady:
+        """Kueue's waitForPodsReady in this cluster (components/config/controllers.py), from the capacity its Kueue
+        hands out (a MultiKueue manager's: its workers') and `queues.podsReady`."""
+        capacity = self.manager_queues.queue_pools if self.is_manager else self.queue_pools
+        return pods_ready(capacity, self.queues.pods_ready)
 
     @property
     def worker_shapes(self) -> dict[str, list[str]]:
@@ -696,10 +717,45 @@ def _not_text(value: Any, written: str | None) -> str:
     return f"{_what(value)} is not text; write text"
 
 
+class NodePoolNames:
+    """The node pool names of a cluster's pool groups, which must be unique: GKE names node pools per cluster, and
+    each is a resource whose URN is its name under the TpuSlicePools type, whatever the group or cluster, which the
+    engine refuses twice in one stack (pulumi pkg/resource/deploy/step_generator.go generateURN, "Duplicate resource
+    URN"). Group `a` of two slices has `a-0` and `a-1`; a group `a-1` keeping its legacy first name has `a-1` too."""
+
+    def __init__(self, *, system: bool) -> None:
+        self.owners: dict[str, tuple[str, str, int]] = {}
+        """Node pool -> (where its group is, the group's name, the slice's index)."""
+        self.system = system
+        """A Standard cluster's system node pool is named SYSTEM_POOL_NAME."""
+
+    def taken(self, pool: TpuPoolConfig) -> list[str]:
+        """The problem of the group when one of its node pools is already taken."""
+        for index, name in enumerate(pool.node_pool_names):
+            if self.system and name == SYSTEM_POOL_NAME:
+                return [
+                    f"its node pool {name!r} (slice {index}) is already the cluster's system node pool; rename the "
+                    "group"
+                ]
+            owner = self.owners.get(name)
+            if owner is not None:
+                return [
+                    f"its node pool {name!r} (slice {index}) is already slice {owner[2]} of {owner[0]} ({owner[1]!r}); "
+                    "rename one of the two groups"
+                ]
+        return []
+
+    def add(self, pool: TpuPoolConfig, where: str) -> None:
+        """Takes the node pools of the group at `where` (a config path)."""
+        for index, name in enumerate(pool.node_pool_names):
+            self.owners.setdefault(name, (where, pool.name, index))
+
+
 def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     """Checks that need more than one pool, or the region."""
     problems = []
     seen: dict[str, int] = {}
+    node_pools = NodePoolNames(system=config.cluster.mode == "standard")
     for index, pool in enumerate(config.tpu_pools):
         key = f"{PROJECT}:tpuPools[{index}]"
         own = pool.problems()
@@ -712,6 +768,9 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
                 break
         if pool.name in seen:
             problems.append(f"{key}.name: {pool.name!r} is already used by tpuPools[{seen[pool.name]}]")
+        else:
+            problems += [f"{key}.name: {problem}" for problem in node_pools.taken(pool)]
+            node_pools.add(pool, f"tpuPools[{index}]")
         seen.setdefault(pool.name, index)
         if pool.zone is not None and REGION.match(pool.zone):
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
@@ -740,7 +799,17 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     maintenance = config.cluster.maintenance.problems()
     problems += [f"{PROJECT}:cluster.maintenance.{field}: {message}" for field, message in maintenance]
     problems += _autopilot_problems(config)
-    problems += [f"{PROJECT}:monitoring.{field}: {message}" for field, message in config.monitoring.problems()]
+    alerts = config.monitoring.problems()
+    problems += [f"{PROJECT}:monitoring.{field}: {message}" for field, message in alerts]
+    waiting = config.queues.pods_ready.problems()
+    problems += [f"{PROJECT}:queues.podsReady.{field}: {message}" for field, message in waiting]
+    if not (alerts or waiting) and config.monitoring.not_starting_minutes * 60 >= config.pods_ready.timeout:
+        problems.append(
+            f"{PROJECT}:monitoring.notStartingMinutes: {config.monitoring.not_starting_minutes} minutes is not less "
+            f"than Kueue's PodsReady timeout ({duration(config.pods_ready.timeout)}), which deletes the pods first, so "
+            f"the alert would never fire; use fewer than {config.pods_ready.timeout // 60}, or a longer "
+            "queues.podsReady.timeout"
+        )
     if config.cluster.mode == "autopilot" and config.tpu_pools:
         problems.append(
             f"{PROJECT}:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"
@@ -823,6 +892,8 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
     accounts = {config.cluster.node_service_account_id: "cluster.name"}
     pools: dict[str, str] = {}
     owner: dict[str, int] = {}
+    # Each worker's own node pools are checked with it (stack_problems below); across workers the URNs must differ.
+    node_pools = NodePoolNames(system=False)
     for index, worker in enumerate(config.workers):
         where = f"{key}[{index}]"
         problems += [f"{where}.{field}: {message}" for field, message in worker.problems()]
@@ -847,8 +918,13 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
         for pool_index, pool in enumerate(worker.tpu_pools):
             if pool.name in pools:
                 problems.append(f"{where}.tpuPools[{pool_index}].name: {pool.name!r} is already {pools[pool.name]}")
+            elif not pool.problems():
+                taken = node_pools.taken(pool)
+                problems += [f"{where}.tpuPools[{pool_index}].name: {problem}" for problem in taken]
             pools.setdefault(pool.name, f"workers[{index}].tpuPools[{pool_index}]")
             owner.setdefault(pool.name, index)
+        for pool_index, pool in enumerate(worker.tpu_pools):
+            node_pools.add(pool, f"workers[{index}].tpuPools[{pool_index}]")
         for line in stack_problems(derived, now):
             line = line.replace(f"{PROJECT}:tpuPools", f"{where}.tpuPools")
             line = line.replace(f"{PROJECT}:cluster.ipRanges", f"{where}.ipRanges")
@@ -879,24 +955,17 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
 
 
 def _adopted_problems(config: StackConfig) -> list[str]:
-    """Adopted names must stay apart: a node pool or flavor name two pool groups claim would be one object."""
+    """Adopted flavor names must stay apart: a ResourceFlavor two pool groups claim would be one object. (Node pool
+    names, adopted or not, are NodePoolNames' to check.)"""
     problems: list[str] = []
     if config.cluster.adopted is not None:
         problems += [f"{PROJECT}:cluster.adopted.{f}: {m}" for f, m in config.cluster.adopted.problems()]
-    node_pools: dict[str, int] = {}
     flavors: dict[str, int] = {}
     groups: set[str] = set()
     for index, pool in enumerate(config.tpu_pools):
         if pool.problems() or pool.name in groups:  # a pool group named twice is reported on its name
             continue
         groups.add(pool.name)
-        for name in pool.node_pool_names:
-            if name in node_pools and node_pools[name] != index:
-                problems.append(
-                    f"{PROJECT}:tpuPools[{index}].adopted.nodePools: node pool {name!r} is already one of "
-                    f"tpuPools[{node_pools[name]}]'s"
-                )
-            node_pools.setdefault(name, index)
         if pool.flavor_name in flavors:
             problems.append(
                 f"{PROJECT}:tpuPools[{index}].adopted.flavor: flavor {pool.flavor_name!r} is already "

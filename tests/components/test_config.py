@@ -109,6 +109,14 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "starting with a letter"),
     ("duplicate pool names", pools(pool(), pool(topology="2x4")),
      "tpu-stack:tpuPools[1].name: 'train' is already used by tpuPools[0]"),
+    # GKE names node pools per cluster and the engine refuses a second resource of one URN (pulumi
+    # pkg/resource/deploy/step_generator.go generateURN): a group's slice names must not be another group's.
+    ("two groups, one node pool name", pools(pool(name="a", slices=2), pool(name="a-1", topology="2x4",
+                                                                            legacyFirstSliceName=True)),
+     "tpu-stack:tpuPools[1].name: its node pool 'a-1' (slice 0) is already slice 1 of tpuPools[0] ('a'); rename one "
+     "of the two groups"),
+    ("a group named after the system pool", pools(pool(name="system", legacyFirstSliceName=True)),
+     f"{P0}.name: its node pool 'system' (slice 0) is already the cluster's system node pool; rename the group"),
     ("reservation mode without a reservation", pools(pool(provisioning="reservation")),
      f"{P0}.reservation: provisioning reservation needs a reservation name or a futureReservation"),
     ("reservation and future reservation both",
@@ -220,6 +228,21 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
          {"namespace": "default", "serviceAccount": "a", "dataPath": "../other"}]}},
      "tpu-stack:bucket.writers[0].dataPath: '../other' is not a folder of the bucket; use a relative path like "
      "datasets or checkpoints/team"),
+    ("PodsReady timeout not a duration", {"tpu-stack:queues": {"podsReady": {"timeout": "two hours"}}},
+     "tpu-stack:queues.podsReady.timeout: 'two hours' is not a duration; use a number and a unit, e.g. 3600s, 90m, "
+     "24h, 7d"),
+    ("PodsReady timeout under a minute", {"tpu-stack:queues": {"podsReady": {"timeout": "30s"}}},
+     "tpu-stack:queues.podsReady.timeout: 30s is under a minute; Kueue needs a start timeout, give one of 1m or more"),
+    ("PodsReady recovery timeout not a duration", {"tpu-stack:queues": {"podsReady": {"recoveryTimeout": "1y"}}},
+     "tpu-stack:queues.podsReady.recoveryTimeout: '1y' is not a duration; use a number and a unit, e.g. 3600s, 90m, "
+     "24h, 7d"),
+    ("negative requeue limit", {"tpu-stack:queues": {"podsReady": {"requeueLimit": -1}}},
+     "tpu-stack:queues.podsReady.requeueLimit: the number -1 is too small; use 0 or more"),
+    # Kueue deletes the pods at its PodsReady timeout (30 minutes here, no pool groups): a Pending pod alert held
+    # as long never fires.
+    ("not-starting alert held past the PodsReady timeout", {"tpu-stack:monitoring": {"notStartingMinutes": 30}},
+     "tpu-stack:monitoring.notStartingMinutes: 30 minutes is not less than Kueue's PodsReady timeout (30m0s), which "
+     "deletes the pods first, so the alert would never fire; use fewer than 30, or a longer queues.podsReady.timeout"),
     ("notification channel not a resource name", {"tpu-stack:monitoring": {"notificationChannels": ["ops@x.com"]}},
      "tpu-stack:monitoring.notificationChannels[0]: 'ops@x.com' is not a notification channel; give its resource "
      "name, projects/<project>/notificationChannels/<id> (gcloud beta monitoring channels list)"),
@@ -375,6 +398,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "NAT that does)"),
     ("two workers of one name", workers(EAST5, {**EUROPE, "name": "tpu-east5"}),
      f"{MK}[1].name: 'tpu-east5' is already the name of workers[0]"),
+    ("two workers' groups, one node pool name",
+     workers({**EAST5, "tpuPools": [{**EAST, "name": "a", "slices": 2}]},
+             {**EUROPE, "tpuPools": [{**EUW4, "name": "a-1", "legacyFirstSliceName": True}]}),
+     f"{MK}[1].tpuPools[0].name: its node pool 'a-1' (slice 0) is already slice 1 of workers[0].tpuPools[0] ('a'); "
+     "rename one of the two groups"),
+    ("one worker's groups, one node pool name",
+     workers({**EAST5, "tpuPools": [{**EAST, "name": "a", "slices": 2},
+                                    {**EAST, "name": "a-1", "legacyFirstSliceName": True, "topology": "2x4"}]}),
+     f"{MK}[0].tpuPools[1].name: its node pool 'a-1' (slice 0) is already slice 1 of tpuPools[0] ('a'); rename one "
+     "of the two groups"),
     ("worker named like the manager", workers({**EAST5, "name": "tpu-cluster"}),
      f"{MK}[0].name: 'tpu-cluster' is already the name of cluster.name"),
     # Node service account ids are the cluster name's first 24 characters and -nodes (30 at most).

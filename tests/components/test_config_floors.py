@@ -15,7 +15,7 @@ BELOW = {
     "pools": {"base", "adopted", "network"},
     "multikueue": {"base", "network", "pools"},
     "controllers": {"base", "pools"},
-    "queues": {"base", "pools"},
+    "queues": {"base", "pools", "controllers"},
     "serving": {"base", "pools"},
     "llm_serving": {"base", "pools", "serving"},
     "stack": {
@@ -26,6 +26,7 @@ BELOW = {
         "monitoring",
         "multikueue",
         "pools",
+        "controllers",
         "queues",
         "serving",
         "llm_serving",

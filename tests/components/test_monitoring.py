@@ -203,6 +203,7 @@ def test_alert_policies_per_queue_idle_tpus_and_queued_provisioning(plans: dict[
         "monitoring-pending-research-cluster-queue",
         "monitoring-tpu-idle-while-waiting",
         "monitoring-queued-provisioning-not-granted",  # prod's burst pool is queued
+        "monitoring-pods-not-starting",  # admitted workloads whose pods stay Pending
     }
     dev = {r["name"] for r in plans["dev"].by_type(ALERT)}
     assert "monitoring-queued-provisioning-not-granted" not in dev  # dev has no queued pool
@@ -216,13 +217,15 @@ def test_alert_policies_per_queue_idle_tpus_and_queued_provisioning(plans: dict[
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_conditions_over_kueue_series_skip_metric_validation(plans: dict[str, Plan], stack: str) -> None:
-    """Kueue's series exist only after the first scrape; with validation on, a new project refuses the policy."""
+    """Kueue's series and GKE's kube state series exist only after the first scrape; with validation on, a new
+    project refuses the policy."""
     alerts = plans[stack].by_type(ALERT)
     assert alerts
     for alert in alerts:
         (condition,) = alert["inputs"]["conditions"]
         promql = condition["conditionPrometheusQueryLanguage"]
-        assert "kueue_" in promql["query"], alert["name"]  # every alert of the stack waits on a Kueue series
+        # every alert of the stack waits on a scraped series
+        assert "kueue_" in promql["query"] or "kube_pod_status_phase" in promql["query"], alert["name"]
         assert promql["disableMetricValidation"] is True, alert["name"]
     if stack == "prod":
         pending = plans[stack].one(ALERT, "monitoring-pending-training-cluster-queue")["inputs"]
@@ -239,6 +242,7 @@ def test_only_kueue_series_need_validation_off() -> None:
     from components.monitoring import reads_scraped_series
 
     assert reads_scraped_series("sum(kueue_admitted_active_workloads) > 0")
+    assert reads_scraped_series('max by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) > 0')
     assert not reads_scraped_series('max(kubernetes_io:node_accelerator_tensorcore_utilization{cluster_name="c"}) < 1')
 
 

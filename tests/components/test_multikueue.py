@@ -609,7 +609,7 @@ def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
     """The queues have the same names on all three clusters: each alert reads its cluster's series only. Workloads
     wait on the manager (its alerts: for its quota, pending-*; holding quota while no worker admits them,
     waiting-for-a-worker); the copies waiting on a worker are the same workloads, so the workers have no pending
-    alerts, only theirs about TPUs and queued provisioning."""
+    alerts, only theirs about TPUs, queued provisioning and pods that do not start (the pods run there)."""
     alerts = {
         r["inputs"]["displayName"]: r["inputs"]["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
         for r in plan.by_type("gcp:monitoring/alertPolicy:AlertPolicy")
@@ -622,6 +622,10 @@ def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
         'sum by (cluster_queue) (kueue_reserving_active_workloads{cluster="tpu-mr-euw4"}) - '
         'sum by (cluster_queue) (kueue_admitted_active_workloads{cluster="tpu-mr-euw4"}) > 0'
     )
+    assert alerts[f"{prefix}pods-not-starting (tpu-mr-euw4)"] == (
+        'max by (namespace, pod) (kube_pod_status_phase{phase="Pending",namespace=~"research|training",'
+        'cluster="tpu-mr-euw4"}) > 0'
+    )
     assert alerts[f"{prefix}waiting-for-a-worker (tpu-mr-manager)"] == (
         'sum by (cluster_queue) (kueue_reserving_active_workloads{cluster="tpu-mr-manager"}) - '
         'sum by (cluster_queue) (kueue_admitted_active_workloads{cluster="tpu-mr-manager"}) > 0'
@@ -631,8 +635,8 @@ def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
         f"{prefix}{alert} ({cluster})"
         for cluster, names in (
             (MANAGER, ["pending-research-cluster-queue", "pending-training-cluster-queue", "waiting-for-a-worker"]),
-            (EAST, ["queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
-            (EUW4, ["queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
+            (EAST, ["pods-not-starting", "queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
+            (EUW4, ["pods-not-starting", "queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
         )
         for alert in names
     )  # fmt: skip

@@ -27,7 +27,7 @@ from offline.charts import type_token
 from offline.engine import Plan
 from tests.components.test_kueue_queues import MULTISLICE, SCENARIOS
 from tests.conftest import BASE
-from tests.effects.controllers import crash, disruption, job_run, jobset_run
+from tests.effects.controllers import crash, deleted, disruption, job_run, jobset_run
 from tests.fixtures import stack_config, stack_path, stack_plan
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -411,12 +411,14 @@ def test_a_ladders_workload_asks_for_the_shape_and_fits_every_rung() -> None:
     # A preempted spot VM's pods (or a slice under maintenance) restart the JobSet without using up its restarts.
     assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 4, "rules": [DISRUPTION_RULE]}
     assert job["template"]["spec"]["podFailurePolicy"] == FAIL_ON_DISRUPTION
-    # A single-host Job: a disrupted pod starts again, counted against backoffLimit 4 disruptions x 1 worker (an
-    # eviction loop ends); any other container failure fails it at once.
+    # A single-host Job: a disrupted pod starts again without counting (Ignore); a pod deleted without a disruption
+    # condition (SIGTERM, 143) starts again counted against backoffLimit 4 x 1 worker; any other container failure
+    # fails it at once.
     (single,) = found["flex-single-job"].objects
     assert single["spec"]["podFailurePolicy"] == {
         "rules": [
-            {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {"action": "Count", "onExitCodes": {"operator": "In", "values": [143]}},
             {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}},
         ]
     }
@@ -427,10 +429,12 @@ def test_a_ladders_workload_asks_for_the_shape_and_fits_every_rung() -> None:
 def test_a_disruption_restarts_a_workload_on_any_capacity_without_using_up_its_restarts(stack: str) -> None:
     """Upgrades, repairs and maintenance stop pods on every kind of capacity, not only spot preemptions: each
     restarts a JobSet without counting (RestartJobSetAndIgnoreMaxRestarts on the child Job's PodFailurePolicy
-    reason) and starts a Job's pod again within its budget of 4 disruptions per worker; a crash uses up a JobSet's
-    4 restarts and fails a Job at once (tests/effects/controllers.py models jobset v0.12.0 failure_policy.go and
-    the Job's pod failure policy). Before, only workloads of a spot rung had the rule: prod's reservation ladder
-    failed a Job at its first disruption and a JobSet at its fifth."""
+    reason) and starts a Job's pod again without counting (Ignore: kubernetes pkg/controller/job/pod_failure_policy.go
+    matchPodFailurePolicy returns countFailed false); a crash uses up a JobSet's 4 restarts and fails a Job at once
+    (tests/effects/controllers.py models jobset v0.12.0 failure_policy.go and the Job's pod failure policy). A Job's
+    pod deleted without a disruption condition (GKE's forced deletion after a drain times out) exits 143 and is
+    started again within 4 per worker. Before, a Job's fifth spot preemption failed it, and its first forced deletion
+    too (143 matched FailJob)."""
     for workload in stack_workloads(stack):
         (obj,) = workload.objects
         if obj["kind"] == "JobSet":
@@ -439,9 +443,12 @@ def test_a_disruption_restarts_a_workload_on_any_capacity_without_using_up_its_r
             assert jobset_run(obj["spec"], [crash()] * 4).failed is None, workload.name
             assert jobset_run(obj["spec"], [crash()] * 5).failed == "ReachedMaxRestarts", workload.name
         else:
-            assert job_run(obj["spec"], [disruption()] * 4) is None, workload.name
-            assert job_run(obj["spec"], [disruption()] * 5) == "BackoffLimitExceeded", workload.name
+            assert job_run(obj["spec"], [disruption()] * 20) is None, workload.name
+            assert job_run(obj["spec"], [deleted()] * 4) is None, workload.name
+            assert job_run(obj["spec"], [disruption(), deleted()] * 4) is None, workload.name
+            assert job_run(obj["spec"], [deleted()] * 5) == "BackoffLimitExceeded", workload.name
             assert job_run(obj["spec"], [crash(137)]) == "PodFailurePolicy", workload.name
+            assert job_run(obj["spec"], [crash(1)]) == "PodFailurePolicy", workload.name
 
 
 def test_jobsets_of_a_ladder_stop_at_what_every_rung_holds() -> None:

@@ -193,6 +193,14 @@ def disruption() -> PodFailure:
     return PodFailure({DISRUPTED: "True"}, (143,))
 
 
+def deleted() -> PodFailure:
+    """A pod deleted with a plain DELETE (GKE's forced deletion when a drain times out, `kubectl delete pod`): no
+    DisruptionTarget (only the eviction API, preemption, the taint manager, pod GC and the kubelet add it:
+    kubernetes.io/docs/concepts/workloads/pods/disruptions/#pod-disruption-conditions), the container ended by
+    SIGTERM (143)."""
+    return PodFailure({}, (143,))
+
+
 def crash(code: int = 1) -> PodFailure:
     return PodFailure({}, (code,))
 

@@ -32,6 +32,7 @@ PENDING = "kueue_pending_workloads"
 RESERVING = "kueue_reserving_active_workloads"
 ADMITTED = "kueue_admitted_active_workloads"
 TENSORCORE = "kubernetes_io:node_accelerator_tensorcore_utilization"
+POD_PHASE = "kube_pod_status_phase"
 
 
 @dataclass(frozen=True)
@@ -131,17 +132,45 @@ def provisioning_cases() -> list[Case]:
     ]
 
 
+def phase(namespace: str, pod: str, values: dict[str, str]) -> dict[str, str]:
+    """kube_pod_status_phase as GKE's kube state metrics write it: one series per phase, 1 for the pod's current one
+    (phase -> promtool values)."""
+    return {
+        f'{POD_PHASE}{{namespace="{namespace}",pod="{pod}",phase="{name}",uid="uid-{pod}"}}': value
+        for name, value in values.items()
+    }
+
+
+def not_starting_cases(namespace: str) -> list[Case]:
+    """Held 20 minutes by default; a Job's pod `<job>-0-<suffix>`."""
+    alert = "pods-not-starting"
+    pod = "train-1-0-abcde"
+    return [
+        Case(alert, "a pod pending 25 minutes", phase(namespace, pod, {"Pending": "1x25", "Running": "0x25"}), "25m",
+             fires={"namespace": namespace, "pod": pod}),
+        Case(alert, "pending 15 minutes, then running", phase(namespace, pod, {"Pending": "1x15 0x10",
+                                                                                "Running": "0x15 1x10"}), "25m"),
+        Case(alert, "a pod pending in kube-system", phase("kube-system", pod, {"Pending": "1x25"}), "25m"),
+        # Held: pending at the evaluation, a new pod since minute 11 (the first deleted by an eviction), 14 minutes.
+        Case(alert, "a new pod pending 14 minutes", {**phase(namespace, pod, {"Pending": "1x10"}),
+                                                     **phase(namespace, "train-1-0-fghij", {"Pending": "_x10 1x15"})},
+             "25m"),
+    ]  # fmt: skip
+
+
 CASES = {
     "dev": [
         *pending_cases("training-cluster-queue", "research-cluster-queue"),
         *pending_cases("research-cluster-queue", "training-cluster-queue"),
         *idle_cases("tpu-dev"),
+        *not_starting_cases("training"),
     ],
     "prod": [
         *pending_cases("training-cluster-queue", "research-cluster-queue"),
         *pending_cases("research-cluster-queue", "training-cluster-queue"),
         *idle_cases("tpu-prod"),
         *provisioning_cases(),
+        *not_starting_cases("research"),
     ],
 }
 
@@ -277,6 +306,11 @@ PROD_POLICIES = {
         " < 1) and on() (sum(kueue_pending_workloads) > 0)",
         1800,
     ),
+    "monitoring-pods-not-starting": policy(
+        "pods-not-starting",
+        'max by (namespace, pod) (kube_pod_status_phase{phase="Pending",namespace=~"research|training"}) > 0',
+        1200,
+    ),
     "monitoring-queued-provisioning-not-granted": policy(
         "queued-provisioning-not-granted",
         "sum by (cluster_queue) (kueue_reserving_active_workloads) - sum by (cluster_queue) "
@@ -303,13 +337,17 @@ def test_no_queue_no_alert_and_no_tpu_pool_no_idle_alert() -> None:
     capacity = '{"autopilotCapacity": [{"tpuVersion": "v5e", "topology": "2x4", "provisioning": "flex-start"}]}'
     autopilot = load({**base, "tpu-stack:cluster": '{"mode": "autopilot"}', "tpu-stack:queues": capacity}, stack="dev")
     assert monitoring.alert_queries(autopilot) == {
-        "pending-cluster-queue": ('sum(kueue_pending_workloads{cluster_queue="cluster-queue"}) > 0', 30)
+        "pending-cluster-queue": ('sum(kueue_pending_workloads{cluster_queue="cluster-queue"}) > 0', 30),
+        "pods-not-starting": (
+            'max by (namespace, pod) (kube_pod_status_phase{phase="Pending",namespace=~"default"}) > 0',
+            20,
+        ),
     }
 
 
 # ---- each alert its own hold ---------------------------------------------------------------------------------------
 
-HOLDS = {"pendingMinutes": 20, "idleMinutes": 45, "provisioningMinutes": 90}
+HOLDS = {"pendingMinutes": 20, "idleMinutes": 45, "provisioningMinutes": 90, "notStartingMinutes": 25}
 
 
 @pytest.fixture(scope=shared)
@@ -331,6 +369,7 @@ def test_each_alert_holds_for_its_own_setting(held: Plan) -> None:
         "pending-training-cluster-queue": "1200s",
         "tpu-idle-while-waiting": "2700s",
         "queued-provisioning-not-granted": "5400s",
+        "pods-not-starting": "1500s",
     }
 
 
@@ -348,6 +387,9 @@ HELD_CASES = [
          fires={"cluster_queue": "research-cluster-queue"}),
     Case("queued-provisioning-not-granted", "not granted in 80 minutes, under the 90",
          reserving("research-cluster-queue", "1x80", "0x80"), "80m"),
+    Case("pods-not-starting", "pending 28 minutes, over the 25", phase("training", "p", {"Pending": "1x28"}), "28m",
+         fires={"namespace": "training", "pod": "p"}),
+    Case("pods-not-starting", "pending 22 minutes, under the 25", phase("training", "p", {"Pending": "1x22"}), "22m"),
 ]  # fmt: skip
 
 
@@ -414,6 +456,11 @@ MULTIREGION_CASES = {
         Case("tpu-idle-while-waiting", "its TPUs idle while only the manager's queue waits",
              {**tensorcore(EAST, "tpu-a", "0x60"), **of_cluster(MANAGER, pending("research-cluster-queue", "1x60"))},
              "60m"),
+        Case("pods-not-starting", "a pod of this worker pending 25 minutes",
+             of_cluster(EAST, phase("research", "p", {"Pending": "1x25"})), "25m",
+             fires={"namespace": "research", "pod": "p"}),
+        Case("pods-not-starting", "a pod of another worker pending",
+             of_cluster("tpu-mr-euw4", phase("research", "p", {"Pending": "1x25"})), "25m"),
     ],
 }  # fmt: skip
 

@@ -7,7 +7,8 @@ recover, then evicts, deletes the pods and requeues without end.
 
 The fixture stacks: dev's Kueue capacity is flex-start (flex-v6e, multislice) and spot (multislice-spot); prod's is a
 reservation of held slices (train) and queued provisioning (burst); the multiregion manager mirrors its workers'
-flex-start and queued pools.
+flex-start and queued pools. MIXED is the review's case: a reservation and a flex-start group in one cluster, for
+which the previous version wrote a week to start and no recovery timeout.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from components.config.controllers import PROVISIONING_RETRY
+from components.config.stack import load
 from components.kueue_install import controller_config
 from components.kueue_queues import provisioning_request_config
 from tests.effects.controllers import (
@@ -39,12 +41,12 @@ def settings(stack: str) -> WaitForPodsReady:
 
 
 def test_the_settings_each_stack_writes() -> None:
-    """dev and the multiregion manager wait on flex-start or spot capacity: a week to start, no recovery timeout;
-    prod's held and provisioned slices: 30 minutes to start, an hour to recover. All requeue by creation time, after
-    1, 2, 4 ... at most 60 minutes, three times, and never block admission."""
+    """dev (flex-start and spot) and the multiregion manager (its workers' flex-start and queued): two hours to
+    start and two to recover; prod's held and provisioned slices: 30 minutes to start, an hour to recover. All
+    requeue by creation time, after 1, 2, 4 ... at most 60 minutes, three times, and never block admission."""
     for stack in ("dev", "multiregion"):
         assert settings(stack) == WaitForPodsReady(
-            timeout=7 * DAY, recovery_timeout=None, backoff_base=60, backoff_max=3600, backoff_limit=3,
+            timeout=2 * HOUR, recovery_timeout=2 * HOUR, backoff_base=60, backoff_max=3600, backoff_limit=3,
             timestamp="Creation", block_admission=False,
         ), stack  # fmt: skip
     assert settings("prod") == WaitForPodsReady(
@@ -64,22 +66,107 @@ def test_the_settings_each_stack_writes() -> None:
             "backoffMaxSeconds": 3600,
         },
     }
-    assert controller_config(stack_config("dev"))["waitForPodsReady"]["timeout"] == "168h0m0s"
-    assert controller_config(stack_config("dev"))["waitForPodsReady"]["recoveryTimeout"] == "0s"
+    assert controller_config(stack_config("dev"))["waitForPodsReady"]["timeout"] == "2h0m0s"
+    assert controller_config(stack_config("dev"))["waitForPodsReady"]["recoveryTimeout"] == "2h0m0s"
+
+
+# ---- a mixed stack: reservation and flex-start in one cluster ------------------------------------------------------
+
+MIXED = {
+    "gcp:project": "proj-1234",
+    "gcp:region": "us-central1",
+    "tpu-stack:tpuPools": [
+        {"name": "train", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2,
+         "provisioning": "reservation", "reservation": "tpu-v5e-train", "zone": "us-central1-a"},
+        {"name": "flex", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-central1-b"},
+    ],
+}  # fmt: skip
+"""The review's case: one pool group on a reservation, one on flex-start; Kueue's setting is one for both."""
+WEEK_TO_START = WaitForPodsReady(
+    timeout=7 * DAY, recovery_timeout=None, backoff_base=60, backoff_max=3600, backoff_limit=3,
+    timestamp="Creation", block_admission=False,
+)  # fmt: skip
+"""What the previous version wrote for any cluster with a flex-start or spot pool group: a week to start, recovery
+timeouts off."""
+
+
+def mixed(**pods_ready: Any) -> WaitForPodsReady:
+    config = {**MIXED, "tpu-stack:queues": {"podsReady": pods_ready}} if pods_ready else MIXED
+    return WaitForPodsReady.of(controller_config(load(config, stack="dev")))
+
+
+def test_a_mixed_stack_waits_two_hours_for_flex_start_not_a_week() -> None:
+    """Reservation and flex-start: the flex-start group needs two hours to start, the reserved slices thirty minutes;
+    one cluster-wide setting, so two hours to start and two to recover (flex-start's), bounded both."""
+    assert mixed() == WaitForPodsReady(
+        timeout=2 * HOUR, recovery_timeout=2 * HOUR, backoff_base=60, backoff_max=3600, backoff_limit=3,
+        timestamp="Creation", block_admission=False,
+    )  # fmt: skip
+
+
+def test_a_mixed_stack_gives_reserved_chips_back_in_hours_not_weeks() -> None:
+    """A workload on the reserved slices whose image never pulls: with two hours to start it is evicted at 7200 s,
+    readmitted after 60 s (7260), evicted at 14460, readmitted after 120 s (14580), evicted at 21780, readmitted after
+    240 s (22020); the fourth timeout, at 29220 s (8h07m), finds three requeues and deactivates it. The previous
+    week to start held the reserved chips until day 7 (604800 s), then 1209660, 1814580, and deactivated it at
+    2419620 s, day 28."""
+    assert wait_for_capacity(mixed(), capacity=None, asks_anew=False) == Waited(
+        evictions=[7200, 14460, 21780], deactivated_at=29220
+    )
+    assert wait_for_capacity(WEEK_TO_START, capacity=None, asks_anew=False, horizon=40 * DAY) == Waited(
+        evictions=[604800, 1209660, 1814580], deactivated_at=2419620
+    )
+
+
+def test_a_mixed_stack_gives_a_lost_reserved_slice_back() -> None:
+    """A running workload whose reserved slice is lost for good: recovery two hours, evicted at 7200 s, then it
+    waits to start two hours at a time (14460, 21780) and is deactivated at 29220 s, giving its quota (and the
+    other slice it held) back. With recovery timeouts off it held them forever."""
+    assert wait_for_capacity(mixed(), capacity=None, asks_anew=False, recovering=True) == Waited(
+        evictions=[7200, 14460, 21780], deactivated_at=29220
+    )
+    assert wait_for_capacity(WEEK_TO_START, capacity=None, asks_anew=False, recovering=True) == Waited()
+
+
+def test_a_mixed_stack_may_choose_its_own_settings() -> None:
+    """queues.podsReady: 45 minutes to start, recovery without end, five requeues; written as Kueue reads them."""
+    chosen = {"timeout": "45m", "recoveryTimeout": "0s", "requeueLimit": 5}
+    config = load({**MIXED, "tpu-stack:queues": {"podsReady": chosen}}, stack="dev")
+    assert controller_config(config)["waitForPodsReady"] == {
+        "timeout": "45m0s",
+        "recoveryTimeout": "0s",
+        "blockAdmission": False,
+        "requeuingStrategy": {
+            "timestamp": "Creation",
+            "backoffLimitCount": 5,
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 3600,
+        },
+    }
+    assert mixed(timeout="45m", recoveryTimeout="0s", requeueLimit=5).recovery_timeout is None
 
 
 # ---- timeout: how long an admitted workload may wait to start ---------------------------------------------------
 
 
 def test_timeout_a_flex_start_workload_waits_for_its_capacity() -> None:
-    """dev: GKE finds flex-start capacity 3 hours after the pods ask. With a week to start the workload runs at 3h.
-    Kueue's 30 minutes evicted it at 30m, deleting its pods (the request goes with them), readmitted it a minute
-    later to ask again, evicted it at 61m (1800 + 60 + 1800 = 3660 s), readmitted at 63m, evicted at 93m, ...: each
-    try lasts 30 minutes, never 3 hours, so within 30 days it never ran."""
-    assert wait_for_capacity(settings("dev"), capacity=3 * HOUR, asks_anew=True) == Waited(ready_at=3 * HOUR)
-    old = wait_for_capacity(KUEUE_DEFAULTS, capacity=3 * HOUR, asks_anew=True)
+    """dev: GKE finds flex-start capacity 90 minutes after the pods ask. With two hours to start the workload runs at
+    90m. Kueue's 30 minutes evicted it at 30m, deleting its pods (the request goes with them), readmitted it a
+    minute later to ask again, evicted it at 61m (1800 + 60 + 1800 = 3660 s), readmitted at 63m, evicted at 93m,
+    ...: each try lasts 30 minutes, never 90, so within 30 days it never ran."""
+    assert wait_for_capacity(settings("dev"), capacity=90 * MINUTE, asks_anew=True) == Waited(ready_at=90 * MINUTE)
+    old = wait_for_capacity(KUEUE_DEFAULTS, capacity=90 * MINUTE, asks_anew=True)
     assert old.ready_at is None and old.deactivated_at is None
     assert old.evictions[:4] == [1800, 3660, 5580, 7620]
+
+
+def test_timeout_a_flex_start_wait_beyond_two_hours_ends_in_deactivation() -> None:
+    """dev: flex-start capacity 3 hours after each request. Two hours per try: evicted at 7200, 14460 (7260 + 7200),
+    21780 (14580 + 7200); the fourth timeout at 29220 s (22020 + 7200) deactivates it. A wait that long belongs on a
+    queued rung (the wait is before admission there), which dev does not have."""
+    assert wait_for_capacity(settings("dev"), capacity=3 * HOUR, asks_anew=True) == Waited(
+        evictions=[7200, 14460, 21780], deactivated_at=29220
+    )
 
 
 def test_timeout_a_workload_that_cannot_start_gives_its_held_quota_back() -> None:
@@ -100,13 +187,18 @@ def test_timeout_a_workload_that_cannot_start_gives_its_held_quota_back() -> Non
 
 
 def test_recovery_timeout_a_preempted_spot_slice_is_waited_for() -> None:
-    """dev: the spot slice under a running workload is preempted; Compute Engine gives the VMs back 5 hours later.
-    With recovery timeouts off the workload holds its quota and runs again at 5h. Kueue's defaults: evicted 30
-    minutes after the pods failed (1800 s), then readmitted and evicted every 30 minutes with backoffs 60, 120, 240,
-    480, 960, 1920 s: evictions at 1800, 3660, 5580, 7620, 9900, 12660, 16380 s; readmitted after the capped 3600 s
-    backoff at 19980 s, when the VMs are back: it runs at 5h33m, its pods deleted seven times."""
-    assert wait_for_capacity(settings("dev"), capacity=5 * HOUR, asks_anew=False, recovering=True) == Waited(
-        ready_at=5 * HOUR
+    """dev: the spot slice under a running workload is preempted; Compute Engine gives the VMs back 90 minutes later.
+    With two hours to recover the workload runs again at 90m. Back after 5 hours: evicted at 7200 s (its pods were
+    pending anyway), readmitted on the same rung at 7260 and evicted at 14460 (two hours to start), readmitted at
+    14580, and the VMs are back at 18000 s: it runs at 5h. Kueue's defaults: evicted 30 minutes after the pods
+    failed (1800 s), then every 30 minutes with backoffs 60, 120, 240, 480, 960, 1920 s: evictions at 1800, 3660,
+    5580, 7620, 9900, 12660, 16380 s; readmitted after the capped 3600 s backoff at 19980 s, when the VMs are back."""
+    ours = settings("dev")
+    assert wait_for_capacity(ours, capacity=90 * MINUTE, asks_anew=False, recovering=True) == Waited(
+        ready_at=90 * MINUTE
+    )
+    assert wait_for_capacity(ours, capacity=5 * HOUR, asks_anew=False, recovering=True) == Waited(
+        ready_at=5 * HOUR, evictions=[7200, 14460]
     )
     assert wait_for_capacity(KUEUE_DEFAULTS, capacity=5 * HOUR, asks_anew=False, recovering=True) == Waited(
         ready_at=19980, evictions=[1800, 3660, 5580, 7620, 9900, 12660, 16380]
@@ -187,7 +279,26 @@ def _config(stack: str) -> dict[str, Any]:
 
 def test_a_multikueue_manager_is_as_patient_as_its_workers() -> None:
     """The manager mirrors its workers' admissions (its Workload's PodsReady follows the remote job's status) and
-    evicts, re-dispatching, by the same rule: its settings come from the workers' pools, which include flex-start."""
+    evicts, re-dispatching, by the same rule: manager and workers take the settings of every worker's capacity
+    (flex-start and queued here: two hours each)."""
     manager, workers = _config("multiregion"), stack_config("multiregion").worker_configs
-    assert manager["waitForPodsReady"] == _config("dev")["waitForPodsReady"]
+    assert (manager["waitForPodsReady"]["timeout"], manager["waitForPodsReady"]["recoveryTimeout"]) == (
+        "2h0m0s",
+        "2h0m0s",
+    )
     assert all(controller_config(w)["waitForPodsReady"] == manager["waitForPodsReady"] for w in workers)
+
+
+def test_a_worker_without_flex_start_still_waits_as_long_as_its_manager() -> None:
+    """A worker whose own capacity is queued only would wait 30 minutes on its own; its manager, mirroring a
+    flex-start worker too, waits two hours: the worker takes the manager's settings, so neither evicts first."""
+    flex = {"name": "east", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-east5-b"}
+    queued = {"name": "euw4", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "queued",
+              "zone": "europe-west4-a"}  # fmt: skip
+    workers = [
+        {"name": "tpu-east5", "region": "us-east5", "tpuPools": [flex]},
+        {"name": "tpu-euw4", "region": "europe-west4", "tpuPools": [queued]},
+    ]
+    config = load({**MIXED, "tpu-stack:tpuPools": [], "tpu-stack:multiKueue": {"workers": workers}}, stack="dev")
+    timeouts = [controller_config(c)["waitForPodsReady"]["timeout"] for c in (config, *config.worker_configs)]
+    assert timeouts == ["2h0m0s", "2h0m0s", "2h0m0s"]

@@ -245,3 +245,78 @@ def test_the_webhook_rule_reads_selectors_scopes_and_failure_policies() -> None:
     for record in records[4:]:
         record["dependencies"] = ["c"]
     assert webhook_breaches() == []
+
+
+# ---- webhooks the plan cannot wait for, conversion webhooks, and backends read by their chart --------------------
+
+
+def _crd_with_conversion() -> list[dict[str, Any]]:
+    """Chart `c` renders a CRD of `gadgets` (example.com v1alpha1 served, v1 the storage version) whose conversion
+    is a webhook on Service sys/hooks, and that Service."""
+    chart = {"urn": "c", "type": "kubernetes:helm.sh/v4:Chart", "name": "c-chart", "inputs": {}, "provider": "p",
+             "dependencies": []}  # fmt: skip
+    crd = {"urn": "c:crd", "type": "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
+           "name": "c-chart:gadgets.example.com", "parent": "c", "rendered": True, "dependencies": [],
+           "inputs": {"metadata": {"name": "gadgets.example.com"}, "spec": {
+               "group": "example.com", "scope": "Namespaced", "names": {"kind": "Gadget", "plural": "gadgets"},
+               "versions": [{"name": "v1alpha1", "served": True, "storage": False},
+                            {"name": "v1", "served": True, "storage": True}],
+               "conversion": {"strategy": "Webhook", "webhook": {"clientConfig": {
+                   "service": {"namespace": "sys", "name": "hooks", "path": "/convert"}}}}}}}  # fmt: skip
+    service = {"urn": "c:svc", "type": "kubernetes:core/v1:Service", "name": "c-chart:sys/hooks", "parent": "c",
+               "rendered": True, "dependencies": [],
+               "inputs": {"metadata": {"name": "hooks", "namespace": "sys"},
+                          "spec": {"ports": [{"port": 443}]}}}  # fmt: skip
+    return [chart, crd, service]
+
+
+def _gadget(version: str, *, waits: bool = False) -> dict[str, Any]:
+    return {"urn": f"g-{version}", "type": f"kubernetes:example.com/{version}:Gadget", "name": f"gadget-{version}",
+            "provider": "p", "dependencies": ["c"] if waits else [],
+            "inputs": {"metadata": {"name": "g", "namespace": "team"}}}  # fmt: skip
+
+
+def _webhook_breaches(records: Records) -> list[str]:
+    return [line for line in CATALOGUE.breaches(records, {}) if line.startswith("objects-after-their-webhooks")]
+
+
+def test_an_object_in_a_version_that_needs_conversion_waits_for_the_conversion_webhook() -> None:
+    """The API server calls a CRD's conversion webhook only for objects in a version other than the one it converts
+    to (apiextensions-apiserver pkg/apiserver/conversion/converter.go getObjectsToConvert: "Only sent item for
+    conversion, if the apiVersion is different"); objects are stored in the storage version, so one the stack writes
+    in it is never sent, and one in another version is sent on every write and read: it waits for the webhook's
+    backend, like an admission webhook's. Kueue's ClusterQueues, LocalQueues, Cohorts, Workloads and MultiKueueClusters
+    and LWS's LeaderWorkerSets convert by webhook; the stack writes each in its storage version (v1beta2, v1)."""
+    assert _webhook_breaches([*_crd_with_conversion(), _gadget("v1")]) == []
+    assert _webhook_breaches([*_crd_with_conversion(), _gadget("v1alpha1")]) == [
+        "objects-after-their-webhooks: gadget-v1alpha1 is created before c-chart serves the webhooks that intercept "
+        "it (conversion)"
+    ]
+    assert _webhook_breaches([*_crd_with_conversion(), _gadget("v1alpha1", waits=True)]) == []
+
+
+def test_a_fail_closed_webhook_outside_the_cluster_is_reported() -> None:
+    """A fail-closed webhook that calls a URL (clientConfig.url): the plan has nothing to wait for, and an object it
+    intercepts fails to be created whenever that URL does not answer; the catalogue names it instead of skipping it."""
+    chart, _, _ = _crd_with_conversion()
+    rule = {"apiGroups": ["example.com"], "apiVersions": ["*"], "resources": ["gadgets"], "operations": ["CREATE"]}
+    kind = "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration"
+    configuration = {"urn": "c:hooks", "type": kind, "name": "c-chart:hooks", "parent": "c", "rendered": True,
+                     "dependencies": [],
+                     "inputs": {"metadata": {"name": "hooks"}, "webhooks": [
+                         {"name": "outside.example", "clientConfig": {"url": "https://hooks.example.com/v"},
+                          "rules": [rule]}]}}  # fmt: skip
+    assert _webhook_breaches([chart, configuration, _gadget("v1", waits=True)]) == [
+        "objects-after-their-webhooks: c-chart:hooks outside.example: calls https://hooks.example.com/v, outside the "
+        "cluster, which the stack cannot wait for; gadget-v1 fails to be created while it does not answer"
+    ]
+
+
+def test_a_mirrored_controller_image_is_still_ready_when_it_serves(deployed: dict[str, Records]) -> None:
+    """Kueue's and JobSet's readiness includes their webhook server (their main.go), whatever registry the image
+    comes from: the rule knows them by their chart, not by the upstream image's name."""
+    dev = copy.deepcopy(deployed["dev"])
+    for name in ("kueue-chart:kueue-system/kueue-controller-manager", "jobset-chart:jobset-system/jobset-controller"):
+        (container,) = _named(dev, name)["inputs"]["spec"]["template"]["spec"]["containers"]
+        container["image"] = container["image"].replace("registry.k8s.io", "europe-docker.pkg.dev/mirror/k8s")
+    assert [line for line in CATALOGUE.breaches(dev, {}) if "webhook-backends-ready" in line] == []

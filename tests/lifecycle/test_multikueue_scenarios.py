@@ -100,6 +100,7 @@ def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion:
     assert [n for n in created if not n.startswith((USE1, "use1-flex-v6e"))] == on_manager
     assert sorted(s.name for s in steps.of("create") if s.type.startswith("gcp:")) == [
         "tpu-mr-use1", "tpu-mr-use1-cp-webhooks", "tpu-mr-use1-monitoring-dashboard",
+        "tpu-mr-use1-monitoring-pods-not-starting",
         "tpu-mr-use1-monitoring-tpu-idle-while-waiting", "tpu-mr-use1-nat", "tpu-mr-use1-nodes", "tpu-mr-use1-nodes",
         "tpu-mr-use1-nodes-artifactregistry-reader", "tpu-mr-use1-nodes-container-defaultNodeServiceAccount",
         "tpu-mr-use1-router", "tpu-mr-use1-system", "use1-flex-v6e-0", "use1-flex-v6e-1",

@@ -177,7 +177,10 @@ def test_dev_team_added_then_removed(deployed: dict[str, Records]) -> None:
         "eval-policies-default-deny", "monitoring-pending-eval-cluster-queue", "queues-clusterqueue-eval-cluster-queue",
         "queues-localqueue-eval-eval-queue", "queues-namespace-eval",
     ]  # fmt: skip
-    assert only(added, "update") == ["monitoring-dashboard", "queues-clusterqueue-research-cluster-queue"]
+    # The pods-not-starting alert watches every team's namespace: eval's joins its query, in place.
+    assert only(added, "update") == [
+        "monitoring-dashboard", "monitoring-pods-not-starting",
+        "queues-clusterqueue-research-cluster-queue"]  # fmt: skip
     removed = step(with_eval, deployed["dev"])
     assert removed.refused == []
     assert only(removed, "delete") == only(added, "create")
@@ -196,7 +199,8 @@ def test_prod_team_added_then_removal_refused(deployed: dict[str, Records]) -> N
     assert added.refused == []
     assert len(added.of("create")) == 8 and "queues-namespace-eval" in only(added, "create")
     assert only(added, "update") == [
-        "monitoring-dashboard", "queues-clusterqueue-research-cluster-queue", "queues-cohort-tpu-stack"]  # fmt: skip
+        "monitoring-dashboard", "monitoring-pods-not-starting", "queues-clusterqueue-research-cluster-queue",
+        "queues-cohort-tpu-stack"]  # fmt: skip
     removed = step(with_eval, deployed["prod"])
     assert only(removed, "delete") == []
     assert "queues-namespace-eval" in only(removed, "refuse")
@@ -442,3 +446,50 @@ def test_destroying_prod_deletes_nothing(deployed: dict[str, Records]) -> None:
     steps = step(deployed["prod"], [])
     assert only(steps, "delete") == [] and only(steps, "forget") == []
     assert len(steps.refused) > 0
+
+
+# --- Saxml, once: one model-server JobSet to one per slice ---------------------------------------------------------
+
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+
+
+def _one_model_server_set(records: Records) -> Records:
+    """`records` as the version before per-slice JobSets planned them (components/saxml.py at 970c484^): the slices'
+    JobSets `saxml-model-servers-<i>` were one JobSet `saxml-model-servers` named `sax-model-server-set`, its one
+    replicated job `sax-model-server` with replicas = slices, the child Jobs `backoffLimit: 0` with no pod failure
+    policy, and a failure policy of `maxRestarts` only."""
+    servers = sorted((r for r in records if r["type"] == JOBSET and r["name"].startswith("saxml-model-servers-")),
+                     key=lambda r: r["name"])  # fmt: skip
+    old = copy.deepcopy(servers[0])
+    old["urn"] = old["urn"].removesuffix("-0")
+    old["name"] = "saxml-model-servers"
+    spec = old["inputs"]["spec"]
+    old["inputs"]["metadata"]["name"] = "sax-model-server-set"
+    spec["failurePolicy"] = {"maxRestarts": spec["failurePolicy"]["maxRestarts"]}
+    (job,) = spec["replicatedJobs"]
+    job["replicas"] = len(servers)
+    del job["template"]["spec"]["podFailurePolicy"]
+    return [r for r in records if r not in servers] + [old]
+
+
+def test_saxml_moves_once_from_one_model_server_jobset_to_one_per_slice() -> None:
+    """The first `up` of this version over a stack deployed with one model-server JobSet: the engine creates the
+    per-slice JobSets (new URNs) and deletes the old one at the end of the update; a staging stack (unprotected)
+    does it, prod refuses the delete until the old JobSet is unprotected on purpose (docs/operations.md)."""
+    config = stack_config("prod")
+    for stack in ("staging", "prod"):
+        new = plan(stack, config)
+        moved = step(_one_model_server_set(new), new)
+        servers = [s for s in moved.steps if s.type == JOBSET]
+        gone = "delete" if stack == "staging" else "refuse"
+        assert [(s.op, s.name) for s in servers if s.op != "same"] == [
+            ("create", "saxml-model-servers-0"),
+            ("create", "saxml-model-servers-1"),
+            (gone, "saxml-model-servers"),
+        ], stack
+        refused = moved.refused
+        if stack == "prod":
+            assert len(refused) == 1 and refused[0].startswith(f"saxml-model-servers ({JOBSET}): ")
+            assert "pulumi state unprotect" in refused[0]
+        else:
+            assert refused == []

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from components.config import ConfigError
-from offline.engine import read_stack_file
+from offline import __main__ as cli
+from offline import commands
+from offline.engine import DuplicateUrn, read_stack_file, run_program
 from tests.fixtures import stack_path
 
 STACK = """\
@@ -88,3 +90,54 @@ def test_an_unquoted_date_or_time_is_one_line_asking_for_quotes(tmp_path: Path) 
     path.write_text(path.read_text().replace("2026-01-03T02:00:00Z", '"2026-01-03T02:00:00Z"').replace(
         "2026-12-01", '"2026-12-01"'))  # fmt: skip
     assert read_stack_file(path)["tpu-stack:tpuPools"][0]["futureReservation"]["startTime"] == "2026-12-01"
+
+
+# ---- the engine refuses a second resource of one URN ----------------------------------------------------------------
+
+TWO_OF_ONE_URN = """\
+import pulumi
+
+
+class Slices(pulumi.ComponentResource):
+    def __init__(self, name, node_pool):
+        super().__init__("tpu-stack:index:TpuSlicePools", name, None, None)
+        pulumi.CustomResource("gcp:container/nodePool:NodePool", node_pool, {"name": node_pool},
+                              opts=pulumi.ResourceOptions(parent=self))
+
+
+Slices("a", "a-1")
+Slices("a-1", "a-1")
+"""
+
+
+def test_a_second_resource_of_one_urn_fails_the_run_as_the_engine_does(tmp_path: Path) -> None:
+    """Two parents of one type, each with a child of one type and name: the URNs leave the parents' names out, so
+    they are one URN, which pulumi's step generator refuses (pkg/resource/deploy/step_generator.go generateURN,
+    sdk/go/common/diag/errors.go GetDuplicateResourceURNError). The mock engine overwrote the first silently."""
+    program = tmp_path / "program.py"
+    program.write_text(TWO_OF_ONE_URN)
+    with pytest.raises(DuplicateUrn) as error:
+        run_program({}, stack="dev", program=program)
+    assert str(error.value) == (
+        "Duplicate resource URN 'urn:pulumi:dev::tpu-stack::tpu-stack:index:TpuSlicePools$gcp:container/nodePool:"
+        "NodePool::a-1'; try giving it a unique name"
+    )
+    # The failed run leaves nothing behind: the next one in the same process runs (the SDK kept its pending outputs).
+    program.write_text(TWO_OF_ONE_URN.replace('Slices("a-1", "a-1")', 'Slices("b", "b-0")'))
+    assert len(run_program({}, stack="dev", program=program).resources) == 4
+
+
+def test_the_preview_command_says_it_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m offline preview` prints the engine's error as one line and exits 2, no traceback."""
+    program = tmp_path / "program.py"
+    program.write_text(TWO_OF_ONE_URN)
+    monkeypatch.setattr(commands, "run_stack", lambda *args, **kwargs: run_program({}, stack="dev", program=program))
+    code = cli.main(["preview", "--stack", "dev", "--config", str(stack_path("dev")), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.splitlines() == [
+        "error: Duplicate resource URN 'urn:pulumi:dev::tpu-stack::tpu-stack:index:TpuSlicePools$gcp:container/"
+        "nodePool:NodePool::a-1'; try giving it a unique name"
+    ]

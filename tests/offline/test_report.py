@@ -370,8 +370,9 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
         "Monitoring monitoring",
         # 1 spot slice pool and its flavor beyond the flex-start ones, and its TpuSlicePools component (dev had 3
         # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first); 13 more for
-        # an empty project: 8 APIs, the VPC, the subnetwork, router, NAT and webhook rule of private nodes.
-        f"Resources: + {len(plan['resources'])} to create: 173 in the cloud and cluster (99 rendered from charts), "
+        # an empty project: 8 APIs, the VPC, the subnetwork, router, NAT and webhook rule of private nodes; 1 alert
+        # policy, pods-not-starting.
+        f"Resources: + {len(plan['resources'])} to create: 174 in the cloud and cluster (99 rendered from charts), "
         "20 components",
     ]
     text = "\n".join(lines)

@@ -282,3 +282,21 @@ def test_the_dns_provider_is_kept(dns: dict[str, str] | None, written: str | Non
     cluster = adopt.interpret(saved, stack="x").config["tpu-stack:cluster"]
     assert cluster.get("dns") == written
     assert [k for k in cluster["adopted"].get("keep", []) if k == "dnsConfig"] == keep
+
+
+@pytest.mark.parametrize(
+    ("second", "line"),
+    [
+        ({"name": "b", "adopted": {"flavor": "a"}}, "tpu-stack:tpuPools[1].adopted.flavor: flavor 'a' is already "
+         "tpuPools[0]'s"),
+        ({"name": "b", "adopted": {"nodePools": ["a-0"]}}, "tpu-stack:tpuPools[1].name: its node pool 'a-0' (slice 0) "
+         "is already slice 0 of tpuPools[0] ('a'); rename one of the two groups"),
+    ],
+)  # fmt: skip
+def test_adopted_names_two_groups_claim_are_one_line(second: dict[str, Any], line: str) -> None:
+    first = {"name": "a", "zone": "us-east5-b", "accelerator": "v6e-8"}
+    raw = {"gcp:project": "tpu-proj", "gcp:region": "us-east5",
+           "tpu-stack:tpuPools": [first, {"zone": "us-east5-b", "accelerator": "v5litepod-8", **second}]}  # fmt: skip
+    with pytest.raises(ConfigError) as error:
+        load(raw, stack="dev")
+    assert error.value.lines == [line]

@@ -25,6 +25,8 @@ from tests.fixtures import stack_config, stack_plan
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
+from tpu_stack import stack as stack_module
+from tpu_stack.why import PodsReadySettings
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
@@ -219,6 +221,19 @@ def test_without_a_command_the_image_entrypoint_runs(outputs: dict[str, Path]) -
         (
             ["--name", "Train_2"],
             "error: 'Train_2': a name is lowercase letters, digits and '-', starting with a letter",
+        ),
+        (
+            ["--max-exec-time", "two days"],
+            "error: --max-exec-time 'two days' is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d",
+        ),
+        (
+            ["--max-exec-time", "0s"],
+            "error: --max-exec-time 0s: give a time of 1s or more (Kueue refuses 0)",
+        ),
+        (
+            ["--max-exec-time", "100000d"],
+            "error: --max-exec-time 100000d: Kueue reads the limit as a 32-bit number of seconds, at most 2147483647s "
+            "(about 68 years)",
         ),
     ],
 )
@@ -1114,3 +1129,41 @@ def test_a_namespace_objects_path_is_the_namespace_itself() -> None:
         "clusterqueues",
         None,
     )
+
+
+def test_why_times_evictions_by_the_settings_the_stack_deployed(outputs: dict[str, Path]) -> None:
+    """The stack exports Kueue's waitForPodsReady (output `waitForPodsReady`); `why` reads it instead of assuming
+    Kueue's defaults: dev two hours to start and to recover (its flex-start), prod 30 minutes and an hour, both 60 s
+    doubling to an hour and three requeues. Outputs of a stack deployed before the export: Kueue 0.19.2's defaults
+    (30 minutes, recovery = timeout, no limit: apis/config/v1beta2/defaults.go)."""
+    dev, prod = (stack_module.from_file(outputs[s]) for s in ("dev", "prod"))
+    assert dev.view().pods_ready == PodsReadySettings(7200, 7200, 60, 3600, 3)
+    assert prod.view().pods_ready == PodsReadySettings(1800, 3600, 60, 3600, 3)
+    older = {key: value for key, value in dev.outputs.items() if key != "waitForPodsReady"}
+    assert stack_module.Stack("old", older).view().pods_ready == PodsReadySettings(1800, 1800, 60, 3600, None)
+    off = {**dev.outputs, "waitForPodsReady": {"timeout": "45m0s", "recoveryTimeout": "0s"}}
+    assert stack_module.Stack("off", off).view().pods_ready == PodsReadySettings(2700, None, 60, 3600, None)
+
+
+@pytest.mark.parametrize("kind", ["Job", "JobSet"])
+def test_max_exec_time_is_kueues_limit_on_the_time_admitted(outputs: dict[str, Path], kind: str) -> None:
+    """`--max-exec-time 36h` labels the job `kueue.x-k8s.io/max-exec-time-seconds: "129600"`: Kueue copies it into
+    the Workload's spec.maximumExecutionTimeSeconds (pkg/controller/jobframework/utils.go
+    MaximumExecutionTimeSecondsForObject reads the label, a positive integer) and deactivates the workload once its
+    time admitted, summed over its admissions, passes it (pkg/controller/core/workload_controller.go
+    reconcileMaxExecutionTime), whether its pods ran or waited. Without the flag, no label."""
+    pool, slices = ("multislice", "2") if kind == "JobSet" else ("flex-v6e", "1")
+    base: list[str | Path] = [
+        "--outputs", outputs["dev"], "submit", "train-2", "--team", "research", "--pool", pool, "--slices", slices
+    ]  # fmt: skip
+    code, out, err = run(*base, "--image", IMAGE, "--max-exec-time", "36h", "--dry-run")
+    assert (code, err) == (0, "")
+    (obj,) = list(yaml.safe_load_all(out))
+    assert obj["kind"] == kind
+    assert obj["metadata"]["labels"] == {
+        "kueue.x-k8s.io/queue-name": "research-queue",
+        "kueue.x-k8s.io/max-exec-time-seconds": "129600",
+    }
+    assert validate.validate_all([obj]) == []
+    _, plain, _ = run(*base, "--image", IMAGE, "--dry-run")
+    assert "max-exec-time" not in plain

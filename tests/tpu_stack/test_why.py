@@ -968,3 +968,86 @@ def test_starting_names_the_workload_to_follow() -> None:
         "Starting: admitted 1m ago by training-cluster-queue on flavor multislice (16 TPU chips); 1 of 4 pods are "
         "running. The rest are being created; `tpu-stack logs train-2` shows the leader's output."
     )
+
+
+def _pulling(name: str, reason: str, message: str) -> k.Obj:
+    """A pod on its node whose container waits: the kubelet's image manager reasons (kubernetes
+    pkg/kubelet/images/types.go: ErrImagePull, ImagePullBackOff, InvalidImageName) or the runtime's
+    (pkg/kubelet/container/sync_result.go: CreateContainerConfigError), in containerStatuses[].state.waiting."""
+    pod = k.pod(name, "training", {"batch.kubernetes.io/job-name": "train-1"}, running=False)
+    pod["spec"]["containers"][0]["image"] = "us-docker.pkg.dev/my-project/train/jax:0.6.3"
+    pod["status"]["containerStatuses"] = [
+        {"name": "jax-tpu", "ready": False, "restartCount": 0, "image": "us-docker.pkg.dev/my-project/train/jax:0.6.3",
+         "state": {"waiting": {"reason": reason, "message": message}}}
+    ]  # fmt: skip
+    return pod
+
+
+DEV_SETTINGS = replace(DEV, pods_ready=why.PodsReadySettings(7200, 7200, 60, 3600, 3))
+"""dev as deployed: two hours to start and to recover (its flex-start), three requeues (components/config/
+controllers.py)."""
+
+
+def test_an_admitted_workload_whose_image_never_pulls() -> None:
+    """Admitted 25 minutes ago on multislice; its pod is on a node, its container waits with ImagePullBackOff. The
+    kubelet retries, but an image that does not exist never pulls: Kueue evicts the workload at the PodsReady
+    timeout (two hours in dev, 1h35m left), and deactivates it after three requeues. The user fixes the image."""
+    message = 'Back-off pulling image "us-docker.pkg.dev/my-project/train/jax:0.6.3"'
+    wl = k.workload(
+        "Job",
+        "train-1",
+        "training",
+        "training-queue",
+        pods=1,
+        chips_per_pod=8,
+        labels=k.MULTISLICE_LABELS,
+        conditions=[
+            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=25)),
+            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(25)),
+        ],
+        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
+    )
+    found = explain(why.Evidence(wl, pods=[_pulling("train-1-0-abcde", "ImagePullBackOff", message)]), DEV_SETTINGS)
+    assert (found.state, found.outcome, found.who) == ("Starting", why.WAITS, (why.USER,))
+    assert found.reason == (
+        "Starting: admitted 25m ago by training-cluster-queue on flavor multislice (8 TPU chips); 0 of 1 pods are "
+        "running, and 1 cannot start: its container jax-tpu waits with ImagePullBackOff (Back-off pulling image "
+        '"us-docker.pkg.dev/my-project/train/jax:0.6.3"). Unless its pod is ready within the PodsReady timeout (2h '
+        "after admission), Kueue evicts it in 1h35m and queues it again after 1m (3 requeues left before Kueue "
+        "deactivates it)."
+    )
+    assert found.change == (
+        "Its image us-docker.pkg.dev/my-project/train/jax:0.6.3 cannot be pulled: check its name and tag, and that "
+        "the nodes may read its registry; then delete it (tpu-stack delete train-1) and submit it again. Until "
+        "Kueue evicts it, it holds its quota."
+    )
+
+
+def test_an_admitted_workload_whose_container_cannot_be_created() -> None:
+    """The container's configuration names a Secret that does not exist: CreateContainerConfigError, which no retry
+    mends; the user fixes the reference."""
+    message = 'secret "wandb" not found'
+    wl = k.workload(
+        "Job",
+        "train-1",
+        "training",
+        "training-queue",
+        pods=1,
+        chips_per_pod=8,
+        labels=k.MULTISLICE_LABELS,
+        conditions=[
+            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=5)),
+            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(5)),
+        ],
+        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
+    )
+    pod = _pulling("train-1-0-abcde", "CreateContainerConfigError", message)
+    found = explain(why.Evidence(wl, pods=[pod]), DEV_SETTINGS)
+    assert '1 cannot start: its container jax-tpu waits with CreateContainerConfigError (secret "wandb" not found)' in (
+        found.reason
+    )
+    assert found.change == (
+        'Its container cannot be created as it is configured (secret "wandb" not found): fix that, then delete it '
+        "(tpu-stack delete train-1) and submit it again. Until Kueue evicts it, it holds its quota."
+    )
+    assert found.who == (why.USER,)
