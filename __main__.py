@@ -15,6 +15,7 @@ from components.bucket import Bucket
 from components.config import load_from_pulumi
 from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, LWS_NAMESPACE
 from components.config.queues import flavor_labels, queue_refs
+from components.config.serving import WRITER_ROLE
 from components.config.stack import StackConfig
 from components.controller_metrics import ControllerMetrics
 from components.gke_cluster import GkeCluster
@@ -228,7 +229,15 @@ identities = [
         f"{workload.namespace}-{workload.service_account}",
         config=config,
         workload=workload,
-        bucket_roles=[BucketRole("bucket", bucket.name, role)],
+        # Writers hold their role on the checkpoint bucket too, where they mount their checkpoint folder.
+        bucket_roles=[
+            BucketRole("bucket", bucket.name, role),
+            *(
+                [BucketRole("checkpoints", bucket.checkpoint_name, role)]
+                if bucket.checkpoint_name and role == WRITER_ROLE
+                else []
+            ),
+        ],
         provider=cluster.provider,
         cluster=cluster.cluster,
         namespace=queues.namespace_name(workload.namespace),
@@ -344,6 +353,9 @@ if config.is_manager:
 pulumi.export("stackConfig", config.model_dump(mode="json", by_alias=True, exclude_none=True))
 pulumi.export("bucketName", bucket.name)
 pulumi.export("bucketUrl", bucket.url)
+if bucket.checkpoint_name is not None:
+    pulumi.export("checkpointBucketName", bucket.checkpoint_name)
+    pulumi.export("checkpointBucketUrl", bucket.checkpoint_url)
 pulumi.export("dashboardUrl", monitoring.url)
 pulumi.export("identities", {identity.key: identity.summary() for identity in identities})
 if saxml and config.saxml:

@@ -6,7 +6,9 @@ Workload Identity: the KSA that already holds its role on this bucket, so no oth
 follow GKE's recommendations for training: the metadata cache kept for the job's life, and on read-only folders a
 file cache with parallel downloads, range reads cached; checkpoint volumes never cache a missing file (a new
 checkpoint is seen at once) and keep no file cache (a checkpoint is read back once). Each volume shows one folder of
-the bucket (`only-dir`).
+the bucket (`only-dir`). Checkpoint volumes are folders of the checkpoint bucket, whose hierarchical namespace lets a
+checkpointer commit by renaming a directory: gcsfuse renames directories atomically there, and on a flat bucket only
+below `rename-dir-limit` and never one with subdirectories (gcsfuse docs/semantics.md, "Missing features").
 
 The file cache lives on the node's boot disk, which a TPU pod shares with the OS, images and logs: it is bounded.
 The pod declares the driver's cache volume (`gke-gcsfuse-cache`, which the sidecar then uses instead of its own
@@ -73,15 +75,27 @@ def volume(bucket: str, mount: BucketMount, max_size_mib: int = 0) -> dict[str, 
     }
 
 
-def attach(pod: dict[str, Any], bucket: str, mounts: Sequence[BucketMount], *, cache_gib: int) -> dict[str, str]:
+def attach(
+    pod: dict[str, Any],
+    bucket: str,
+    mounts: Sequence[BucketMount],
+    *,
+    cache_gib: int,
+    checkpoint_bucket: str | None = None,
+) -> dict[str, str]:
     """Add the volumes to pod spec `pod` and mount them in each of its containers, with a file cache of `cache_gib`
     shared by the read-only folders (each volume keeps its own, so they split it); returns the annotations the pod
-    template needs (none without mounts)."""
+    template needs (none without mounts). Checkpoint mounts are folders of `checkpoint_bucket`, the others of
+    `bucket`."""
     if not mounts:
         return {}
+    if any(m.checkpoints for m in mounts) and checkpoint_bucket is None:
+        raise ValueError("a checkpoint mount needs the checkpoint bucket")
     cached = [m for m in mounts if m.read_only] if cache_gib > 0 else []
     per_volume = file_cache_max_mib(cache_gib) // len(cached) if cached else 0
-    volumes = [volume(bucket, m, per_volume if m in cached else 0) for m in mounts]
+    volumes = [
+        volume(str(checkpoint_bucket) if m.checkpoints else bucket, m, per_volume if m in cached else 0) for m in mounts
+    ]
     if cached:
         volumes.append({"name": CACHE_VOLUME, "emptyDir": {"sizeLimit": f"{cache_gib}Gi"}})
         pod["securityContext"] = {**pod.get("securityContext", {}), "fsGroup": SIDECAR_GROUP}

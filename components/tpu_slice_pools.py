@@ -54,6 +54,9 @@ class TpuSlicePools(pulumi.ComponentResource):
                 management={"auto_repair": pool.auto_repair, "auto_upgrade": config.auto_upgrade(pool)},
                 placement_policy=placement_policy(pool, self.workload_policy),
                 queued_provisioning={"enabled": True} if pool.provisioning == "queued" else None,
+                # Reservation-backed pools surge no node (config: upgrade_max_unavailable); updated in place
+                # (upgrade_settings is not ForceNew), so deployed pools are not replaced.
+                upgrade_settings=_upgrade_settings(pool),
                 node_config=node_config,
                 opts=pulumi.ResourceOptions(
                     parent=self,
@@ -145,11 +148,26 @@ def _autoscaling(pool: TpuPoolConfig) -> container.NodePoolAutoscalingArgsDict |
         # gcloud --enable-queued-provisioning --flex-start --total-max-nodes=N --location-policy=ANY
         return {"total_max_node_count": pool.vms_per_slice, "location_policy": "ANY"}
     if pool.autoscaled:
-        # Flex-start, and calendar-mode pools that hold a slice only while their reservation is active.
+        # Flex-start, calendar-mode pools that hold a slice only while their reservation is active, and on-demand or
+        # spot groups that scale to zero; GKE scales a multi-host slice's pool atomically.
         # gcloud --min-nodes/--max-nodes are per-zone bounds: a multi-host slice has exactly one zone (required),
         # a single-host pool without `zone` may hold one VM in each of the cluster's zones.
-        return {"min_node_count": 0, "max_node_count": pool.vms_per_slice}
+        scaling: container.NodePoolAutoscalingArgsDict = {"min_node_count": 0, "max_node_count": pool.vms_per_slice}
+        if pool.flex_start:
+            # As xpk creates flex-start pools (--location-policy=ANY, src/xpk/core/capacity.py at 367c8382): the
+            # autoscaler takes whichever of the pool's zones has capacity. Updated in place (gcloud node-pools update
+            # --location-policy), so deployed pools are not replaced.
+            scaling["location_policy"] = "ANY"
+        return scaling
     return None
+
+
+def _upgrade_settings(pool: TpuPoolConfig) -> container.NodePoolUpgradeSettingsArgsDict | None:
+    unavailable = pool.upgrade_max_unavailable
+    if unavailable is None:
+        return None
+    # The strategy is sent with the counts: the provider refuses surge counts unless the strategy is SURGE.
+    return {"strategy": "SURGE", "max_surge": 0, "max_unavailable": unavailable}
 
 
 def _node_config(

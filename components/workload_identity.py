@@ -160,7 +160,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         self.key = workload.key
         self.workload = workload
         self.annotations = annotations
-        self.roles = [r.role for r in bucket_roles]
+        self.roles = list(dict.fromkeys(r.role for r in bucket_roles))
         self.google_service_account_email: pulumi.Output[str] | None = (
             self.google_service_account.email if self.google_service_account else None
         )

@@ -135,7 +135,13 @@ def _template(
     target is placed by topology Kueue's placement request (Kueue reads pod-set annotations from the pod template)."""
     pod = _pod(config, target, ports, namespace, multislice=multislice)
     cache = file_cache_gib(config.bucket, shape_of(target), autopilot=_autopilot(config))
-    annotations = gcs_fuse.attach(pod, config.bucket_name, bucket_mounts(config.bucket, namespace), cache_gib=cache)
+    annotations = gcs_fuse.attach(
+        pod,
+        config.bucket_name,
+        bucket_mounts(config.bucket, namespace),
+        cache_gib=cache,
+        checkpoint_bucket=config.checkpoint_bucket_name,
+    )
     annotations = {**annotations, **placement(config, target, slices)}
     return {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
 

@@ -218,7 +218,8 @@ REPLACES = [
             "nodeConfig.minCpuPlatform", "nodeConfig.shieldedInstanceConfig",
         ),
         _TF + "container/resource_container_node_pool.go and node_config.go (ForceNew fields)",
-        "machineType, disk, labels, taints, resourceLabels, autoscaling, management, nodeLocations update in place; "
+        "machineType, disk, labels, taints, resourceLabels, autoscaling, management, nodeLocations, upgradeSettings "
+        "update in place; "
         "placementPolicy.tpuTopology is neither ForceNew nor updated: see Refuses",
     ),
     Replaces(

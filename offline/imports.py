@@ -294,6 +294,14 @@ def node_pool_state(pool: Mapping[str, Any], *, project: str, location: str, clu
         }  # fmt: skip
     if (pool.get("queuedProvisioning") or {}).get("enabled"):
         state["queuedProvisioning"] = {"enabled": True}
+    upgrade = pool.get("upgradeSettings")
+    if upgrade is not None:
+        # flattenNodePoolUpgradeSettings: every count (an unset one is 0) and the strategy, as GKE reports them.
+        state["upgradeSettings"] = {
+            "maxSurge": int(upgrade.get("maxSurge", 0)),
+            "maxUnavailable": int(upgrade.get("maxUnavailable", 0)),
+            **({"strategy": upgrade["strategy"]} if upgrade.get("strategy") else {}),
+        }
     pods = (pool.get("maxPodsConstraint") or {}).get("maxPodsPerNode")
     if pods is not None:
         state["maxPodsPerNode"] = int(pods)

@@ -1,5 +1,5 @@
 """The stack's CrossGuard policies, assembled from their domain modules in guardrails/ (gke, iam_storage,
-kubernetes, kueue); each policy's check lives there.
+kubernetes, kueue, capacity); each policy's check lives there.
 
 `PolicyPack(...)` starts a gRPC server, so `__main__.py` only builds the pack from `POLICIES`; the offline
 preview (offline/policy_check.py) and the tests run these same objects through the real `pulumi_policy` args.
@@ -8,6 +8,7 @@ preview (offline/policy_check.py) and the tests run these same objects through t
 from __future__ import annotations
 
 from guardrails.access import validate_multikueue_credentials, validate_network_policy_sources, validate_rbac
+from guardrails.capacity import validate_idle_capacity
 from guardrails.cluster import (
     validate_cluster_placement,
     validate_control_plane_exposure,
@@ -28,7 +29,7 @@ from guardrails.gke import (
     validate_topology,
     validate_workload_identity,
 )
-from guardrails.iam_storage import validate_bucket, validate_least_privilege
+from guardrails.iam_storage import validate_bucket, validate_bucket_region, validate_least_privilege
 from guardrails.kubernetes import (
     IMAGE_DIGESTS_SCHEMA,
     SOURCE_RANGES_SCHEMA,
@@ -184,6 +185,18 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         name="tpu-node-auto-upgrade",
         description="TPU pools do not auto-upgrade, unless a release channel requires auto-upgrade on every pool.",
         validate=validate_auto_upgrade,
+        enforcement_level=ADVISORY,
+    ),
+    StackValidationPolicy(
+        name="bucket-in-tpu-region",
+        description="The stack's buckets are in the region of its TPU pools: no data transfer between regions.",
+        validate=validate_bucket_region,
+        enforcement_level=ADVISORY,
+    ),
+    StackValidationPolicy(
+        name="idle-tpu-capacity",
+        description="No fixed on-demand or spot TPU slice is billed while no queue and no server can hold it.",
+        validate=validate_idle_capacity,
         enforcement_level=ADVISORY,
     ),
     ResourceValidationPolicy(

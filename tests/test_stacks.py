@@ -76,18 +76,19 @@ def team_edits(dev: dict[str, Any]) -> None:
     pools.append(
         {
             "name": "multislice-od",
-            "machineType": "ct5lp-hightpu-4t",
+            "machineType": "ct6e-standard-4t",
             "topology": "2x4",
             "slices": 1,
             "provisioning": "on-demand",
-            "zone": "us-central1-a",
+            "zone": "us-east5-b",
             "labels": {"pool": "multislice-od"},
         }
     )
     pools.append({"name": "serve-v6e", "machineType": "ct6e-standard-4t", "provisioning": "on-demand",
-                  "zone": "us-central1-b", "labels": {"pool": "serve-v6e"}})  # fmt: skip
+                  "zone": "us-east5-a", "labels": {"pool": "serve-v6e"}})  # fmt: skip
     queues = config["tpu-stack:queues"]
-    queues["ladders"]["multislice"].insert(1, "multislice-od")  # on-demand: after spot, before flex-start
+    # on-demand, billed while up: before spot and flex-start, which dev makes on request (issue 27, defect 8)
+    queues["ladders"]["multislice"].insert(0, "multislice-od")
     queues["teams"].append({"name": "inference", "shares": {"multislice": 8, "multislice-od": 8}})
     config["tpu-stack:serving"] = {
         "huggingFaceToken": {"secret": "hf-token"},

@@ -304,5 +304,6 @@ def mounts(config: StackConfig, submission: Submission) -> list[str]:
     lines = []
     for mount in bucket_mounts(config.bucket, submission.queue.namespace):
         access = "read-only" if mount.read_only else "read-write"
-        lines.append(f"{mount.mount_path} <- gs://{config.bucket_name}/{mount.folder} ({access})")
+        bucket = config.checkpoint_bucket_name if mount.checkpoints else config.bucket_name
+        lines.append(f"{mount.mount_path} <- gs://{bucket}/{mount.folder} ({access})")
     return lines

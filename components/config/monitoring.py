@@ -28,8 +28,8 @@ class MonitoringConfig(ConfigModel):
     """The stack's dashboard and alert policies: who is notified, and how long a condition lasts before it alerts."""
 
     notification_channels: tuple[Annotated[str, AfterValidator(_channel)], ...] = ()
-    """Resource names `projects/<project>/notificationChannels/<id>` every alert policy notifies; with none,
-    incidents show in Cloud Monitoring only."""
+    """Resource names `projects/<project>/notificationChannels/<id>` every alert policy notifies; required in protected
+    stacks (`prod`, `production`), elsewhere with none incidents show in Cloud Monitoring only."""
     pending_minutes: int = Field(default=30, ge=1)
     """Minutes a ClusterQueue may have pending workloads before it alerts."""
     idle_minutes: int = Field(default=30, ge=1)

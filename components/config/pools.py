@@ -222,6 +222,11 @@ class FutureReservationConfig(ConfigModel):
         return None
 
 
+GKE_MAX_PARALLEL_UPGRADES = 20
+"""Most nodes of a pool GKE upgrades at once, maxSurge + maxUnavailable (terraform-provider-google
+resource_container_node_pool.go, upgrade_settings: "limited to 20")."""
+
+
 class TpuPoolConfig(ConfigModel):
     """A pool group: N identical TPU slices. GKE needs one node pool per slice: slice i is named `<name>-<i>`,
     whatever the number of slices, so a resize never renames (and so never deletes) a running slice."""
@@ -261,12 +266,19 @@ class TpuPoolConfig(ConfigModel):
     """Not a flag: spot is a provisioning mode. Accepted only to explain that (DWS capacity is never spot), so the
     schema and the reference leave it out."""
     zone: str | None = None
-    """The one zone of the slices, a zone of `gcp:region` (e.g. `us-east5-a`); required for multi-host slices.
+    """The one zone of the slices, a zone of `gcp:region` (e.g. `us-east5-a`); required for multi-host slices. It
+    must offer the TPU version by the pool's provisioning: flex-start and queued pools need one of GKE's flex-start
+    zones (vendor/data/tpu_zones.json lists both; an error names the zones that can).
 
-    Default: the cluster's zones"""
+    Default: the cluster's zones (then one of the region's zones must offer it)"""
     max_run_duration: str | None = None
     """Longest a node runs, e.g. `24h`, `7d`, `1h30m`; sent to GKE in seconds (`86400s`). Flex-start, queued and
     spot pools only; flex-start and queued at most `7d`."""
+    scale_to_zero: bool = False
+    """On-demand and spot groups: the cluster autoscaler creates a slice when a pod needs it and removes it when idle,
+    so an idle slice is not billed; a pod then waits for the slice (minutes, and on-demand or spot TPUs may not be
+    available). Flex-start, queued and calendar-mode slices always scale to zero. Switching a deployed group updates
+    its pools in place."""
     labels: dict[str, str] = {}
     """Kubernetes node labels, also the Kueue flavor's `nodeLabels`. Keys: an optional DNS-subdomain prefix and
     `/`, then a name of 1-63 letters, digits, `-`, `_`, `.` starting and ending alphanumeric; values up to 63 of
@@ -465,6 +477,16 @@ class TpuPoolConfig(ConfigModel):
             problems.append(("zone", "required with futureReservation: calendar-mode capacity is zonal"))
         if self.max_run_duration is not None:
             problems += self._run_duration_problems(self.max_run_duration)
+        if self.scale_to_zero and mode == "reservation":
+            problems.append(
+                (
+                    "scaleToZero",
+                    "a reservation is billed whether its VMs run or not, so scaling its slices to zero saves nothing; "
+                    "remove scaleToZero",
+                )
+            )
+        elif self.scale_to_zero and mode in ("flex-start", "queued"):
+            problems.append(("scaleToZero", f"{mode} slices always scale to zero; remove scaleToZero"))
         return problems
 
     def _run_duration_problems(self, text: str) -> list[tuple[str, str]]:
@@ -553,8 +575,10 @@ class TpuPoolConfig(ConfigModel):
     @property
     def autoscaled(self) -> bool:
         """DWS modes scale 0 -> one slice -> 0, and so do calendar-mode pools, whose reservation exists only
-        during its window; the other modes hold the slice."""
-        return self.provisioning in ("flex-start", "queued") or self.future_reservation is not None
+        during its window, and groups that ask to (`scaleToZero`); the others hold their slices."""
+        return (
+            self.provisioning in ("flex-start", "queued") or self.future_reservation is not None or self.scale_to_zero
+        )
 
     @property
     def reservation_name(self) -> str | None:
@@ -615,6 +639,18 @@ class TpuPoolConfig(ConfigModel):
     def auto_repair(self) -> bool:
         """DWS slices turn auto-repair off: a repair would recreate the VMs outside the request."""
         return not (self.provisioning == "queued" or (self.provisioning == "flex-start" and self.multi_host))
+
+    @property
+    def upgrade_max_unavailable(self) -> int | None:
+        """Nodes GKE may take down at once when it upgrades a reservation-backed pool, which then surges none: every
+        node GKE creates, upgrade surge nodes included, counts against a specific reservation's capacity (GKE
+        "Ensure resources for node upgrades"), and a reservation that holds exactly the pool's VMs has none to spare.
+        A multi-host slice stops when any of its VMs does, so its VMs go down together, up to the 20 nodes GKE
+        upgrades at once (provider schema, upgrade_settings). None for other pools: flex-start and queued nodes get
+        GKE's short-lived upgrades, on-demand and spot GKE's default surge."""
+        if self.provisioning != "reservation":
+            return None
+        return min(self.vms_per_slice, GKE_MAX_PARALLEL_UPGRADES)
 
     @property
     def reservation_affinity(self) -> tuple[str, list[str]] | None:

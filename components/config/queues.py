@@ -870,8 +870,12 @@ def _team_problems(
 
 MADE_ON_REQUEST = ("flex-start", "queued")
 """Provisioning modes whose capacity GKE makes when a workload asks for it and removes after: nothing bills while it
-is idle. Every other rung (a reservation, a calendar window, a fixed spot or on-demand pool) bills whether used or
-not, so using it costs nothing more."""
+is idle; so does a spot or on-demand group that scales to zero (`scaleToZero`). Every other rung (a reservation, a
+calendar window, a fixed spot or on-demand pool) bills whether used or not, so using it costs nothing more."""
+
+
+def made_on_request(pool: TpuPoolConfig) -> bool:
+    return pool.provisioning in MADE_ON_REQUEST or pool.scale_to_zero
 
 
 def ladder_cost_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...]) -> list[str]:
@@ -880,15 +884,13 @@ def ladder_cost_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...])
     (valid ladders of node pools only: Autopilot makes every TPU node on request)."""
     problems = []
     for name, rungs in ladder_pools(queues, pools).items():
-        on_request = next((rung for rung in rungs if rung.provisioning in MADE_ON_REQUEST), None)
+        on_request = next((rung for rung in rungs if made_on_request(rung)), None)
         if on_request is None:
             continue
         after = rungs[rungs.index(on_request) + 1 :]
-        billed = next((rung for rung in after if rung.provisioning not in MADE_ON_REQUEST), None)
+        billed = next((rung for rung in after if not made_on_request(rung)), None)
         if billed is not None:
-            order = ", ".join(
-                rung.name for rung in sorted(rungs, key=lambda rung: rung.provisioning in MADE_ON_REQUEST)
-            )
+            order = ", ".join(rung.name for rung in sorted(rungs, key=made_on_request))
             problems.append(
                 f"{PROJECT}:queues.ladders.{name}: rung {on_request.name!r} ({on_request.provisioning}, made on "
                 f"request) comes before {billed.name!r} ({billed.provisioning}, billed while idle), so workloads "

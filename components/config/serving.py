@@ -121,12 +121,14 @@ MODEL_MOUNT_PATH = "/models"
 
 @dataclass(frozen=True)
 class BucketMount:
-    """One Cloud Storage FUSE volume: `folder` of the stack's bucket at `mount_path` in every container."""
+    """One Cloud Storage FUSE volume: `folder` of the stack's bucket at `mount_path` in every container; of its
+    checkpoint bucket with `checkpoints`."""
 
     volume: str
     folder: str
     mount_path: str
     read_only: bool
+    checkpoints: bool = False
 
 
 class BucketConfig(ConfigModel):
@@ -147,6 +149,15 @@ class BucketConfig(ConfigModel):
 
     noncurrent_version_days: int = Field(default=30, ge=1)
     """Days an overwritten object version is kept (versioning is on)."""
+    checkpoint_bucket: str | None = None
+    """Name of the checkpoint bucket, which the stack creates when it has writers: hierarchical namespace (directory
+    renames, which checkpointers commit with, are atomic there), no versioning, in `gcp:region`. Writers mount their
+    `checkpointPath` from it; the bucket above keeps the datasets, models and caches.
+
+    Default: `<bucket name>-ckpt`"""
+    checkpoint_soft_delete_days: int = 0
+    """Days Cloud Storage keeps a deleted checkpoint restorable (and billed): 7 to 90, or 0 for none, so a checkpoint
+    a trainer rotates out is gone at once."""
     file_cache_gb: int | None = Field(default=None, ge=0)
     """GiB of a TPU node's boot disk the Cloud Storage FUSE file cache of a pod may fill (its read-only folders);
     `0` turns the cache off, and more than the node holds is an error (see *Data and checkpoints*). Autopilot pods
@@ -312,7 +323,7 @@ def bucket_mounts(bucket: BucketConfig, namespace: str) -> list[BucketMount]:
     mounts = [BucketMount("datasets", workload.data_path, DATA_MOUNT_PATH, read_only=True)]
     if role == WRITER_ROLE:
         folder = workload.checkpoint_path or f"checkpoints/{namespace}"
-        mounts.append(BucketMount("checkpoints", folder, CHECKPOINT_MOUNT_PATH, read_only=False))
+        mounts.append(BucketMount("checkpoints", folder, CHECKPOINT_MOUNT_PATH, read_only=False, checkpoints=True))
     return mounts
 
 
@@ -344,6 +355,16 @@ def bucket_name(bucket: BucketConfig, *, project: str, stack: str) -> str:
     return bucket.name or f"{project}-{stack}-{PROJECT}"
 
 
+def checkpoint_bucket_name(bucket: BucketConfig, *, data_bucket: str) -> str:
+    """`bucket.checkpointBucket`, else the datasets' bucket's name with `-ckpt`."""
+    return bucket.checkpoint_bucket or f"{data_bucket}-ckpt"
+
+
+SOFT_DELETE_DAYS = (7, 90)
+"""Cloud Storage keeps soft-deleted objects 7 to 90 days; 0 turns soft delete off (pulumi-gcp 10.2.0,
+storage.Bucket soft_delete_policy.retention_duration_seconds)."""
+
+
 def serving_problems(
     bucket: BucketConfig,
     saxml: SaxmlConfig | None,
@@ -361,6 +382,8 @@ def serving_problems(
         problem = f"the derived name {problem}: set bucket.name"
     if problem:
         problems.append(f"{key}.name: {problem}")
+    if bucket.writers:
+        problems += _checkpoint_problems(bucket, name)
     seen: dict[str, str] = {}
     if saxml is not None:
         seen[saxml.workload.key] = "Saxml's service account (saxml.serviceAccount)"
@@ -383,6 +406,31 @@ def serving_problems(
     problems += _file_cache_problems(bucket, pools)
     if saxml is not None:
         problems += _saxml_problems(saxml, pools)
+    return problems
+
+
+def _checkpoint_problems(bucket: BucketConfig, data_bucket: str) -> list[str]:
+    """The checkpoint bucket's name and soft delete (it exists when the stack has writers)."""
+    key = f"{PROJECT}:bucket"
+    problems = []
+    name = checkpoint_bucket_name(bucket, data_bucket=data_bucket)
+    problem = bucket_name_problem(name)
+    if problem and bucket.checkpoint_bucket is None:
+        problem = f"the derived name {problem}: set bucket.checkpointBucket"
+    if problem:
+        problems.append(f"{key}.checkpointBucket: {problem}")
+    elif name == data_bucket:
+        problems.append(
+            f"{key}.checkpointBucket: {name!r} is the datasets' bucket (bucket.name); checkpoints need a bucket of "
+            "their own with hierarchical namespace"
+        )
+    days = bucket.checkpoint_soft_delete_days
+    low, high = SOFT_DELETE_DAYS
+    if days != 0 and not low <= days <= high:
+        problems.append(
+            f"{key}.checkpointSoftDeleteDays: {days} days; Cloud Storage keeps soft-deleted objects {low} to {high} "
+            "days, or 0 turns soft delete off"
+        )
     return problems
 
 

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from components import tpu_catalog
+from components import tpu_catalog, tpu_zones
 from components.config.base import (
     GCP_LABELS_PER_RESOURCE,
     PROJECT,
@@ -66,7 +66,13 @@ from components.config.queues import (
     queue_warnings,
     serving_shape_problems,
 )
-from components.config.serving import BucketConfig, SaxmlConfig, bucket_name, serving_problems
+from components.config.serving import (
+    BucketConfig,
+    SaxmlConfig,
+    bucket_name,
+    checkpoint_bucket_name,
+    serving_problems,
+)
 from components.stacks import PROTECTED_STACKS
 
 
@@ -324,6 +330,11 @@ class StackConfig(ConfigModel):
     @property
     def bucket_name(self) -> str:
         return bucket_name(self.bucket, project=self.project, stack=self.stack)
+
+    @property
+    def checkpoint_bucket_name(self) -> str | None:
+        """The checkpoint bucket's name; None when the stack has no writers, so no checkpoint bucket."""
+        return checkpoint_bucket_name(self.bucket, data_bucket=self.bucket_name) if self.bucket.writers else None
 
     @property
     def saxml_pool(self) -> TpuPoolConfig:
@@ -776,6 +787,15 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
         elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
+        elif not own and pool.adopted is None:
+            # The zone's TPUs need a valid machine type. An adopted group's slices exist in their zone: GKE made them
+            # there, whatever the published lists (vendor/data/tpu_zones.json) say, and refusing them would refuse
+            # the cluster as it is.
+            problem = tpu_zones.zone_problem(
+                pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=config.region
+            )
+            if problem:
+                problems.append(f"{key}.zone: {problem}")
         if own:
             continue
         if pool.future_reservation is not None:
@@ -825,6 +845,13 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         )
     problems += serving_shape_problems(config.tpu_pools, config.serving_pools)
     # --- serving checks (bucket, identity, Saxml) ---
+    if config.protected and not config.monitoring.notification_channels:
+        # Issue 27, defect 11: with no channel, an incident of a protected stack shows in Cloud Monitoring only.
+        problems.append(
+            f"{PROJECT}:monitoring.notificationChannels: {config.stack} is a protected stack and its alert policies "
+            "would notify nobody; list the channels to notify, projects/<project>/notificationChannels/<id> (gcloud "
+            "beta monitoring channels list; create one with gcloud beta monitoring channels create)"
+        )
     if config.throwaway and config.protected:
         problems.append(
             f"{PROJECT}:throwaway: the {config.stack} stack is protected and keeps its data (its bucket is protected); "

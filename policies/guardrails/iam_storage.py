@@ -1,17 +1,20 @@
-"""IAM and Cloud Storage: least-privilege grants (the rule shared with the config model) and bucket hardening."""
+"""IAM and Cloud Storage: least-privilege grants (the rule shared with the config model), bucket hardening, and
+buckets in the region of the TPUs that use them."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs
+from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
 from components import iam_roles
 
-from .props import BUCKET, prop, say
+from .gke import pool_machine
+from .props import BUCKET, NODE_POOL, as_list, prop, say
 
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 # IAM resources whose grant covers everything in a project, folder or organization.
@@ -76,7 +79,8 @@ def _members(resource_type: str, props: Mapping[str, Any]) -> list[str]:
 
 
 def validate_bucket(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """Checkpoints and models are the stack's most valuable data: no ACLs, no public access, old versions kept."""
+    """Checkpoints and models are the stack's most valuable data: no ACLs, no public access, old versions kept. A
+    hierarchical namespace bucket (the stack's checkpoint bucket, whose data is rewritten and rotated) keeps none."""
     if args.resource_type != BUCKET:
         return
     props = args.props
@@ -84,5 +88,45 @@ def validate_bucket(args: ResourceValidationArgs, report: ReportViolation) -> No
         say(report, "set uniformBucketLevelAccess true (IAM only, no object ACLs)")
     if props.get("publicAccessPrevention") != "enforced":
         say(report, f"set publicAccessPrevention 'enforced' (found {props.get('publicAccessPrevention')!r})")
-    if prop(props, "versioning.enabled") is not True:
+    hierarchical = prop(props, "hierarchicalNamespace.enabled") is True
+    if not hierarchical and prop(props, "versioning.enabled") is not True:
         say(report, "set versioning.enabled true so an overwritten or deleted checkpoint can be restored")
+
+
+_ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z0-9]+$")
+_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+
+
+def _region(location: str) -> str:
+    """The region of a zone (`us-east5-b`, `us-central1-ai1a`), or the location itself."""
+    match = _ZONE.match(location)
+    return match.group(1) if match else location
+
+
+def validate_bucket_region(args: StackValidationArgs, report: ReportViolation) -> None:
+    """TPU pods read datasets and write checkpoints through Cloud Storage FUSE: from another region than the bucket's
+    that is data transfer between regions, billed and slower. A MultiKueue manager's workloads run unchanged in every
+    worker's region (Kueue copies the JobSet's spec as it is), so one bucket serves them all. Buckets in a multi- or
+    dual-region are left alone: which regions they span is Cloud Storage's to say."""
+    resources = list(args.resources)
+    regions: dict[str, list[str]] = {}
+    for pool in resources:
+        if pool.resource_type != NODE_POOL or pool_machine(pool.props) is None:
+            continue
+        zones = [str(z) for z in as_list(pool.props.get("nodeLocations"))]
+        place = zones[0] if zones else str(pool.props.get("location") or "")
+        if place:
+            regions.setdefault(_region(place.lower()), []).append(str(pool.props.get("name") or pool.name))
+    for bucket in resources:
+        location = bucket.props.get("location") if bucket.resource_type == BUCKET else None
+        if not isinstance(location, str) or not _REGION.match(location.lower()):
+            continue
+        away = {region: pools for region, pools in regions.items() if region != location.lower()}
+        if away:
+            where = ", ".join(f"{region} ({', '.join(pools)})" for region, pools in sorted(away.items()))
+            report(
+                f"bucket in {location} and TPU node pools in {where}: their pods read and write it across regions, "
+                "billed as data transfer between regions and slower than in the region; keep a stack's TPUs in the "
+                "bucket's region, or see docs/multiregion.md (Data and checkpoints)",
+                bucket.urn,
+            )

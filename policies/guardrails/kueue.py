@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -288,22 +289,52 @@ def validate_ladders(args: StackValidationArgs, report: ReportViolation) -> None
                 )
 
 
-def _made_on_request(flavor: PolicyResource) -> bool:
+def _scaling_pools(resources: list[PolicyResource]) -> list[tuple[dict[str, str], list[Taint], bool]]:
+    """(node labels, taints, scales from zero and bills only while up) of every TPU node pool: a pool with autoscaling
+    that consumes no specific reservation (a reservation bills whether its VMs run or not)."""
+    pools = []
+    for resource in resources:
+        machine = pool_machine(resource.props) if resource.resource_type == NODE_POOL else None
+        topology = pool_topology(resource.props, machine) if machine else None
+        if machine is None or topology is None:
+            continue
+        reserved = (
+            prop(resource.props, "nodeConfig.reservationAffinity.consumeReservationType") == "SPECIFIC_RESERVATION"
+        )
+        scales = isinstance(resource.props.get("autoscaling"), Mapping) and not reserved
+        pools.append((_pool_labels(resource, machine, topology), _pool_taints(resource.props), scales))
+    return pools
+
+
+def _made_on_request(flavor: PolicyResource, pools: list[tuple[dict[str, str], list[Taint], bool]]) -> bool:
     """A rung whose nodes GKE makes when a workload asks (flex-start, queued provisioning: the flex-start node label,
-    which queued nodes carry too) and removes after; every other rung's nodes bill while idle."""
+    which queued nodes carry too) and removes after; so is one whose node pools all scale from zero without a
+    reservation (a spot or on-demand group with `scaleToZero`). Every other rung's nodes bill while idle."""
     labels = prop(flavor.props, "spec.nodeLabels") or {}
-    return str(labels.get(tpu_catalog.FLEX_START_LABEL)) == "true"
+    if str(labels.get(tpu_catalog.FLEX_START_LABEL)) == "true":
+        return True
+    wanted = {str(k): str(v) for k, v in labels.items()}
+    tolerations = as_list(prop(flavor.props, "spec.tolerations"))
+    matching = [
+        scales
+        for pool_labels, taints, scales in pools
+        if wanted.items() <= pool_labels.items() and all(_tolerated(t, tolerations) for t in taints)
+    ]
+    return bool(matching) and all(matching)
 
 
 def validate_ladder_cost_order(args: StackValidationArgs, report: ReportViolation) -> None:
     """A ladder lists capacity that bills while idle (a reservation, a fixed spot or on-demand pool) before capacity
-    made on request (flex-start, queued): Kueue tries the rungs in order, so a made-on-request rung first starts new
-    capacity while the paid-for rung of the same shape idles (docs/workloads.md, Capacity ladders)."""
-    for ladder, rungs in sorted(_ladder_flavors(list(args.resources)).items()):
+    made on request (flex-start, queued, a group that scales to zero): Kueue tries the rungs in order, so a
+    made-on-request rung first starts new capacity while the paid-for rung of the same shape idles
+    (docs/workloads.md, Capacity ladders)."""
+    resources = list(args.resources)
+    pools = _scaling_pools(resources)
+    for ladder, rungs in sorted(_ladder_flavors(resources).items()):
         ordered = [rungs[place] for place in sorted(rungs)]
         for index, flavor in enumerate(ordered):
-            billed = next((later for later in ordered[index + 1 :] if not _made_on_request(later)), None)
-            if _made_on_request(flavor) and billed is not None:
+            billed = next((later for later in ordered[index + 1 :] if not _made_on_request(later, pools)), None)
+            if _made_on_request(flavor, pools) and billed is not None:
                 report(
                     f"ResourceFlavor {_flavor_name(flavor)!r} is rung {index} of ladder {ladder!r}, made on request, "
                     f"before {_flavor_name(billed)!r}, which bills while idle: put the billed rung first",

@@ -30,14 +30,15 @@ from tests.fixtures import stack_data, stack_plan
 CLUSTER = "gcp:container/cluster:Cluster"
 FIREWALL = "gcp:compute/firewall:Firewall"
 PROVIDER = "pulumi:providers:kubernetes"
-DNS_ENDPOINT = re.compile(r"^gke-[0-9a-f]{36}\.us-central1\.gke\.goog$")
+DNS_ENDPOINT = re.compile(r"^gke-[0-9a-f]{36}\.(us-east5|us-west4)\.gke\.goog$")
 """The form GKE gives the DNS endpoint (a real cluster's: gke-94fc1769e0c844e99793ee485d88c68c0b39.europe-west1
-.gke.goog, GoogleCloudPlatform/gcpdiag#115); both stacks run in us-central1."""
+.gke.goog, GoogleCloudPlatform/gcpdiag#115), in the stack's region: dev runs in us-east5, prod in us-west4."""
 
 # The real program, plus what a test needs to read: the kubeconfig unsecreted and what the cluster reported.
 PROGRAM = f"""
 import runpy
 import pulumi
+
 program = runpy.run_path({str(REPO / "__main__.py")!r}, run_name="__main__")
 cluster = program["cluster"]
 pulumi.export("kubeconfigText", pulumi.Output.unsecret(cluster.kubeconfig))

@@ -22,8 +22,9 @@ from offline import __main__ as cli
 from offline.engine import _engine_config, run_program
 from tests.fixtures import stack_data, stack_path, stack_plan
 
+# Trillium in us-central1-b, on spot VMs: us-central1 offers no Trillium on flex-start (vendor/data/tpu_zones.json).
 POOL = {"name": "train", "machineType": "ct6e-standard-4t", "topology": "4x4", "zone": "us-central1-b",
-        "provisioning": "flex-start"}  # fmt: skip
+        "provisioning": "spot"}  # fmt: skip
 SOON = (datetime.now(UTC) + timedelta(days=7)).replace(microsecond=0)
 
 
@@ -44,9 +45,9 @@ VALID_TOPOLOGIES = "2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16"
 P0 = "tpu-stack:tpuPools[0]"
 # MultiKueue: the stack's cluster (us-central1, default name tpu-cluster) is the manager of workers in other regions.
 EAST = {"name": "east", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-east5-b"}
-EUW4 = {"name": "euw4", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "europe-west4-a"}
+JAPAN = {"name": "japan", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "asia-northeast1-b"}
 EAST5 = {"name": "tpu-east5", "region": "us-east5", "tpuPools": [EAST]}
-EUROPE = {"name": "tpu-euw4", "region": "europe-west4", "tpuPools": [EUW4]}
+ASIA = {"name": "tpu-japan", "region": "asia-northeast1", "tpuPools": [JAPAN]}
 MK = "tpu-stack:multiKueue.workers"
 
 
@@ -77,7 +78,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("negative slices", pools(pool(slices=-2)), f"{P0}.slices: is -2; a pool group needs at least 1 slice"),
     ("slices not a number", pools(pool(slices="three")),
      f"{P0}.slices: the text 'three' is not a whole number; write one like 4"),
-    ("flex-start with a reservation", pools(pool(reservation="r1")),
+    ("flex-start with a reservation", pools(pool(provisioning="flex-start", reservation="r1")),
      f"{P0}.reservation: provisioning flex-start cannot consume a reservation (it needs NO_RESERVATION); "
      "remove it or set provisioning: reservation"),
     ("queued with spot", pools(pool(provisioning="queued", spot=True)),
@@ -122,12 +123,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("reservation and future reservation both",
      pools(pool(provisioning="reservation", reservation="r", futureReservation=window(SOON, 7))),
      f"{P0}.futureReservation: set reservation or futureReservation, not both"),
-    ("flex-start run longer than 7 days", pools(pool(maxRunDuration="8d")),
+    ("flex-start run longer than 7 days", pools(pool(provisioning="flex-start", maxRunDuration="8d")),
      f"{P0}.maxRunDuration: 8d exceeds flex-start's 7-day limit; use 7d or less"),
     # 7 days = 168 hours: one hour more is over the limit, which a duration read with a wrong unit would miss.
-    ("flex-start run of 169 hours", pools(pool(maxRunDuration="169h")),
+    ("flex-start run of 169 hours", pools(pool(provisioning="flex-start", maxRunDuration="169h")),
      f"{P0}.maxRunDuration: 169h exceeds flex-start's 7-day limit; use 7d or less"),
-    ("flex-start run of 10081 minutes", pools(pool(maxRunDuration="10081m")),
+    ("flex-start run of 10081 minutes", pools(pool(provisioning="flex-start", maxRunDuration="10081m")),
      f"{P0}.maxRunDuration: 10081m exceeds flex-start's 7-day limit; use 7d or less"),
     ("run duration without a unit", pools(pool(maxRunDuration="3600")),
      f"{P0}.maxRunDuration: '3600' is not a duration; use a number and a unit, e.g. 3600s, 90m, 24h, 7d"),
@@ -175,7 +176,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:saxml.pool: pool 'serve' is TPU v6e, a chip Saxml's model server does not know (--platform_chip); "
      "serve on v4, v5e"),
     ("saxml in a system namespace",
-     {**pools(pool(name="serve", provisioning="on-demand", machineType="ct5lp-hightpu-4t")),
+     {**pools(pool(name="serve", provisioning="on-demand", machineType="ct5lp-hightpu-4t", zone="us-central1-a")),
       "tpu-stack:saxml": {"pool": "serve", "namespace": "kube-system", "service": {"sourceRanges": ["10.20.0.0/24"]}}},
      "tpu-stack:saxml.namespace: 'kube-system' belongs to the system; use default or a namespace of your own"),
     ("system pool whose per-zone start exceeds its maximum",
@@ -186,7 +187,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      pools(pool(provisioning="reservation", futureReservation=window(SOON - timedelta(days=30), 7))),
      f"{P0}.futureReservation: startTime is in the past; choose a window that starts later"),
     # GKE runs TPU7x from 1.34.0-gke.2201000 on Standard clusters (its Ironwood page); the default floor is 1.33.
-    ("multi-host Ironwood on the default version floor", pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2")),
+    ("multi-host Ironwood on the default version floor",
+     pools(pool(machineType="tpu7x-standard-4t", topology="2x2x2", zone="us-central1-c")),
      "tpu-stack:cluster.minMasterVersion: '1.33' is below 1.34.0-gke.2201000, the first GKE version that runs TPU7x "
      "(Ironwood) on Standard clusters (tpuPools[0]); set minMasterVersion: \"1.34.0-gke.2201000\" or a newer version"),
     ("cluster name not a DNS label", {"tpu-stack:cluster": {"name": "TPU Cluster"}},
@@ -386,21 +388,21 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {**workers(EAST5), "tpu-stack:cluster": {"subnetwork": "projects/proj-1234/regions/us-central1/subnetworks/s"}},
      "tpu-stack:cluster.subnetwork: a subnetwork is regional and the workers are in other regions; remove it, or "
      "set each worker's own (multiKueue.workers[].subnetwork)"),
-    ("worker in the manager's region", workers({**EAST5, "region": "us-east5"}, {**EUROPE, "region": "us-central1",
-     "tpuPools": [{**EUW4, "zone": "us-central1-b"}]}),
+    ("worker in the manager's region", workers({**EAST5, "region": "us-east5"}, {**ASIA, "region": "us-central1",
+     "tpuPools": [{**JAPAN, "provisioning": "spot", "zone": "us-central1-b"}]}),
      f"{MK}[1].region: 'us-central1' already has a cluster of this stack (gcp:region); put each worker in a region "
      "of its own (a cluster's Cloud NAT covers every subnetwork of its region, and Compute refuses a second NAT that "
      "does)"),
-    ("two workers in one region", workers(EAST5, {**EUROPE, "region": "us-east5",
-     "tpuPools": [{**EUW4, "zone": "us-east5-b"}]}),
+    ("two workers in one region", workers(EAST5, {**ASIA, "region": "us-east5",
+     "tpuPools": [{**JAPAN, "zone": "us-east5-b"}]}),
      f"{MK}[1].region: 'us-east5' already has a cluster of this stack (workers[0].region); put each worker in a "
      "region of its own (a cluster's Cloud NAT covers every subnetwork of its region, and Compute refuses a second "
      "NAT that does)"),
-    ("two workers of one name", workers(EAST5, {**EUROPE, "name": "tpu-east5"}),
+    ("two workers of one name", workers(EAST5, {**ASIA, "name": "tpu-east5"}),
      f"{MK}[1].name: 'tpu-east5' is already the name of workers[0]"),
     ("two workers' groups, one node pool name",
      workers({**EAST5, "tpuPools": [{**EAST, "name": "a", "slices": 2}]},
-             {**EUROPE, "tpuPools": [{**EUW4, "name": "a-1", "legacyFirstSliceName": True}]}),
+             {**ASIA, "tpuPools": [{**JAPAN, "name": "a-1", "legacyFirstSliceName": True}]}),
      f"{MK}[1].tpuPools[0].name: its node pool 'a-1' (slice 0) is already slice 1 of workers[0].tpuPools[0] ('a'); "
      "rename one of the two groups"),
     ("one worker's groups, one node pool name",
@@ -417,17 +419,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{MK}[0].name: its node service account 'tpu-multiregion-cluster-nodes' (the name's first 24 characters) is "
      "already cluster.name's; change the start of the name"),
     ("two workers with one node account",
-     workers({**EAST5, "name": "tpu-multiregion-worker-east5"}, {**EUROPE, "name": "tpu-multiregion-worker-euw4"}),
+     workers({**EAST5, "name": "tpu-multiregion-worker-east5"}, {**ASIA, "name": "tpu-multiregion-worker-east-asia"}),
      f"{MK}[1].name: its node service account 'tpu-multiregion-worker-e-nodes' (the name's first 24 characters) is "
      "already workers[0]'s; change the start of the name"),
     ("worker name not a DNS label", workers({**EAST5, "name": "East_5"}),
      f"{MK}[0].name: cluster name 'East_5' must be a DNS label: lowercase letters, digits and '-', starting with a "
      "letter"),
-    ("one pool group name in two workers", workers(EAST5, {**EUROPE, "tpuPools": [{**EUW4, "name": "east"}]}),
+    ("one pool group name in two workers", workers(EAST5, {**ASIA, "tpuPools": [{**JAPAN, "name": "east"}]}),
      f"{MK}[1].tpuPools[0].name: 'east' is already workers[0].tpuPools[0]"),
     ("share of no worker's pool group",
-     {**workers(EAST5, EUROPE), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"east": 4, "west": 4}}]}},
-     "tpu-stack:queues.teams[0].shares.west: 'west' names no worker's pool group; pools: east, euw4"),
+     {**workers(EAST5, ASIA), "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"east": 4, "west": 4}}]}},
+     "tpu-stack:queues.teams[0].shares.west: 'west' names no worker's pool group; pools: east, japan"),
     ("borrowing limit of no worker's pool group",
      {**workers(EAST5), "tpu-stack:queues": {"teams": [{"name": "a", "borrowingLimit": {"west": 4}}]}},
      "tpu-stack:queues.teams[0].borrowingLimit.west: 'west' names no worker's pool group; pools: east"),
@@ -435,7 +437,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {**workers(EAST5), "tpu-stack:queues": {"ladders": {"v6e": ["east", "west"]}}},
      "tpu-stack:queues.ladders.v6e: 'west' names no worker's pool group; pools: east"),
     ("ladder across two workers",
-     {**workers(EAST5, EUROPE), "tpu-stack:queues": {"ladders": {"v6e": ["east", "euw4"]}}},
+     {**workers(EAST5, ASIA), "tpu-stack:queues": {"ladders": {"v6e": ["east", "japan"]}}},
      "tpu-stack:queues.ladders.v6e: its rungs are in different workers, and each worker's Kueue walks only its own; "
      "keep a ladder's pool groups in one worker"),
     # Before (and for the next three): also "multiKueue.workers: Tuple should have at least 1 item after validation,
@@ -448,9 +450,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      f"{MK}[0].tpuPools: is empty; it lists pool groups ('-' items) and needs at least 1"),
     # A worker's pool groups are checked as the worker's stack: their zones against the worker's region.
     ("worker pool zone outside the worker's region",
-     workers(EAST5, {**EUROPE, "tpuPools": [EUW4, {**EUW4, "name": "euw4-4x4", "topology": "4x4",
+     workers(EAST5, {**ASIA, "tpuPools": [JAPAN, {**JAPAN, "name": "japan-4x4", "topology": "4x4",
                                                    "zone": "us-east5-b"}]}),
-     f"{MK}[1].tpuPools[1].zone: 'us-east5-b' is not in {MK}[1].region 'europe-west4'"),
+     f"{MK}[1].tpuPools[1].zone: 'us-east5-b' is not in {MK}[1].region 'asia-northeast1'"),
     ("worker pool zone given as a region", workers({**EAST5, "tpuPools": [{**EAST, "zone": "us-east5"}]}),
      f"{MK}[0].tpuPools[0].zone: 'us-east5' is a region; give one of its zones, e.g. us-east5-a"),
     ("no workers", workers(), f"{MK}: is empty; it lists worker clusters ('-' items) and needs at least 1"),
@@ -515,8 +517,8 @@ def test_structured_values_arrive_as_json_strings_like_the_engine_sends_them() -
 def test_flex_start_runs_up_to_exactly_seven_days() -> None:
     """Flex-start VMs run at most 7 days (604800 s); 168h and 10080m are that limit, not over it."""
     for duration, seconds in (("7d", 604800), ("168h", 604800), ("10080m", 604800), ("24h", 86400), ("90s", 90)):
-        config = load({"gcp:project": "proj-1234", "gcp:region": "us-central1", **pools(pool(maxRunDuration=duration))},
-                      stack="dev")  # fmt: skip
+        flex = pool(provisioning="flex-start", zone="us-east5-b", maxRunDuration=duration)
+        config = load({"gcp:project": "proj-1234", "gcp:region": "us-east5", **pools(flex)}, stack="dev")
         assert config.tpu_pools[0].max_run_duration_seconds == seconds, duration
 
 
@@ -564,14 +566,14 @@ DEV_STACK = stack_path("dev")
 DUPLICATED_POOL = """    - name: flex-v6e
       machineType: ct6e-standard-4t
       provisioning: flex-start
-      zone: us-central1-b
+      zone: us-east5-b
 """
 # One defect in the dev stack file, and the one line it must give. Before, each of these gave the listed
 # follow-on lines instead (or nothing at all):
 ONE_DEFECT = [
-    # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-central1-a'".
-    ("zone as region", ("gcp:region: us-central1", "gcp:region: us-central1-a"),
-     "gcp:region: 'us-central1-a' is a zone; gcp:region takes its region: us-central1"),
+    # 3 lines, none naming the mistake: both pool zones and the cluster location "not in gcp:region 'us-east5-b'".
+    ("zone as region", ("gcp:region: us-east5", "gcp:region: us-east5-b"),
+     "gcp:region: 'us-east5-b' is a zone; gcp:region takes its region: us-east5"),
     # 6 lines about the teams' shares naming pools that do not exist; the pools themselves were silently dropped.
     ("typo in the namespace of the pools", ("  tpu-stack:tpuPools:", "  tpu-stak:tpuPools:"),
      "tpu-stak:tpuPools: 'tpu-stak' is not a config namespace this stack reads, so everything under it would be "
@@ -582,7 +584,10 @@ ONE_DEFECT = [
      "letter and not ending with '-'"),
     # Previewed cleanly; GKE would refuse the node label.
     ("node label value ending in a dash",
-     ("      machineType: ct6e-standard-4t\n", "      machineType: ct6e-standard-4t\n      labels: {team: ml-}\n"),
+     ("- name: flex-v6e\n      # Deployed when a one-slice group's node pool was named after the group: it keeps that "
+      "name.\n      legacyFirstSliceName: true\n",
+      "- name: flex-v6e\n      # Deployed when a one-slice group's node pool was named after the group: it keeps that "
+      "name.\n      legacyFirstSliceName: true\n      labels: {team: ml-}\n"),
      "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', starting "
      "and ending with a letter or digit (Kubernetes labels)"),
     # 3 lines: the name, the two pools' identical node labels, and research's share against one pool's chips.
@@ -752,8 +757,8 @@ def test_independent_mistakes_in_one_entry_are_all_reported(tmp_path: Path, caps
     )
     assert preview_errors(tmp_path, text, capsys) == [
         "tpu-stack:tpuPools[1].provisoning: unknown key; did you mean provisioning?",
-        "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', starting "
-        "and ending with a letter or digit (Kubernetes labels)",
+        "tpu-stack:tpuPools[0].labels.team: value 'ml-' must be at most 63 letters, digits, '-', '_' or '.', "
+        "starting and ending with a letter or digit (Kubernetes labels)",
         "tpu-stack:tpuPools[0].topology: '2x5' is not a v5e topology for ct5lp-hightpu-4t; valid: " + VALID_TOPOLOGIES,
         "tpu-stack:tpuPools[0].name: node pool name 'Train_A-0' must be a DNS label: lowercase letters, digits and "
         "'-', starting with a letter",

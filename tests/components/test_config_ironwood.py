@@ -93,9 +93,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
                                                      "placement": {"pools": ["tpu7x-2x2x2"]}}},
      "tpu-stack:queues.placement.pools: Autopilot has no node pools to place slices on; remove queues.placement"),
     ("placement on a MultiKueue manager",
-     {"tpu-stack:cluster": FLOOR, "tpu-stack:queues": {"placement": {"pools": ["train"]}},
-      "tpu-stack:multiKueue": {"workers": [{"name": "tpu-east5", "region": "us-east5",
-                                           "tpuPools": [train(zone="us-east5-a")]}]}},
+     # TPU7x is only in us-central1 (vendor/data/tpu_zones.json): the manager is elsewhere, the worker there.
+     {"gcp:region": "us-east5", "tpu-stack:cluster": FLOOR, "tpu-stack:queues": {"placement": {"pools": ["train"]}},
+      "tpu-stack:multiKueue": {"workers": [{"name": "tpu-central1", "region": "us-central1",
+                                           "tpuPools": [train(zone="us-central1-c")]}]}},
      "tpu-stack:queues.placement: MultiKueue's manager does not place by topology (Kueue skips topology checks there "
      "and leaves placement to the workers); remove it, or place from a stack without multiKueue"),
 ]  # fmt: skip

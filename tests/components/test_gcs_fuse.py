@@ -56,6 +56,9 @@ def test_prod_training_jobs_mount_data_read_only_and_checkpoints_read_write_as_t
                 assert volumes["datasets"]["csi"]["volumeAttributes"]["bucketName"] == "tpu-stack-prod-prod-tpu-stack"
                 assert volumes["datasets"]["csi"]["readOnly"] is True
                 assert volumes["checkpoints"]["csi"]["readOnly"] is False
+                # Checkpoints in their own hierarchical namespace bucket, where directory renames work (defect 6).
+                ckpt = volumes["checkpoints"]["csi"]["volumeAttributes"]["bucketName"]
+                assert ckpt == "tpu-stack-prod-prod-tpu-stack-ckpt"
                 assert "only-dir=datasets" in options(volumes["datasets"])
                 assert "only-dir=checkpoints/training" in options(volumes["checkpoints"])
                 for wanted in ("file-cache:enable-parallel-downloads:true", "metadata-cache:ttl-secs:-1"):
@@ -80,7 +83,7 @@ def test_prod_research_reads_only_and_has_no_checkpoint_volume() -> None:
 
 def test_jobs_in_a_namespace_without_a_bucket_ksa_mount_nothing(run: Any) -> None:
     config = load(
-        {"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:tpuPools": '[{"name": "a", "machineType": '
+        {"gcp:project": "proj-1234", "gcp:region": "us-east5", "tpu-stack:tpuPools": '[{"name": "a", "machineType": '
          '"ct6e-standard-4t", "provisioning": "flex-start"}]'},
         stack="dev",
     )  # fmt: skip
@@ -116,12 +119,13 @@ def test_prod_saxml_model_servers_mount_models_read_only_as_sax_sa(plans: dict[s
 # may fill 90%, 33 * 1024 * 0.9 = 30412 MiB.
 CACHE_VOLUME = {"name": "gke-gcsfuse-cache", "emptyDir": {"sizeLimit": "33Gi"}}
 WRITERS = {"writers": [{"namespace": "default", "serviceAccount": "trainer"}]}
+# v5e on flex-start: us-west4-a (vendor/data/tpu_zones.json).
 POOL = {"name": "v5e", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "flex-start",
-        "zone": "us-central1-a"}  # fmt: skip
+        "zone": "us-west4-a"}  # fmt: skip
 
 
 def dev_config(bucket: dict[str, Any]) -> Any:
-    return load({"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:tpuPools": [POOL],
+    return load({"gcp:project": "proj-1234", "gcp:region": "us-west4", "tpu-stack:tpuPools": [POOL],
                  "tpu-stack:bucket": bucket}, stack="dev")  # fmt: skip
 
 

@@ -82,7 +82,9 @@ def test_system_pool_sizes_are_totals_and_the_initial_count_is_per_zone(
 
 @pytest.mark.parametrize(("stack", "protect"), [("prod", True), ("production", True), ("staging", False)])
 def test_protected_stacks_protect_the_cluster(run: StackRunner, stack: str, protect: bool) -> None:
-    plan = run({"tpu-stack:cluster": {"name": "c1", "deletionProtection": True}}, stack=stack)
+    alerts = {"notificationChannels": ["projects/proj-1234/notificationChannels/1"]}  # protected stacks name one
+    plan = run({"tpu-stack:cluster": {"name": "c1", "deletionProtection": True}, "tpu-stack:monitoring": alerts},
+               stack=stack)  # fmt: skip
     (cluster,) = plan.by_type(CLUSTER)
     assert cluster["protect"] is protect and cluster["inputs"]["deletionProtection"] is True
 

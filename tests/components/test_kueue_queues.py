@@ -30,11 +30,19 @@ from tests.registration_options import changed_paths, replaced_by, replacement_o
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 CHART = "kubernetes:helm.sh/v4:Chart"
 TPU = tpu_catalog.TPU_RESOURCE
-ZONE = "us-central1-a"
+# The v5e pool groups in us-west4-a, which gives v5e by every provisioning, queued (flex-start) included; the
+# flex-start seed's Trillium in us-east5-b (vendor/data/tpu_zones.json). No region gives both on flex-start.
+REGION = {"gcp:region": "us-west4"}
+ZONE = "us-west4-a"
+V6E_REGION = {"gcp:region": "us-east5"}
+V6E_ZONE = "us-east5-b"
 MULTISLICE = {"name": "multislice", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 3, "zone": ZONE}
-FLEX_SINGLE = {"name": "flex-single", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": ZONE}
+FLEX_SINGLE = {"name": "flex-single", "machineType": "ct6e-standard-4t", "provisioning": "flex-start",
+               "zone": V6E_ZONE}  # fmt: skip
 FLEX_MULTI = {"name": "flex-multi", "machineType": "ct6e-standard-4t", "topology": "4x4",
-              "provisioning": "flex-start", "zone": ZONE, "maxRunDuration": "24h"}  # fmt: skip
+              "provisioning": "flex-start", "zone": V6E_ZONE, "maxRunDuration": "24h"}  # fmt: skip
+# A single-host v5e flex-start pool group (one 2x2 VM, 4 chips): beside the ladder, of another shape.
+FLEX_V5E = {"name": "flex-single", "machineType": "ct5lp-hightpu-4t", "provisioning": "flex-start", "zone": ZONE}
 QUEUED = {"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "queued",
           "zone": ZONE, "maxRunDuration": "7d"}  # fmt: skip
 # Same machine and topology as MULTISLICE: a label both carry, with different values, keeps the two flavors apart
@@ -42,14 +50,15 @@ QUEUED = {"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "
 QUEUED_LABELED = {**QUEUED, "labels": {"pool": "dws"}}
 MULTISLICE_LABELED = {**MULTISLICE, "labels": {"pool": "multislice"}}
 # A capacity ladder of v5e 2x4 slices: a reservation, then spot (both billed while up), then queued provisioning (made
-# on request). Listed out of ladder order among the pools (spot first) and beside a v6e pool group of another shape.
+# on request). Listed out of ladder order among the pools (spot first) and beside a single-host pool
+# group, another shape.
 RESERVED = {"name": "reserved", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "zone": ZONE,
             "provisioning": "reservation", "reservation": "v5e-2x4"}  # fmt: skip
 SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true"}
 SPOT = {"name": "spot", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "zone": ZONE,
         "provisioning": "spot", "taints": [SPOT_TAINT]}  # fmt: skip
 LADDER = {
-    "tpu-stack:tpuPools": [SPOT, FLEX_SINGLE, RESERVED, QUEUED],
+    "tpu-stack:tpuPools": [SPOT, FLEX_V5E, RESERVED, QUEUED],
     "tpu-stack:queues": {
         "ladders": {"v5e-2x4": ["reserved", "spot", "dws"]},
         "teams": [
@@ -66,7 +75,7 @@ TEAMS = [
 # The seeds' scenarios (and the two stack shapes the seeds do not cover: teams, Autopilot).
 SCENARIOS: dict[str, dict[str, Any]] = {
     "multislice-seed": {"tpu-stack:tpuPools": [MULTISLICE]},
-    "flex-start-seed": {"tpu-stack:tpuPools": [FLEX_SINGLE, FLEX_MULTI]},
+    "flex-start-seed": {**V6E_REGION, "tpu-stack:tpuPools": [FLEX_SINGLE, FLEX_MULTI]},
     "dws-seed": {"tpu-stack:tpuPools": [QUEUED]},
     "teams": {
         "tpu-stack:tpuPools": [MULTISLICE_LABELED, QUEUED_LABELED],
@@ -91,7 +100,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
     """Every scenario and both stack files, run once for the module."""
-    runs = {name: run_program({**BASE, **config}, stack="dev") for name, config in SCENARIOS.items()}
+    runs = {name: run_program({**BASE, **REGION, **config}, stack="dev") for name, config in SCENARIOS.items()}
     return {**runs, "dev": stack_plan("dev"), "prod": stack_plan("prod")}
 
 
@@ -136,7 +145,7 @@ def test_multislice_seed_one_flavor_quota_24_and_the_seed_local_queue(plans: dic
 
 
 def test_five_slices_make_the_quota_40_with_no_other_edit(run: StackRunner) -> None:
-    plan = run({"tpu-stack:tpuPools": [{**MULTISLICE, "slices": 5}]})
+    plan = run({**REGION, "tpu-stack:tpuPools": [{**MULTISLICE, "slices": 5}]})
     (queue,) = kueue(plan, "ClusterQueue")
     assert tpu_quota(queue)["multislice"]["nominalQuota"] == 40
 
@@ -154,7 +163,7 @@ def test_flavors_carry_the_flex_start_and_spot_labels_and_tolerate_the_tpu_taint
 
 
 def test_seed_preemption_and_queueing_are_configurable(run: StackRunner) -> None:
-    plan = run({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"queueingStrategy": "StrictFIFO",
+    plan = run({**REGION, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"queueingStrategy": "StrictFIFO",
                 "preemption": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"},
                 "clusterQueue": "tpu", "localQueue": "jobs", "namespace": "ml"}})  # fmt: skip
     (queue,) = kueue(plan, "ClusterQueue")
@@ -289,7 +298,7 @@ def test_a_percentage_share_is_rounded_down(run: StackRunner) -> None:
     """30% of the seed's 24 chips is 7.2: a team gets 7 (8 would promise a chip the pool may not have), and the
     Cohort keeps the other 17. A borrowing limit in percent rounds down the same way."""
     team = {"name": "a", "shares": {"multislice": "30%"}, "borrowingLimit": {"multislice": "30%"}}
-    plan = run({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": [team]}})
+    plan = run({**REGION, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": [team]}})
     assert tpu_quota(named(plan, "ClusterQueue", "a-cluster-queue")) == {
         "multislice": {"name": TPU, "nominalQuota": 7, "borrowingLimit": 7}
     }
@@ -303,7 +312,7 @@ def test_a_borrowing_limit_of_zero_is_sent_not_dropped(run: StackRunner) -> None
         {"name": "a", "shares": {"multislice": 8}, "borrowingLimit": {"multislice": 0}},
         {"name": "b", "shares": {"multislice": 8}},
     ]
-    plan = run({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}})
+    plan = run({**REGION, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}})
     assert tpu_quota(named(plan, "ClusterQueue", "a-cluster-queue")) == {
         "multislice": {"name": TPU, "nominalQuota": 8, "borrowingLimit": 0}
     }
@@ -579,7 +588,7 @@ def test_cluster_queues_wait_for_the_flavors_and_checks_they_name(plans: dict[st
 
 def write_stack(tmp_path: Path, config: dict[str, Any]) -> Path:
     path = tmp_path / "Pulumi.case.yaml"
-    path.write_text(yaml.safe_dump({"config": {**BASE, **config}}))
+    path.write_text(yaml.safe_dump({"config": {**BASE, **REGION, **config}}))
     return path
 
 
@@ -685,8 +694,15 @@ def ladder(ladders: dict[str, list[str]], *pools: dict[str, Any], **queues: Any)
 
 
 LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
-    ("rungs of two shapes", ladder({"v5e": ["reserved", "flex-single"]}, RESERVED, FLEX_SINGLE),
-     "tpu-stack:queues.ladders.v5e[1]: pool group 'flex-single' is ct6e-standard-4t 2x2 but the ladder's first rung "
+    # A spot group that scales to zero is made on request (issue 27, defect 8): a fixed group of its shape goes first.
+    ("a rung that scales to zero before a fixed one", ladder(
+        {"v5e": ["spot", "fixed"]}, {**SPOT, "scaleToZero": True},
+        {"name": "fixed", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "zone": ZONE,
+         "labels": {"pool": "fixed"}}),
+     "tpu-stack:queues.ladders.v5e: rung 'spot' (spot, made on request) comes before 'fixed' (on-demand, billed while "
+     "idle), so workloads would start new capacity while paid-for capacity idles; list it as [fixed, spot]"),
+    ("rungs of two shapes", ladder({"v5e": ["reserved", "flex-single"]}, RESERVED, FLEX_V5E),
+     "tpu-stack:queues.ladders.v5e[1]: pool group 'flex-single' is ct5lp-hightpu-4t 2x2 but the ladder's first rung "
      "'reserved' is ct5lp-hightpu-4t 2x4; every rung needs the same machine type and topology"),
     ("rungs of one topology on two machine types", ladder({"v5e": ["reserved", "eight"]}, RESERVED,
      {"name": "eight", "machineType": "ct5lp-hightpu-8t", "topology": "2x4", "provisioning": "spot"}),
@@ -754,7 +770,7 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
     # One annotation carries a workload's run limit to whichever queued rung's ProvisioningRequest Kueue creates
     # (kueue v0.19.2 provisioning.go passProvReqParams): two queued rungs of one ladder need one limit.
     ("queued rungs with different run limits", ladder({"a": ["reserved", "dws", "dws-east"]}, RESERVED, QUEUED_LABELED,
-     {**QUEUED, "name": "dws-east", "zone": "us-central1-b", "maxRunDuration": "24h", "labels": {"pool": "east"}}),
+     {**QUEUED, "name": "dws-east", "maxRunDuration": "24h", "labels": {"pool": "east"}}),
      "tpu-stack:queues.ladders.a[2]: queued rung 'dws-east' has maxRunDuration 24h but queued rung 'dws' (rung 1) has "
      "7d; a workload of the ladder carries one run limit to whichever queued rung admits it, so give the ladder's "
      "queued pool groups the same maxRunDuration"),
@@ -764,7 +780,7 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
      "so workloads would start new capacity while paid-for capacity idles; list it as [reserved, spot, dws]"),
     ("rungs with different host resources", ladder({"a": ["reserved", "spot", "dws"]}, hostResources={
         "reserved": {"cpu": 100, "memory": "170Gi"}, "dws": {"cpu": 100, "memory": "170Gi"},
-        "spot": {"cpu": 90, "memory": "170Gi"}, "flex-single": {"cpu": 100, "memory": "600Gi"}}),
+        "spot": {"cpu": 90, "memory": "170Gi"}, "flex-single": {"cpu": 100, "memory": "170Gi"}}),
      "tpu-stack:queues.hostResources.spot: differs from 'reserved', the first rung of ladder 'a'; a ladder's workloads "
      "request one amount of CPU and memory per VM on every rung"),
 ]  # fmt: skip
@@ -773,14 +789,14 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
 @pytest.mark.parametrize(("case", "config", "message"), LADDER_CASES, ids=[c[0] for c in LADDER_CASES])
 def test_ladder_config_errors_name_the_key(case: str, config: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as error:
-        load({**BASE, **config}, stack="dev")
+        load({**BASE, **REGION, **config}, stack="dev")
     assert error.value.lines == [message]
 
 
 @pytest.mark.parametrize(("case", "config", "message"), CASES, ids=[c[0] for c in CASES])
 def test_queue_config_errors_name_the_key(case: str, config: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as error:
-        load({**BASE, **config}, stack="dev")
+        load({**BASE, **REGION, **config}, stack="dev")
     assert error.value.lines == [message]
 
 
@@ -810,7 +826,11 @@ def k8s_objects(plan: Plan) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("name", [*SCENARIOS, "dev", "prod"])
 def test_every_kubernetes_object_the_stack_declares_is_valid(plans: dict[str, Plan], name: str) -> None:
     plan = plans[name]
-    minor = load({**BASE, **SCENARIOS[name]}, stack="dev").cluster.kubernetes_minor if name in SCENARIOS else "1.33"
+    minor = (
+        load({**BASE, **REGION, **SCENARIOS[name]}, stack="dev").cluster.kubernetes_minor
+        if name in SCENARIOS
+        else "1.33"
+    )
     objects = k8s_objects(plan)
     kinds = {obj["kind"] for obj in objects}
     assert {"ResourceFlavor", "ClusterQueue", "LocalQueue", "PriorityClass"} <= kinds
@@ -862,7 +882,7 @@ def test_priority_classes_default_to_xpks_and_are_configurable(plans: dict[str, 
         ("very-low", 100, False),
     ]  # fmt: skip
     low = {"name": "low-priority", "value": 100, "globalDefault": True, "description": "preemptible work"}
-    plan = run({"tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"priorityClasses": [low]}})
+    plan = run({**REGION, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"priorityClasses": [low]}})
     (only,) = [r["inputs"] for r in plan.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")]
     assert only == {
         "apiVersion": "scheduling.k8s.io/v1",
@@ -886,7 +906,7 @@ def test_saxml_serving_pool_is_not_kueue_capacity(plans: dict[str, Plan]) -> Non
 
 def _registered(config: dict[str, Any]) -> tuple[Plan, dict[str, dict[str, Any]]]:
     with replacement_options() as options:
-        plan = run_program({**BASE, **config}, stack="dev")
+        plan = run_program({**BASE, **REGION, **config}, stack="dev")
     return plan, options
 
 

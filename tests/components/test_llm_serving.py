@@ -81,8 +81,8 @@ def example() -> Plan:
     ("pool", "kind", "tensor_parallel", "hosts", "chips_per_host"),
     [
         ({"machineType": "ct5lp-hightpu-4t", "topology": "4x4"}, "LeaderWorkerSet", 16, 4, 4),
-        ({"machineType": "ct6e-standard-8t"}, "Deployment", 8, 1, 8),
-        ({"machineType": "ct6e-standard-4t", "topology": "2x4"}, "LeaderWorkerSet", 8, 2, 4),
+        ({"machineType": "ct6e-standard-8t", "zone": "us-central1-b"}, "Deployment", 8, 1, 8),
+        ({"machineType": "ct6e-standard-4t", "topology": "2x4", "zone": "us-central1-b"}, "LeaderWorkerSet", 8, 2, 4),
         ({"machineType": "ct5lp-hightpu-4t", "topology": "8x8"}, "LeaderWorkerSet", 64, 16, 4),
     ],
 )
@@ -104,7 +104,7 @@ def test_a_70b_bf16_model_fits_these_slices_sharded_over_every_chip(
          "128 GB, of which the server uses 90%: use topology 4x4 or larger"),
         # 140 GB / 28.8 usable GB a v6e chip = 5 chips: an 8-chip VM holds them, a single-host server (a Deployment);
         # a 2x4 of the 4-chip type would be two VMs, a multi-host server that vLLM on TPUs does not support on GKE.
-        ({"machineType": "ct6e-standard-4t", "topology": "2x2"}, {},
+        ({"machineType": "ct6e-standard-4t", "topology": "2x2", "zone": "us-central1-b"}, {},
          "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x2, 4 v6e chips) hold "
          "128 GB, of which the server uses 90%: use machineType ct6e-standard-8t, a 2x4 slice on one VM"),
         # 80 GB / 14.4 usable GB a v5e chip = 6 chips: the 8-chip v5e VM.
@@ -112,7 +112,7 @@ def test_a_70b_bf16_model_fits_these_slices_sharded_over_every_chip(
          "a 40B model in bfloat16 needs 80 GB of HBM for its weights; pool 'serve' slices (2x2, 4 v5e chips) hold "
          "64 GB, of which the server uses 90%: use machineType ct5lp-hightpu-8t, a 2x4 slice on one VM"),
         # A 1-chip v6e VM holds 28.8 usable GB; 20B x 2 = 40 GB needs 2 chips: the 4-chip VM, a 2x2 slice.
-        ({"machineType": "ct6e-standard-1t"}, {"billionsOfParameters": 20},
+        ({"machineType": "ct6e-standard-1t", "zone": "us-central1-b"}, {"billionsOfParameters": 20},
          "a 20B model in bfloat16 needs 40 GB of HBM for its weights; pool 'serve' slices (1x1, 1 v6e chips) hold "
          "32 GB, of which the server uses 90%: use machineType ct6e-standard-4t, a 2x2 slice on one VM"),
         # An 8-chip v5e VM is a fixed 2x4 slice: the next size is a multi-host slice of the 4-chip machine type.
@@ -120,7 +120,7 @@ def test_a_70b_bf16_model_fits_these_slices_sharded_over_every_chip(
          "a 70B model in bfloat16 needs 140 GB of HBM for its weights; pool 'serve' slices (2x4, 8 v5e chips) hold "
          "128 GB, of which the server uses 90%: use machineType ct5lp-hightpu-4t with topology 4x4 or larger"),
         # 405B x 2 = 810 GB: 29 v6e chips at 28.8 usable GB each, the 32-chip 4x8.
-        ({"machineType": "ct6e-standard-8t"}, {"billionsOfParameters": 405},
+        ({"machineType": "ct6e-standard-8t", "zone": "us-central1-b"}, {"billionsOfParameters": 405},
          "a 405B model in bfloat16 needs 810 GB of HBM for its weights; pool 'serve' slices (2x4, 8 v6e chips) hold "
          "256 GB, of which the server uses 90%: use machineType ct6e-standard-4t with topology 4x8 or larger"),
         # float32: 4 bytes a parameter; 70 x 4 = 280 GB > 230.4 usable of a 4x4 v5e.
@@ -488,7 +488,8 @@ def test_servers_wait_for_their_identity_and_leaderworkersets_for_the_lws_and_ku
 
 
 def test_a_protected_stack_protects_every_serving_resource() -> None:
-    plan = run_program({**BASE, **config(V5E_4X4)}, stack="prod")
+    alerts = {"tpu-stack:monitoring": {"notificationChannels": ["projects/proj-1234/notificationChannels/1"]}}
+    plan = run_program({**BASE, **config(V5E_4X4), **alerts}, stack="prod")
     serving = [r for r in plan.resources if "LlmServing" in r["urn"] or "LwsInstall" in r["urn"]]
     assert serving and all(r["protect"] for r in serving)
 
@@ -582,7 +583,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("a TPU version vLLM is not served on here",
      config({**V5E_4X4, "machineType": "ct5p-hightpu-4t", "topology": "2x2x4"}),
      f"{S0}.pool: pool 'serve' is TPU v5p (ct5p-hightpu-4t); the stack serves vLLM on v5e, v6e"),
-    ("a queued pool", config({**V5E_4X4, "provisioning": "queued", "slices": 1}),
+    # In us-west4-a, which gives v5e on flex-start capacity, as queued provisioning needs (vendor/data/tpu_zones.json).
+    ("a queued pool", {**config({**V5E_4X4, "provisioning": "queued", "slices": 1, "zone": "us-west4-a"}),
+                       "gcp:region": "us-west4"},
      f"{S0}.pool: pool 'serve' is queued-provisioning, whose nodes exist only for Kueue-admitted jobs; serve on an "
      "on-demand, reservation, spot or flex-start pool"),
     ("Saxml's pool", {**config(SAX_POOL, {**LLAMA_70B, "pool": "sax", "dtype": "int8"}), "tpu-stack:saxml": SAXML},

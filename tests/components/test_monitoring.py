@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from components.config.base import ConfigError
 from components.config.queues import queue_refs
+from components.config.stack import load
 from offline import validate
 from offline.engine import Plan
 from tests.fixtures import stack_config, stack_plan
@@ -212,7 +214,9 @@ def test_alert_policies_per_queue_idle_tpus_and_queued_provisioning(plans: dict[
     query = condition["conditionPrometheusQueryLanguage"]
     assert query["query"] == 'sum(kueue_pending_workloads{cluster_queue="research-cluster-queue"}) > 0'
     assert query["duration"] == "1800s"  # 30 minutes by default
-    assert pending.get("notificationChannels", []) == []  # none unless configured
+    assert pending["notificationChannels"] == [PROD_CHANNEL]
+    dev_pending = plans["dev"].one(ALERT, "monitoring-pending-research-cluster-queue")["inputs"]
+    assert dev_pending.get("notificationChannels", []) == []  # dev names none
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -250,6 +254,7 @@ def test_notification_channels_and_thresholds_come_from_config(run: Any) -> None
     channel = "projects/proj/notificationChannels/123"
     plan = run(
         {
+            "gcp:region": "us-east5",  # Trillium on flex-start (vendor/data/tpu_zones.json)
             "tpu-stack:tpuPools": [{"name": "v6e", "machineType": "ct6e-standard-4t", "provisioning": "flex-start"}],
             "tpu-stack:monitoring": {"notificationChannels": [channel], "pendingMinutes": 5},
         }
@@ -298,3 +303,28 @@ def test_kueue_reports_quota_per_cluster_queue(plans: dict[str, Plan]) -> None:
     chart = plans["dev"].one("kubernetes:helm.sh/v4:Chart", "kueue-chart")
     config = chart["inputs"]["values"]["managerConfig"]["controllerManagerConfigYaml"]
     assert "enableClusterQueueResources: true" in config
+
+
+PROD_CHANNEL = "projects/tpu-stack-prod/notificationChannels/4518223379601234567"
+"""The channel prod's fixture names (tests/fixtures/stacks/Pulumi.prod.yaml)."""
+
+
+def test_a_protected_stack_whose_alerts_would_notify_nobody_is_refused() -> None:
+    """Issue 27, defect 11: prod's alert policies notified nobody (notificationChannels defaulted to none), so an
+    incident in a protected stack showed in Cloud Monitoring only. A protected stack must name a channel."""
+    data = {"gcp:project": "proj-1234", "gcp:region": "us-central1"}
+    with pytest.raises(ConfigError) as error:
+        load(data, stack="prod")
+    assert error.value.lines == [
+        "tpu-stack:monitoring.notificationChannels: prod is a protected stack and its alert policies would notify "
+        "nobody; list the channels to notify, projects/<project>/notificationChannels/<id> (gcloud beta monitoring "
+        "channels list; create one with gcloud beta monitoring channels create)"
+    ]
+    channel = {"tpu-stack:monitoring": {"notificationChannels": ["projects/proj-1234/notificationChannels/1"]}}
+    assert load({**data, **channel}, stack="prod").monitoring.notification_channels
+    assert load(data, stack="dev").monitoring.notification_channels == ()  # other stacks may leave them out
+
+
+def test_every_alert_of_prod_notifies_its_channel(plans: dict[str, Plan]) -> None:
+    alerts = plans["prod"].by_type(ALERT)
+    assert alerts and all(a["inputs"]["notificationChannels"] == [PROD_CHANNEL] for a in alerts)

@@ -6,10 +6,10 @@ slice is 2x2 = 4 chips, a 4x4 slice 16 chips on 4 VMs:
 - manager tpu-mr-manager in us-central1, no TPU pool groups;
 - worker tpu-mr-east5 (us-east5): east-flex-v6e, 2 flex-start 2x2 slices in us-east5-b = 8 chips; east-queued-v6e,
   one queued 4x4 slice in us-east5-b = 16 chips;
-- worker tpu-mr-euw4 (europe-west4): euw4-flex-v6e, 2 flex-start 2x2 slices in europe-west4-a = 8 chips;
-  euw4-queued-v6e, one queued 4x4 slice in europe-west4-a = 16 chips;
-- research holds east-flex-v6e 4, euw4-flex-v6e 4, east-queued-v6e 16; training east-flex-v6e 4, euw4-flex-v6e 4,
-  euw4-queued-v6e 16.
+- worker tpu-mr-japan (asia-northeast1): japan-flex-v6e, 2 flex-start 2x2 slices in asia-northeast1-b = 8 chips;
+  japan-queued-v6e, one queued 4x4 slice in asia-northeast1-b = 16 chips;
+- research holds east-flex-v6e 4, japan-flex-v6e 4, east-queued-v6e 16; training east-flex-v6e 4, japan-flex-v6e 4,
+  japan-queued-v6e 16.
 A team's ClusterQueue lists every flavor of its cluster, 0 where the team has no share (config/queues.py team_chips);
 the Cohort holds what no team holds, and lists only flavors with chips left (kueue_queues.cohort): here none.
 """
@@ -37,9 +37,9 @@ TPU = "google.com/tpu"
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 SECRET_TYPE = "kubernetes:core/v1:Secret"
-MANAGER, EAST, EUW4 = "tpu-mr-manager", "tpu-mr-east5", "tpu-mr-euw4"
-CLUSTERS = (MANAGER, EAST, EUW4)
-PREFIX = {MANAGER: "", EAST: "tpu-mr-east5-", EUW4: "tpu-mr-euw4-"}
+MANAGER, EAST, JAPAN = "tpu-mr-manager", "tpu-mr-east5", "tpu-mr-japan"
+CLUSTERS = (MANAGER, EAST, JAPAN)
+PREFIX = {MANAGER: "", EAST: "tpu-mr-east5-", JAPAN: "tpu-mr-japan-"}
 """The Pulumi name prefix of each cluster's objects: the manager's have none, a worker's its name."""
 
 # The real program, with the token each worker's token controller would write into its Secret (the mock engine
@@ -48,6 +48,7 @@ PROGRAM = f"""
 import runpy
 import pulumi
 import components.multikueue as multikueue
+
 
 managers = []
 worker_init, manager_init = multikueue.MultiKueueWorker.__init__, multikueue.MultiKueueManager.__init__
@@ -113,7 +114,7 @@ def objects(plan: Plan, kind: str, cluster: str) -> dict[str, dict[str, Any]]:
         if provider_cluster(plan, record) != cluster:
             continue
         assert record["name"].startswith(PREFIX[cluster]) and (
-            cluster != MANAGER or not record["name"].startswith(("tpu-mr-east5-", "tpu-mr-euw4-"))
+            cluster != MANAGER or not record["name"].startswith(("tpu-mr-east5-", "tpu-mr-japan-"))
         ), record["name"]
         metadata = record["inputs"]["metadata"]
         key = f"{metadata['namespace']}/{metadata['name']}" if "namespace" in metadata else metadata["name"]
@@ -172,18 +173,23 @@ def test_the_stack_outputs_the_teams_queues_once(plan: Plan) -> None:
     }
     assert plan.outputs["clusterName"] == MANAGER
     # The pool groups a workload submitted to the manager can name are the workers'.
-    assert sorted(plan.outputs["tpuPools"]) == ["east-flex-v6e", "east-queued-v6e", "euw4-flex-v6e", "euw4-queued-v6e"]
+    assert sorted(plan.outputs["tpuPools"]) == [
+        "east-flex-v6e",
+        "east-queued-v6e",
+        "japan-flex-v6e",
+        "japan-queued-v6e",
+    ]
     assert plan.outputs["multiKueue"]["shapes"] == {
-        "ct6e-standard-4t 2x2": ["tpu-mr-east5 (us-east5)", "tpu-mr-euw4 (europe-west4)"],
-        "ct6e-standard-4t 4x4": ["tpu-mr-east5 (us-east5)", "tpu-mr-euw4 (europe-west4)"],
+        "ct6e-standard-4t 2x2": ["tpu-mr-east5 (us-east5)", "tpu-mr-japan (asia-northeast1)"],
+        "ct6e-standard-4t 4x4": ["tpu-mr-east5 (us-east5)", "tpu-mr-japan (asia-northeast1)"],
     }
     workers = plan.outputs["multiKueue"]["workers"]
-    assert {name: worker["region"] for name, worker in workers.items()} == {EAST: "us-east5", EUW4: "europe-west4"}
-    assert workers[EUW4]["pools"]["euw4-queued-v6e"] == {
+    assert {name: worker["region"] for name, worker in workers.items()} == {EAST: "us-east5", JAPAN: "asia-northeast1"}
+    assert workers[JAPAN]["pools"]["japan-queued-v6e"] == {
         "machineType": "ct6e-standard-4t",
         "topology": "4x4",
         "provisioning": "queued",
-        "zone": "europe-west4-a",
+        "zone": "asia-northeast1-b",
         "chips": 16,
     }
 
@@ -197,7 +203,7 @@ def test_manager_queues_wait_for_a_worker_and_no_worker_queue_names_multikueue(p
     assert list(objects(plan, "AdmissionCheck", MANAGER)) == ["multikueue"]
     assert objects(plan, "ProvisioningRequestConfig", MANAGER) == {}
     # Each worker's queued 4x4 slice comes through a ProvisioningRequest, for that flavor only.
-    for cluster, pool in ((EAST, "east-queued-v6e"), (EUW4, "euw4-queued-v6e")):
+    for cluster, pool in ((EAST, "east-queued-v6e"), (JAPAN, "japan-queued-v6e")):
         for queue in objects(plan, "ClusterQueue", cluster).values():
             assert queue["spec"]["admissionChecksStrategy"] == {
                 "admissionChecks": [{"name": f"{pool}-provisioning", "onFlavors": [pool]}]
@@ -236,18 +242,18 @@ def test_manager_queues_wait_for_a_worker_and_no_worker_queue_names_multikueue(p
 
 def test_each_worker_queues_exactly_its_own_pools_chips(plan: Plan) -> None:
     """tpu-mr-east5: research 4 of east-flex-v6e's 8 and all 16 of east-queued-v6e; training the other 4 flex chips
-    and none of the queued slice. tpu-mr-euw4: research 4 of euw4-flex-v6e's 8 and none of the 4x4 slice; training
+    and none of the queued slice. tpu-mr-japan: research 4 of japan-flex-v6e's 8 and none of the 4x4 slice; training
     the other 4 and all 16. Every chip is a team's, so the Cohort holds none (no resource groups)."""
     east = objects(plan, "ClusterQueue", EAST)
     assert flavors(east["research-cluster-queue"]) == {"east-flex-v6e": 4, "east-queued-v6e": 16}
     assert flavors(east["training-cluster-queue"]) == {"east-flex-v6e": 4, "east-queued-v6e": 0}
-    euw4 = objects(plan, "ClusterQueue", EUW4)
-    assert flavors(euw4["research-cluster-queue"]) == {"euw4-flex-v6e": 4, "euw4-queued-v6e": 0}
-    assert flavors(euw4["training-cluster-queue"]) == {"euw4-flex-v6e": 4, "euw4-queued-v6e": 16}
-    for cluster in (EAST, EUW4, MANAGER):
+    japan = objects(plan, "ClusterQueue", JAPAN)
+    assert flavors(japan["research-cluster-queue"]) == {"japan-flex-v6e": 4, "japan-queued-v6e": 0}
+    assert flavors(japan["training-cluster-queue"]) == {"japan-flex-v6e": 4, "japan-queued-v6e": 16}
+    for cluster in (EAST, JAPAN, MANAGER):
         assert objects(plan, "Cohort", cluster)["tpu-stack"]["spec"] == {}, cluster
     assert sorted(objects(plan, "ResourceFlavor", EAST)) == ["east-flex-v6e", "east-queued-v6e"]
-    assert sorted(objects(plan, "ResourceFlavor", EUW4)) == ["euw4-flex-v6e", "euw4-queued-v6e"]
+    assert sorted(objects(plan, "ResourceFlavor", JAPAN)) == ["japan-flex-v6e", "japan-queued-v6e"]
 
 
 def test_manager_queues_hold_the_workers_chips_together(plan: Plan) -> None:
@@ -255,17 +261,17 @@ def test_manager_queues_hold_the_workers_chips_together(plan: Plan) -> None:
     in the workers' order."""
     manager = objects(plan, "ClusterQueue", MANAGER)
     assert flavors(manager["research-cluster-queue"]) == {
-        "east-flex-v6e": 4, "east-queued-v6e": 16, "euw4-flex-v6e": 4, "euw4-queued-v6e": 0,
+        "east-flex-v6e": 4, "east-queued-v6e": 16, "japan-flex-v6e": 4, "japan-queued-v6e": 0,
     }  # fmt: skip
     assert flavors(manager["training-cluster-queue"]) == {
-        "east-flex-v6e": 4, "east-queued-v6e": 0, "euw4-flex-v6e": 4, "euw4-queued-v6e": 16,
+        "east-flex-v6e": 4, "east-queued-v6e": 0, "japan-flex-v6e": 4, "japan-queued-v6e": 16,
     }  # fmt: skip
     assert list(flavors(manager["research-cluster-queue"])) == [
-        "east-flex-v6e", "east-queued-v6e", "euw4-flex-v6e", "euw4-queued-v6e"]  # fmt: skip
+        "east-flex-v6e", "east-queued-v6e", "japan-flex-v6e", "japan-queued-v6e"]  # fmt: skip
     manager_flavors = objects(plan, "ResourceFlavor", MANAGER)
-    assert sorted(manager_flavors) == ["east-flex-v6e", "east-queued-v6e", "euw4-flex-v6e", "euw4-queued-v6e"]
+    assert sorted(manager_flavors) == ["east-flex-v6e", "east-queued-v6e", "japan-flex-v6e", "japan-queued-v6e"]
     # The same flavors as on the workers: a workload's node selectors mean the same on either side.
-    for cluster in (EAST, EUW4):
+    for cluster in (EAST, JAPAN):
         for name, flavor in objects(plan, "ResourceFlavor", cluster).items():
             assert manager_flavors[name] == flavor, name
     single = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "2x2",
@@ -275,7 +281,7 @@ def test_manager_queues_hold_the_workers_chips_together(plan: Plan) -> None:
         {"key": TPU, "operator": "Exists", "effect": "NoSchedule"},
         {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"},
     ]
-    assert plan.outputs["flavors"]["euw4-queued-v6e"] == {**single, "cloud.google.com/gke-tpu-topology": "4x4"}
+    assert plan.outputs["flavors"]["japan-queued-v6e"] == {**single, "cloud.google.com/gke-tpu-topology": "4x4"}
 
 
 # ---- the manager's dispatch objects --------------------------------------------------------------------------------
@@ -289,14 +295,14 @@ def test_the_manager_dispatch_objects_whole(plan: Plan) -> None:
             "metadata": {"name": worker},
             "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": f"{worker}-kubeconfig"}}},
         }
-        for worker in (EAST, EUW4)
+        for worker in (EAST, JAPAN)
     }
     assert objects(plan, "MultiKueueConfig", MANAGER) == {
         "multikueue": {
             "apiVersion": API,
             "kind": "MultiKueueConfig",
             "metadata": {"name": "multikueue"},
-            "spec": {"clusters": ["tpu-mr-east5", "tpu-mr-euw4"]},
+            "spec": {"clusters": ["tpu-mr-east5", "tpu-mr-japan"]},
         }
     }
     assert objects(plan, "AdmissionCheck", MANAGER) == {
@@ -311,7 +317,7 @@ def test_the_manager_dispatch_objects_whole(plan: Plan) -> None:
         }
     }
     # Workers dispatch nothing.
-    for cluster in (EAST, EUW4):
+    for cluster in (EAST, JAPAN):
         assert objects(plan, "MultiKueueCluster", cluster) == objects(plan, "MultiKueueConfig", cluster) == {}
 
 
@@ -324,7 +330,7 @@ def test_the_manager_dispatches_only_once_the_worker_can_take_it(plan: Plan) -> 
     def waits(name: str, other: str) -> bool:
         return depends_on(state, record(plan, name)["urn"], record(plan, other)["urn"])
 
-    for worker in (EAST, EUW4):
+    for worker in (EAST, JAPAN):
         cluster = f"multikueue-multikueuecluster-{worker}"
         for needed in (
             f"multikueue-{worker}-kubeconfig", f"{worker}-kueue-chart", f"{worker}-multikueue-read-binding",
@@ -347,7 +353,7 @@ def test_kubeconfig_secrets_are_secret_and_name_the_workers_dns_endpoint_and_tok
     """Kueue reads each worker's kubeconfig from a Secret in kueue-system (key `kubeconfig`). In the stack's own
     plan the token is not known until the worker's token controller writes it; with the token known, the Secret's
     stringData is a secret. The kubeconfig is the worker's DNS endpoint (publicly trusted: no CA) and the token."""
-    for worker in (EAST, EUW4):
+    for worker in (EAST, JAPAN):
         secret = record(plan, f"multikueue-{worker}-kubeconfig", SECRET_TYPE)
         assert provider_cluster(plan, secret) == MANAGER
         assert secret["inputs"] == {
@@ -364,7 +370,7 @@ def test_kubeconfig_secrets_are_secret_and_name_the_workers_dns_endpoint_and_tok
         known = record(with_tokens, f"multikueue-{worker}-kubeconfig", SECRET_TYPE)
         assert known["inputs"]["stringData"] == SECRET
         endpoint = record(with_tokens, f"{worker}-k8s")["inputs"]["clusterIdentifier"]
-        region = {EAST: "us-east5", EUW4: "europe-west4"}[worker]
+        region = {EAST: "us-east5", JAPAN: "asia-northeast1"}[worker]
         assert re.fullmatch(rf"gke-[0-9a-f]{{36}}\.{region}\.gke\.goog", endpoint), endpoint
         text = with_tokens.outputs["kubeconfigs"][worker]["kubeconfig"]
         assert yaml.safe_load(text) == {
@@ -383,7 +389,7 @@ LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of":
 DISPATCH = ["create", "delete", "get", "list", "watch"]
 
 
-@pytest.mark.parametrize("worker", [EAST, EUW4])
+@pytest.mark.parametrize("worker", [EAST, JAPAN])
 def test_each_worker_gives_the_manager_an_account_a_role_and_a_token(plan: Plan, worker: str) -> None:
     """The manager reads Jobs, JobSets, Workloads and queues everywhere (its clients watch every namespace) and
     creates and deletes only in the teams' namespaces, research and training: never a Job in kube-system."""
@@ -473,8 +479,8 @@ def test_workers_have_the_bucket_writers_service_account(plan: Plan) -> None:
     accounts = [
         r for r in plan.by_type("kubernetes:core/v1:ServiceAccount") if r["inputs"]["metadata"]["name"] == "trainer"
     ]
-    assert sorted(str(provider_cluster(plan, r)) for r in accounts) == [EAST, EUW4, MANAGER]
-    for worker in (EAST, EUW4):
+    assert sorted(str(provider_cluster(plan, r)) for r in accounts) == [EAST, JAPAN, MANAGER]
+    for worker in (EAST, JAPAN):
         (account,) = [r for r in accounts if provider_cluster(plan, r) == worker]
         assert account["inputs"]["metadata"] == {
             "name": "trainer",
@@ -491,8 +497,8 @@ def test_workers_have_the_bucket_writers_service_account(plan: Plan) -> None:
 
 def test_workers_accept_kubernetes_tokens_on_their_dns_endpoint_and_the_manager_does_not(plan: Plan) -> None:
     clusters = {r["inputs"]["name"]: r["inputs"] for r in plan.by_type(CLUSTER)}
-    assert sorted(clusters) == [EAST, EUW4, MANAGER]
-    for name, location in ((EAST, "us-east5"), (EUW4, "europe-west4")):
+    assert sorted(clusters) == [EAST, JAPAN, MANAGER]
+    for name, location in ((EAST, "us-east5"), (JAPAN, "asia-northeast1")):
         assert clusters[name]["location"] == location
         assert clusters[name]["controlPlaneEndpointsConfig"] == {
             "dnsEndpointConfig": {"allowExternalTraffic": True, "enableK8sTokensViaDns": True},
@@ -509,8 +515,8 @@ def test_each_cluster_has_its_own_provider_and_updates_secrets_in_place(plan: Pl
     """Each provider is identified by its cluster's DNS endpoint. The manager's kubeconfig Secrets change with every
     token generation: every provider updates a Secret's data in place (the default replaces it, deleting first)."""
     providers = {r["name"]: r["inputs"] for r in plan.by_type("pulumi:providers:kubernetes")}
-    assert sorted(providers) == ["tpu-mr-east5-k8s", "tpu-mr-euw4-k8s", "tpu-mr-manager-k8s"]
-    for cluster, region in ((MANAGER, "us-central1"), (EAST, "us-east5"), (EUW4, "europe-west4")):
+    assert sorted(providers) == ["tpu-mr-east5-k8s", "tpu-mr-japan-k8s", "tpu-mr-manager-k8s"]
+    for cluster, region in ((MANAGER, "us-central1"), (EAST, "us-east5"), (JAPAN, "asia-northeast1")):
         inputs = providers[f"{cluster}-k8s"]
         assert re.fullmatch(rf"gke-[0-9a-f]{{36}}\.{region}\.gke\.goog", inputs["clusterIdentifier"]), cluster
         assert inputs == {
@@ -535,13 +541,13 @@ def test_each_worker_runs_its_own_pools_in_its_region(plan: Plan) -> None:
         "east-flex-v6e-0": (EAST, "us-east5", ["us-east5-b"]),
         "east-flex-v6e-1": (EAST, "us-east5", ["us-east5-b"]),
         "east-queued-v6e": (EAST, "us-east5", ["us-east5-b"]),
-        "euw4-flex-v6e-0": (EUW4, "europe-west4", ["europe-west4-a"]),
-        "euw4-flex-v6e-1": (EUW4, "europe-west4", ["europe-west4-a"]),
-        "euw4-queued-v6e": (EUW4, "europe-west4", ["europe-west4-a"]),
+        "japan-flex-v6e-0": (JAPAN, "asia-northeast1", ["asia-northeast1-b"]),
+        "japan-flex-v6e-1": (JAPAN, "asia-northeast1", ["asia-northeast1-b"]),
+        "japan-queued-v6e": (JAPAN, "asia-northeast1", ["asia-northeast1-b"]),
     }
     systems = sorted((r["inputs"]["cluster"], r["inputs"]["location"]) for r in plan.by_type(NODE_POOL)
                      if r["inputs"]["name"] == "system")  # fmt: skip
-    assert systems == [(EAST, "us-east5"), (EUW4, "europe-west4"), (MANAGER, "us-central1")]
+    assert systems == [(EAST, "us-east5"), (JAPAN, "asia-northeast1"), (MANAGER, "us-central1")]
     # Each TPU node pool depends on its own cluster (the policy pack counts chips per cluster by this edge).
     cluster_urns = {r["inputs"]["name"]: r["urn"] for r in plan.by_type(CLUSTER)}
     for node_pool in plan.by_type(NODE_POOL):
@@ -596,7 +602,7 @@ def test_only_the_managers_kueue_runs_multikueue(plan: Plan) -> None:
         "workerLostTimeout": "15m0s",
     }
     manager = controller_config(plan, MANAGER)
-    for worker in (EAST, EUW4):
+    for worker in (EAST, JAPAN):
         config = controller_config(plan, worker)
         assert "multiKueue" not in config
         assert config == {key: value for key, value in manager.items() if key != "multiKueue"}
@@ -618,13 +624,13 @@ def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
     assert alerts[f"{prefix}pending-research-cluster-queue (tpu-mr-manager)"] == (
         'sum(kueue_pending_workloads{cluster_queue="research-cluster-queue",cluster="tpu-mr-manager"}) > 0'
     )
-    assert alerts[f"{prefix}queued-provisioning-not-granted (tpu-mr-euw4)"] == (
-        'sum by (cluster_queue) (kueue_reserving_active_workloads{cluster="tpu-mr-euw4"}) - '
-        'sum by (cluster_queue) (kueue_admitted_active_workloads{cluster="tpu-mr-euw4"}) > 0'
+    assert alerts[f"{prefix}queued-provisioning-not-granted (tpu-mr-japan)"] == (
+        'sum by (cluster_queue) (kueue_reserving_active_workloads{cluster="tpu-mr-japan"}) - '
+        'sum by (cluster_queue) (kueue_admitted_active_workloads{cluster="tpu-mr-japan"}) > 0'
     )
-    assert alerts[f"{prefix}pods-not-starting (tpu-mr-euw4)"] == (
+    assert alerts[f"{prefix}pods-not-starting (tpu-mr-japan)"] == (
         'max by (namespace, pod) (kube_pod_status_phase{phase="Pending",namespace=~"research|training",'
-        'cluster="tpu-mr-euw4"}) > 0'
+        'cluster="tpu-mr-japan"}) > 0'
     )
     assert alerts[f"{prefix}waiting-for-a-worker (tpu-mr-manager)"] == (
         'sum by (cluster_queue) (kueue_reserving_active_workloads{cluster="tpu-mr-manager"}) - '
@@ -636,7 +642,7 @@ def test_alerts_select_their_own_clusters_kueue_series(plan: Plan) -> None:
         for cluster, names in (
             (MANAGER, ["pending-research-cluster-queue", "pending-training-cluster-queue", "waiting-for-a-worker"]),
             (EAST, ["pods-not-starting", "queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
-            (EUW4, ["pods-not-starting", "queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
+            (JAPAN, ["pods-not-starting", "queued-provisioning-not-granted", "tpu-idle-while-waiting"]),
         )
         for alert in names
     )  # fmt: skip
@@ -665,9 +671,9 @@ def test_a_workers_subnetwork_is_its_clusters_own() -> None:
     for index, worker in enumerate(config["tpu-stack:multiKueue"]["workers"]):
         worker["ipRanges"] = {"nodes": f"10.1{index}.0.0/24", "pods": f"10.2{index}.0.0/20",
                               "services": f"10.3{index}.0.0/20"}  # fmt: skip
-    config["tpu-stack:multiKueue"]["workers"][1]["subnetwork"] = "tpu-europe-west4"
+    config["tpu-stack:multiKueue"]["workers"][1]["subnetwork"] = "tpu-asia-northeast1"
     clusters = {r["inputs"]["name"]: r["inputs"] for r in run_program(config, stack="multiregion").by_type(CLUSTER)}
-    assert clusters[EUW4]["subnetwork"] == "tpu-europe-west4"
+    assert clusters[JAPAN]["subnetwork"] == "tpu-asia-northeast1"
     assert "subnetwork" not in clusters[EAST] and "subnetwork" not in clusters[MANAGER]
     assert {c["network"] for c in clusters.values()} == {"tpu-net"}
 
@@ -679,7 +685,7 @@ def test_a_queue_in_default_gets_its_dispatch_binding_too() -> None:
     config["tpu-stack:queues"]["teams"][0]["namespace"] = "default"
     config["tpu-stack:bucket"] = {}
     plan = run_program(config, stack="multiregion")
-    for worker in (EAST, EUW4):
+    for worker in (EAST, JAPAN):
         bindings = {
             r["inputs"]["metadata"]["namespace"]
             for r in plan.by_type("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
@@ -696,7 +702,7 @@ def test_each_clusters_dashboard_charts_its_own_queues(plan: Plan) -> None:
         r["name"]: json.loads(r["inputs"]["dashboardJson"]) for r in plan.by_type("gcp:monitoring/dashboard:Dashboard")
     }
     assert sorted(dashboards) == ["monitoring-dashboard", "tpu-mr-east5-monitoring-dashboard",
-                                  "tpu-mr-euw4-monitoring-dashboard"]  # fmt: skip
+                                  "tpu-mr-japan-monitoring-dashboard"]  # fmt: skip
     for name, cluster in (("monitoring-dashboard", MANAGER), ("tpu-mr-east5-monitoring-dashboard", EAST)):
         queries = [
             data_set["timeSeriesQuery"]["prometheusQuery"]

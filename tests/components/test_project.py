@@ -64,7 +64,7 @@ def test_the_stacks_own_vpc_and_the_clusters_subnetwork() -> None:
     assert subnet["inputs"] == {
         "name": "tpu-prod-nodes",
         "project": "tpu-stack-prod",
-        "region": "us-central1",
+        "region": "us-west4",
         "network": "tpu-stack-prod",
         "ipCidrRange": "10.48.0.0/20",
         "secondaryIpRanges": [
@@ -106,7 +106,7 @@ def test_the_multiregion_clusters_have_subnetworks_apart_in_one_vpc() -> None:
     assert subnets == {
         "tpu-mr-manager-nodes": ("us-central1", "10.48.0.0/20"),
         "tpu-mr-east5-nodes": ("us-east5", "10.112.0.0/20"),
-        "tpu-mr-euw4-nodes": ("europe-west4", "10.176.0.0/20"),
+        "tpu-mr-japan-nodes": ("asia-northeast1", "10.176.0.0/20"),
     }
 
 

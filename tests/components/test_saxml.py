@@ -307,8 +307,9 @@ def test_prod_serves_the_seed_model_and_dev_does_not() -> None:
 
 def test_single_host_v5e_pool_one_pod_per_slice(run: StackRunner) -> None:
     # Saxml's model server knows the chips tpuv2, tpuv3, tpuv4, tpuv4i, tpuv5e (saxml/server/proto_util.py).
-    pool = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "provisioning": "flex-start", "zone": "us-central1-b"}
-    plan = run(with_saxml(pool, model={"name": "llama-8b", "billionsOfParameters": 8}))
+    # v5e on flex-start: us-west4-a (vendor/data/tpu_zones.json).
+    pool = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "provisioning": "flex-start", "zone": "us-west4-a"}
+    plan = run({**with_saxml(pool, model={"name": "llama-8b", "billionsOfParameters": 8}), "gcp:region": "us-west4"})
     jobset = kube(plan, JOBSET, "sax-model-server-set-0")["inputs"]
     (job,) = jobset["spec"]["replicatedJobs"]
     assert (job["replicas"], job["template"]["spec"]["parallelism"], job["template"]["spec"]["completions"]) == (
@@ -422,7 +423,7 @@ CASES = [
      "have 32 chips (4x8); no v5e slice is that large; use a TPU version with more HBM per chip"),
     ("pool names no pool", {"tpu-stack:tpuPools": [SERVE], "tpu-stack:saxml": {"pool": "serving", "service": CLIENTS}},
      "tpu-stack:saxml.pool: 'serving' names no TPU pool; tpuPools: serve"),
-    ("queued pool", with_saxml({**SERVE, "provisioning": "queued"}),
+    ("queued pool", {**with_saxml({**SERVE, "provisioning": "queued", "zone": "us-west4-a"}), "gcp:region": "us-west4"},
      "tpu-stack:saxml.pool: pool 'serve' is queued-provisioning, whose nodes exist only for Kueue-admitted jobs; "
      "serve on an on-demand, reservation, spot or flex-start pool"),
     ("external without source ranges", with_saxml(service={"external": True}),

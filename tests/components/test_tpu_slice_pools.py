@@ -47,58 +47,65 @@ def pools_of(plan: Plan, group: str) -> list[dict[str, Any]]:
     return [r for r in plan.by_type(NODE_POOL) if r["parent"] and r["parent"].endswith(f"::{group}")]
 
 
-ZONE = "us-central1-b"
+# Zones that give the TPU version by every provisioning the tests use, flex-start and queued included
+# (vendor/data/tpu_zones.json): v5e in us-west4-a, Trillium in us-east5-b.
+V5E = {"gcp:region": "us-west4"}
+V5E_ZONE = "us-west4-a"
+V6E = {"gcp:region": "us-east5"}
+V6E_ZONE = "us-east5-b"
 
 
 def test_single_host_flex_start(run: StackRunner) -> None:
     # gcloud container node-pools create ... --machine-type=ct6e-standard-4t --flex-start
     #   --reservation-affinity=none --enable-autoscaling --num-nodes 0 --min-nodes=0 --max-nodes=1 --node-locations=Z
-    plan = run({"tpu-stack:tpuPools": [{"name": "single", "machineType": "ct6e-standard-4t",
-                                        "provisioning": "flex-start", "zone": ZONE}]})  # fmt: skip
+    plan = run({**V6E, "tpu-stack:tpuPools": [{"name": "single", "machineType": "ct6e-standard-4t",
+                                        "provisioning": "flex-start", "zone": V6E_ZONE}]})  # fmt: skip
     (pool,) = pools_of(plan, "single")
     assert gke_api(pool["inputs"]) == {
         "config.machineType": "ct6e-standard-4t",
         "config.flexStart": True,
         "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
         "initialNodeCount": 0,
-        "locations": [ZONE],
+        "locations": [V6E_ZONE],
         "autoscaling.enabled": True,
         "autoscaling.minNodeCount": 0,
         "autoscaling.maxNodeCount": 1,
+        "autoscaling.locationPolicy": "ANY",  # beyond the seed: xpk's flag (see the test at the end)
         "management.autoRepair": True,
     }
 
 
 def test_multi_host_flex_start(run: StackRunner) -> None:
     # ... --tpu-topology=4x4 --max-nodes=4 (16 chips / 4 per VM) --no-enable-autorepair
-    plan = run({"tpu-stack:tpuPools": [{"name": "multi", "machineType": "ct6e-standard-4t", "topology": "4x4",
-                                        "provisioning": "flex-start", "zone": ZONE}]})  # fmt: skip
+    plan = run({**V6E, "tpu-stack:tpuPools": [{"name": "multi", "machineType": "ct6e-standard-4t", "topology": "4x4",
+                                        "provisioning": "flex-start", "zone": V6E_ZONE}]})  # fmt: skip
     (pool,) = pools_of(plan, "multi")
     assert gke_api(pool["inputs"]) == {
         "config.machineType": "ct6e-standard-4t",
         "config.flexStart": True,
         "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
         "initialNodeCount": 0,
-        "locations": [ZONE],
+        "locations": [V6E_ZONE],
         "placementPolicy.tpuTopology": "4x4",
         "autoscaling.enabled": True,
         "autoscaling.minNodeCount": 0,
         "autoscaling.maxNodeCount": 4,
+        "autoscaling.locationPolicy": "ANY",
         "management.autoRepair": False,
     }
 
 
 def test_three_multislice_pools_of_the_kueue_jobset_seed(run: StackRunner) -> None:
     # Three times: --machine-type=ct5lp-hightpu-4t --tpu-topology=2x4 --num-nodes=2 --node-locations=Z
-    plan = run({"tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
-                                        "slices": 3, "zone": ZONE}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "slices": 3, "zone": V5E_ZONE}]})  # fmt: skip
     pools = pools_of(plan, "ms")
     assert [p["inputs"]["name"] for p in pools] == ["ms-0", "ms-1", "ms-2"]
     for pool in pools:
         assert gke_api(pool["inputs"]) == {
             "config.machineType": "ct5lp-hightpu-4t",
             "initialNodeCount": 2,
-            "locations": [ZONE],
+            "locations": [V5E_ZONE],
             "placementPolicy.tpuTopology": "2x4",
             "management.autoRepair": True,
         }
@@ -108,8 +115,8 @@ def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
     # The seed's flags plus what GKE's current page ("Run a large-scale workload with flex-start with queued
     # provisioning") requires: --flex-start --enable-queued-provisioning --enable-autoscaling --num-nodes=0
     #   --total-max-nodes=2 --location-policy=ANY --reservation-affinity=none --no-enable-autorepair
-    plan = run({"tpu-stack:tpuPools": [{"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
-                                        "provisioning": "queued", "zone": ZONE}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "provisioning": "queued", "zone": V5E_ZONE}]})  # fmt: skip
     (pool,) = pools_of(plan, "dws")
     assert gke_api(pool["inputs"]) == {
         "config.machineType": "ct5lp-hightpu-4t",
@@ -118,7 +125,7 @@ def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
         "config.reservationAffinity.consumeReservationType": "NO_RESERVATION",
         "queuedProvisioning.enabled": True,
         "initialNodeCount": 0,
-        "locations": [ZONE],
+        "locations": [V5E_ZONE],
         "placementPolicy.tpuTopology": "2x4",
         "autoscaling.enabled": True,
         "autoscaling.totalMaxNodeCount": 2,
@@ -134,16 +141,16 @@ def test_queued_provisioning_of_the_dws_seed(run: StackRunner) -> None:
 def test_max_run_duration_reaches_gke_in_seconds(run: StackRunner, provisioning: str, duration: str, sent: str) -> None:
     # gcloud --max-run-duration=24h; the API field config.maxRunDuration is a protobuf Duration ("86400s").
     group = {"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": provisioning,
-             "zone": ZONE, "maxRunDuration": duration}  # fmt: skip
-    plan = run({"tpu-stack:tpuPools": [group]})
+             "zone": V5E_ZONE, "maxRunDuration": duration}  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [group]})
     (pool,) = pools_of(plan, "p")
     assert gke_api(pool["inputs"])["config.maxRunDuration"] == sent
 
 
 def test_two_saxml_slices(run: StackRunner) -> None:
     # Twice: --machine-type=ct5lp-hightpu-4t --tpu-topology=4x8 --num-nodes=8
-    plan = run({"tpu-stack:tpuPools": [{"name": "sax", "machineType": "ct5lp-hightpu-4t", "topology": "4x8",
-                                        "slices": 2, "zone": ZONE}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "sax", "machineType": "ct5lp-hightpu-4t", "topology": "4x8",
+                                        "slices": 2, "zone": V5E_ZONE}]})  # fmt: skip
     pools = pools_of(plan, "sax")
     assert len(pools) == 2
     for pool in pools:
@@ -164,8 +171,8 @@ def test_two_saxml_slices(run: StackRunner) -> None:
 def test_spot_and_reservation_modes(
     run: StackRunner, provisioning: str, extra: dict[str, Any], expected: dict[str, Any]
 ) -> None:
-    plan = run({"tpu-stack:tpuPools": [{"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
-                                        "provisioning": provisioning, "zone": ZONE, **extra}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "provisioning": provisioning, "zone": V5E_ZONE, **extra}]})  # fmt: skip
     (pool,) = pools_of(plan, "p")
     api = gke_api(pool["inputs"])
     assert expected.items() <= api.items()
@@ -177,8 +184,8 @@ def calendar_plan(run: StackRunner, **window: str) -> tuple[Plan, str, str]:
 
     start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
     end = start + timedelta(days=7)
-    plan = run({"tpu-stack:tpuPools": [{
-        "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": ZONE,
+    plan = run({**V5E, "tpu-stack:tpuPools": [{
+        "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": V5E_ZONE,
         "provisioning": "reservation",
         "futureReservation": {"startTime": start.isoformat(), "endTime": end.isoformat(), **window}}]})  # fmt: skip
     return plan, start.isoformat().replace("+00:00", "Z"), end.isoformat().replace("+00:00", "Z")
@@ -198,13 +205,13 @@ def test_calendar_mode_request_is_a_tpu_aggregate_reservation(run: StackRunner) 
         "workloadType": "BATCH",
         "reservedResources": [{"accelerator": {
             "acceleratorCount": 32,  # 2 slices x 4x4
-            "acceleratorType": f"projects/proj-1234/zones/{ZONE}/acceleratorTypes/ct5lp"}}],
+            "acceleratorType": f"projects/proj-1234/zones/{V5E_ZONE}/acceleratorTypes/ct5lp"}}],
     }  # fmt: skip
     assert inputs["timeWindow"] == {"startTime": start, "endTime": end}
     assert inputs["autoDeleteAutoCreatedReservations"] is True
     assert inputs["specificReservationRequired"] is True
     assert (inputs["zone"], inputs["reservationMode"], inputs["name"], inputs["reservationName"]) == (
-        ZONE, "CALENDAR", name, name)  # fmt: skip
+        V5E_ZONE, "CALENDAR", name, name)  # fmt: skip
 
 
 def test_calendar_pools_are_usable_before_during_and_after_the_window(run: StackRunner) -> None:
@@ -221,7 +228,7 @@ def test_calendar_pools_are_usable_before_during_and_after_the_window(run: Stack
             "config.reservationAffinity.key": "compute.googleapis.com/reservation-name",
             "config.reservationAffinity.values": [reservation["inputs"]["name"]],
             "initialNodeCount": 0,
-            "locations": [ZONE],
+            "locations": [V5E_ZONE],
             "placementPolicy.tpuTopology": "4x4",
             "autoscaling.enabled": True,
             "autoscaling.minNodeCount": 0,
@@ -254,9 +261,9 @@ def test_a_calendar_request_named_in_config_is_diffed() -> None:
 
     start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
     window = {"startTime": start.isoformat(), "endTime": (start + timedelta(days=7)).isoformat(), "name": "q3"}
-    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": ZONE,
+    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": V5E_ZONE,
             "provisioning": "reservation", "futureReservation": window}  # fmt: skip
-    plan = run_program({**BASE, "tpu-stack:tpuPools": [pool]}, stack="dev")
+    plan = run_program({**BASE, **V5E, "tpu-stack:tpuPools": [pool]}, stack="dev")
     (request,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
     assert request["ignoreChanges"] == [] and request["retainOnDelete"] is True
 
@@ -270,8 +277,8 @@ def test_a_changed_calendar_request_gets_a_name_of_its_own(run: StackRunner) -> 
 
     def name(days: int = 7, slices: int = 2, **window: str) -> str:
         end = start + timedelta(days=days)
-        plan = run({"tpu-stack:tpuPools": [{
-            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": slices, "zone": ZONE,
+        plan = run({**V5E, "tpu-stack:tpuPools": [{
+            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": slices, "zone": V5E_ZONE,
             "provisioning": "reservation",
             "futureReservation": {"startTime": start.isoformat(), "endTime": end.isoformat(), **window}}]})  # fmt: skip
         (reservation,) = plan.by_type("gcp:compute/futureReservation:FutureReservation")
@@ -290,14 +297,14 @@ def test_a_kept_calendar_request_is_taken_back_by_its_id(run: StackRunner) -> No
 
     start = (datetime.now(UTC) + timedelta(days=14)).replace(microsecond=0, second=0, minute=0)
     window = {"startTime": start.isoformat(), "endTime": (start + timedelta(days=7)).isoformat(), "name": "q3"}
-    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": ZONE,
+    pool = {"name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "zone": V5E_ZONE,
             "provisioning": "reservation"}  # fmt: skip
-    fresh = run({"tpu-stack:tpuPools": [{**pool, "futureReservation": window}]})
-    kept = run({"tpu-stack:tpuPools": [{**pool, "futureReservation": {**window, "existing": True}}]})
+    fresh = run({**V5E, "tpu-stack:tpuPools": [{**pool, "futureReservation": window}]})
+    kept = run({**V5E, "tpu-stack:tpuPools": [{**pool, "futureReservation": {**window, "existing": True}}]})
     (submitted,) = fresh.by_type("gcp:compute/futureReservation:FutureReservation")
     (imported,) = kept.by_type("gcp:compute/futureReservation:FutureReservation")
     assert submitted["importId"] is None
-    assert imported["importId"] == f"projects/proj-1234/zones/{ZONE}/futureReservations/q3"
+    assert imported["importId"] == f"projects/proj-1234/zones/{V5E_ZONE}/futureReservations/q3"
     assert imported["retainOnDelete"] is True
     # Compute's read-back forms of the imported request (times, accelerator type) must not show as an update.
     assert "timeWindow" in imported["ignoreChanges"] and "aggregateReservation" in imported["ignoreChanges"]
@@ -305,10 +312,10 @@ def test_a_kept_calendar_request_is_taken_back_by_its_id(run: StackRunner) -> No
 
 def test_tpu_pools_do_not_ignore_their_labels_and_taints(run: StackRunner) -> None:
     # Kueue's flavors are built from the same labels and taints; ignoring them lets nodes and flavors drift.
-    plan = run({"tpu-stack:tpuPools": [
+    plan = run({**V6E, "tpu-stack:tpuPools": [
         {"name": "flex", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "flex-start",
-         "zone": ZONE, "labels": {"team": "a"}, "taints": [{"key": "team", "value": "a"}]},
-        {"name": "fixed", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": ZONE}]})  # fmt: skip
+         "zone": V6E_ZONE, "labels": {"team": "a"}, "taints": [{"key": "team", "value": "a"}]},
+        {"name": "fixed", "machineType": "ct6e-standard-4t", "topology": "2x4", "zone": V6E_ZONE}]})  # fmt: skip
     for pool in plan.by_type(NODE_POOL):
         if pool["name"].endswith("system"):
             continue
@@ -322,8 +329,132 @@ def test_tpu_pools_do_not_ignore_their_labels_and_taints(run: StackRunner) -> No
 
 
 def test_slice_pools_never_wait_on_each_other(run: StackRunner) -> None:
-    plan = run({"tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
-                                        "slices": 4, "zone": ZONE}]})  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [{"name": "ms", "machineType": "ct5lp-hightpu-4t", "topology": "2x4",
+                                        "slices": 4, "zone": V5E_ZONE}]})  # fmt: skip
     urns = {p["urn"] for p in pools_of(plan, "ms")}
     for pool in pools_of(plan, "ms"):
         assert not urns & set(pool["dependencies"])
+
+
+def test_flex_start_pools_let_the_autoscaler_take_any_zone_with_capacity(run: StackRunner) -> None:
+    """xpk creates every flex-start pool with `--location-policy=ANY` (AI-Hypercomputer/xpk src/xpk/core/capacity.py
+    at 367c8382): in one zone it changes nothing, and a single-host pool without a zone comes up in whichever of the
+    cluster's zones has capacity instead of GKE's default BALANCED spread. Auto-repair stays as GKE's flex-start
+    tutorial creates the pools (on for single-host, off for multi-host): xpk's `--no-enable-autorepair` on single
+    hosts would leave a failed VM billed and unreplaced, which GKE's auto-repair page warns against."""
+    plan = run({**V6E, "tpu-stack:tpuPools": [
+        {"name": "single", "machineType": "ct6e-standard-4t", "provisioning": "flex-start"},
+        {"name": "multi", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "flex-start",
+         "zone": V6E_ZONE},
+    ]})  # fmt: skip
+    single, multi = gke_api(pools_of(plan, "single")[0]["inputs"]), gke_api(pools_of(plan, "multi")[0]["inputs"])
+    assert (single["autoscaling.locationPolicy"], single["management.autoRepair"]) == ("ANY", True)
+    assert (multi["autoscaling.locationPolicy"], multi["management.autoRepair"]) == ("ANY", False)
+
+
+def test_reservation_pools_upgrade_without_surge_nodes(run: StackRunner) -> None:
+    """Issue 27, defect 7. Surge nodes count against a specific reservation (GKE "Ensure resources for node upgrades":
+    every node GKE creates, upgrade nodes included, is subject to the reservation's capacity for pools with specific
+    reservation affinity; with maxSurge 5, maxUnavailable 0 and no extra node to be had, the upgrade fails and GKE
+    keeps retrying). A reservation holding exactly the pool's VMs has none to spare, so its pools surge no node and
+    take a slice down at once: a multi-host slice stops when any VM of it stops. GKE upgrades at most 20 nodes at a
+    time (provider schema upgrade_settings). Flex-start and queued nodes get GKE's short-lived upgrades (node upgrade
+    strategies page), on-demand and spot keep GKE's default surge."""
+    plan = run({**V5E, "tpu-stack:tpuPools": [
+        {"name": "res", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": V5E_ZONE,
+         "provisioning": "reservation", "reservation": "r"},
+        {"name": "big", "machineType": "ct5lp-hightpu-4t", "topology": "8x16", "zone": V5E_ZONE,
+         "provisioning": "reservation", "reservation": "r2"},
+        {"name": "one", "machineType": "ct5lp-hightpu-4t", "zone": V5E_ZONE, "provisioning": "reservation",
+         "reservation": "r3"},
+        {"name": "od", "machineType": "ct5lp-hightpu-4t", "topology": "4x8", "zone": V5E_ZONE},
+        {"name": "q", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": V5E_ZONE, "provisioning": "queued"},
+    ]})  # fmt: skip
+    settings = {
+        p["name"]: p["inputs"].get("upgradeSettings")
+        for p in plan.by_type(NODE_POOL)
+        if not p["name"].endswith("-system")
+    }
+    # 4x4 v5e: 16 chips / 4 per VM = 4 VMs; 8x16: 128 / 4 = 32 VMs, GKE's cap of 20; a 2x2 slice is one VM.
+    assert settings == {
+        "res-0": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 4},
+        "res-1": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 4},
+        # A one-slice group's node pool is named <group>-0 (components/tpu_slice_pools.py).
+        "big-0": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 20},
+        "one-0": {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1},
+        "od-0": None,
+        "q-0": None,
+    }
+
+
+def test_calendar_mode_pools_upgrade_without_surge_nodes(run: StackRunner) -> None:
+    """A calendar-mode request is a specific reservation of exactly the pool's chips: no surge node either."""
+    plan, _start, _end = calendar_plan(run)
+    for pool in pools_of(plan, "cal"):
+        assert pool["inputs"]["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 4}
+
+
+@pytest.mark.parametrize("provisioning", ["spot", "on-demand"])
+def test_a_slice_that_scales_to_zero_is_billed_only_while_a_pod_needs_it(run: StackRunner, provisioning: str) -> None:
+    """Issue 27, defect 8: a fixed spot or on-demand slice is billed while idle. `scaleToZero` gives the group's pools
+    the autoscaling flex-start pools have (gcloud --enable-autoscaling --num-nodes=0 --min-nodes=0 --max-nodes=<VMs>):
+    the cluster autoscaler creates the slice when a pod needs it and removes it when idle; GKE scales a multi-host
+    slice's pool atomically. The autoscaler owns the size, so the counts are ignored."""
+    group = {"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": provisioning,
+             "zone": V5E_ZONE, "scaleToZero": True}  # fmt: skip
+    plan = run({**V5E, "tpu-stack:tpuPools": [group]})
+    (pool,) = pools_of(plan, "p")
+    api = gke_api(pool["inputs"])
+    assert (api["initialNodeCount"], api["autoscaling.minNodeCount"], api["autoscaling.maxNodeCount"]) == (0, 0, 4)
+    assert "nodeCount" not in pool["inputs"] and "autoscaling.locationPolicy" not in api
+    assert api.get("config.spot") is (True if provisioning == "spot" else None)
+    assert pool["ignoreChanges"] == ["initialNodeCount", "nodeCount"]
+
+
+@pytest.mark.parametrize(
+    ("pool", "line"),
+    [
+        ({"provisioning": "reservation", "reservation": "r"},
+         "tpu-stack:tpuPools[0].scaleToZero: a reservation is billed whether its VMs run or not, so scaling its slices "
+         "to zero saves nothing; remove scaleToZero"),
+        ({"provisioning": "flex-start"},
+         "tpu-stack:tpuPools[0].scaleToZero: flex-start slices always scale to zero; remove scaleToZero"),
+        ({"provisioning": "queued"},
+         "tpu-stack:tpuPools[0].scaleToZero: queued slices always scale to zero; remove scaleToZero"),
+    ],
+    ids=["reservation", "flex-start", "queued"],
+)  # fmt: skip
+def test_scale_to_zero_where_it_changes_nothing_is_one_line(pool: dict[str, Any], line: str) -> None:
+    from components.config.base import ConfigError
+    from components.config.stack import load
+    from tests.conftest import BASE
+
+    group = {"name": "p", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": V5E_ZONE, "scaleToZero": True}
+    with pytest.raises(ConfigError) as error:
+        load({**BASE, **V5E, "tpu-stack:tpuPools": [{**group, **pool}]}, stack="dev")
+    assert error.value.lines == [line]
+
+
+def test_the_fixture_stacks_bill_no_slice_that_nothing_holds() -> None:
+    """Defect 8 in the stacks: dev's spot rung and llm's serving groups scale to zero (llm's spare slices exist only
+    while a rollout's new replica needs them). Fixed slices remain where they are billed anyway (prod's reservation)
+    or held at rest (prod's serve: Saxml's two model servers, one per slice)."""
+    from tests.fixtures import stack_plan
+
+    fixed, scaling = {}, {}
+    for stack in ("dev", "llm", "multiregion", "prod"):
+        pools = [
+            p for p in stack_plan(stack, render_charts=False).by_type(NODE_POOL) if "TpuSlicePools::" in p["parent"]
+        ]
+        fixed[stack] = sorted(p["name"] for p in pools if "nodeCount" in p["inputs"])
+        scaling[stack] = {p["name"]: p["inputs"]["autoscaling"] for p in pools if "nodeCount" not in p["inputs"]}
+    assert fixed == {"dev": [], "llm": [], "multiregion": [], "prod": ["serve-0", "serve-1", "train-0", "train-1"]}
+    assert scaling["dev"]["multislice-spot"] == {"minNodeCount": 0, "maxNodeCount": 2}  # 2x4 v6e: 2 VMs
+    # ct6e-standard-8t: one VM is the whole 2x4 slice; a 4x4 v5e slice is 4 VMs.
+    assert scaling["llm"] == {
+        "llm-v6e-0": {"minNodeCount": 0, "maxNodeCount": 1},
+        "llm-v6e-1": {"minNodeCount": 0, "maxNodeCount": 1},
+        "llm-v5e-0": {"minNodeCount": 0, "maxNodeCount": 4},
+        "llm-v5e-1": {"minNodeCount": 0, "maxNodeCount": 4},
+        "llm-v5e-2": {"minNodeCount": 0, "maxNodeCount": 4},
+    }

@@ -45,12 +45,14 @@ def ksa(plan: Plan, name: str) -> dict[str, Any]:
 
 def test_principal_form_grants_the_ksa_principal_on_the_bucket_only(run: StackRunner) -> None:
     plan = run(bucket_with(writers=[TRAINER]))
-    (binding,) = plan.by_type(BUCKET_MEMBER)
-    assert binding["inputs"] == {
-        "bucket": "proj-1234-dev-tpu-stack",
-        "role": "roles/storage.objectUser",
-        "member": PRINCIPAL,
-    }
+    # A writer holds its role on the datasets' bucket and on the checkpoint bucket (issue 27, defect 6): folder
+    # renames on a hierarchical namespace bucket need storage.folders.rename and .create, which Storage Object User
+    # holds (Cloud Storage "Rename and move folders", required roles), as it holds storage.objects.list, which
+    # Cloud Storage FUSE's storage layout call needs ("Get the storage layout", required roles).
+    assert [b["inputs"] for b in plan.by_type(BUCKET_MEMBER)] == [
+        {"bucket": "proj-1234-dev-tpu-stack", "role": "roles/storage.objectUser", "member": PRINCIPAL},
+        {"bucket": "proj-1234-dev-tpu-stack-ckpt", "role": "roles/storage.objectUser", "member": PRINCIPAL},
+    ]
     assert ksa(plan, "trainer") == {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
@@ -65,14 +67,21 @@ def test_principal_form_grants_the_ksa_principal_on_the_bucket_only(run: StackRu
 
 def test_readers_get_object_viewer(run: StackRunner) -> None:
     plan = run(bucket_with(readers=[{"namespace": "default", "serviceAccount": "eval"}], writers=[TRAINER]))
-    roles = {r["inputs"]["member"].rsplit("/", 1)[-1]: r["inputs"]["role"] for r in plan.by_type(BUCKET_MEMBER)}
-    assert roles == {"eval": "roles/storage.objectViewer", "trainer": "roles/storage.objectUser"}
+    roles = sorted(
+        (r["inputs"]["member"].rsplit("/", 1)[-1], r["inputs"]["bucket"], r["inputs"]["role"])
+        for r in plan.by_type(BUCKET_MEMBER)
+    )
+    assert roles == [
+        ("eval", "proj-1234-dev-tpu-stack", "roles/storage.objectViewer"),  # readers: the datasets only
+        ("trainer", "proj-1234-dev-tpu-stack", "roles/storage.objectUser"),
+        ("trainer", "proj-1234-dev-tpu-stack-ckpt", "roles/storage.objectUser"),
+    ]
 
 
 def test_configured_project_number_is_used(run: StackRunner) -> None:
     plan = run({"tpu-stack:bucket": {"projectNumber": "42", "writers": [TRAINER]}})
-    (binding,) = plan.by_type(BUCKET_MEMBER)
-    assert binding["inputs"]["member"] == PRINCIPAL.replace(MOCK_PROJECT_NUMBER, "42")
+    members = {b["inputs"]["member"] for b in plan.by_type(BUCKET_MEMBER)}  # on both buckets
+    assert members == {PRINCIPAL.replace(MOCK_PROJECT_NUMBER, "42")}
 
 
 def test_iam_service_account_form_as_in_the_saxml_tutorial(run: StackRunner) -> None:
@@ -87,8 +96,8 @@ def test_iam_service_account_form_as_in_the_saxml_tutorial(run: StackRunner) -> 
         "member": "serviceAccount:proj-1234.svc.id.goog[default/trainer]",
     }
     assert ksa(plan, "trainer")["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": email}
-    (binding,) = plan.by_type(BUCKET_MEMBER)
-    assert binding["inputs"]["member"] == f"serviceAccount:{email}"
+    members = {b["inputs"]["member"] for b in plan.by_type(BUCKET_MEMBER)}  # on both buckets
+    assert members == {f"serviceAccount:{email}"}
     assert plan.outputs["identities"]["default/trainer"]["googleServiceAccount"] == email
 
 
@@ -138,11 +147,11 @@ def test_no_project_level_storage_role_and_no_primitive_role(identity: str) -> N
         assert roles, plan.stack
         assert not [role for _, role in roles if role in PRIMITIVE]
         assert not [(t, role) for t, role in roles if t in PROJECT_LEVEL and role.startswith("roles/storage.")]
-        # Every storage grant is a binding on the stack's bucket.
-        (bucket,) = plan.by_type("gcp:storage/bucket:Bucket")
+        # Every storage grant is a binding on one of the stack's buckets (datasets, checkpoints).
+        buckets = {b["inputs"]["name"] for b in plan.by_type("gcp:storage/bucket:Bucket")}
         storage = [r for r in plan.resources if str(r["inputs"].get("role", "")).startswith("roles/storage.")]
         assert storage and {r["type"] for r in storage} == {BUCKET_MEMBER}
-        assert {r["inputs"]["bucket"] for r in storage} == {bucket["inputs"]["name"]}
+        assert {r["inputs"]["bucket"] for r in storage} == buckets
 
 
 def test_a_forbidden_role_is_refused_by_the_component(tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ def test_single_host_tpu7x_and_other_versions_need_no_policy() -> None:
             "tpu-stack:tpuPools": [
                 {"name": "one", "machineType": "tpu7x-standard-4t", "provisioning": "spot", "zone": "us-central1-c"},
                 {"name": "v6e", "machineType": "ct6e-standard-4t", "topology": "4x4", "zone": "us-central1-b",
-                 "provisioning": "flex-start"},
+                 "provisioning": "spot"},
             ],
         },
         stack="dev",

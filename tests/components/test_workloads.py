@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from components import tpu_catalog
+from components.config.pools import TpuPoolConfig
 from components.config.queues import queue_refs
 from components.config.stack import load
 from components.workloads import Workload, ladders, slice_jobset, workloads
@@ -25,7 +26,7 @@ from offline import __main__ as cli
 from offline import validate, webhooks
 from offline.charts import type_token
 from offline.engine import Plan
-from tests.components.test_kueue_queues import MULTISLICE, SCENARIOS
+from tests.components.test_kueue_queues import MULTISLICE, REGION, SCENARIOS
 from tests.conftest import BASE
 from tests.effects.controllers import crash, deleted, disruption, job_run, jobset_run
 from tests.fixtures import stack_config, stack_path, stack_plan
@@ -41,7 +42,7 @@ def stack_workloads(stack: str) -> list[Workload]:
 
 
 def scenario_workloads(name: str) -> list[Workload]:
-    return workloads(load({**BASE, **SCENARIOS[name]}, stack="dev"))
+    return workloads(load({**BASE, **REGION, **SCENARIOS[name]}, stack="dev"))
 
 
 @pytest.fixture(scope="module")
@@ -230,14 +231,16 @@ def test_multislice_seed_gets_the_1_2_3_slice_jobsets() -> None:
 
 
 def test_multislice_jobsets_stop_at_the_slices_of_the_group() -> None:
-    config = load({**BASE, "tpu-stack:tpuPools": [{**MULTISLICE, "slices": 2}]}, stack="dev")
+    config = load({**BASE, **REGION, "tpu-stack:tpuPools": [{**MULTISLICE, "slices": 2}]}, stack="dev")
     assert {w.name: w.slices for w in workloads(config)} == {"multislice-1slice": 1, "multislice-2slice": 2}
 
 
 def test_no_workload_for_chips_no_team_can_reach() -> None:
     teams = [{"name": "a", "shares": {"multislice": 8}, "borrowingLimit": {"multislice": 0}},
              {"name": "b", "shares": {"multislice": 8}, "borrowingLimit": {"multislice": 4}}]  # fmt: skip
-    config = load({**BASE, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}}, stack="dev")
+    config = load(
+        {**BASE, **REGION, "tpu-stack:tpuPools": [MULTISLICE], "tpu-stack:queues": {"teams": teams}}, stack="dev"
+    )
     found = by_name(workloads(config))
     assert set(found) == {"multislice-1slice"}
     assert found["multislice-1slice"].queue.local_queue == "a-queue"
@@ -306,7 +309,9 @@ def test_cli_writes_one_file_per_workload(tmp_path: Path, capsys: pytest.Capture
 
 def test_cli_workloads_with_bad_config_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "Pulumi.bad.yaml"
-    path.write_text(yaml.safe_dump({"config": {**BASE, "tpu-stack:tpuPools": [{**MULTISLICE, "topology": "4x5"}]}}))
+    path.write_text(
+        yaml.safe_dump({"config": {**BASE, **REGION, "tpu-stack:tpuPools": [{**MULTISLICE, "topology": "4x5"}]}})
+    )
     assert cli.main(["workloads", "--stack", "bad", "--config", str(path), "--out", str(tmp_path)]) == 2
     assert "tpu-stack:tpuPools[0].topology" in capsys.readouterr().err
     assert not (tmp_path / "workloads").exists()
@@ -356,19 +361,29 @@ def test_dev_tpu_pods_request_what_their_node_can_give() -> None:
     MiB allocatable, 698757Mi requested, 700805Mi limit."""
     found = by_name(stack_workloads("dev"))
     v5e = ({TPU: 4, "cpu": "110400m", "memory": "179495Mi"}, "181543Mi")
+    assert tpu_container(v5e_pool()) == v5e
     v6e = ({TPU: 4, "cpu": "178230m", "memory": "698757Mi"}, "700805Mi")
     # dev writes the ladder's one-slice JobSet (its spot rung has one slice); a 2-slice one as `tpu-stack submit` makes.
     config = stack_config("dev")
     two = slice_jobset(config, ladders(config)["multislice"], 2, "two", queue_refs(config.queues)["research"])
     jobset = Workload("two", "multislice", 2, queue_refs(config.queues)["research"], (two,))
     for name, workload, (requests, limit) in (
-        ("multislice-1slice", found["multislice-1slice"], v5e),
-        ("a 2-slice JobSet", jobset, v5e),
+        # dev's multislice group is Trillium since its zone table fix (v5e has no flex-start in us-east5).
+        ("multislice-1slice", found["multislice-1slice"], v6e),
+        ("a 2-slice JobSet", jobset, v6e),
         ("flex-v6e-job", found["flex-v6e-job"], v6e),
     ):
         resources = container_resources(workload)
         assert resources["requests"] == requests, name
         assert resources["limits"] == {TPU: 4, "memory": limit}, name
+
+
+def v5e_pool() -> TpuPoolConfig:
+    return TpuPoolConfig(name="v5e", machine_type="ct5lp-hightpu-4t", topology="2x4", zone="us-central1-a")
+
+
+def tpu_container(pool: TpuPoolConfig) -> tuple[dict[str, Any], str]:
+    return ({TPU: 4, **pool.tpu_container_requests}, pool.tpu_container_limits["memory"])
 
 
 def test_queues_host_resources_are_what_the_pods_request() -> None:
@@ -475,8 +490,8 @@ def test_multislice_only_where_gke_runs_it_on_multi_host_slices() -> None:
     (cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice, facts.md section 11). A JobSet over three
     single-host slices was three independent pods, each its own one-VM job: only the one-slice Job is written."""
     pool = {"name": "flex", "machineType": "ct6e-standard-4t", "provisioning": "flex-start",
-            "zone": "us-central1-b", "slices": 3}  # fmt: skip
-    config = load({**BASE, "tpu-stack:tpuPools": [pool]}, stack="dev")
+            "zone": "us-east5-b", "slices": 3}  # fmt: skip
+    config = load({**BASE, "gcp:region": "us-east5", "tpu-stack:tpuPools": [pool]}, stack="dev")
     assert {w.name: [o["kind"] for o in w.objects] for w in workloads(config)} == {"flex-job": ["Job"]}
 
 

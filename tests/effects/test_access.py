@@ -84,6 +84,7 @@ def access(plan: Plan) -> dict[str, Any]:
 PROGRAM = f"""
 import runpy
 import pulumi
+
 program = runpy.run_path({str(REPO / "__main__.py")!r}, run_name="__main__")
 pulumi.export("kubeconfigText", pulumi.Output.unsecret(program["cluster"].kubeconfig))
 pulumi.export("reportedEndpoints", program["cluster"].cluster.control_plane_endpoints_config)
@@ -161,7 +162,7 @@ ACCESS = {
         "operator": ["dns"],
         "gcp-vm": ["dns"],
         "nodes": "internal endpoint, private addresses only",
-        "node egress": [("us-central1", "ALL_SUBNETWORKS_ALL_IP_RANGES")],
+        "node egress": [("us-east5", "ALL_SUBNETWORKS_ALL_IP_RANGES")],
         "control plane to node ports": [443, 8082, 9443, 10250],
     },
     "prod": {
@@ -169,7 +170,7 @@ ACCESS = {
         "operator": ["dns"],
         "gcp-vm": ["dns"],
         "nodes": "internal endpoint, private addresses only",
-        "node egress": [("us-central1", "ALL_SUBNETWORKS_ALL_IP_RANGES")],
+        "node egress": [("us-west4", "ALL_SUBNETWORKS_ALL_IP_RANGES")],
         # GKE's rule (443 kubelet proxy, 10250 kubelet) and the stack's: Kueue's visibility API and both webhooks.
         "control plane to node ports": [443, 8082, 9443, 10250],
     },
@@ -258,11 +259,15 @@ def test_on_private_nodes_the_control_plane_reaches_every_webhook_port(plans: di
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
 
+REGIONS = {"dev": "us-east5", "prod": "us-west4"}
+"""The fixture stacks' regions: zones there offer the TPUs they ask for (vendor/data/tpu_zones.json)."""
+
+
 def cluster_inputs(stack: str, channel: str, protection: bool) -> dict[str, Any]:
     return {
         "name": f"tpu-{stack}",
         "project": f"tpu-stack-{stack}",
-        "location": "us-central1",
+        "location": REGIONS[stack],
         "releaseChannel": {"channel": channel},
         "deletionProtection": protection,
         "resourceLabels": {"app": "tpu-stack", "env": stack, "managed-by": "pulumi", "team": "ml-platform"},
@@ -312,7 +317,7 @@ def system_pool(stack: str, machine: str, low: int, high: int, per_zone: int) ->
         "name": "system",
         "project": f"tpu-stack-{stack}",
         "cluster": f"tpu-{stack}",
-        "location": "us-central1",
+        "location": REGIONS[stack],
         "initialNodeCount": per_zone,
         "maxPodsPerNode": 110,  # GKE's default, stated: ForceNew, it sizes the pod range (issue 27)
         "autoscaling": {"totalMinNodeCount": low, "totalMaxNodeCount": high, "locationPolicy": "BALANCED"},
@@ -332,7 +337,7 @@ def system_pool(stack: str, machine: str, low: int, high: int, per_zone: int) ->
 WHOLE = {
     "dev": {
         (CLUSTER, "tpu-dev"): DEV_CLUSTER,
-        # 1..3 nodes over us-central1's three zones: one per zone to start.
+        # 1..3 nodes over us-east5's three zones: one per zone to start.
         ("gcp:container/nodePool:NodePool", "tpu-dev-system"): system_pool("dev", "e2-standard-4", 1, 3, 1),
         ("gcp:serviceaccount/account:Account", "tpu-dev-nodes"): {
             "accountId": "tpu-dev-nodes",
@@ -352,13 +357,13 @@ WHOLE = {
         ("gcp:compute/router:Router", "tpu-prod-router"): {
             "name": "tpu-prod-nat",
             "project": "tpu-stack-prod",
-            "region": "us-central1",
+            "region": "us-west4",
             "network": "tpu-stack-prod",  # the stack's VPC (issue 27: no default network is needed)
         },
         ("gcp:compute/routerNat:RouterNat", "tpu-prod-nat"): {
             "name": "tpu-prod-nat",
             "project": "tpu-stack-prod",
-            "region": "us-central1",
+            "region": "us-west4",
             "router": "tpu-prod-nat",
             "natIpAllocateOption": "AUTO_ONLY",
             "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES",
@@ -506,7 +511,7 @@ def test_prods_kubernetes_provider_whole(plans: dict[str, Plan]) -> None:
     system pool (controllers, webhooks) and the control plane's way to the webhooks exist."""
     (provider,) = plans["prod"].by_type("pulumi:providers:kubernetes")
     dns_endpoint = plans["prod"].outputs["clusterEndpoint"]  # with the IP endpoint off, GKE's endpoint is the DNS one
-    assert dns_endpoint.endswith(".us-central1.gke.goog")
+    assert dns_endpoint.endswith(".us-west4.gke.goog")
     assert provider["inputs"] == {
         "enableServerSideApply": "true",
         "enableConfigMapMutable": "true",
@@ -531,7 +536,8 @@ def test_an_autopilot_cluster_whole(run: StackRunner) -> None:
         "releaseChannel": "REGULAR",
         "deletionProtection": True,
     }
-    plan = run({"tpu-stack:cluster": cluster_config}, stack="prod")
+    alerts = {"notificationChannels": ["projects/proj-1234/notificationChannels/1"]}  # a protected stack's
+    plan = run({"tpu-stack:cluster": cluster_config, "tpu-stack:monitoring": alerts}, stack="prod")
     cluster = plan.one(CLUSTER, "ap")
     assert cluster["inputs"] == {
         "name": "ap",

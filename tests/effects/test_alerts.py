@@ -284,7 +284,7 @@ def policy(alert: str, query: str, seconds: int) -> dict[str, Any]:
                 },
             }
         ],
-        "notificationChannels": [],
+        "notificationChannels": ["projects/tpu-stack-prod/notificationChannels/4518223379601234567"],  # the fixture's
         "userLabels": LABELS,
     }
 
@@ -354,7 +354,7 @@ HOLDS = {"pendingMinutes": 20, "idleMinutes": 45, "provisioningMinutes": 90, "no
 def held() -> Plan:
     """Prod with three different holds (every stack file leaves pending and idle at 30 minutes)."""
     config = stack_data("prod")
-    return run_program({**config, "tpu-stack:monitoring": HOLDS}, stack="prod")
+    return run_program({**config, "tpu-stack:monitoring": {**config["tpu-stack:monitoring"], **HOLDS}}, stack="prod")
 
 
 def test_each_alert_holds_for_its_own_setting(held: Plan) -> None:
@@ -460,7 +460,7 @@ MULTIREGION_CASES = {
              of_cluster(EAST, phase("research", "p", {"Pending": "1x25"})), "25m",
              fires={"namespace": "research", "pod": "p"}),
         Case("pods-not-starting", "a pod of another worker pending",
-             of_cluster("tpu-mr-euw4", phase("research", "p", {"Pending": "1x25"})), "25m"),
+             of_cluster("tpu-mr-japan", phase("research", "p", {"Pending": "1x25"})), "25m"),
     ],
 }  # fmt: skip
 

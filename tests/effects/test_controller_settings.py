@@ -74,11 +74,11 @@ def test_the_settings_each_stack_writes() -> None:
 
 MIXED = {
     "gcp:project": "proj-1234",
-    "gcp:region": "us-central1",
+    "gcp:region": "us-west4",
     "tpu-stack:tpuPools": [
         {"name": "train", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2,
-         "provisioning": "reservation", "reservation": "tpu-v5e-train", "zone": "us-central1-a"},
-        {"name": "flex", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-central1-b"},
+         "provisioning": "reservation", "reservation": "tpu-v5e-train", "zone": "us-west4-a"},
+        {"name": "flex", "machineType": "ct5lp-hightpu-4t", "provisioning": "flex-start", "zone": "us-west4-a"},
     ],
 }  # fmt: skip
 """The review's case: one pool group on a reservation, one on flex-start; Kueue's setting is one for both."""
@@ -293,11 +293,11 @@ def test_a_worker_without_flex_start_still_waits_as_long_as_its_manager() -> Non
     """A worker whose own capacity is queued only would wait 30 minutes on its own; its manager, mirroring a
     flex-start worker too, waits two hours: the worker takes the manager's settings, so neither evicts first."""
     flex = {"name": "east", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-east5-b"}
-    queued = {"name": "euw4", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "queued",
-              "zone": "europe-west4-a"}  # fmt: skip
+    queued = {"name": "japan", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "queued",
+              "zone": "asia-northeast1-b"}  # fmt: skip
     workers = [
         {"name": "tpu-east5", "region": "us-east5", "tpuPools": [flex]},
-        {"name": "tpu-euw4", "region": "europe-west4", "tpuPools": [queued]},
+        {"name": "tpu-japan", "region": "asia-northeast1", "tpuPools": [queued]},
     ]
     config = load({**MIXED, "tpu-stack:tpuPools": [], "tpu-stack:multiKueue": {"workers": workers}}, stack="dev")
     timeouts = [controller_config(c)["waitForPodsReady"]["timeout"] for c in (config, *config.worker_configs)]

@@ -125,16 +125,16 @@ def queue_row(y: int, queue: str) -> list[dict[str, Any]]:
     ]
 
 
-# Pulumi.dev.yaml: flex-v6e is one ct6e-standard-4t 2x2 slice (one VM); multislice three v5e 2x4 slices of two VMs;
-# multislice-spot one v5e 2x4 slice (two VMs), the first rung of the multislice ladder.
+# Pulumi.dev.yaml: flex-v6e is one ct6e-standard-4t 2x2 slice (one VM); multislice three v6e 2x4 slices of two VMs;
+# multislice-spot one v6e 2x4 slice (two VMs), the first rung of the multislice ladder.
 DEV_DASHBOARD = {
     "displayName": "tpu-stack dev: TPU fleet and queues (tpu-dev)",
     "mosaicLayout": {
         "columns": 48,
         "tiles": [
             *pool_row(0, "flex-v6e", ("tpu-v6e-slice", "2x2"), 1),
-            *pool_row(20, "multislice", ("tpu-v5-lite-podslice", "2x4"), 6),
-            *pool_row(40, "multislice-spot", ("tpu-v5-lite-podslice", "2x4"), 2),
+            *pool_row(20, "multislice", ("tpu-v6e-slice", "2x4"), 6),
+            *pool_row(40, "multislice-spot", ("tpu-v6e-slice", "2x4"), 2),
             *queue_row(60, "research-cluster-queue"),
             *queue_row(80, "training-cluster-queue"),
         ],

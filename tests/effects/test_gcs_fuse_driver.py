@@ -165,6 +165,8 @@ TRAINING = {
 RESEARCH = {"datasets": TRAINING["datasets"]}
 SAXML = {"models": Expected("models", read_only=True, file_cache_mib=30412, settings=CACHED_READ)}
 BUCKET = "tpu-stack-prod-prod-tpu-stack"
+CHECKPOINT_BUCKET = "tpu-stack-prod-prod-tpu-stack-ckpt"
+"""Writers' checkpoints live in the checkpoint bucket (issue 27, defect 6), everything else in the datasets'."""
 # prod's TPU pools keep GKE's 100 GiB boot disk: a 33 GiB cache volume, of which gcsfuse may fill 90%: 30412 MiB
 # (test_gcs_fuse.py derives 33 GiB by hand from the boot disk).
 CACHE_GIB = 33
@@ -197,7 +199,8 @@ def check_pod(name: str, template: dict[str, Any], expected: dict[str, Expected]
     assert set(fuse) == set(expected), name
     for volume, got in fuse.items():
         want = expected[volume]
-        assert volumes[volume]["csi"]["volumeAttributes"]["bucketName"] == BUCKET
+        bucket = CHECKPOINT_BUCKET if volume == "checkpoints" else BUCKET
+        assert volumes[volume]["csi"]["volumeAttributes"]["bucketName"] == bucket
         assert got.dropped == [] and set(got.flags) | set(got.settings) <= KNOWN_SETTINGS, (name, volume)
         assert got.kernel_options == ({"ro"} if want.read_only else set()), (name, volume)
         assert got.flags == {"implicit-dirs": "", "only-dir": want.folder}, (name, volume)

@@ -38,10 +38,14 @@ def server(config: dict[str, Any], name: str) -> dict[str, Any]:
     return found
 
 
+PROTECTED_ALERTS = {"tpu-stack:monitoring": {"notificationChannels": ["projects/tpu-stack-llm/notificationChannels/1"]}}
+"""A protected stack names a channel its alerts notify (issue 27, defect 11)."""
+
+
 def edited(change: Change, stack: str = "llm") -> Records:
     config = copy.deepcopy(stack_config("llm"))
     change(config)
-    return plan(stack, config)
+    return plan(stack, {**config, **PROTECTED_ALERTS} if stack == "prod" else config)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +56,7 @@ def deployed() -> Records:
 @pytest.fixture(scope="module")
 def deployed_protected() -> Records:
     """The same servers in a protected stack (prod's protection: every resource carries `protect`)."""
-    return plan("prod", stack_config("llm"))
+    return plan("prod", {**stack_config("llm"), **PROTECTED_ALERTS})
 
 
 def test_first_up_creates_everything_and_breaks_no_rule(deployed: Records) -> None:

@@ -1,5 +1,5 @@
 """Lifecycle of the multiregion stack (a MultiKueue manager, tpu-mr-manager, and two workers, tpu-mr-east5 and
-tpu-mr-euw4): the first `up`, a third worker added, a worker removed, the manager's tokens rotated, and `pulumi
+tpu-mr-japan): the first `up`, a third worker added, a worker removed, the manager's tokens rotated, and `pulumi
 destroy`, judged by the engine model (offline/lifecycle.py) and the catalogue (catalogue.py).
 
 Expected steps are written out by hand from Pulumi.multiregion.yaml. A worker's resources carry its name as their
@@ -20,7 +20,7 @@ from tests.lifecycle.catalogue import CATALOGUE
 from tests.lifecycle.conftest import Records, changed, step
 
 STACK = "multiregion"
-WORKER_PREFIXES = {"tpu-mr-east5": ("tpu-mr-east5", "east-"), "tpu-mr-euw4": ("tpu-mr-euw4", "euw4-")}
+WORKER_PREFIXES = {"tpu-mr-east5": ("tpu-mr-east5", "east-"), "tpu-mr-japan": ("tpu-mr-japan", "japan-")}
 """What a worker's resource names start with: the worker's name, or its pool groups' (their node pools)."""
 
 
@@ -59,14 +59,14 @@ def test_the_catalogue_holds_each_worker_to_its_own_cluster(multiregion: Records
     flavor = named(broken, "tpu-mr-east5-queues-resourceflavor-east-flex-v6e")
     chart = named(broken, "tpu-mr-east5-kueue-chart")
     flavor["dependencies"] = [d for d in flavor["dependencies"] if d != chart["urn"]]
-    token = named(broken, "tpu-mr-euw4-multikueue-token-1")
-    account = named(broken, "tpu-mr-euw4-multikueue-account")
+    token = named(broken, "tpu-mr-japan-multikueue-token-1")
+    account = named(broken, "tpu-mr-japan-multikueue-account")
     token["dependencies"] = [d for d in token["dependencies"] if d != account["urn"]]
     assert CATALOGUE.breaches(broken, {}) == [
         "objects-after-their-webhooks: tpu-mr-east5-queues-resourceflavor-east-flex-v6e is created before "
         "tpu-mr-east5-kueue-chart serves the webhooks that intercept it (mresourceflavor.kb.io, "
         "vresourceflavor.kb.io)",
-        "token-secret-after-account: tpu-mr-euw4-multikueue-token-1 may be created before its ServiceAccount "
+        "token-secret-after-account: tpu-mr-japan-multikueue-token-1 may be created before its ServiceAccount "
         "'multikueue-manager'",
     ]
 
@@ -77,13 +77,14 @@ USE1 = "tpu-mr-use1"
 
 
 def _third_worker(config: dict[str, Any]) -> None:
-    """Trillium in us-east1 (v6e is offered in us-east1-d): two flex-start 2x2 slices, 8 chips; research gets 4."""
+    """Trillium in us-east1 (us-east1-d offers v6e, but not on flex-start: vendor/data/tpu_zones.json): two spot 2x2
+    slices, 8 chips; research gets 4."""
     config["tpu-stack:multiKueue"]["workers"].append({
         "name": USE1, "region": "us-east1",
-        "tpuPools": [{"name": "use1-flex-v6e", "machineType": "ct6e-standard-4t", "provisioning": "flex-start",
+        "tpuPools": [{"name": "use1-spot-v6e", "machineType": "ct6e-standard-4t", "provisioning": "spot",
                       "zone": "us-east1-d", "slices": 2, "maxRunDuration": "24h"}],
     })  # fmt: skip
-    config["tpu-stack:queues"]["teams"][0]["shares"]["use1-flex-v6e"] = 4
+    config["tpu-stack:queues"]["teams"][0]["shares"]["use1-spot-v6e"] = 4
 
 
 def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion: Records) -> None:
@@ -95,25 +96,25 @@ def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion:
     assert steps.refused == []
     assert only(steps, "replace") == [] and only(steps, "delete") == []
     on_manager = ["multikueue-multikueuecluster-tpu-mr-use1", "multikueue-tpu-mr-use1-kubeconfig",
-                  "queues-resourceflavor-use1-flex-v6e"]  # fmt: skip
+                  "queues-resourceflavor-use1-spot-v6e"]  # fmt: skip
     created = only(steps, "create")
-    assert [n for n in created if not n.startswith((USE1, "use1-flex-v6e"))] == on_manager
+    assert [n for n in created if not n.startswith((USE1, "use1-spot-v6e"))] == on_manager
     assert sorted(s.name for s in steps.of("create") if s.type.startswith("gcp:")) == [
         "tpu-mr-use1", "tpu-mr-use1-cp-webhooks", "tpu-mr-use1-monitoring-dashboard",
         "tpu-mr-use1-monitoring-pods-not-starting",
         "tpu-mr-use1-monitoring-tpu-idle-while-waiting", "tpu-mr-use1-nat", "tpu-mr-use1-nodes", "tpu-mr-use1-nodes",
         "tpu-mr-use1-nodes-artifactregistry-reader", "tpu-mr-use1-nodes-container-defaultNodeServiceAccount",
-        "tpu-mr-use1-router", "tpu-mr-use1-system", "use1-flex-v6e-0", "use1-flex-v6e-1",
+        "tpu-mr-use1-router", "tpu-mr-use1-system", "use1-spot-v6e-0", "use1-spot-v6e-1",
     ]  # fmt: skip
     assert sorted(s.name for s in steps.of("create") if s.type.startswith("kubernetes:kueue.x-k8s.io")) == [
         "multikueue-multikueuecluster-tpu-mr-use1",
-        "queues-resourceflavor-use1-flex-v6e",
+        "queues-resourceflavor-use1-spot-v6e",
         "tpu-mr-use1-queues-clusterqueue-research-cluster-queue",
         "tpu-mr-use1-queues-clusterqueue-training-cluster-queue",
         "tpu-mr-use1-queues-cohort-tpu-stack",
         "tpu-mr-use1-queues-localqueue-research-research-queue",
         "tpu-mr-use1-queues-localqueue-training-training-queue",
-        "tpu-mr-use1-queues-resourceflavor-use1-flex-v6e",
+        "tpu-mr-use1-queues-resourceflavor-use1-spot-v6e",
     ]
     for access in ("account", "read-role", "read-binding", "dispatch-role", "dispatch-research", "dispatch-training",
                    "token-1"):  # fmt: skip
@@ -126,16 +127,16 @@ def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion:
         "queues-clusterqueue-training-cluster-queue", "queues-cohort-tpu-stack",
     ]  # fmt: skip
     config = named(with_use1, "multikueue-multikueueconfig-multikueue")["inputs"]["spec"]
-    assert config == {"clusters": ["tpu-mr-east5", "tpu-mr-euw4", "tpu-mr-use1"]}
+    assert config == {"clusters": ["tpu-mr-east5", "tpu-mr-japan", "tpu-mr-use1"]}
     # research holds 4 of the 8 new chips everywhere; training none; the Cohorts keep the other 4.
     assert tpu_quota(with_use1, "queues-clusterqueue-research-cluster-queue") == {
-        "east-flex-v6e": 4, "east-queued-v6e": 16, "euw4-flex-v6e": 4, "euw4-queued-v6e": 0, "use1-flex-v6e": 4,
+        "east-flex-v6e": 4, "east-queued-v6e": 16, "japan-flex-v6e": 4, "japan-queued-v6e": 0, "use1-spot-v6e": 4,
     }  # fmt: skip
-    assert tpu_quota(with_use1, "queues-clusterqueue-training-cluster-queue")["use1-flex-v6e"] == 0
-    assert tpu_quota(with_use1, "queues-cohort-tpu-stack") == {"use1-flex-v6e": 4}
-    assert tpu_quota(with_use1, "tpu-mr-use1-queues-clusterqueue-research-cluster-queue") == {"use1-flex-v6e": 4}
-    assert tpu_quota(with_use1, "tpu-mr-use1-queues-clusterqueue-training-cluster-queue") == {"use1-flex-v6e": 0}
-    assert tpu_quota(with_use1, "tpu-mr-use1-queues-cohort-tpu-stack") == {"use1-flex-v6e": 4}
+    assert tpu_quota(with_use1, "queues-clusterqueue-training-cluster-queue")["use1-spot-v6e"] == 0
+    assert tpu_quota(with_use1, "queues-cohort-tpu-stack") == {"use1-spot-v6e": 4}
+    assert tpu_quota(with_use1, "tpu-mr-use1-queues-clusterqueue-research-cluster-queue") == {"use1-spot-v6e": 4}
+    assert tpu_quota(with_use1, "tpu-mr-use1-queues-clusterqueue-training-cluster-queue") == {"use1-spot-v6e": 0}
+    assert tpu_quota(with_use1, "tpu-mr-use1-queues-cohort-tpu-stack") == {"use1-spot-v6e": 4}
     # Nothing of the two workers changes.
     changed_names = {s.name for s in steps.steps if s.op != "same"}
     for prefixes in WORKER_PREFIXES.values():
@@ -153,21 +154,21 @@ def test_a_third_worker_is_created_and_the_manager_dispatches_to_it(multiregion:
 # --- a worker removed ---------------------------------------------------------------------------------------------
 
 
-def _without_euw4(config: dict[str, Any]) -> None:
-    """tpu-mr-euw4 goes, and the teams' shares of its pool groups with it."""
+def _without_japan(config: dict[str, Any]) -> None:
+    """tpu-mr-japan goes, and the teams' shares of its pool groups with it."""
     multikueue = config["tpu-stack:multiKueue"]
-    multikueue["workers"] = [w for w in multikueue["workers"] if w["name"] != "tpu-mr-euw4"]
+    multikueue["workers"] = [w for w in multikueue["workers"] if w["name"] != "tpu-mr-japan"]
     for team in config["tpu-stack:queues"]["teams"]:
-        team["shares"] = {pool: chips for pool, chips in team["shares"].items() if not pool.startswith("euw4-")}
+        team["shares"] = {pool: chips for pool, chips in team["shares"].items() if not pool.startswith("japan-")}
 
 
 def test_a_removed_worker_is_deleted_after_the_manager_stops_dispatching_to_it(multiregion: Records) -> None:
-    """Everything of tpu-mr-euw4 is deleted: its cluster, node pools, charts, queues, the manager's access there, its
+    """Everything of tpu-mr-japan is deleted: its cluster, node pools, charts, queues, the manager's access there, its
     monitoring. On the manager the MultiKueueConfig drops it and the team queues its two flavors, in place and
     before the deletes; its MultiKueueCluster goes before its kubeconfig Secret and before the worker's Kueue
     objects and the manager's binding there (it waits for them on `up`), and the manager's flavors of the worker's
     pool groups go after the queues that named them stopped naming them."""
-    without = changed(STACK, _without_euw4)
+    without = changed(STACK, _without_japan)
     steps = step(multiregion, without)
     assert steps.refused == []
     assert only(steps, "create") == [] and only(steps, "replace") == []
@@ -181,25 +182,25 @@ def test_a_removed_worker_is_deleted_after_the_manager_stops_dispatching_to_it(m
         "east-queued-v6e": 0,
     }
     deleted = only(steps, "delete")
-    of_euw4 = sorted(r["name"] for r in multiregion if r["name"].startswith(WORKER_PREFIXES["tpu-mr-euw4"]))
-    on_manager = ["multikueue-multikueuecluster-tpu-mr-euw4", "multikueue-tpu-mr-euw4-kubeconfig",
-                  "queues-resourceflavor-euw4-flex-v6e", "queues-resourceflavor-euw4-queued-v6e"]  # fmt: skip
-    assert deleted == sorted(of_euw4 + on_manager)
-    gone = ("tpu-mr-euw4", "euw4-flex-v6e-0", "euw4-flex-v6e-1", "euw4-queued-v6e", "tpu-mr-euw4-k8s",
-            "tpu-mr-euw4-kueue-chart", "tpu-mr-euw4-multikueue-token-1", "tpu-mr-euw4-multikueue-read-binding",
-            "tpu-mr-euw4-multikueue-dispatch-training", "tpu-mr-euw4-identities-training-trainer")  # fmt: skip
+    of_japan = sorted(r["name"] for r in multiregion if r["name"].startswith(WORKER_PREFIXES["tpu-mr-japan"]))
+    on_manager = ["multikueue-multikueuecluster-tpu-mr-japan", "multikueue-tpu-mr-japan-kubeconfig",
+                  "queues-resourceflavor-japan-flex-v6e", "queues-resourceflavor-japan-queued-v6e"]  # fmt: skip
+    assert deleted == sorted(of_japan + on_manager)
+    gone = ("tpu-mr-japan", "japan-flex-v6e-0", "japan-flex-v6e-1", "japan-queued-v6e", "tpu-mr-japan-k8s",
+            "tpu-mr-japan-kueue-chart", "tpu-mr-japan-multikueue-token-1", "tpu-mr-japan-multikueue-read-binding",
+            "tpu-mr-japan-multikueue-dispatch-training", "tpu-mr-japan-identities-training-trainer")  # fmt: skip
     assert set(gone) <= set(deleted)
     order = [s.name for s in steps.steps if s.op in ("update", "delete")]
     first_delete = min(order.index(name) for name in deleted)
     assert order.index("multikueue-multikueueconfig-multikueue") < first_delete
-    mk_cluster = order.index("multikueue-multikueuecluster-tpu-mr-euw4")
-    worker_kueue = [n for n in deleted if n.startswith(("tpu-mr-euw4-queues-", "tpu-mr-euw4-kueue-chart"))]
+    mk_cluster = order.index("multikueue-multikueuecluster-tpu-mr-japan")
+    worker_kueue = [n for n in deleted if n.startswith(("tpu-mr-japan-queues-", "tpu-mr-japan-kueue-chart"))]
     assert len(worker_kueue) > 10
     assert all(mk_cluster < order.index(name) for name in worker_kueue)
-    assert mk_cluster < order.index("multikueue-tpu-mr-euw4-kubeconfig")
-    assert mk_cluster < order.index("tpu-mr-euw4-multikueue-read-binding")
-    assert mk_cluster < order.index("tpu-mr-euw4-multikueue-dispatch-research")
-    for flavor in ("queues-resourceflavor-euw4-flex-v6e", "queues-resourceflavor-euw4-queued-v6e"):
+    assert mk_cluster < order.index("multikueue-tpu-mr-japan-kubeconfig")
+    assert mk_cluster < order.index("tpu-mr-japan-multikueue-read-binding")
+    assert mk_cluster < order.index("tpu-mr-japan-multikueue-dispatch-research")
+    for flavor in ("queues-resourceflavor-japan-flex-v6e", "queues-resourceflavor-japan-queued-v6e"):
         for team in ("research", "training"):
             assert order.index(f"queues-clusterqueue-{team}-cluster-queue") < order.index(flavor)
     assert CATALOGUE.breaches(without, {}) == []
@@ -235,11 +236,11 @@ def test_a_new_token_generation_rotates_the_tokens_and_updates_the_kubeconfigs_i
     assert steps.refused == []
     assert sorted((s.op, s.name, s.why) for s in steps.steps if s.op != "same") == [
         ("create", "tpu-mr-east5-multikueue-token-2", ""),
-        ("create", "tpu-mr-euw4-multikueue-token-2", ""),
+        ("create", "tpu-mr-japan-multikueue-token-2", ""),
         ("delete", "tpu-mr-east5-multikueue-token-1", ""),
-        ("delete", "tpu-mr-euw4-multikueue-token-1", ""),
+        ("delete", "tpu-mr-japan-multikueue-token-1", ""),
         ("update", "multikueue-tpu-mr-east5-kubeconfig", "changes stringData"),
-        ("update", "multikueue-tpu-mr-euw4-kubeconfig", "changes stringData"),
+        ("update", "multikueue-tpu-mr-japan-kubeconfig", "changes stringData"),
     ]
     order = [s.name for s in steps.steps if s.op != "same"]
     for worker in WORKER_PREFIXES:
@@ -265,9 +266,9 @@ def test_a_protected_stack_refuses_to_revoke_the_old_token_until_it_is_unprotect
         return records
 
     steps = step(protect(deployed_kubeconfigs(multiregion)), protect(changed(STACK, _rotated)))
-    assert only(steps, "refuse") == ["tpu-mr-east5-multikueue-token-1", "tpu-mr-euw4-multikueue-token-1"]
+    assert only(steps, "refuse") == ["tpu-mr-east5-multikueue-token-1", "tpu-mr-japan-multikueue-token-1"]
     assert all("pulumi state unprotect" in line for line in steps.refused)
-    assert only(steps, "create") == ["tpu-mr-east5-multikueue-token-2", "tpu-mr-euw4-multikueue-token-2"]
+    assert only(steps, "create") == ["tpu-mr-east5-multikueue-token-2", "tpu-mr-japan-multikueue-token-2"]
 
 
 def test_without_mutable_secrets_a_rotation_would_delete_the_kubeconfigs_first(multiregion: Records) -> None:
@@ -280,7 +281,7 @@ def test_without_mutable_secrets_a_rotation_would_delete_the_kubeconfigs_first(m
         return records
 
     steps = step(immutable(deployed_kubeconfigs(multiregion)), immutable(changed(STACK, _rotated)))
-    assert only(steps, "replace") == ["multikueue-tpu-mr-east5-kubeconfig", "multikueue-tpu-mr-euw4-kubeconfig"]
+    assert only(steps, "replace") == ["multikueue-tpu-mr-east5-kubeconfig", "multikueue-tpu-mr-japan-kubeconfig"]
     assert only(steps, "update") == []
 
 
@@ -293,13 +294,13 @@ def test_the_managers_rights_on_a_worker_change_in_place_but_a_new_role_ref_repl
     edited = copy.deepcopy(multiregion)
     role = named(edited, "tpu-mr-east5-multikueue-read-role")
     role["inputs"]["rules"][0]["verbs"] = ["get", "list"]
-    binding = named(edited, "tpu-mr-euw4-multikueue-read-binding")
+    binding = named(edited, "tpu-mr-japan-multikueue-read-binding")
     binding["inputs"]["roleRef"]["name"] = "multikueue-manager-v2"
     steps = step(multiregion, edited)
     assert steps.refused == []
     assert [(s.op, s.name, s.why) for s in steps.steps if s.op != "same"] == [
         ("update", "tpu-mr-east5-multikueue-read-role", "changes rules[0].verbs"),
-        ("replace", "tpu-mr-euw4-multikueue-read-binding", "changes roleRef.name"),
+        ("replace", "tpu-mr-japan-multikueue-read-binding", "changes roleRef.name"),
     ]
 
 
@@ -320,7 +321,7 @@ def test_destroying_the_multiregion_stack_deletes_everything(multiregion: Record
                      f"{worker}-queues-clusterqueue-research-cluster-queue", f"multikueue-{worker}-kubeconfig",
                      worker):  # fmt: skip
             assert mk_cluster < order.index(name), name
-    for prefix in ("", "tpu-mr-east5-", "tpu-mr-euw4-"):
+    for prefix in ("", "tpu-mr-east5-", "tpu-mr-japan-"):
         controller = order.index(f"{prefix}kueue-chart:kueue-system/kueue-controller-manager")
         for team in ("research", "training"):
             assert order.index(f"{prefix}queues-namespace-{team}") < controller, (prefix, team)
@@ -340,4 +341,4 @@ def test_an_immutable_secret_is_replaced_even_with_mutable_secrets(multiregion: 
         return records
 
     steps = step(immutable(deployed_kubeconfigs(multiregion)), immutable(changed(STACK, _rotated)))
-    assert only(steps, "replace") == ["multikueue-tpu-mr-east5-kubeconfig", "multikueue-tpu-mr-euw4-kubeconfig"]
+    assert only(steps, "replace") == ["multikueue-tpu-mr-east5-kubeconfig", "multikueue-tpu-mr-japan-kubeconfig"]

@@ -120,20 +120,70 @@ def test_prod_refuses_to_replace_its_reserved_pools(deployed: dict[str, Records]
     assert only(steps, "replace") == []
 
 
+def test_prod_deployed_before_upgrade_settings_updates_its_reserved_pools_in_place(
+    deployed: dict[str, Records],
+) -> None:
+    """Issue 27, defect 7: prod's reservation-backed train slices gain upgradeSettings (no surge node). The field is
+    not ForceNew (terraform-provider-google resource_container_node_pool.go, upgrade_settings; the update sends it
+    with UpdateNodePoolRequest), so the pools of a protected stack are updated, never replaced or refused."""
+    before = copy.deepcopy(deployed["prod"])
+    for record in before:
+        record["inputs"].pop("upgradeSettings", None)
+    steps = step(before, deployed["prod"])
+    assert steps.refused == []
+    assert only(steps, "update") == ["train-0", "train-1"]
+    assert only(steps, "replace") == [] and only(steps, "create") == [] and only(steps, "delete") == []
+
+
+def _fixed(config: dict[str, Any]) -> None:
+    """The stack as it was deployed before its pool groups scaled to zero."""
+    for entry in config["tpu-stack:tpuPools"]:
+        entry.pop("scaleToZero", None)
+
+
+def test_slices_deployed_fixed_scale_to_zero_in_place(deployed: dict[str, Records]) -> None:
+    """Issue 27, defect 8: dev's spot slice and llm's serving slices were fixed (nodeCount). Scaling them to zero adds
+    autoscaling (updated in place) and initialNodeCount 0, which is ForceNew but ignored on autoscaled pools: the
+    engine resets an ignored path to the old inputs' value and drops it where the old inputs had none (pulumi
+    sdk/go/common/resource/properties_path.go, PropertyPath.reset), so the provider sees no change there and the
+    pools, with whatever runs on them, are kept."""
+    steps = step(changed("dev", _fixed), deployed["dev"])
+    assert steps.refused == []
+    assert only(steps, "update") == ["multislice-spot"]
+    assert only(steps, "replace") == [] and only(steps, "create") == [] and only(steps, "delete") == []
+    llm = stack_config("llm")
+    served = step(changed("llm", _fixed), plan("llm", llm))
+    assert served.refused == []
+    assert only(served, "update") == ["llm-v5e-0", "llm-v5e-1", "llm-v5e-2", "llm-v6e-0", "llm-v6e-1"]
+    assert only(served, "replace") == [] and only(served, "create") == [] and only(served, "delete") == []
+
+
+def test_checkpoints_get_their_bucket_beside_the_deployed_one(deployed: dict[str, Records]) -> None:
+    """Issue 27, defect 6, on a stack deployed before it: the checkpoint bucket and the writer's role on it are
+    created; the datasets' bucket, whose hierarchical namespace could only be set by replacing it (ForceNew, Cloud
+    Storage sets it at creation only), is not touched. prod's trainer held its role on the datasets' bucket already."""
+    checkpoint_parts = [r for r in deployed["prod"] if "checkpoints" in r["name"]]
+    before = [r for r in deployed["prod"] if r not in checkpoint_parts]
+    steps = step(before, deployed["prod"])
+    assert steps.refused == []
+    assert only(steps, "create") == ["data-checkpoints", "training-trainer-checkpoints-storage-objectUser"]
+    assert only(steps, "update") == [] and only(steps, "replace") == [] and only(steps, "delete") == []
+
+
 def _on_demand_rung(config: dict[str, Any]) -> None:
-    """A third rung for the multislice ladder: one on-demand v5e 2x4 slice, billed while up like spot, so tried after
-    spot and before flex-start (made on request: it goes last). Its label keeps the pods Kueue admits on it off the
-    spot and flex-start nodes (which carry the shape labels too)."""
+    """A third rung for the multislice ladder: one fixed on-demand v6e 2x4 slice, billed while up, so tried first:
+    the spot rung scales to zero and flex-start is made on request, both come after it (issue 27, defect 8). Its
+    label keeps the pods Kueue admits on it off the spot and flex-start nodes (which carry the shape labels too)."""
     config["tpu-stack:tpuPools"].append({
-        "name": "multislice-on-demand", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a",
+        "name": "multislice-on-demand", "machineType": "ct6e-standard-4t", "topology": "2x4", "zone": "us-east5-b",
         "labels": {"pool": "multislice-on-demand"}})  # fmt: skip
-    config["tpu-stack:queues"]["ladders"]["multislice"].insert(1, "multislice-on-demand")
+    config["tpu-stack:queues"]["ladders"]["multislice"].insert(0, "multislice-on-demand")
 
 
 def test_dev_a_rung_added_to_a_ladder_then_removed(deployed: dict[str, Records]) -> None:
     """The new slice's node pool `multislice-on-demand-0` (and its component) and ResourceFlavor are created; both
-    teams' ClusterQueues list the new flavor between the spot and flex-start rungs, in place, and the flex-start rung's
-    flavor takes place 2: Kueue's webhook refuses only a changed concurrentAdmissionPolicy and the CRD has no
+    teams' ClusterQueues list the new flavor first, before the spot and flex-start rungs, in place, and those rungs'
+    flavors take places 1 and 2: Kueue's webhook refuses only a changed concurrentAdmissionPolicy and the CRD has no
     transition rule on a ClusterQueue (catalogue Refuses), so nothing is replaced and no running workload is evicted.
     The queues wait for the new flavor (it exists before they name it); the cohort takes its 8 chips (no team has a
     share of them) and the dashboard shows the slice. Removing the rung reverses it: the queues drop the flavor in
@@ -146,11 +196,12 @@ def test_dev_a_rung_added_to_a_ladder_then_removed(deployed: dict[str, Records])
     assert only(added, "update") == [
         "monitoring-dashboard", "queues-clusterqueue-research-cluster-queue",
         "queues-clusterqueue-training-cluster-queue", "queues-cohort-tpu-stack", "queues-resourceflavor-multislice",
+        "queues-resourceflavor-multislice-spot",
     ]  # fmt: skip
     assert only(added, "replace") == [] and only(added, "delete") == []
     research = next(r for r in with_rung if r["name"] == "queues-clusterqueue-research-cluster-queue")
     listed = [f["name"] for f in research["inputs"]["spec"]["resourceGroups"][0]["flavors"]]
-    assert listed == ["flex-v6e", "multislice-spot", "multislice-on-demand", "multislice"]
+    assert listed == ["flex-v6e", "multislice-on-demand", "multislice-spot", "multislice"]
     assert CATALOGUE.breaches(with_rung, {}) == []
     removed = step(with_rung, deployed["dev"])
     assert removed.refused == []
@@ -252,11 +303,17 @@ START = (datetime.now(UTC) + timedelta(days=20)).replace(hour=0, minute=0, secon
 """Calendar windows may start at most 120 days ahead and not in the past."""
 
 
+CALENDAR_TPU = {"us-east5": ("ct6e-standard-4t", "us-east5-b"), "us-west4": ("ct5lp-hightpu-4t", "us-west4-a")}
+
+
 def _calendar(days: int, **window: Any) -> Any:
     def change(config: dict[str, Any]) -> None:
         end = START + timedelta(days=days)
+        # A zone that offers the TPU in the stack's region (vendor/data/tpu_zones.json): dev's us-east5 has Trillium,
+        # prod's us-west4 v5e.
+        machine, zone = CALENDAR_TPU[config["gcp:region"]]
         config["tpu-stack:tpuPools"].append({
-            "name": "cal", "machineType": "ct5lp-hightpu-4t", "topology": "4x4", "slices": 2, "zone": "us-central1-a",
+            "name": "cal", "machineType": machine, "topology": "4x4", "slices": 2, "zone": zone,
             "provisioning": "reservation",
             "futureReservation": {"startTime": START.isoformat(), "endTime": end.isoformat(), **window}})  # fmt: skip
 

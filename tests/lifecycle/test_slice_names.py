@@ -26,13 +26,14 @@ NODE_POOL = "gcp:container/nodePool:NodePool"
 
 def _group(slices: int, **fields: Any) -> dict[str, Any]:
     """A multi-host v5e 2x4 spot pool group (fixed size, so every slice holds running VMs) with its Saxml servers,
-    and a single-host flex-start group for Kueue."""
-    serve = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-central1-a",
+    and a single-host flex-start group for Kueue; in us-west4-a, which gives v5e on spot and on flex-start
+    (vendor/data/tpu_zones.json)."""
+    serve = {"name": "serve", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "zone": "us-west4-a",
              "provisioning": "spot", "slices": slices, **fields}  # fmt: skip
-    flex = {"name": "flex", "machineType": "ct6e-standard-4t", "provisioning": "flex-start",
-            "zone": "us-central1-b", "slices": slices, **fields}  # fmt: skip
+    flex = {"name": "flex", "machineType": "ct5lp-hightpu-4t", "provisioning": "flex-start",
+            "zone": "us-west4-a", "slices": slices, **fields}  # fmt: skip
     saxml = {"pool": "serve", "service": {"sourceRanges": ["10.20.0.0/24"]}}
-    return {**BASE, "tpu-stack:tpuPools": [serve, flex], "tpu-stack:saxml": saxml}
+    return {**BASE, "gcp:region": "us-west4", "tpu-stack:tpuPools": [serve, flex], "tpu-stack:saxml": saxml}
 
 
 @functools.cache

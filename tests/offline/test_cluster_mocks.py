@@ -126,4 +126,4 @@ def test_the_recorded_prod_cluster_reports_no_private_endpoint() -> None:
     """In the program's own run, prod (IP endpoints off, no master range) reads no private address of its cluster;
     the stack still previews (the webhook rule's sources are its config's ranges)."""
     plan = stack_plan("prod", render_charts=False)
-    assert plan.outputs["clusterEndpoint"].endswith(".us-central1.gke.goog")
+    assert plan.outputs["clusterEndpoint"].endswith(".us-west4.gke.goog")

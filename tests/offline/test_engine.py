@@ -59,8 +59,8 @@ def test_the_same_key_in_different_mappings_is_fine(tmp_path: Path) -> None:
 
 
 def test_the_fixture_stack_files_have_no_key_twice() -> None:
-    for stack in ("dev", "prod"):
-        assert read_stack_file(stack_path(stack))["gcp:region"] == "us-central1"
+    for stack, region in (("dev", "us-east5"), ("prod", "us-west4")):
+        assert read_stack_file(stack_path(stack))["gcp:region"] == region
 
 
 def test_an_unquoted_date_or_time_is_one_line_asking_for_quotes(tmp_path: Path) -> None:

@@ -224,3 +224,11 @@ def test_a_range_given_as_its_size_is_no_change_and_another_range_replaces() -> 
         "10.0.0.0/14",
         True,
     )
+
+
+def test_an_imported_pool_reads_back_its_upgrade_settings() -> None:
+    # resource_container_node_pool.go flattenNodePoolUpgradeSettings: max_surge and max_unavailable as GKE reports
+    # them (0 when it leaves one out), and the strategy.
+    pool = {"name": "p", "upgradeSettings": {"maxSurge": 1, "strategy": "SURGE"}}
+    state = imports.node_pool_state(pool, project="p", location="l", cluster="c")
+    assert state["upgradeSettings"] == {"maxSurge": 1, "maxUnavailable": 0, "strategy": "SURGE"}

@@ -72,7 +72,7 @@ def test_one_revision_against_another(repo: Path, tmp_path: Path, capsys: pytest
         "- `dev`: 1 to create, 2 to update, 0 to replace, 0 to delete",
         "| `multislice` | slices 3 → 4, VMs 6 → 8, chips 24 → 32 |",
         "| cohort `tpu-stack` (no team's share) | `multislice` | 8 → 16 | |",
-        "- `gcp:container/nodePool:NodePool` `multislice-3`: ct5lp-hightpu-4t 2x4 nodes=0..2 flex-start us-central1-a",
+        "- `gcp:container/nodePool:NodePool` `multislice-3`: ct6e-standard-4t 2x4 nodes=0..2 flex-start us-east5-b",
     ):
         assert line in text.splitlines(), line
 

@@ -112,7 +112,7 @@ In all: TPU chips 36 → 44, slices 5 → 6, VMs 9 → 11.
 
 **Added** (1)
 
-- `gcp:container/nodePool:NodePool` `multislice-3`: ct5lp-hightpu-4t 2x4 nodes=0..2 flex-start us-central1-a
+- `gcp:container/nodePool:NodePool` `multislice-3`: ct6e-standard-4t 2x4 nodes=0..2 flex-start us-east5-b
 
 **Changed in place** (2)
 

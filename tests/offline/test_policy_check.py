@@ -66,6 +66,7 @@ def test_a_deployed_idle_flex_pool_reads_back_zero_nodes_and_zero_for_unset_coun
     assert outputs["autoscaling"] == {
         "minNodeCount": 0,
         "maxNodeCount": 1,
+        "locationPolicy": "ANY",
         "totalMinNodeCount": 0,
         "totalMaxNodeCount": 0,
     }
@@ -187,3 +188,52 @@ def test_a_digest_in_the_stack_config_ends_its_exception(tmp_path: Path) -> None
     assert f"registry.k8s.io/kueue/kueue:v0.19.2@{digest}" in images
     found = policy_check.evaluate(resources, stack="prod", config={})
     assert "registry.k8s.io/kueue/kueue" not in str([v for v in found if v["policy"] == "images-by-digest"])
+
+
+@pytest.mark.parametrize("view", policy_check.VIEWS, ids=lambda view: view.name)
+def test_no_fixture_stack_bills_idle_tpus_and_llm_did_before_its_pools_scaled_to_zero(
+    runs: dict[str, dict[str, list[dict[str, Any]]]], view: policy_check.View
+) -> None:
+    """Issue 27, defect 8: `idle-tpu-capacity` finds nothing in the fixture stacks. llm's serving groups, fixed as
+    they were, hold 2 ct6e-standard-8t VMs for a server of 1 replica (1 VM) and 3 v5e 4x4 slices (12 VMs) for a
+    LeaderWorkerSet of 2 groups of 4 pods (8 VMs)."""
+    for stack in STACKS:
+        found = policy_check.evaluate(runs[stack][view.name], stack=stack, view=view, config=TEAM_CONFIG)
+        assert [v for v in found if v["policy"] == "idle-tpu-capacity"] == [], stack
+    from offline.engine import run_program
+    from tests.fixtures import stack_data
+
+    fixed = stack_data("llm")
+    for pool in fixed["tpu-stack:tpuPools"]:
+        del pool["scaleToZero"]
+    plan = run_program(fixed, stack="llm", known_outputs=view.name == "deployed")
+    found = policy_check.evaluate(plan.resources, stack="llm", view=view, config=TEAM_CONFIG)
+    assert sorted(v["message"] for v in found if v["policy"] == "idle-tpu-capacity") == [
+        "node pool(s) 'llm-v5e-0', 'llm-v5e-1', 'llm-v5e-2': 12 TPU VM(s) of fixed size, and what runs there at rest "
+        "(LeaderWorkerSet 'llm-serving-llama-33-70b') holds 8: 4 billed while idle; set scaleToZero on the pool "
+        "group (a spare slice is then created only while a rollout needs it)",
+        "node pool(s) 'llm-v6e-0', 'llm-v6e-1': 2 TPU VM(s) of fixed size, and what runs there at rest (Deployment "
+        "'llm-serving-llama-31-70b') holds 1: 1 billed while idle; set scaleToZero on the pool group (a spare slice "
+        "is then created only while a rollout needs it)",
+    ]
+
+
+@pytest.mark.parametrize("view", policy_check.VIEWS, ids=lambda view: view.name)
+def test_multiregion_workers_use_the_managers_buckets_across_regions_and_are_told_so(
+    runs: dict[str, dict[str, list[dict[str, Any]]]], view: policy_check.View
+) -> None:
+    """Issue 27, defect 9: multiregion's workers in us-east5 and asia-northeast1 read and write the buckets of the
+    manager's region, us-central1 (one datasets' bucket, one checkpoint bucket: MultiKueue copies the workload's spec
+    unchanged to the worker, and a requeued workload may resume in the other region). The advisory names both; the
+    other stacks keep their TPUs in their buckets' region."""
+    for stack in STACKS:
+        found = policy_check.evaluate(runs[stack][view.name], stack=stack, view=view, config=TEAM_CONFIG)
+        advised = sorted(v["urn"].rsplit("::", 1)[-1] for v in found if v["policy"] == "bucket-in-tpu-region")
+        assert advised == (["data-bucket", "data-checkpoints"] if stack == "multiregion" else []), stack
+        for finding in (v for v in found if v["policy"] == "bucket-in-tpu-region"):
+            assert finding["message"] == (
+                "bucket in US-CENTRAL1 and TPU node pools in asia-northeast1 (japan-flex-v6e-0, japan-flex-v6e-1, "
+                "japan-queued-v6e), us-east5 (east-flex-v6e-0, east-flex-v6e-1, east-queued-v6e): their pods read and "
+                "write it across regions, billed as data transfer between regions and slower than in the region; keep "
+                "a stack's TPUs in the bucket's region, or see docs/multiregion.md (Data and checkpoints)"
+            )

@@ -57,8 +57,8 @@ def test_inputs_use_camel_case_wire_names_and_integers(dev_plan: dict[str, objec
     assert isinstance(resources, list)
     pool = next(r for r in resources if r["name"] == "multislice-0")
     inputs = pool["inputs"]
-    assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
-    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 2}
+    assert inputs["nodeConfig"]["machineType"] == "ct6e-standard-4t"
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 2, "locationPolicy": "ANY"}
     assert isinstance(inputs["autoscaling"]["maxNodeCount"], int)
     assert "node_config" not in inputs
 
@@ -69,7 +69,7 @@ def test_preview_prints_grouped_plan_totals_and_writes_artifacts(
     assert cli.main(["preview", "--stack", "dev", "--config", str(stack_path("dev")), "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "TpuSlicePools multislice" in out and "GkeCluster tpu-dev" in out
-    assert "ct5lp-hightpu-4t 2x4 nodes=0..2 flex-start us-central1-a" in out
+    assert "ct6e-standard-4t 2x4 nodes=0..2 flex-start us-east5-b" in out
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert f"Resources: + {len(plan['resources'])} to create" in out
     assert (tmp_path / "graph.mmd").read_text().startswith("graph LR")

@@ -43,22 +43,21 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Preview:
 
 # Dev (Pulumi.dev.yaml): the multislice ladder tries its one spot slice (rung 1/2, 2 VMs, 8 chips, research's share)
 # before the three flex-start slices (rung 2/2); it had three spot slices (24 chips), all the cohort's, tried second.
-# Flex-start groups scale from zero (0 chips at least, none billed idle); the spot slice's 2 VMs run, and bill, while
-# the pool exists (8 chips). 8 of multislice's 24 chips are no team's share: the one warning.
+# Flex-start groups and the spot slice (scaleToZero, issue 27 defect 8) scale from zero: 0 chips at least, none billed
+# idle. 8 of multislice's 24 chips are no team's share: the one warning.
 DEV_FIRST_SCREEN = """\
 Previewing stack 'dev' of project 'tpu-stack' (offline, mock engine)
 
-Capacity: 3 TPU pool group(s), 5 slice(s), 9 VM(s), 8-36 chips, 8 billed while idle
-  pool group       TPU      provisioning  slices  chips  billed idle  zone           used by
-  flex-v6e         v6e 2x2  flex-start         1    0-4            0  us-central1-b  kueue
-  multislice       v5e 2x4  flex-start         3   0-24            0  us-central1-a  multislice 2/2
-  multislice-spot  v5e 2x4  spot               1    8-8            8  us-central1-a  multislice 1/2
+Capacity: 3 TPU pool group(s), 5 slice(s), 9 VM(s), 0-36 chips, 0 billed while idle
+  pool group       TPU      provisioning  slices  chips  billed idle  zone        used by
+  flex-v6e         v6e 2x2  flex-start         1    0-4            0  us-east5-b  kueue
+  multislice       v6e 2x4  flex-start         3   0-24            0  us-east5-b  multislice 2/2
+  multislice-spot  v6e 2x4  spot               1    0-8            0  us-east5-b  multislice 1/2
   chips: the fewest and the most on the group's nodes; billed idle: chips paid for while no workload
   runs; <ladder> n/m: rung n of the m Kueue tries in order
 TPU quota the pools need at their largest (chips, per region and kind):
-  region       kind         TPU  chips
-  us-central1  preemptible  v6e      4
-  us-central1  preemptible  v5e     32
+  region    kind         TPU  chips
+  us-east5  preemptible  v6e     36
 Addresses (each range holds its cluster with every pool at its largest):
   cluster  nodes         pods         services      max nodes  pod addresses needed
   tpu-dev  10.48.0.0/20  10.0.0.0/14  10.32.0.0/20         12                  1056
@@ -86,18 +85,18 @@ PROD_FIRST_SCREEN = "\n".join(
         "Previewing stack 'prod' of project 'tpu-stack' (offline, mock engine)",
         "",
         "Capacity: 3 TPU pool group(s), 5 slice(s), 28 VM(s), 96-112 chips, 96 billed while idle",
-        "  pool group  TPU      provisioning  slices  chips  billed idle  zone           used by",
-        "  train       v5e 4x4  reservation        2  32-32           32  us-central1-a  train 1/2",
-        "  burst       v5e 4x4  queued             1   0-16            0  us-central1-a  train 2/2",
-        "  serve       v5e 4x8  on-demand          2  64-64           64  us-central1-a  saxml",
+        "  pool group  TPU      provisioning  slices  chips  billed idle  zone        used by",
+        "  train       v5e 4x4  reservation        2  32-32           32  us-west4-a  train 1/2",
+        "  burst       v5e 4x4  queued             1   0-16            0  us-west4-a  train 2/2",
+        "  serve       v5e 4x8  on-demand          2  64-64           64  us-west4-a  saxml",
         "  chips: the fewest and the most on the group's nodes; billed idle: chips paid for while no workload",
         "  runs; <ladder> n/m: rung n of the m Kueue tries in order",
         "  train consumes reservation tpu-prod-v5e-train",
         "TPU quota the pools need at their largest (chips, per region and kind):",
-        "  region       kind         TPU  chips",
-        "  us-central1  reserved     v5e     32",
-        "  us-central1  preemptible  v5e     16",
-        "  us-central1  on-demand    v5e     64",
+        "  region    kind         TPU  chips",
+        "  us-west4  reserved     v5e     32",
+        "  us-west4  preemptible  v5e     16",
+        "  us-west4  on-demand    v5e     64",
         "Addresses (each range holds its cluster with every pool at its largest):",
         "  cluster   nodes         pods         services      max nodes  pod addresses needed",
         "  tpu-prod  10.48.0.0/20  10.0.0.0/14  10.32.0.0/20         36                  2944",
@@ -132,17 +131,18 @@ DEV_SUMMARY = {
     "capacity": {
         "flex-v6e": {"machineType": "ct6e-standard-4t", "topology": "2x2", "provisioning": "flex-start",
                      "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 1, "vms": 1, "chips": 4,
-                     "zone": "us-central1-b", "usedBy": "kueue", "ladder": None,
+                     "zone": "us-east5-b", "usedBy": "kueue", "ladder": None,
                      "minChips": 0, "billedIdleChips": 0},
-        "multislice": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "flex-start",
+        "multislice": {"machineType": "ct6e-standard-4t", "topology": "2x4", "provisioning": "flex-start",
                        "reservation": None, "calendar": False, "slices": 3, "vmsPerSlice": 2, "vms": 6, "chips": 24,
-                       "zone": "us-central1-a", "usedBy": "kueue",
+                       "zone": "us-east5-b", "usedBy": "kueue",
                        "ladder": {"name": "multislice", "rung": 2, "of": 2}, "minChips": 0, "billedIdleChips": 0},
-        "multislice-spot": {"machineType": "ct5lp-hightpu-4t", "topology": "2x4", "provisioning": "spot",
+        # The spot rung scales to zero (issue 27, defect 8): none of its chips are billed while idle.
+        "multislice-spot": {"machineType": "ct6e-standard-4t", "topology": "2x4", "provisioning": "spot",
                             "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 2, "vms": 2,
-                            "chips": 8, "zone": "us-central1-a", "usedBy": "kueue",
-                            "ladder": {"name": "multislice", "rung": 1, "of": 2}, "minChips": 8,
-                            "billedIdleChips": 8},
+                            "chips": 8, "zone": "us-east5-b", "usedBy": "kueue",
+                            "ladder": {"name": "multislice", "rung": 1, "of": 2}, "minChips": 0,
+                            "billedIdleChips": 0},
     },
     "queues": {
         "cohort": "tpu-stack",
@@ -161,7 +161,7 @@ DEV_SUMMARY = {
         "cohortQuota": {"multislice": 8},
     },
     # Flex-start and spot count against preemptible quota; at their largest every slice is up.
-    "quota": {"us-central1": {"preemptible": {"v6e": 4, "v5e": 32}}},
+    "quota": {"us-east5": {"preemptible": {"v6e": 36}}},
     # 3 system nodes x 256 + 9 TPU VMs x 32 = 1,056 pod addresses, twice that in a /20; 12 nodes + 4 + 1 addresses.
     "addresses": {"tpu-dev": {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
                               "maxNodes": 12, "podAddressesNeeded": 1056, "nodeAddressesNeeded": 17}},
@@ -175,15 +175,15 @@ PROD_SUMMARY = {
     "capacity": {
         "train": {"machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": "reservation",
                   "reservation": "tpu-prod-v5e-train", "calendar": False, "slices": 2, "vmsPerSlice": 4, "vms": 8,
-                  "chips": 32, "zone": "us-central1-a", "usedBy": "kueue",
+                  "chips": 32, "zone": "us-west4-a", "usedBy": "kueue",
                   "ladder": {"name": "train", "rung": 1, "of": 2}, "minChips": 32, "billedIdleChips": 32},
         "burst": {"machineType": "ct5lp-hightpu-4t", "topology": "4x4", "provisioning": "queued",
                   "reservation": None, "calendar": False, "slices": 1, "vmsPerSlice": 4, "vms": 4, "chips": 16,
-                  "zone": "us-central1-a", "usedBy": "kueue", "ladder": {"name": "train", "rung": 2, "of": 2},
+                  "zone": "us-west4-a", "usedBy": "kueue", "ladder": {"name": "train", "rung": 2, "of": 2},
                   "minChips": 0, "billedIdleChips": 0},
         "serve": {"machineType": "ct5lp-hightpu-4t", "topology": "4x8", "provisioning": "on-demand",
                   "reservation": None, "calendar": False, "slices": 2, "vmsPerSlice": 8, "vms": 16, "chips": 64,
-                  "zone": "us-central1-a", "usedBy": "saxml", "ladder": None, "minChips": 64,
+                  "zone": "us-west4-a", "usedBy": "saxml", "ladder": None, "minChips": 64,
                   "billedIdleChips": 64},
     },
     "queues": {
@@ -200,7 +200,7 @@ PROD_SUMMARY = {
         },
         "cohortQuota": {},
     },
-    "quota": {"us-central1": {"reserved": {"v5e": 32}, "preemptible": {"v5e": 16}, "on-demand": {"v5e": 64}}},
+    "quota": {"us-west4": {"reserved": {"v5e": 32}, "preemptible": {"v5e": 16}, "on-demand": {"v5e": 64}}},
     # 8 x 256 + 28 x 32 = 2,944, twice that in a /19; 36 nodes + 4 + 1 + Saxml's internal load balancer = 42.
     "addresses": {"tpu-prod": {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
                                "maxNodes": 36, "podAddressesNeeded": 2944, "nodeAddressesNeeded": 42}},
@@ -371,8 +371,8 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
         # 1 spot slice pool and its flavor beyond the flex-start ones, and its TpuSlicePools component (dev had 3
         # spot slice pools, 162 cloud/cluster resources, before the spot rung became the ladder's first); 13 more for
         # an empty project: 8 APIs, the VPC, the subnetwork, router, NAT and webhook rule of private nodes; 1 alert
-        # policy, pods-not-starting.
-        f"Resources: + {len(plan['resources'])} to create: 174 in the cloud and cluster (99 rendered from charts), "
+        # policy, pods-not-starting; 2 for the writer's checkpoints: the checkpoint bucket and the trainer's role on it.
+        f"Resources: + {len(plan['resources'])} to create: 176 in the cloud and cluster (99 rendered from charts), "
         "20 components",
     ]
     text = "\n".join(lines)
@@ -415,7 +415,7 @@ def test_a_queued_pool_reads_as_queued_not_flex_start(prod: Preview) -> None:
     """Queued provisioning sets flexStart too; the pool's line says which mode it is."""
     lines, _plan = prod
     (row,) = [line for line in lines if " burst " in line and "NodePool" in line]
-    assert row.endswith("ct5lp-hightpu-4t 4x4 nodes=0..4 total queued us-central1-a")
+    assert row.endswith("ct5lp-hightpu-4t 4x4 nodes=0..4 total queued us-west4-a")
 
 
 def test_policy_findings_come_last(dev: Preview) -> None:

@@ -51,6 +51,8 @@ EXPECTED = {
     "multikueue-credentials": "mandatory",
     "alert-policies": "mandatory",
     "kueue-ladder-cost-order": "mandatory",
+    "bucket-in-tpu-region": "advisory",
+    "idle-tpu-capacity": "advisory",
     "required-labels": "advisory",
 }
 
@@ -158,6 +160,7 @@ def test_rules_only_assembles_the_policies_from_their_domain_modules() -> None:
     imported = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
     assert {m for m in imported if m and m.startswith("guardrails")} == {
         "guardrails.access",
+        "guardrails.capacity",
         "guardrails.cluster",
         "guardrails.gke",
         "guardrails.iam_storage",

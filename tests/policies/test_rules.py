@@ -67,6 +67,12 @@ def pod_template(container: dict[str, Any]) -> dict[str, Any]:
     return {"template": {"spec": {"containers": [container]}}}
 
 
+def serving_pod(container: dict[str, Any], topology: str, accelerator: str = "tpu-v5-lite-podslice") -> dict[str, Any]:
+    """A pod template that runs on the slices of one shape, as the stack's servers select them."""
+    selector = {"cloud.google.com/gke-tpu-accelerator": accelerator, "cloud.google.com/gke-tpu-topology": topology}
+    return {"template": {"spec": {"nodeSelector": selector, "containers": [container]}}}
+
+
 def baseline() -> list[dict[str, Any]]:
     """A small stack every policy accepts."""
     tpu = {"requests": {"google.com/tpu": 4}, "limits": {"google.com/tpu": 4}}
@@ -135,17 +141,38 @@ def baseline() -> list[dict[str, Any]]:
                         {
                             "name": "server",
                             "template": {
-                                "spec": pod_template(
-                                    {
-                                        "name": "model-server",
-                                        "image": "us-docker.pkg.dev/x/sax-model-server:v1.1.0",
-                                        "securityContext": {"privileged": False},
-                                        "resources": tpu,
-                                    }
-                                )
+                                # One server on the 8 VMs of the 4x8 slice of `serve`: it holds them at rest.
+                                "spec": {
+                                    "parallelism": 8,
+                                    **serving_pod(
+                                        {
+                                            "name": "model-server",
+                                            "image": "us-docker.pkg.dev/x/sax-model-server:v1.1.0",
+                                            "securityContext": {"privileged": False},
+                                            "resources": tpu,
+                                        },
+                                        "4x8",
+                                    ),
+                                },
                             },
                         }
                     ]
+                },
+            },
+        ),
+        # Three single-host servers, one on each VM of `single` (ct6e-standard-8t: one VM is a 2x4 slice).
+        res(
+            "kubernetes:apps/v1:Deployment",
+            "llm",
+            {
+                "kind": "Deployment",
+                "spec": {
+                    "replicas": 3,
+                    **serving_pod(
+                        {"name": "vllm", "image": "registry/vllm@sha256:" + "b" * 64, "resources": tpu},
+                        "2x4",
+                        "tpu-v6e-slice",
+                    ),
                 },
             },
         ),
@@ -335,7 +362,9 @@ def test_topology_matches_machine_type_and_node_counts(
 
 
 def test_three_d_topologies_follow_the_generation_rules(rules: ModuleType) -> None:
-    v5p = pool("v5p", "ct5p-hightpu-4t", nodeCount=16, placementPolicy={"tpuTopology": "4x4x4", "type": ""})
+    reserved = {"reservationAffinity": {"consumeReservationType": "SPECIFIC_RESERVATION", "values": ["v5p"]}}
+    v5p = pool("v5p", "ct5p-hightpu-4t", nodeCount=16, placementPolicy={"tpuTopology": "4x4x4", "type": ""},
+               nodeConfig=reserved)  # fmt: skip
     assert check(rules, [v5p]) == []
     put(v5p, "placementPolicy.tpuTopology", "4x4x2")  # v5p takes sorted shapes only
     assert "not valid for ct5p-hightpu-4t" in only(check(rules, [v5p]), "tpu-topology-and-node-count")[0]["message"]
@@ -432,6 +461,77 @@ def test_a_service_account_unknown_during_preview_is_not_a_violation(rules: Modu
 def test_bucket_hardening(rules: ModuleType, path: str, value: Any, expected: str) -> None:
     found = only(check(rules, changed("data-bucket", (path, value))), "bucket-hardening")
     assert [(v["message"], v["level"]) for v in found] == [(expected, "mandatory")]
+
+
+def checkpoint_bucket(**inputs: Any) -> dict[str, Any]:
+    base = {
+        "uniformBucketLevelAccess": True,
+        "publicAccessPrevention": "enforced",
+        "hierarchicalNamespace": {"enabled": True},
+        "versioning": {"enabled": False},
+        "softDeletePolicy": {"retentionDurationSeconds": 0},
+        "labels": LABELS,
+    }
+    return res("gcp:storage/bucket:Bucket", "data-checkpoints", {**base, **inputs})
+
+
+def test_a_hierarchical_namespace_checkpoint_bucket_keeps_no_versions(rules: ModuleType) -> None:
+    """Issue 27, defect 6: checkpoints, rewritten and rotated, live in a hierarchical namespace bucket without
+    versions; it is hardened like the datasets' bucket otherwise."""
+    assert check(rules, [*baseline(), checkpoint_bucket()]) == []
+    found = only(check(rules, [*baseline(), checkpoint_bucket(publicAccessPrevention="inherited")]), "bucket-hardening")
+    assert [v["message"] for v in found] == ["set publicAccessPrevention 'enforced' (found 'inherited')"]
+    flat = checkpoint_bucket(hierarchicalNamespace={"enabled": False})
+    found = only(check(rules, [*baseline(), flat]), "bucket-hardening")
+    assert [v["message"] for v in found] == [
+        "set versioning.enabled true so an overwritten or deleted checkpoint can be restored"
+    ]
+
+
+# --- bucket-in-tpu-region (issue 27, defect 9) ------------------------------------------------------------
+
+
+def regional(bucket_location: str, *pool_locations: tuple[str, list[str] | None]) -> list[dict[str, Any]]:
+    """The baseline's data bucket in `bucket_location`, and a TPU pool per (cluster location, node locations)."""
+    resources = changed("data-bucket", ("location", bucket_location))
+    for index, (location, zones) in enumerate(pool_locations):
+        resources.append(pool(f"tpu-{index}", nodeCount=8, location=location, nodeLocations=zones,
+                              nodeConfig={"reservationAffinity": {"consumeReservationType": "SPECIFIC_RESERVATION"}},
+                              placementPolicy={"tpuTopology": "4x8", "type": ""}))  # fmt: skip
+    return resources
+
+
+def test_a_bucket_in_another_region_than_its_tpus_is_advised(rules: ModuleType) -> None:
+    """Pods read and write the bucket from the TPU VMs: from another region that is data transfer between regions,
+    billed and slower. MultiKueue copies a JobSet to a worker unchanged (kueue pkg/controller/jobs/jobset/
+    jobset_multikueue_adapter.go, SyncJob: Spec: *localJob.Spec.DeepCopy()), so the bucket a pod's volume names
+    cannot differ per worker region."""
+    resources = regional("US-CENTRAL1", ("us-east5", ["us-east5-b"]), ("asia-northeast1", ["asia-northeast1-b"]),
+                         ("us-central1", ["us-central1-a"]))  # fmt: skip
+    found = only(check(rules, resources), "bucket-in-tpu-region")
+    assert found == [
+        {
+            "policy": "bucket-in-tpu-region",
+            "level": "advisory",
+            "urn": "urn:pulumi:dev::tpu-stack::gcp:storage/bucket:Bucket::data-bucket",
+            "message": "bucket in US-CENTRAL1 and TPU node pools in asia-northeast1 (tpu-1), us-east5 (tpu-0): their "
+            "pods read and write it across regions, billed as data transfer between regions and slower than in the "
+            "region; keep a stack's TPUs in the bucket's region, or see docs/multiregion.md (Data and checkpoints)",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    "pools",
+    [[("us-central1", ["us-central1-a"])], [("us-central1-a", ["us-central1-a"])], [("us-east5", ["us-east5-b"])]],
+    ids=["same-region", "zonal-cluster", "multi-region"],
+)
+def test_a_bucket_where_its_tpus_are_or_in_a_multi_region_is_not_advised(
+    rules: ModuleType, pools: list[tuple[str, list[str] | None]]
+) -> None:
+    """A multi- or dual-region location is left alone: which regions it spans is Cloud Storage's to say."""
+    location = "US" if pools[0][0] == "us-east5" else "US-CENTRAL1"
+    assert check(rules, regional(location, *pools)) == []
 
 
 # --- least-privilege-iam ---------------------------------------------------------------------------------
@@ -589,6 +689,63 @@ def test_every_created_namespace_has_a_default_deny(rules: ModuleType) -> None:
     found = only(check(rules, [*baseline(), namespace("saxml"), network_policy("saxml", ingress_only)]),
                  "default-deny-network-policy")  # fmt: skip
     assert found[0]["message"].startswith("namespace saxml has no default-deny NetworkPolicy")
+
+
+# --- idle-tpu-capacity (issue 27, defect 8) --------------------------------------------------------------
+
+
+def orphan(**inputs: Any) -> dict[str, Any]:
+    """A fixed 4x4 Trillium slice (4 VMs) with a label of its own: no baseline workload or flavor selects it."""
+    return pool("orphan", "ct6e-standard-4t", nodeCount=4, placementPolicy={"tpuTopology": "4x4", "type": ""},
+                nodeConfig={"labels": {"pool": "orphan"}}, **inputs)  # fmt: skip
+
+
+def test_a_fixed_slice_nothing_runs_on_is_billed_while_idle(rules: ModuleType) -> None:
+    found = only(check(rules, [*baseline(), orphan()]), "idle-tpu-capacity")
+    assert found == [
+        {
+            "policy": "idle-tpu-capacity",
+            "level": "advisory",
+            "urn": "urn:pulumi:dev::tpu-stack::gcp:container/nodePool:NodePool::orphan",
+            "message": "node pool(s) 'orphan': 4 TPU VM(s) of fixed size that no Kueue flavor and no server of the "
+            "stack runs on, billed while idle; set scaleToZero on the pool group, or remove it",
+        }
+    ]
+
+
+def test_servers_holding_fewer_vms_than_their_pools_leave_the_rest_billed_while_idle(rules: ModuleType) -> None:
+    """llm's shape before the fix: three single-host slices for replicas that hold two of them."""
+    resources = changed("llm", ("spec.replicas", 2))
+    (found,) = only(check(rules, resources), "idle-tpu-capacity")
+    assert found["urn"].endswith("::single")
+    assert found["message"] == (
+        "node pool(s) 'single': 3 TPU VM(s) of fixed size, and what runs there at rest (Deployment 'llm') holds 2: "
+        "1 billed while idle; set scaleToZero on the pool group (a spare slice is then created only while a rollout "
+        "needs it)"
+    )
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        {"nodeCount": None, "initialNodeCount": 0, "autoscaling": {"minNodeCount": 0, "maxNodeCount": 4}},
+        {"nodeConfig": {"reservationAffinity": {"consumeReservationType": "SPECIFIC_RESERVATION",
+                                                "key": "compute.googleapis.com/reservation-name", "values": ["r"]}}},
+    ],
+    ids=["scales-to-zero", "reserved"],
+)  # fmt: skip
+def test_slices_that_scale_to_zero_or_are_reserved_anyway_are_not_idle_capacity(
+    rules: ModuleType, inputs: dict[str, Any]
+) -> None:
+    slice_ = orphan()
+    for path, value in inputs.items():
+        put(slice_, path, {**slice_["inputs"].get(path, {}), **value} if isinstance(value, dict) else value)
+    assert check(rules, [*baseline(), slice_]) == []
+
+
+def test_a_fixed_slice_a_kueue_flavor_runs_on_is_queue_capacity(rules: ModuleType) -> None:
+    resources = [*baseline(), orphan(), flavor("orphan", {"pool": "orphan"}), cluster_queue("orphans", {"orphan": 16})]
+    assert check(rules, resources) == []
 
 
 # --- kueue-quota-within-chips ----------------------------------------------------------------------------
@@ -900,6 +1057,28 @@ def test_without_its_multikueue_check_a_cluster_counts_only_its_own_pools(rules:
     ]  # fmt: skip
 
 
+# --- kueue-ladder-cost-order with slices that scale to zero (issue 27, defect 8) -----------------------------
+
+
+def zero_and_fixed_rungs(order: tuple[str, str]) -> list[dict[str, Any]]:
+    """A spot 4x4 slice that scales to zero (made on request like flex-start: nothing bills while idle) and a fixed
+    on-demand 4x4 slice (billed while idle), rungs of ladder `l` in `order`."""
+    shape = {"tpuTopology": "4x4", "type": ""}
+    zero = pool("spot-zero", initialNodeCount=0, autoscaling={"minNodeCount": 0, "maxNodeCount": 4},
+                nodeConfig={"spot": True, "labels": {"pool": "spot-zero"}}, placementPolicy=shape)  # fmt: skip
+    fixed = pool("od-fixed", nodeCount=4, nodeConfig={"labels": {"pool": "od-fixed"}}, placementPolicy=shape)
+    return [*baseline(), zero, fixed, *(rung(name, "l", place) for place, name in enumerate(order))]
+
+
+def test_a_slice_that_scales_to_zero_is_a_rung_made_on_request(rules: ModuleType) -> None:
+    assert check(rules, zero_and_fixed_rungs(("od-fixed", "spot-zero"))) == []
+    (found,) = only(check(rules, zero_and_fixed_rungs(("spot-zero", "od-fixed"))), "kueue-ladder-cost-order")
+    assert found["message"] == (
+        "ResourceFlavor 'spot-zero' is rung 0 of ladder 'l', made on request, before 'od-fixed', which bills while "
+        "idle: put the billed rung first"
+    )
+
+
 # --- kueue-ladder-order ----------------------------------------------------------------------------------
 
 
@@ -1024,20 +1203,22 @@ def test_a_reviewed_exception_with_a_reason_excuses_its_image_only(rules: Module
     assert only(check(rules, prod(baseline(), digests=False), stack="prod", config=other), "images-by-digest")
 
 
+def model_server(image: str) -> list[dict[str, Any]]:
+    """The baseline's model-server job (one server on the 8 VMs of `serve`) with another image."""
+    tpu = {"requests": {"google.com/tpu": 4}, "limits": {"google.com/tpu": 4}}
+    container = {"name": "model-server", "image": image, "resources": tpu}
+    return [{"name": "server", "template": {"spec": {"parallelism": 8, **serving_pod(container, "4x8")}}}]
+
+
 @pytest.mark.parametrize(
     "image",
     [f"{SAX_MODEL}@sha256:" + "0" * 63, f"{SAX_MODEL}@sha256:" + "A" * 64, f"{SAX_MODEL}@sha512:" + "0" * 64],
 )
 def test_only_a_full_sha256_digest_pins(rules: ModuleType, image: str) -> None:
     resources = prod(baseline(), digests=False)
-    put(find(resources, "servers"), "spec.replicatedJobs", [
-        {"name": "server", "template": {"spec": pod_template({"name": "model-server", "image": image})}}
-    ])  # fmt: skip
+    put(find(resources, "servers"), "spec.replicatedJobs", model_server(image))
     assert only(check(rules, resources, stack="prod"), "images-by-digest")
-    put(find(resources, "servers"), "spec.replicatedJobs", [
-        {"name": "server", "template": {"spec": pod_template({"name": "model-server",
-                                                               "image": f"{SAX_MODEL}@sha256:" + "0" * 64})}}
-    ])  # fmt: skip
+    put(find(resources, "servers"), "spec.replicatedJobs", model_server(f"{SAX_MODEL}@sha256:" + "0" * 64))
     assert check(rules, resources, stack="prod") == []
 
 

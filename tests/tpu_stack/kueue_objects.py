@@ -23,8 +23,8 @@ from typing import Any
 Obj = dict[str, Any]
 NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 TPU = "google.com/tpu"
-MULTISLICE_LABELS = {
-    "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+MULTISLICE_LABELS = {  # dev's multislice group: Trillium 2x4 on flex-start nodes
+    "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
     "cloud.google.com/gke-tpu-topology": "2x4",
     "cloud.google.com/gke-flex-start": "true",
 }
@@ -33,7 +33,11 @@ FLEX_V6E_LABELS = {
     "cloud.google.com/gke-tpu-topology": "2x2",
     "cloud.google.com/gke-flex-start": "true",
 }
-BURST_LABELS = MULTISLICE_LABELS  # prod's queued group: v5e 2x4 on flex-start nodes
+BURST_LABELS = {  # prod's queued group: v5e 2x4 on flex-start nodes
+    "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+    "cloud.google.com/gke-tpu-topology": "2x4",
+    "cloud.google.com/gke-flex-start": "true",
+}
 
 
 def ago(minutes: float = 0, hours: float = 0) -> str:

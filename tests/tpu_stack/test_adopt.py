@@ -300,3 +300,16 @@ def test_adopted_names_two_groups_claim_are_one_line(second: dict[str, Any], lin
     with pytest.raises(ConfigError) as error:
         load(raw, stack="dev")
     assert error.value.lines == [line]
+
+
+def test_an_adopted_group_is_not_held_to_the_published_zones() -> None:
+    # xpk made the multislice fixture's v5e slices in us-east5-b, a zone vendor/data/tpu_zones.json does not list for
+    # v5e: the slices exist there, so the adopted group is taken as it is; the same group not adopted is refused.
+    entry = {"name": "a", "zone": "us-east5-b", "accelerator": "v5litepod-16", "provisioning": "reservation",
+             "reservation": "tpu-res"}  # fmt: skip
+    raw = {"gcp:project": "tpu-proj", "gcp:region": "us-east5", "tpu-stack:tpuPools": [entry]}
+    with pytest.raises(ConfigError) as error:
+        load(raw, stack="dev")
+    assert error.value.lines[0].startswith("tpu-stack:tpuPools[0].zone: us-east5-b offers no TPU v5e")
+    adopted_entry = {**entry, "adopted": {"nodePools": ["xpk-np-0"]}}
+    assert load({**raw, "tpu-stack:tpuPools": [adopted_entry]}, stack="dev").tpu_pools[0].zone == "us-east5-b"

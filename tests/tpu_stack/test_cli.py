@@ -145,7 +145,7 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     assert pod["spec"]["serviceAccountName"] == "trainer"
     # dev's multislice is a ladder (spot, then flex-start): the pods ask only for the shape, Kueue adds the rest.
     assert pod["spec"]["nodeSelector"] == {
-        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
         "cloud.google.com/gke-tpu-topology": "2x4",
     }
     assert "tolerations" not in pod["spec"]
@@ -153,10 +153,11 @@ def test_dry_run_of_a_training_jobset_with_env_priority_and_the_bucket(outputs: 
     assert container["image"] == IMAGE
     assert container["command"] == ["python", "-m", "train", "--steps", "1000"]
     assert container["env"] == [{"name": "STEPS", "value": "1000"}]
-    # A v5e 4t VM (112 vCPU, 192 GiB) less GKE's reservations, its DaemonSets and the FUSE sidecar.
+    # A v6e 4t VM (180 vCPU, 720 GiB) less GKE's reservations, its DaemonSets and the FUSE sidecar
+    # (tests/components/test_workloads.py works the numbers out).
     assert container["resources"] == {
-        "requests": {"google.com/tpu": 4, "cpu": "110400m", "memory": "179495Mi"},
-        "limits": {"google.com/tpu": 4, "memory": "181543Mi"},
+        "requests": {"google.com/tpu": 4, "cpu": "178230m", "memory": "698757Mi"},
+        "limits": {"google.com/tpu": 4, "memory": "700805Mi"},
     }
     mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
     assert mounts == {"/data": True, "/checkpoints": False}
@@ -316,11 +317,17 @@ def test_a_ladder_with_a_queued_rung_takes_one_slice_even_where_its_quota_holds_
     accepted, since the reservation could take it."""
     pools = [
         {"name": "reserved", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2,
-         "provisioning": "reservation", "reservation": "r", "zone": "us-central1-a"},
+         "provisioning": "reservation", "reservation": "r", "zone": "us-west4-a"},
         {"name": "dws", "machineType": "ct5lp-hightpu-4t", "topology": "2x4", "slices": 2, "provisioning": "queued",
-         "zone": "us-central1-a"},
+         "zone": "us-west4-a"},
     ]  # fmt: skip
-    config = {**BASE, "tpu-stack:tpuPools": pools, "tpu-stack:queues": {"ladders": {"v5e": ["reserved", "dws"]}}}
+    # us-west4-a: v5e by reservation and on flex-start, which queued provisioning needs (vendor/data/tpu_zones.json).
+    config = {
+        **BASE,
+        "gcp:region": "us-west4",
+        "tpu-stack:tpuPools": pools,
+        "tpu-stack:queues": {"ladders": {"v5e": ["reserved", "dws"]}},
+    }
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps(run_program(config, stack="dev").outputs))
     code, out, err = run("--outputs", path, "submit", "two", "--slices", "2", "--image", IMAGE, "--dry-run")
@@ -348,7 +355,7 @@ def test_submit_creates_the_jobset_as_the_dry_run_prints_it(
         "submitted JobSet training/train-2: 2 slice(s) of ladder multislice (multislice-spot, then multislice) (16 TPU "
         "chips) via training/training-queue",
         "  mounts /data <- gs://tpu-stack-dev-dev-tpu-stack/datasets (read-only)",
-        "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack/checkpoints/training (read-write)",
+        "  mounts /checkpoints <- gs://tpu-stack-dev-dev-tpu-stack-ckpt/checkpoints/training (read-write)",
         "Follow it with `tpu-stack why train-2` and `tpu-stack logs train-2`.",
     ]
     (create,) = [r for r in api.requests if r.method == "POST"]

@@ -29,7 +29,7 @@ from tpu_stack import cli
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 V6E = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "2x2"}
-EAST, EUW4 = "tpu-mr-east5", "tpu-mr-euw4"
+EAST, JAPAN = "tpu-mr-east5", "tpu-mr-japan"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def clusters() -> Iterator[dict[str, FakeApi]]:
     """The manager ("") and both workers, each serving on its own port, with their idle queues (the corpus's
     shared objects, tests/tpu_stack/corpus/shared.yaml)."""
     shared = yaml.safe_load((corpus_cases.CORPUS / "shared.yaml").read_text())
-    sets = {"": "multiregion-manager-queues", EAST: "multiregion-east-queues", EUW4: "multiregion-euw4-queues"}
+    sets = {"": "multiregion-manager-queues", EAST: "multiregion-east-queues", JAPAN: "multiregion-japan-queues"}
     with ExitStack() as stack:
         apis = {name: stack.enter_context(serving(FakeApi())) for name in sets}
         for name, objects in sets.items():
@@ -100,7 +100,7 @@ def _manager_workload(job: str, *, worker: str | None, pods_ready: bool | None) 
     if worker is not None:
         workload["status"]["clusterName"] = worker
     else:
-        workload["status"]["nominatedClusterNames"] = [EAST, EUW4]
+        workload["status"]["nominatedClusterNames"] = [EAST, JAPAN]
     return workload
 
 
@@ -132,7 +132,7 @@ def _copy(workload: dict[str, Any], flavor: str, *, admitted: bool) -> dict[str,
 
 
 def _running_on(clusters: dict[str, FakeApi], worker: str, workload: dict[str, Any], job: str) -> None:
-    clusters[worker].add(_copy(workload, "euw4-flex-v6e" if worker == EUW4 else "east-flex-v6e", admitted=True))
+    clusters[worker].add(_copy(workload, "japan-flex-v6e" if worker == JAPAN else "east-flex-v6e", admitted=True))
     labels = {"batch.kubernetes.io/job-name": job, "batch.kubernetes.io/job-completion-index": "0"}
     pod = k.pod(f"{job}-0-x7k2p", "training", labels, running=True)
     clusters[worker].add({"apiVersion": "v1", "kind": "Pod", **pod})
@@ -143,21 +143,21 @@ def test_why_and_logs_follow_the_workload_to_its_worker(
     outputs: dict[str, Any], clusters: dict[str, FakeApi], tmp_path: Path
 ) -> None:
     files = _files(outputs, clusters, tmp_path)
-    workload = _manager_workload("tune-1", worker=EUW4, pods_ready=True)
+    workload = _manager_workload("tune-1", worker=JAPAN, pods_ready=True)
     clusters[""].add(workload)
-    _running_on(clusters, EUW4, workload, "tune-1")
+    _running_on(clusters, JAPAN, workload, "tune-1")
     code, out, err = _run(files, "why", "tune-1")
     assert (code, err) == (0, "")
     assert out == (
-        "On worker tpu-mr-euw4 (europe-west4): Running: admitted 20m ago by training-cluster-queue on flavor "
-        "euw4-flex-v6e (4 TPU chips); 1 of 1 pods are running. Nothing holds it back.\n"
+        "On worker tpu-mr-japan (asia-northeast1): Running: admitted 20m ago by training-cluster-queue on flavor "
+        "japan-flex-v6e (4 TPU chips); 1 of 1 pods are running. Nothing holds it back.\n"
     )
     code, out, err = _run(files, "logs", "tune-1")
-    assert (code, out, err) == (0, "tune-1 on tpu-mr-euw4\nstep 100\n", "")
+    assert (code, out, err) == (0, "tune-1 on tpu-mr-japan\nstep 100\n", "")
     # The worker was read with the user's own token; the manager served no pod and no log, the other worker nothing.
-    euw4 = [(r.method, r.path) for r in clusters[EUW4].requests]
-    assert ("GET", "/api/v1/namespaces/training/pods/tune-1-0-x7k2p/log") in euw4
-    assert ("GET", f"{KUEUE}/namespaces/training/workloads/{workload['metadata']['name']}") in euw4
+    japan = [(r.method, r.path) for r in clusters[JAPAN].requests]
+    assert ("GET", "/api/v1/namespaces/training/pods/tune-1-0-x7k2p/log") in japan
+    assert ("GET", f"{KUEUE}/namespaces/training/workloads/{workload['metadata']['name']}") in japan
     assert not [r for r in clusters[""].requests if r.path.startswith("/api/v1/namespaces/training/pods")]
     assert clusters[EAST].requests == []
 
@@ -176,16 +176,16 @@ def test_why_of_a_dispatched_workload_reads_every_worker(
 ) -> None:
     files = _files(outputs, clusters, tmp_path)
     _busy(clusters[EAST], "east-flex-v6e")
-    _busy(clusters[EUW4], "euw4-flex-v6e")
+    _busy(clusters[JAPAN], "japan-flex-v6e")
     workload = _manager_workload("tune-2", worker=None, pods_ready=None)
     clusters[""].add(workload)
     clusters[EAST].add(_copy(workload, "east-flex-v6e", admitted=False))
-    clusters[EUW4].add(_copy(workload, "euw4-flex-v6e", admitted=False))
+    clusters[JAPAN].add(_copy(workload, "japan-flex-v6e", admitted=False))
     code, out, _ = _run(files, "why", "tune-2", "--json")
     answer = json.loads(out)
     assert (code, answer["state"], answer["outcome"]) == (6, "Provisioning", "waits")
     assert "MultiKueue copied it to 2 workers" in answer["reason"]
-    for worker, region, flavor in ((EAST, "us-east5", "east-flex-v6e"), (EUW4, "europe-west4", "euw4-flex-v6e")):
+    for worker, region, flavor in ((EAST, "us-east5", "east-flex-v6e"), (JAPAN, "asia-northeast1", "japan-flex-v6e")):
         assert (
             f"on {worker} ({region}): waiting for quota. It needs 4 TPU chips; on {flavor}: training-cluster-queue "
             "holds 4 of its nominal 4, and 8 of the cohort's 8 are in use"
@@ -204,7 +204,7 @@ def test_list_on_the_manager_names_the_worker_and_reads_pods_only_there(
     """A workload Kueue keeps PodsReady on needs no pod read; one without it (waitForPodsReady turned off) is
     answered from its worker's pods, one list for the namespace there."""
     files = _files(outputs, clusters, tmp_path)
-    ready = _manager_workload("tune-1", worker=EUW4, pods_ready=True)
+    ready = _manager_workload("tune-1", worker=JAPAN, pods_ready=True)
     unknown = _manager_workload("tune-3", worker=EAST, pods_ready=None)
     unknown["metadata"]["creationTimestamp"] = k.ago(minutes=50)
     waiting = _manager_workload("tune-2", worker=None, pods_ready=None)
@@ -216,14 +216,14 @@ def test_list_on_the_manager_names_the_worker_and_reads_pods_only_there(
     assert (code, err) == (0, "")
     assert out.splitlines() == [
         "NAME    KIND  TEAM      QUEUE           FLAVOR         ADMITTED  AGE  STATE         CLUSTER",
-        "tune-1  Job   training  training-queue  east-flex-v6e  yes       1h   Running       tpu-mr-euw4",
+        "tune-1  Job   training  training-queue  east-flex-v6e  yes       1h   Running       tpu-mr-japan",
         "tune-3  Job   training  training-queue  east-flex-v6e  yes       50m  Running       tpu-mr-east5",
         "tune-2  Job   training  training-queue  east-flex-v6e  no        40m  Provisioning  -",
     ]
     assert [(r.path, r.query.get("limit")) for r in clusters[EAST].requests] == [
         ("/api/v1/namespaces/training/pods", ["500"])
     ]
-    assert clusters[EUW4].requests == []
+    assert clusters[JAPAN].requests == []
 
 
 def test_a_worker_that_refuses_the_user_is_named(
@@ -232,16 +232,16 @@ def test_a_worker_that_refuses_the_user_is_named(
     """The user's Google identity has no role on a worker (403 there): the manager's record still says where it runs
     and that its pods are ready, and the refusal is named."""
     files = _files(outputs, clusters, tmp_path)
-    workload = _manager_workload("tune-1", worker=EUW4, pods_ready=True)
+    workload = _manager_workload("tune-1", worker=JAPAN, pods_ready=True)
     clusters[""].add(workload)
-    clusters[EUW4].forbidden.add(("*", "/"))
+    clusters[JAPAN].forbidden.add(("*", "/"))
     code, out, _ = _run(files, "why", "tune-1")
     path = f"{KUEUE}/namespaces/training/workloads/{workload['metadata']['name']}"
     assert (code, out) == (
         0,
-        "Running on worker tpu-mr-euw4 (europe-west4): MultiKueue admitted it there and Kueue reports all its pods "
-        f'ready; tpu-mr-euw4 could not be read: forbidden (403): GET {path} is forbidden: User "dev" cannot do this. '
+        "Running on worker tpu-mr-japan (asia-northeast1): MultiKueue admitted it there and Kueue reports all its pods "
+        f'ready; tpu-mr-japan could not be read: forbidden (403): GET {path} is forbidden: User "dev" cannot do this. '
         "Nothing holds it back.\n",
     )
-    assert clusters[EUW4].requests[0].path == path
+    assert clusters[JAPAN].requests[0].path == path
     assert TOKEN  # the same token signs in everywhere; a refused one would be a 401 named the same way

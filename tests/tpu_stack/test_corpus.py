@@ -152,7 +152,7 @@ def test_the_shared_queues_are_the_ones_the_stack_declares(stack: str) -> None:
     sets = {f"{stack}-queues": config}
     if config.is_manager:
         sets = {"multiregion-manager-queues": config.manager_queues}
-        for worker, name in zip(config.worker_configs, ("east", "euw4"), strict=True):
+        for worker, name in zip(config.worker_configs, ("east", "japan"), strict=True):
             sets[f"multiregion-{name}-queues"] = worker
     defaults = {"stopPolicy", "borrowWithinCohort", "flavorFungibility"}
     for name, declared_from in sets.items():

@@ -1,0 +1,131 @@
+"""TPU availability as data: a pool is refused where its zone cannot give its TPU version by its provisioning kind.
+
+The expected zones are written by hand from the pages the vendored table records (vendor/README.md): the Cloud TPU
+regions page (v6e in us-central1-b, us-east1-d, us-east5-a, us-east5-b and europe-west4-a; v5e in us-central1-a,
+us-south1-a, us-west1-c, us-west4-a) and GKE's flex-start page (v6e in asia-northeast1-b, us-east5-a, us-east5-b;
+v5e in us-west4-a; v5p in us-east5-a; no v4).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components import tpu_catalog
+from components.config.base import ConfigError
+from components.config.stack import load
+from offline.vendor import REPO
+
+V6E_FLEX = "asia-northeast1-b, us-east5-a, us-east5-b"
+
+
+def problems(region: str, **extra: Any) -> list[str]:
+    try:
+        load({"gcp:project": "proj-1234", "gcp:region": region, **extra}, stack="dev")
+    except ConfigError as error:
+        return error.lines
+    return []
+
+
+def pool(**fields: Any) -> dict[str, Any]:
+    return {"name": "p", "machineType": "ct6e-standard-4t", **fields}
+
+
+REFUSED = [
+    # dev's shipped flex-start Trillium pool: v6e exists in us-central1-b, but not for flex-start.
+    (
+        "us-central1",
+        pool(provisioning="flex-start", zone="us-central1-b"),
+        "tpu-stack:tpuPools[0].zone: us-central1-b offers no flex-start TPU v6e; flex-start v6e zones: " + V6E_FLEX,
+    ),
+    # dev's shipped multislice pool: v5e 2x4 on flex-start in us-central1-a.
+    (
+        "us-central1",
+        pool(machineType="ct5lp-hightpu-4t", topology="2x4", provisioning="flex-start", zone="us-central1-a"),
+        "tpu-stack:tpuPools[0].zone: us-central1-a offers no flex-start TPU v5e; flex-start v5e zones: us-west4-a",
+    ),
+    # prod's shipped burst pool: queued provisioning runs on flex-start capacity.
+    (
+        "us-central1",
+        pool(machineType="ct5lp-hightpu-4t", topology="4x4", provisioning="queued", zone="us-central1-a"),
+        "tpu-stack:tpuPools[0].zone: us-central1-a offers no queued (flex-start) TPU v5e; flex-start v5e zones: "
+        "us-west4-a",
+    ),
+    # A v6e pool in a zone without v6e at all.
+    (
+        "us-central1",
+        pool(zone="us-central1-a"),
+        "tpu-stack:tpuPools[0].zone: us-central1-a offers no TPU v6e; v6e zones: asia-northeast1-b, europe-west4-a, "
+        "us-central1-b, us-east1-d, us-east5-a, us-east5-b, us-south1-ai1b",
+    ),
+    (
+        "us-central1",
+        pool(machineType="ct4p-hightpu-4t", topology="2x2x2", provisioning="flex-start", zone="us-central2-b"),
+        "tpu-stack:tpuPools[0].zone: 'us-central2-b' is not in gcp:region 'us-central1'",
+    ),
+    (
+        "us-central2",
+        pool(machineType="ct4p-hightpu-4t", topology="2x2x2", provisioning="flex-start", zone="us-central2-b"),
+        "tpu-stack:tpuPools[0].zone: us-central2-b offers no flex-start TPU v4; GKE offers no v4 on flex-start",
+    ),
+    # A single-host pool without a zone spans the cluster's zones: the region must have one that offers it.
+    (
+        "us-central1",
+        pool(provisioning="flex-start"),
+        "tpu-stack:tpuPools[0].zone: no zone of us-central1 offers flex-start TPU v6e; flex-start v6e zones: "
+        + V6E_FLEX,
+    ),
+]
+
+
+@pytest.mark.parametrize(("region", "item", "message"), REFUSED, ids=[r[2].split(": ", 1)[1][:60] for r in REFUSED])
+def test_a_pool_its_zone_cannot_give_is_one_line_naming_the_zones_that_can(
+    region: str, item: dict[str, Any], message: str
+) -> None:
+    assert problems(region, **{"tpu-stack:tpuPools": [item]}) == [message]
+
+
+ACCEPTED = [
+    ("us-east5", pool(provisioning="flex-start", zone="us-east5-b")),
+    ("us-east5", pool(topology="4x4", provisioning="queued", zone="us-east5-a")),
+    ("us-central1", pool(provisioning="spot", zone="us-central1-b")),
+    (
+        "us-central1",
+        pool(
+            machineType="ct5lp-hightpu-4t",
+            topology="4x4",
+            provisioning="reservation",
+            reservation="r",
+            zone="us-central1-a",
+        ),
+    ),
+    ("us-west4", pool(machineType="ct5lp-hightpu-4t", topology="2x4", provisioning="flex-start", zone="us-west4-a")),
+    ("us-east5", pool(provisioning="flex-start")),  # no zone: the region has one that offers it
+]
+
+
+@pytest.mark.parametrize(("region", "item"), ACCEPTED)
+def test_a_pool_its_zone_can_give_is_accepted(region: str, item: dict[str, Any]) -> None:
+    assert problems(region, **{"tpu-stack:tpuPools": [item]}) == []
+
+
+def test_a_worker_pool_is_checked_against_the_table_under_the_workers_key() -> None:
+    euw4 = {"name": "w", "region": "europe-west4",
+            "tpuPools": [pool(provisioning="flex-start", zone="europe-west4-a")]}  # fmt: skip
+    assert problems("us-central1", **{"tpu-stack:multiKueue": {"workers": [euw4]}}) == [
+        "tpu-stack:multiKueue.workers[0].tpuPools[0].zone: europe-west4-a offers no flex-start TPU v6e; flex-start "
+        "v6e zones: " + V6E_FLEX
+    ]
+
+
+def test_the_table_covers_every_catalog_version_and_flex_start_zones_are_zones_of_the_version() -> None:
+    from components import tpu_zones
+
+    table = json.loads((REPO / "vendor/data/tpu_zones.json").read_text())
+    assert set(table["versions"]) == set(tpu_catalog.VERSIONS)
+    for version, kinds in table["versions"].items():
+        assert set(kinds["flexStart"]) <= set(kinds["zones"]), version
+    assert tpu_zones.zones("v6e", flex_start=True) == ("asia-northeast1-b", "us-east5-a", "us-east5-b")
+    assert "`data/tpu_zones.json`" in (REPO / "vendor/README.md").read_text()
