@@ -28,37 +28,28 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from components import multikueue_rules
 from components.config.base import KUEUE_NAMESPACE
 from components.kueue_queues import MULTIKUEUE_CHECK, kueue_object
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 ADMISSION_CHECK = MULTIKUEUE_CHECK
 """The AdmissionCheck every manager ClusterQueue carries, and the MultiKueueConfig it names."""
-WORKER_ACCOUNT = "multikueue-manager"
+WORKER_ACCOUNT = multikueue_rules.WORKER_ACCOUNT
 """The ServiceAccount in `kueue-system` on each worker that the manager's Kueue acts as."""
 LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "multikueue"}
 KUBECONFIG_KEY = "kubeconfig"
 """The key of the manager's Secret that Kueue reads (kueue.MultiKueueConfigSecretKey)."""
-_READ = ["get", "list", "watch"]
-READ_RULES: list[k8s.rbac.v1.PolicyRuleArgsDict] = [
-    {"api_groups": ["batch"], "resources": ["jobs"], "verbs": _READ},
-    {"api_groups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
-    {"api_groups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _READ},
-    {"api_groups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
-    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": _READ},
-    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get"]},
-    {"api_groups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": _READ},
-]
-"""What the manager reads on a worker, cluster-wide: its clients watch Jobs, JobSets and Workloads everywhere."""
-DISPATCH_RULES: list[k8s.rbac.v1.PolicyRuleArgsDict] = [
-    {"api_groups": ["batch"], "resources": ["jobs"], "verbs": ["create", "delete"]},
-    {"api_groups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["create", "delete"]},
-    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["create", "delete", "update", "patch"]},
-    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch", "update"]},
-]
-"""What the manager writes on a worker, only in the teams' namespaces (RoleBindings): the copies of the workloads and
-their Jobs or JobSets. Together with READ_RULES, the rules of Kueue's create-multikueue-kubeconfig.sh for the Job and
-JobSet adapters; creating Jobs only where the teams' LocalQueues are keeps the token from running pods elsewhere."""
+
+
+def _rules(rules: tuple[multikueue_rules.Rule, ...]) -> list[k8s.rbac.v1.PolicyRuleArgsDict]:
+    return [{"api_groups": r["apiGroups"], "resources": r["resources"], "verbs": r["verbs"]} for r in rules]
+
+
+READ_RULES = _rules(multikueue_rules.READ_RULES)
+"""What the manager reads on a worker, cluster-wide (components/multikueue_rules.py)."""
+DISPATCH_RULES = _rules(multikueue_rules.DISPATCH_RULES)
+"""What the manager writes on a worker, only in the teams' namespaces (components/multikueue_rules.py)."""
 
 
 def kubeconfig_secret_name(worker: str) -> str:
@@ -158,7 +149,7 @@ class MultiKueueWorker(pulumi.ComponentResource):
         ]
         self.read_role: k8s.rbac.v1.ClusterRole = k8s.rbac.v1.ClusterRole(
             f"{name}-read-role",
-            metadata={"name": f"{WORKER_ACCOUNT}-read", "labels": labels},
+            metadata={"name": multikueue_rules.READ_ROLE, "labels": labels},
             rules=READ_RULES,
             opts=in_cluster,
         )
@@ -171,7 +162,7 @@ class MultiKueueWorker(pulumi.ComponentResource):
         )
         self.dispatch_role: k8s.rbac.v1.ClusterRole = k8s.rbac.v1.ClusterRole(
             f"{name}-dispatch-role",
-            metadata={"name": f"{WORKER_ACCOUNT}-dispatch", "labels": labels},
+            metadata={"name": multikueue_rules.DISPATCH_ROLE, "labels": labels},
             rules=DISPATCH_RULES,
             opts=in_cluster,
         )

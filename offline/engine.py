@@ -402,7 +402,21 @@ def read_stack_file(path: Path, written: dict[str, str] | None = None) -> dict[s
     config = data.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
+    # The real engine hands the program the decrypted text; the preview has only the ciphertext.
+    encrypted = [
+        f"{_full_key(str(key))}: is encrypted ({{secure: ...}}); settings under {PROJECT}: are plain, none is a "
+        "secret, and the preview cannot read an encrypted one: set it with `pulumi config set` without --secret"
+        for key, value in config.items()
+        if _full_key(str(key)).startswith(f"{PROJECT}:") and isinstance(value, dict) and set(value) == {"secure"}
+    ]
+    if encrypted:
+        raise ConfigError(encrypted)
     return config
+
+
+def _full_key(key: str) -> str:
+    """A config key with its namespace: a key without one is the project's (`cluster` is `tpu-stack:cluster`)."""
+    return key if ":" in key else f"{PROJECT}:{key}"
 
 
 STACK_FILE_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt", "environment", "config")
@@ -468,7 +482,7 @@ def _engine_config(config: Mapping[str, Any]) -> dict[str, str]:
     """Structured values travel as JSON strings, as the CLI passes them to the program."""
     flat = {}
     for key, value in config.items():
-        full_key = key if ":" in key else f"{PROJECT}:{key}"
+        full_key = _full_key(key)
         if isinstance(value, dict) and set(value) == {"secure"}:
             value = SECRET
         flat[full_key] = value if isinstance(value, str) else json.dumps(value)

@@ -13,6 +13,7 @@ from guardrails.cluster import (
     validate_cluster_placement,
     validate_control_plane_exposure,
     validate_firewall_sources,
+    validate_legacy_cluster_access,
     validate_legacy_metadata,
     validate_project_apis_stay_on,
 )
@@ -29,7 +30,12 @@ from guardrails.gke import (
     validate_topology,
     validate_workload_identity,
 )
-from guardrails.iam_storage import validate_bucket, validate_bucket_region, validate_least_privilege
+from guardrails.iam_storage import (
+    validate_bucket,
+    validate_bucket_grants,
+    validate_bucket_region,
+    validate_least_privilege,
+)
 from guardrails.kubernetes import (
     IMAGE_DIGESTS_SCHEMA,
     SOURCE_RANGES_SCHEMA,
@@ -39,8 +45,17 @@ from guardrails.kubernetes import (
     validate_load_balancer,
     validate_pinned,
     validate_privileged,
+    validate_webhooks_fail_closed,
 )
-from guardrails.kueue import validate_ladder_cost_order, validate_ladders, validate_quota, validate_topologies
+from guardrails.kueue import (
+    validate_ladder_cost_order,
+    validate_ladders,
+    validate_priority_classes,
+    validate_queue_namespaces,
+    validate_queued_flavors,
+    validate_quota,
+    validate_topologies,
+)
 from guardrails.monitoring import validate_alert_policies
 from guardrails.props import PROTECTED_STACKS_SCHEMA
 from guardrails.workload_policy import validate_workload_policies
@@ -232,7 +247,8 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     ),
     ResourceValidationPolicy(
         name="no-host-network-servers",
-        description="Serving pods (Deployments, LeaderWorkerSets, StatefulSets) are never on the host network.",
+        description="Serving pods (Deployments, LeaderWorkerSets, StatefulSets, the serving components' JobSets) are "
+        "never on the host network.",
         validate=validate_server_host_network,
         enforcement_level=MANDATORY,
     ),
@@ -250,7 +266,9 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     ),
     ResourceValidationPolicy(
         name="rbac-least-privilege",
-        description="No '*' rules, no bindings to cluster-admin, admin or edit, no bindings to everyone.",
+        description="No '*', escalate, bind or impersonate; the stack's own roles read no Secrets beyond a named "
+        "one; MultiKueue roles within Kueue's dispatch rules; no bindings to cluster-admin, admin, edit, everyone or "
+        "every service account.",
         validate=validate_rbac,
         enforcement_level=MANDATORY,
     ),
@@ -270,6 +288,46 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         name="kueue-ladder-cost-order",
         description="Every capacity ladder tries capacity that bills while idle before capacity made on request.",
         validate=validate_ladder_cost_order,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="bucket-grants",
+        description="Bucket grants are object roles only; a member that reads the whole bucket writes only where its "
+        "IAM condition allows.",
+        validate=validate_bucket_grants,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="webhooks-fail-closed",
+        description="The controllers' admission webhooks fail closed, but for Kueue's webhooks of integrations left "
+        "off.",
+        validate=validate_webhooks_fail_closed,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="kueue-queue-namespaces",
+        description="Team ClusterQueues select their own namespaces; each LocalQueue points at a ClusterQueue that "
+        "selects its namespace.",
+        validate=validate_queue_namespaces,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="queued-flavors-provision",
+        description="A ClusterQueue that lists a queued-provisioning flavor runs a ProvisioningRequest admission "
+        "check on it.",
+        validate=validate_queued_flavors,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="no-global-default-priority",
+        description="No PriorityClass of the stack is the cluster's global default.",
+        validate=validate_priority_classes,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="no-legacy-cluster-access",
+        description="Legacy ABAC off; the kubelet read-only port never turned on.",
+        validate=validate_legacy_cluster_access,
         enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(

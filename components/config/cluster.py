@@ -93,6 +93,13 @@ class MaintenanceExclusionConfig(ConfigModel):
 
 NO_UPGRADES_MAX_DAYS = 30
 """GKE's limit on a NO_UPGRADES exclusion."""
+MAINTENANCE_PERIOD = timedelta(days=32)
+MAINTENANCE_MIN_AVAILABLE = timedelta(hours=48)
+MAINTENANCE_MIN_WINDOW = timedelta(hours=4)
+"""GKE's floor for a recurring window: "at least 48 hours of maintenance availability in a 32-day rolling window. Only
+contiguous availability windows of at least four hours are considered."
+(https://cloud.google.com/kubernetes-engine/docs/how-to/maintenance-window, Considerations)."""
+_WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 _DAILY_START = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 
 
@@ -106,7 +113,8 @@ class MaintenanceConfig(ConfigModel):
     daily_start_time: str | None = None
     """Start (UTC, `"HH:MM"`, e.g. `"03:00"`) of a daily 4-hour window; or set `recurringWindow`."""
     recurring_window: RecurringWindowConfig | None = None
-    """A recurring window instead of the daily one."""
+    """A recurring window instead of the daily one; GKE needs at least 48 hours in every 32 days, from occurrences of
+    4 hours or more (checked for FREQ=DAILY and WEEKLY rules)."""
     exclusions: tuple[MaintenanceExclusionConfig, ...] = ()
     """Periods without upgrades, e.g. over a training campaign; they need a window."""
 
@@ -128,6 +136,19 @@ class MaintenanceConfig(ConfigModel):
                 problems.append(
                     ("recurringWindow.recurrence", f"{window.recurrence!r} is not a rule like FREQ=WEEKLY;BYDAY=SA,SU")
                 )
+            elif not problems:
+                available = _least_available(window)
+                if available is not None and available < MAINTENANCE_MIN_AVAILABLE:
+                    hours = (window.end_time - window.start_time) / timedelta(hours=1)
+                    problems.append(
+                        (
+                            "recurringWindow",
+                            f"{window.recurrence} with {hours:g}-hour windows allows "
+                            f"{available / timedelta(hours=1):g} hours of maintenance in some 32 days; GKE requires "
+                            "at least 48 hours in every 32 days, counting only windows of 4 hours or more: lengthen "
+                            "the window or let it recur more often",
+                        )
+                    )
         if self.exclusions and not self.has_window:
             problems.append(
                 ("exclusions", "exclusions need a maintenance window; set dailyStartTime or recurringWindow")
@@ -149,6 +170,50 @@ class MaintenanceConfig(ConfigModel):
                 problems.append((f"{where}.name", f"{exclusion.name!r} is used twice; exclusion names are unique"))
             names.add(exclusion.name)
         return problems
+
+
+def _window_starts(window: RecurringWindowConfig, until: datetime) -> list[datetime] | None:
+    """Starts of the window's occurrences up to `until`, for the rules most windows use (FREQ=DAILY or WEEKLY, with
+    INTERVAL and BYDAY); None for any other rule, which is left to GKE to judge."""
+    parts = dict(part.partition("=")[::2] for part in window.recurrence.split(";"))
+    if set(parts) - {"FREQ", "INTERVAL", "BYDAY"} or parts.get("FREQ") not in ("DAILY", "WEEKLY"):
+        return None
+    days = parts["BYDAY"].split(",") if "BYDAY" in parts else []
+    if any(day not in _WEEKDAYS for day in days) or not parts.get("INTERVAL", "1").isdigit():
+        return None
+    interval = int(parts.get("INTERVAL", "1")) or 1
+    first = window.start_time
+    weekdays = {_WEEKDAYS.index(day) for day in days}
+    starts = []
+    for offset in range((until - first).days + 1):
+        start = first + timedelta(days=offset)
+        if parts["FREQ"] == "DAILY":
+            due = offset % interval == 0 and (not weekdays or start.weekday() in weekdays)
+        else:  # weeks begin on Monday (RFC 5545's default WKST) and count from the first one
+            week = (offset + first.weekday()) // 7
+            due = week % interval == 0 and start.weekday() in (weekdays or {first.weekday()})
+        if due:
+            starts.append(start)
+    return starts
+
+
+def _least_available(window: RecurringWindowConfig) -> timedelta | None:
+    """The fewest hours of maintenance any 32 days of the window's first months hold, counting only the parts of an
+    occurrence of at least 4 hours, as GKE counts them; None when the rule is not one _window_starts reads."""
+    length = window.end_time - window.start_time
+    horizon = window.start_time + 3 * MAINTENANCE_PERIOD
+    starts = _window_starts(window, horizon)
+    if starts is None:
+        return None
+    if not starts or length < MAINTENANCE_MIN_WINDOW:
+        return timedelta(0)
+    least = None
+    for begin in [start + length for start in starts if start + length + MAINTENANCE_PERIOD <= horizon]:
+        end = begin + MAINTENANCE_PERIOD
+        overlaps = (min(end, start + length) - max(begin, start) for start in starts)
+        held = sum((part for part in overlaps if part >= MAINTENANCE_MIN_WINDOW), timedelta(0))
+        least = held if least is None else min(least, held)
+    return least
 
 
 def _period_problems(start: datetime, end: datetime) -> list[tuple[str, str]]:
@@ -237,7 +302,7 @@ class ClusterConfig(ConfigModel):
     name: str = "tpu-cluster"
     """Cluster name: a DNS label of at most 40 characters."""
     location: str | None = None
-    """A region (regional control plane) or one of its zones.
+    """`gcp:region` (regional control plane) or one of its zones: the stack's subnetwork and Cloud NAT are there.
 
     Default: `gcp:region`"""
     mode: Literal["standard", "autopilot"] = "standard"
@@ -265,8 +330,8 @@ class ClusterConfig(ConfigModel):
 
     Default: the stack's own VPC `tpu-stack-<stack>`, with a subnetwork per cluster"""
     subnetwork: str | None = None
-    """An existing subnetwork of `network` for the cluster's nodes; GKE then creates the pod and Service ranges in it
-    from `ipRanges`.
+    """An existing subnetwork of `network` for the cluster's nodes, in the cluster's region; GKE then creates the pod
+    and Service ranges in it from `ipRanges`.
 
     Default: the stack's subnetwork `<cluster>-nodes` (with `network`: the network's subnetwork in the region)"""
     ip_ranges: IpRangesConfig | None = None

@@ -119,7 +119,9 @@ STACK_ARGS = (
 )
 """Engine arguments the stack derives; engineArgs may not set them again."""
 _HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-_ENGINE_ARG = re.compile(r"^--[a-z0-9][a-z0-9-]*(=.*)?$")
+_ENGINE_ARG = re.compile(r"^--[a-z0-9][a-z0-9_-]*(=.*)?$")
+"""`--name` or `--name=value`; vLLM reads `_` in a name as `-` (vllm utils/argparse_utils.py,
+FlexibleArgumentParser)."""
 _SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 Dtype = Literal["bfloat16", "float16", "float32", "fp8", "int8", "int4"]
 SERVER_NAME_MAX = 40
@@ -150,8 +152,12 @@ def _engine_args(args: tuple[str, ...]) -> tuple[str, ...]:
         if problem:
             raise ValueError(problem)
         if not _ENGINE_ARG.match(arg):
-            raise ValueError(f"{arg!r} is not an engine argument; write --name or --name=value, one per item")
-        flag = arg.partition("=")[0]
+            # The item is not repeated: it may hold a value that is a credential of no known form.
+            raise ValueError(
+                f"item {index} is not an engine argument (not repeated here); write --name or --name=value, the name "
+                "in lower case, one per item"
+            )
+        flag = credentials.flag_name(arg)
         if flag in STACK_ARGS:
             raise ValueError(f"{flag} is derived by the stack from the server and its pool; remove it")
     return args
@@ -234,9 +240,11 @@ class LlmServerConfig(ConfigModel):
     max_model_len: int = Field(gt=0)
     """vLLM's `--max-model-len`."""
     engine_args: tuple[str, ...] = ()
-    """Further vLLM arguments (`--name=value`); the ones the stack derives are refused."""
+    """Further vLLM arguments (`--name=value`, the name in lower case; vLLM takes `_` for `-`); the ones the stack
+    derives and credential flags (`--api-key`, `--hf-token`) are refused."""
     image: str = VLLM_IMAGE
-    """The vLLM TPU image, pinned: a release tag (`v0.27.0`) or `@sha256:` digest, never `latest` or `nightly`."""
+    """The vLLM TPU image, pinned: a release (major.minor.patch, `v0.27.0`), a dated build or full commit tag, or an
+    `@sha256:` digest; never `latest`, `nightly` or `v0.27`."""
     tensor_parallel_size: int | None = Field(default=None, ge=1)
     """Chips the model is sharded over, for a model whose attention heads the slice's chips do not divide (vLLM
     refuses those): a divisor of a single-host slice's chips, the rest of which stay idle; the weights must fit

@@ -53,20 +53,6 @@ class WorkerConfig(ConfigModel):
             raise ValueError(problem)
         return region
 
-    def problems(self) -> list[tuple[str, str]]:
-        """(field, message): a subnetwork is regional (Compute Engine), and GKE puts a cluster's nodes in a
-        subnetwork of the cluster's own region."""
-        region = subnetwork_region(self.subnetwork or "")
-        if region is not None and region != self.region:
-            return [
-                (
-                    "subnetwork",
-                    f"{self.subnetwork!r} is a subnetwork of {region}, but the worker is in {self.region}; a cluster's "
-                    f"nodes use a subnetwork of its own region: name one of {self.region}",
-                )
-            ]
-        return []
-
 
 class MultiKueueConfig(ConfigModel):
     """Worker clusters in other regions that the stack's cluster, the manager, dispatches workloads to: a workload

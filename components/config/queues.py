@@ -918,8 +918,9 @@ def host_resource_problems(queues: QueuesConfig, pools: tuple[TpuPoolConfig, ...
         else:
             limits = (pool.tpu_container_cpu_millicores, pool.tpu_container_memory_mib)
             room = (
-                f"a TPU pod on a {machine.name} VM ({machine.vcpus} vCPUs, {machine.memory_gib} GiB) may request at "
-                "most {} after GKE's reservations, its DaemonSets and the Cloud Storage FUSE sidecar"
+                f"by the stack's estimate a TPU pod on a {machine.name} VM ({machine.vcpus} vCPUs, "
+                f"{machine.memory_gib} GiB) can request at most {{}}: what GKE's node reservations leave, less the "
+                "room the stack keeps for GKE's DaemonSets and the Cloud Storage FUSE sidecar (docs/workloads.md)"
             )
         if host.millicores > limits[0]:
             most = f"{machine.vcpus} vCPUs" if autopilot else f"{limits[0] / 1000:g} cores"

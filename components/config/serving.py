@@ -56,7 +56,8 @@ class WorkloadRef(ConfigModel):
     namespace: str
     """Namespace of the KSA: `default`, a team's or Saxml's."""
     service_account: str
-    """The Kubernetes service account (KSA), created by the stack."""
+    """The Kubernetes service account (KSA), created by the stack; not `default`, which every pod that names no
+    account runs as."""
     identity: IdentityForm = "principal"
     """Workload Identity form: roles granted to the KSA's own principal, or to a Google service account it
     impersonates."""
@@ -192,6 +193,11 @@ class BucketConfig(ConfigModel):
         ]
 
 
+DEFAULT_ACCOUNT = "default"
+"""The service account Kubernetes puts in every namespace and gives every pod that names none
+(https://kubernetes.io/docs/concepts/security/service-accounts/#default-service-accounts)."""
+
+
 def pinned_image(image: str) -> str:
     name, _, digest = image.partition("@")
     if digest and not DIGEST.match(digest):
@@ -209,8 +215,8 @@ class SaxmlImagesConfig(ConfigModel):
     """Saxml images of the GKE sample, pinned."""
 
     admin_server: str = f"{SAXML_IMAGES}/sax-admin-server:v1.1.0"
-    """Image of the admin server; a release tag (`v1.1.0`) or `@sha256:` digest, never untagged or a tag its publisher
-    moves (`latest`, `nightly`, `main`)."""
+    """Image of the admin server; a release (major.minor.patch, `v1.1.0`), a dated build or full commit tag, or an
+    `@sha256:` digest, never untagged or a tag its publisher moves (`latest`, `nightly`, `main`, `v1.1`)."""
     model_server: str = f"{SAXML_IMAGES}/sax-model-server:v1.1.0"
     """Image of the model servers, pinned the same way."""
     http_server: str = f"{SAXML_IMAGES}/sax-http:v1.0.0"
@@ -395,7 +401,14 @@ def serving_problems(
                 f"{where}.checkpointPath: a reader holds {READER_ROLE} and cannot write checkpoints; move this entry "
                 "to bucket.writers or remove checkpointPath"
             )
-        if workload.key in seen:
+        if workload.service_account == DEFAULT_ACCOUNT:
+            does = "read the bucket" if field == "readers" else "write and delete the bucket's objects"
+            problems.append(
+                f"{where}.serviceAccount: {DEFAULT_ACCOUNT!r} is the account of every pod in namespace "
+                f"{workload.namespace} that names none, and each of them would {does}; name an account of its own, "
+                f"e.g. {'analyst' if field == 'readers' else 'trainer'}"
+            )
+        elif workload.key in seen:
             problems.append(f"{where}: {workload.key} is already {seen[workload.key]}; list it once")
         elif workload.namespace not in namespaces:
             problems.append(

@@ -51,7 +51,7 @@ from components.config.llm_serving import (
     serving_pools,
 )
 from components.config.monitoring import MonitoringConfig
-from components.config.multikueue import MultiKueueConfig, WorkerConfig
+from components.config.multikueue import MultiKueueConfig, WorkerConfig, subnetwork_region
 from components.config.network import AddressPlan, IpRangesConfig, PoolAddresses, default_ranges, range_problems
 from components.config.pools import IRONWOOD_AUTOPILOT_FLOOR, IRONWOOD_STANDARD_FLOOR, TpuPoolConfig
 from components.config.queues import (
@@ -498,7 +498,9 @@ def load(
 ) -> StackConfig:
     """Build the model from flat Pulumi config (`{"tpu-stack:tpuPools": [...], "gcp:project": ...}`).
 
-    Values may be JSON strings (how the engine passes structured config) or already-parsed objects. `written`: the
+    Values may be JSON strings (how the engine passes structured config) or already-parsed objects; only the keys the
+    program reads are parsed (a provider's own keys, such as `gcp:credentials` or an encrypted `gcp:accessToken`,
+    are the provider's to read). `written`: the
     text of each unquoted number as the stack file has it, by config key, where the caller read the file (the engine
     hands the program only the number: 1.30 arrives as 1.3).
     """
@@ -508,13 +510,16 @@ def load(
     data: dict[str, Any] = {"stack": stack}
     for key, value in raw.items():
         namespace, _, name = key.partition(":")
-        if isinstance(value, str) and value.startswith(("[", "{")):
+        read = key in GCP_KEYS or namespace == PROJECT
+        if read and isinstance(value, str) and value.startswith(("[", "{")):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as error:
+                # The value is not repeated: text pasted into a setting may be a credential of no known form.
                 problems.append(
-                    f"{key}: {value!r} starts like JSON but is not ({error.msg} at column {error.colno}); "
-                    "give a YAML mapping or list"
+                    f"{key}: the value starts like JSON but is not ({error.msg.removesuffix(' at')} at column "
+                    f"{error.colno}); give a YAML "
+                    "mapping or list"
                 )
                 continue
         if key in GCP_KEYS:
@@ -875,11 +880,31 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             saxml_pool=config.saxml.pool if config.saxml else None,
         )
         problems += cache_folder_problems(serving, config.bucket, config.saxml)
-    location = config.cluster_location
-    if is_zone(location) and not location.startswith(config.region + "-"):
-        problems.append(f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}")
+    problems += _placement_problems(config)
     problems += _multikueue_problems(config, now)
     return list(dict.fromkeys(problems))
+
+
+def _placement_problems(config: StackConfig) -> list[str]:
+    """The cluster sits in gcp:region, where the stack makes its subnetwork, router and Cloud NAT, and its nodes in a
+    subnetwork of that region (a subnetwork is regional, and GKE puts a cluster's nodes in one of its own region)."""
+    location = config.cluster_location
+    region = location.rsplit("-", 1)[0] if is_zone(location) else location
+    if is_zone(location) and region != config.region:
+        return [f"{PROJECT}:cluster.location: {location!r} is not in gcp:region {config.region!r}"]
+    if region != config.region:
+        return [
+            f"{PROJECT}:cluster.location: {location!r} is not gcp:region {config.region!r}; use gcp:region or one of "
+            "its zones, or change gcp:region"
+        ]
+    subnetwork = config.cluster.subnetwork
+    named = subnetwork_region(subnetwork or "")
+    if subnetwork is not None and named is not None and named != region and not config.is_manager:
+        return [
+            f"{PROJECT}:cluster.subnetwork: {subnetwork!r} is a subnetwork of {named}, but the cluster is in {region}; "
+            f"a cluster's nodes use a subnetwork of its own region: name one of {region}"
+        ]
+    return []
 
 
 def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
@@ -923,7 +948,6 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
     node_pools = NodePoolNames(system=False)
     for index, worker in enumerate(config.workers):
         where = f"{key}[{index}]"
-        problems += [f"{where}.{field}: {message}" for field, message in worker.problems()]
         derived = config.worker_config(worker)
         if worker.name in clusters:
             problems.append(f"{where}.name: {worker.name!r} is already the name of {clusters[worker.name]}")

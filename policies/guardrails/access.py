@@ -11,14 +11,19 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
+from components import multikueue_rules
+
 from .kueue import _kueue, _object_cluster
 from .props import NETWORK_POLICY, as_list, prop, say
 
 WIDEST_PREFIX = {4: 8, 6: 16}
 """Widest client range a serving NetworkPolicy (like its load balancer) admits."""
-CONTROLLER_NAMESPACES = ("kueue-system", "jobset-system", "lws-system")
-"""The charts' controller namespaces: the API server calls their webhooks from the control plane, which has no
-pod-network address to select, so their webhook ports admit any source (components/network_policies.py)."""
+WEBHOOK_PORTS = {"kueue-system": (9443, 8082), "jobset-system": (9443,), "lws-system": (9443,)}
+"""The charts' controller namespaces and the pod ports the API server calls there (components/network_policies.py
+KUEUE_API_SERVER_PORTS, JOBSET_API_SERVER_PORTS, LWS_API_SERVER_PORTS: the webhook Services' 443 -> 9443 and Kueue's
+visibility APIService 443 -> 8082). The calls come from the control plane, which has no pod-network address to
+select, so these ports, and only these, admit any source."""
+CONTROLLER_NAMESPACES = tuple(WEBHOOK_PORTS)
 KUEUE_NAMESPACE = "kueue-system"
 """Where the stack installs Kueue, and the one namespace Kueue reads MultiKueue kubeconfigs from."""
 KUBECONFIG_KEY = "kubeconfig"
@@ -28,6 +33,16 @@ BINDINGS = ("RoleBinding", "ClusterRoleBinding")
 WIDE_ROLES = ("cluster-admin", "admin", "edit")
 """Kubernetes' built-in user-facing ClusterRoles: all of a namespace's objects (admin, edit) or of the cluster."""
 EVERYONE = ("system:anonymous", "system:unauthenticated", "system:authenticated")
+EVERY_ACCOUNT = "system:serviceaccounts"
+"""The group of every service account of the cluster; `system:serviceaccounts:<namespace>` is every account of a
+namespace (Kubernetes RBAC, "Referring to subjects")."""
+ESCALATING_VERBS = ("escalate", "bind", "impersonate")
+"""Verbs that step past RBAC itself: grant rights the account lacks (escalate, bind) or act as another user, group or
+service account (impersonate) (Kubernetes "RBAC good practices", privilege escalation risks)."""
+SENSITIVE = (("", "secrets", ("get", "list", "watch")), ("", "serviceaccounts/token", ("create",)))
+"""Reading Secrets or minting service account tokens: every credential of the namespace or cluster. The charts'
+controllers need their own webhook certificates; the stack's own roles read one named Secret or none."""
+CHART_TYPES = ("kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Release")
 
 
 def _rbac_kind(args: ResourceValidationArgs, kinds: tuple[str, ...]) -> bool:
@@ -49,23 +64,42 @@ def _peer_problem(peer: Any) -> str | None:
         return None
     namespaces = peer.get("namespaceSelector") if isinstance(peer, Mapping) else None
     pods = peer.get("podSelector") if isinstance(peer, Mapping) else None
-    if isinstance(namespaces, Mapping) and not namespaces and not pods:
-        return "namespaceSelector {} admits every pod of every namespace"
+    if _selects_all(namespaces) and (pods is None or _selects_all(pods)):
+        return "a namespaceSelector with no labels or expressions admits every pod of every namespace"
     return None
+
+
+def _selects_all(selector: Any) -> bool:
+    """A label selector with no requirement (`{}`, `{matchLabels: {}}`, `{matchExpressions: []}`) selects everything."""
+    if not isinstance(selector, Mapping):
+        return False
+    return not prop(selector, "matchLabels") and not prop(selector, "matchExpressions")
+
+
+def _webhook_ports_only(namespace: Any, ports: list[Any]) -> bool:
+    """Every port of the rule is one the API server calls in that controller namespace: TCP, a number, no range."""
+    allowed = WEBHOOK_PORTS.get(str(namespace), ())
+    return bool(ports) and all(
+        prop(port, "port") in allowed
+        and prop(port, "endPort") is None
+        and prop(port, "protocol", "TCP") == "TCP"
+        and not isinstance(prop(port, "port"), bool)
+        for port in ports
+    )
 
 
 def validate_network_policy_sources(args: ResourceValidationArgs, report: ReportViolation) -> None:
     """An ingress rule names its sources: a rule without `from` (or with an empty one) admits every address that can
     route to the pod, internet clients of a load balancer included. The servers admit their client ranges, training
     pods their own namespace, the controllers the metrics collectors; only the charts' controller namespaces admit
-    any source, and only on listed (webhook) ports."""
+    any source, and only on the ports the API server calls there (WEBHOOK_PORTS)."""
     if args.resource_type != NETWORK_POLICY:
         return
     namespace = prop(args.props, "metadata.namespace")
     for index, rule in enumerate(as_list(prop(args.props, "spec.ingress"))):
         peers = as_list(prop(rule, "from"))
         if not peers:
-            if namespace in CONTROLLER_NAMESPACES and as_list(prop(rule, "ports")):
+            if _webhook_ports_only(namespace, as_list(prop(rule, "ports"))):
                 continue
             say(
                 report,
@@ -79,20 +113,72 @@ def validate_network_policy_sources(args: ResourceValidationArgs, report: Report
                 say(report, f"spec.ingress[{index}]: {problem}; admit only the clients that need the pods")
 
 
-def validate_rbac(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """No role grants every verb or every resource, and no binding hands out Kubernetes' built-in wide roles or binds
-    everyone: the stack's accounts get what their controller calls (the MultiKueue manager on a worker: Kueue's
-    create-multikueue-kubeconfig.sh rules, components/multikueue.py), and a token copied from one of them must not
-    open the whole cluster."""
-    if _rbac_kind(args, ROLES):
-        for index, rule in enumerate(as_list(args.props.get("rules"))):
-            wild = [field for field in ("verbs", "resources", "apiGroups") if "*" in as_list(prop(rule, field))]
-            if wild:
-                say(
-                    report,
-                    f"rules[{index}] grants '*' {' and '.join(wild)}: name the verbs, resources and API groups the "
-                    "account calls",
+def _from_chart(args: ResourceValidationArgs) -> bool:
+    """Rendered from a chart (its parent is the Chart): a controller's own role, as its project ships it."""
+    parent = args.opts.parent or ""
+    return parent.rsplit("::", 1)[0].rsplit("$", 1)[-1] in CHART_TYPES
+
+
+def _grants(rule: Any) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) of every right a rule grants."""
+    return {
+        (str(group), str(resource), str(verb))
+        for group in as_list(prop(rule, "apiGroups"))
+        for resource in as_list(prop(rule, "resources"))
+        for verb in as_list(prop(rule, "verbs"))
+    }
+
+
+def _role_problems(args: ResourceValidationArgs) -> list[str]:
+    problems = []
+    rules = as_list(args.props.get("rules"))
+    for index, rule in enumerate(rules):
+        wild = [field for field in ("verbs", "resources", "apiGroups") if "*" in as_list(prop(rule, field))]
+        if wild:
+            problems.append(
+                f"rules[{index}] grants '*' {' and '.join(wild)}: name the verbs, resources and API groups the "
+                "account calls"
+            )
+        escalating = [str(v) for v in as_list(prop(rule, "verbs")) if v in ESCALATING_VERBS]
+        if escalating:
+            problems.append(
+                f"rules[{index}] grants {', '.join(escalating)}: the account could give itself rights or act as "
+                "another; no account of the stack needs it"
+            )
+        if not _from_chart(args) and not as_list(prop(rule, "resourceNames")):
+            sensitive = sorted(
+                {f"{verb} {resource}" for group, resource, verb in _grants(rule) for g, r, verbs in SENSITIVE
+                 if (group, resource) == (g, r) and verb in verbs}
+            )  # fmt: skip
+            if sensitive:
+                problems.append(
+                    f"rules[{index}] grants {', '.join(sensitive)}: every credential in reach; the stack's own "
+                    "roles read one named Secret at most (resourceNames)"
                 )
+    name = str(prop(args.props, "metadata.name") or "")
+    allowed = multikueue_rules.ROLES.get(name)
+    if allowed is not None and args.resource_type.endswith(":ClusterRole"):
+        wanted = {grant for rule in allowed for grant in _grants(rule)}
+        extra = sorted({grant for rule in rules for grant in _grants(rule)} - wanted)
+        if extra or any(prop(rule, "nonResourceURLs") for rule in rules):
+            shown = ", ".join(f"{verb} {group or 'core'}/{resource}" for group, resource, verb in extra[:4])
+            problems.append(
+                f"ClusterRole {name!r} is the MultiKueue manager's on a worker, and grants more than Kueue's dispatch "
+                f"calls ({shown or 'nonResourceURLs'}{', ...' if len(extra) > 4 else ''}): keep the rules of "
+                "components/multikueue_rules.py"
+            )
+    return problems
+
+
+def validate_rbac(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """No role grants every verb or every resource, steps past RBAC (escalate, bind, impersonate), or, when the stack
+    writes it rather than a chart, reads Secrets or mints tokens beyond one named Secret; the MultiKueue manager's
+    roles on a worker grant only what Kueue's dispatch calls (Kueue's create-multikueue-kubeconfig.sh rules,
+    components/multikueue_rules.py). No binding hands out Kubernetes' built-in wide roles or binds everyone or every
+    service account: a token copied from an account of the stack must not open the whole cluster."""
+    if _rbac_kind(args, ROLES):
+        for problem in _role_problems(args):
+            say(report, problem)
     elif _rbac_kind(args, BINDINGS):
         ref = prop(args.props, "roleRef.name")
         if prop(args.props, "roleRef.kind") == "ClusterRole" and ref in WIDE_ROLES:
@@ -102,11 +188,12 @@ def validate_rbac(args: ResourceValidationArgs, report: ReportViolation) -> None
                 "role with the rules the account calls",
             )
         for subject in as_list(args.props.get("subjects")):
-            if prop(subject, "name") in EVERYONE:
-                say(
-                    report,
-                    f"subject {prop(subject, 'name')} is everyone who reaches the API server: bind named accounts",
-                )
+            name = str(prop(subject, "name"))
+            if name == EVERY_ACCOUNT or name.startswith(f"{EVERY_ACCOUNT}:"):
+                whose = "the cluster" if name == EVERY_ACCOUNT else f"namespace {name.rsplit(':', 1)[-1]}"
+                say(report, f"subject {name} is every service account of {whose}: bind named accounts")
+            elif name in EVERYONE:
+                say(report, f"subject {name} is everyone who reaches the API server: bind named accounts")
 
 
 def _known_keys(resource: PolicyResource) -> set[str]:

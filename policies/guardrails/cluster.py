@@ -127,6 +127,40 @@ def validate_legacy_metadata(args: ResourceValidationArgs, report: ReportViolati
         say(report, problem)
 
 
+READONLY_PORT_PATHS = {
+    NODE_POOL: ("nodeConfig.kubeletConfig",),
+    CLUSTER: (
+        "nodeConfig.kubeletConfig",
+        "nodePoolDefaults.nodeConfigDefaults",
+        "nodePoolAutoConfig.nodeKubeletConfig",
+    ),
+}
+"""Where pulumi-gcp 10.2.0 sets `insecureKubeletReadonlyPortEnabled` (TRUE or FALSE) for a pool's nodes, the
+cluster's default pool, new pools and auto-provisioned pools."""
+READONLY_PORT = "insecureKubeletReadonlyPortEnabled"
+
+
+def validate_legacy_cluster_access(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """No access around the cluster's authentication: legacy ABAC, with which "identities in the system, including
+    service accounts, nodes, and controllers, will have statically granted permissions beyond those provided by the
+    RBAC configuration or IAM" (pulumi-gcp 10.2.0 Cluster.enable_legacy_abac; GKE "Harden your cluster's security":
+    leave legacy ABAC disabled), and the kubelet's read-only port (10255), which answers without authentication
+    with every pod's spec on the node ("strongly recommended to set this to FALSE": pulumi-gcp 10.2.0, GKE "Disable
+    the kubelet read-only port")."""
+    if args.resource_type not in READONLY_PORT_PATHS:
+        return
+    props = args.props
+    if args.resource_type == CLUSTER and props.get("enableLegacyAbac") is True:
+        say(report, "enableLegacyAbac is true: RBAC and IAM no longer bound what accounts may do; set it false")
+    for path in READONLY_PORT_PATHS[args.resource_type]:
+        if str(prop(props, f"{path}.{READONLY_PORT}", "")).upper() == "TRUE":
+            say(
+                report,
+                f"{path}.{READONLY_PORT} is TRUE: the kubelet's read-only port serves the node's pods without "
+                "authentication; set it FALSE",
+            )
+
+
 def validate_firewall_sources(args: ResourceValidationArgs, report: ReportViolation) -> None:
     """A rule that allows traffic in to the nodes from every address (or a large part of the internet) bypasses
     every other control the stack puts in front of them; the stack's own rule admits only the control plane's range.

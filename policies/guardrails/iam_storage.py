@@ -130,3 +130,48 @@ def validate_bucket_region(args: StackValidationArgs, report: ReportViolation) -
                 "bucket's region, or see docs/multiregion.md (Data and checkpoints)",
                 bucket.urn,
             )
+
+
+BUCKET_IAM = "gcp:storage/bucketIAM"
+VIEWER, USER = "roles/storage.objectViewer", "roles/storage.objectUser"
+BUCKET_ROLES = (VIEWER, USER, "roles/storage.objectCreator")
+"""What the stack grants on its bucket: objects read (readers, the servers), objects read and written (writers,
+Saxml, the servers' cache). Other roles reach past objects: objectAdmin also sets the IAM policies of managed folders,
+admin and the legacy roles the bucket's own policy (Cloud Storage IAM roles)."""
+
+
+def validate_bucket_grants(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Bucket grants are object roles only (BUCKET_ROLES). A member that reads the whole bucket and also writes in it
+    (the vLLM servers: objectViewer, and objectUser under their cache folder) keeps its write limited by the IAM
+    condition the stack gives it: without it the member overwrites and deletes every model and checkpoint."""
+    conditionless_users: dict[tuple[str, str], str] = {}
+    viewers: set[tuple[str, str]] = set()
+    for resource in args.resources:
+        if not resource.resource_type.startswith(BUCKET_IAM):
+            continue
+        for role in _roles(resource.resource_type, resource.props):
+            if role not in BUCKET_ROLES:
+                report(
+                    f"{role} on a bucket reaches past its objects (folder or bucket IAM policies, the bucket itself): "
+                    f"grant {VIEWER} to read or {USER} to write",
+                    resource.urn,
+                )
+        if not resource.resource_type.endswith("IAMMember"):
+            continue
+        bucket = _known(lambda resource=resource: resource.props.get("bucket"))
+        member = _known(lambda resource=resource: resource.props.get("member"))
+        if not bucket or not member:
+            continue
+        key = (bucket[0], member[0])
+        granted = resource.props.get("role")
+        if granted == VIEWER:
+            viewers.add(key)
+        elif granted == USER and not resource.props.get("condition"):
+            conditionless_users[key] = resource.urn
+    for key, urn in conditionless_users.items():
+        if key in viewers:
+            report(
+                f"{key[1]} reads bucket {key[0]} and holds {USER} there without a condition: it may overwrite and "
+                "delete every object; keep the condition that limits its writes to its folder",
+                urn,
+            )

@@ -268,3 +268,33 @@ IMAGE_DIGESTS_SCHEMA = PolicyConfigSchema(
         },
     }
 )
+
+
+WEBHOOK_CONFIGURATIONS = (
+    "kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration",
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration",
+)
+KUEUE_OPTIONAL_WEBHOOKS = {
+    "kueue-mutating-webhook-configuration": ("mpod.kb.io", "mdeployment.kb.io", "mstatefulset.kb.io"),
+    "kueue-validating-webhook-configuration": ("vpod.kb.io", "vdeployment.kb.io", "vstatefulset.kb.io"),
+}
+"""Kueue's webhooks for plain Pods, Deployments and StatefulSets, which its chart makes `Ignore` while those
+integrations are off, as the stack leaves them (kueue v0.19.2 charts/kueue/templates/webhook/manifests.yaml:
+`failurePolicy: Fail` only when the framework is in integrations.frameworks)."""
+
+
+def validate_webhooks_fail_closed(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """The controllers' admission webhooks fail closed (`failurePolicy: Fail`, the API's default): with `Ignore`, an
+    object created while the controller is down is admitted unchecked, and Kueue's mutating webhook is what suspends a
+    new Job, JobSet or LeaderWorkerSet until Kueue admits it: one created then runs at once, outside every quota."""
+    if args.resource_type not in WEBHOOK_CONFIGURATIONS:
+        return
+    optional = KUEUE_OPTIONAL_WEBHOOKS.get(str(prop(args.props, "metadata.name")), ())
+    for webhook in as_list(args.props.get("webhooks")):
+        name = prop(webhook, "name")
+        if prop(webhook, "failurePolicy", "Fail") != "Fail" and name not in optional:
+            say(
+                report,
+                f"webhook {name} has failurePolicy {prop(webhook, 'failurePolicy')}: while its controller is down, "
+                "objects would be admitted unchecked (Kueue's: unsuspended, outside every quota); set it to Fail",
+            )

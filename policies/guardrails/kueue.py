@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs
+from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from components import tpu_catalog
 
 from .gke import pool_machine, pool_max_nodes, pool_topology
-from .props import CLUSTER, KUEUE_GROUP, NODE_POOL, as_list, prop
+from .props import CLUSTER, KUEUE_GROUP, NODE_POOL, as_list, prop, say
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 """controllerName of Kueue's MultiKueue AdmissionCheck (the pack does not import the program's components)."""
@@ -369,3 +369,164 @@ def validate_topologies(args: StackValidationArgs, report: ReportViolation) -> N
                 f"does not declare ({', '.join(sorted(topologies)) or 'none'}): its ClusterQueues would go inactive",
                 flavor.urn,
             )
+
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label the API server puts on every Namespace, its name."""
+
+
+def _selects(selector: Any, labels: dict[str, str]) -> bool:
+    """Kubernetes' label selector rule; a ClusterQueue's absent namespaceSelector selects no namespace (Kueue's API:
+    "Defaults to null which is a nothing selector")."""
+    if selector is None:
+        return False
+    for key, value in (prop(selector, "matchLabels") or {}).items():
+        if labels.get(str(key)) != str(value):
+            return False
+    for expression in as_list(prop(selector, "matchExpressions")):
+        key, operator = str(prop(expression, "key")), prop(expression, "operator")
+        values = [str(v) for v in as_list(prop(expression, "values"))]
+        present = key in labels
+        if not {
+            "In": present and labels.get(key) in values,
+            "NotIn": not present or labels.get(key) not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }.get(str(operator), False):
+            return False
+    return True
+
+
+def _selects_every_namespace(selector: Any) -> bool:
+    return selector is not None and not prop(selector, "matchLabels") and not prop(selector, "matchExpressions")
+
+
+def validate_queue_namespaces(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A team's quota is its own: where a cluster has several ClusterQueues (one per team), each selects its team's
+    namespaces, as the stack writes them (`kubernetes.io/metadata.name: <team>`); one that selects every namespace
+    lets a LocalQueue anywhere spend that team's quota. A LocalQueue points at a ClusterQueue of the stack that selects
+    its namespace: Kueue leaves the workloads of any other pending, inadmissible (kueue v0.19.2 ClusterQueue
+    namespaceSelector: "Defaults to null which is a nothing selector ... If set to an empty selector `{}`, then all
+    namespaces are eligible")."""
+    resources = list(args.resources)
+    by_urn = {resource.urn: resource for resource in resources}
+    queues: dict[tuple[str | None, str], PolicyResource] = {}
+    for queue in (r for r in resources if _kueue(r, "ClusterQueue")):
+        queues[(_object_cluster(queue, by_urn), str(prop(queue.props, "metadata.name") or queue.name))] = queue
+    namespace_labels: dict[tuple[str | None, str], dict[str, str]] = {}
+    for declared in (r for r in resources if r.resource_type == "kubernetes:core/v1:Namespace"):
+        name = str(prop(declared.props, "metadata.name"))
+        labels = {str(k): str(v) for k, v in (prop(declared.props, "metadata.labels") or {}).items()}
+        namespace_labels[(_object_cluster(declared, by_urn), name)] = labels
+    counts: dict[str | None, int] = {}
+    for cluster, _ in queues:
+        counts[cluster] = counts.get(cluster, 0) + 1
+    for (cluster, name), queue in queues.items():
+        if counts[cluster] > 1 and _selects_every_namespace(prop(queue.props, "spec.namespaceSelector")):
+            report(
+                f"ClusterQueue {name!r} selects every namespace beside the cluster's other ClusterQueues: a LocalQueue "
+                "in any namespace could spend its quota; select its team's namespace (kubernetes.io/metadata.name)",
+                queue.urn,
+            )
+    for local in (r for r in resources if _kueue(r, "LocalQueue")):
+        cluster = _object_cluster(local, by_urn)
+        namespace = str(prop(local.props, "metadata.namespace") or "default")
+        target = str(prop(local.props, "spec.clusterQueue"))
+        pointed = queues.get((cluster, target))
+        labels = {**namespace_labels.get((cluster, namespace), {}), NAME_LABEL: namespace}
+        if pointed is None:
+            report(
+                f"LocalQueue {prop(local.props, 'metadata.name')!r} points at ClusterQueue {target!r}, which the "
+                "stack does not declare: name its team's ClusterQueue",
+                local.urn,
+            )
+        elif not _selects(prop(pointed.props, "spec.namespaceSelector"), labels):
+            report(
+                f"LocalQueue {prop(local.props, 'metadata.name')!r} in namespace {namespace!r} points at ClusterQueue "
+                f"{target!r}, which does not select that namespace: Kueue leaves its workloads inadmissible; point it "
+                "at its team's ClusterQueue",
+                local.urn,
+            )
+
+
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+"""controllerName of Kueue's ProvisioningRequest AdmissionCheck."""
+
+
+def _checks_on(queue: PolicyResource, flavor: str) -> list[str]:
+    """Names of the AdmissionChecks a ClusterQueue runs for workloads admitted on `flavor`: `spec.admissionChecks`
+    (every flavor) or `admissionChecksStrategy` entries whose onFlavors list it or is empty."""
+    names = [str(name) for name in as_list(prop(queue.props, "spec.admissionChecks"))]
+    for entry in as_list(prop(queue.props, "spec.admissionChecksStrategy.admissionChecks")):
+        flavors = [str(f) for f in as_list(prop(entry, "onFlavors"))]
+        if not flavors or flavor in flavors:
+            names.append(str(prop(entry, "name")))
+    return names
+
+
+def validate_queued_flavors(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A queued-provisioning pool has nodes only for a ProvisioningRequest, which Kueue makes for a workload only
+    through a ProvisioningRequest AdmissionCheck on its flavor: a ClusterQueue that lists the flavor without that
+    check admits workloads on quota alone, and their pods wait for nodes nobody asks for (GKE "Deploy TPUs with
+    queued provisioning": the ClusterQueue's admissionChecksStrategy). A MultiKueue manager runs no such check: its
+    workers do."""
+    resources = list(args.resources)
+    by_urn = {resource.urn: resource for resource in resources}
+    managers = _dispatching_clusters(resources, by_urn)
+    queued = [
+        (_cluster_of(pool), labels, taints)
+        for pool in resources
+        if pool.resource_type == NODE_POOL and prop(pool.props, "queuedProvisioning.enabled") is True
+        for machine in [pool_machine(pool.props)]
+        if machine is not None
+        for topology in [pool_topology(pool.props, machine)]
+        if topology is not None
+        for labels, taints in [(_pool_labels(pool, machine, topology), _pool_taints(pool.props))]
+    ]
+    checks = {
+        (_object_cluster(check, by_urn), str(prop(check.props, "metadata.name") or check.name)): prop(
+            check.props, "spec.controllerName"
+        )
+        for check in resources
+        if _kueue(check, "AdmissionCheck")
+    }
+    queued_flavors: set[tuple[str | None, str]] = set()
+    for flavor in (r for r in resources if _kueue(r, "ResourceFlavor")):
+        cluster = _object_cluster(flavor, by_urn)
+        wanted = {str(k): str(v) for k, v in prop(flavor.props, "spec.nodeLabels", {}).items()}
+        tolerations = as_list(prop(flavor.props, "spec.tolerations"))
+        if cluster not in managers and any(
+            (pool_cluster == cluster or None in (cluster, pool_cluster))
+            and wanted.items() <= labels.items()
+            and all(_tolerated(taint, tolerations) for taint in taints)
+            for pool_cluster, labels, taints in queued
+        ):
+            queued_flavors.add((cluster, _flavor_name(flavor)))
+    for queue in (r for r in resources if _kueue(r, "ClusterQueue")):
+        cluster = _object_cluster(queue, by_urn)
+        for listed in (f for group in _flavor_groups(queue) for f in group):
+            if (cluster, listed) not in queued_flavors:
+                continue
+            if not any(checks.get((cluster, name)) == PROVISIONING_CONTROLLER for name in _checks_on(queue, listed)):
+                report(
+                    f"ClusterQueue {prop(queue.props, 'metadata.name')!r} lists queued-provisioning flavor {listed!r} "
+                    "without a ProvisioningRequest admission check on it: its workloads would be admitted with no "
+                    "nodes asked for; add the check in admissionChecksStrategy (onFlavors)",
+                    queue.urn,
+                )
+
+
+PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
+
+
+def validate_priority_classes(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """No PriorityClass of the stack is the cluster's default: `globalDefault` gives its value to every pod created
+    without a priorityClassName, in every namespace (Kubernetes "Pod Priority and Preemption"), and Kueue takes a
+    workload's priority from its pods' class when it names no WorkloadPriorityClass, so every team's unlabelled work
+    would rank as that class and preempt by it."""
+    if args.resource_type == PRIORITY_CLASS and args.props.get("globalDefault") is True:
+        say(
+            report,
+            f"PriorityClass {prop(args.props, 'metadata.name')!r} is globalDefault: every pod without a "
+            "priorityClassName in the cluster would get its priority; set globalDefault false",
+        )

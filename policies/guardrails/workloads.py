@@ -11,10 +11,14 @@ from pulumi_policy.proxy import UnknownValueError
 from components import credentials
 
 from .kubernetes import _containers, _pod_specs, _workload
-from .props import as_list, say
+from .props import as_list, prop, say
 
 SERVER_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "DaemonSet", "LeaderWorkerSet")
 """Kinds that keep pods serving: their pods answer clients and read the bucket as their own service account."""
+PART_OF = "app.kubernetes.io/part-of"
+SERVING_PARTS = ("saxml", "llm-serving")
+"""The stack's serving components (components/saxml.py and components/llm_serving.py PART_OF): whatever their kind,
+their workloads serve, Saxml's model servers included, which are JobSets of TPU pods."""
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
 
@@ -23,9 +27,10 @@ def validate_server_host_network(args: ResourceValidationArgs, report: ReportVio
     network: there it acts as the node's service account instead of its own (GKE's Workload Identity limitations),
     the NetworkPolicies that admit only the serving clients do not apply to it (Kubernetes leaves host-network pods
     out of NetworkPolicy), and it binds its ports on the node. The host network is a multislice training
-    exception (no-host-namespaces), never a server's."""
+    exception (no-host-namespaces), never a server's: not even a TPU model server's in a JobSet."""
     kind = args.resource_type.rsplit(":", 1)[-1]
-    if not args.resource_type.startswith("kubernetes:") or kind not in SERVER_KINDS:
+    serving = prop(args.props, "metadata.labels", {}).get(PART_OF) in SERVING_PARTS
+    if not args.resource_type.startswith("kubernetes:") or not (kind in SERVER_KINDS or serving):
         return
     for pod in _pod_specs(args.props.get("spec")):
         if pod.get("hostNetwork") is True:
@@ -52,9 +57,7 @@ def _env_problems(container: Mapping[str, Any]) -> Iterator[str]:
         if not isinstance(value, str) or not value:
             continue
         variable = str(entry.get("name"))
-        if credentials.contains_credential(value) or (
-            credentials.secret_env_name(variable) and not value.startswith("/")
-        ):
+        if credentials.contains_credential(value) or credentials.secret_env(variable, value):
             yield (
                 f"container {name!r}: env {variable} is a literal value that reads as a credential (not repeated "
                 "here); anyone who can read the object sees it and the stack's state keeps it: take it from a Secret "
@@ -63,15 +66,16 @@ def _env_problems(container: Mapping[str, Any]) -> Iterator[str]:
 
 
 def _arg_problems(container: Mapping[str, Any]) -> Iterator[str]:
+    """A credential flag of vLLM given a value, however written (`--api_key=`, a shell script's `--api-key x`), or a
+    credential of a known form anywhere in the command line."""
     name = container.get("name")
     items = [_known(lambda item=item: item) for kind in ("command", "args") for item in as_list(container.get(kind))]
     for index, item in enumerate(items):
         if not isinstance(item, str):
             continue
-        flag = credentials.secret_flag(item)
-        valued = flag is not None and (item != flag or index + 1 < len(items))
+        valued = [flag for flag, value in credentials.credential_flags(item) if value or index + 1 < len(items)]
         if valued or credentials.contains_credential(item):
-            what = f"sets {flag}" if valued else "holds a credential (not repeated here)"
+            what = f"sets {valued[0]}" if valued else "holds a credential (not repeated here)"
             yield (
                 f"container {name!r}: an argument {what}; arguments are readable by anyone who can read the object: "
                 "pass the credential from a Secret (an environment variable from secretKeyRef, or a mounted file)"

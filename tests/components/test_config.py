@@ -19,7 +19,7 @@ from components.config.pools import (
 )
 from components.config.stack import load
 from offline import __main__ as cli
-from offline.engine import _engine_config, run_program
+from offline.engine import _engine_config, read_stack_file, run_program
 from tests.fixtures import stack_data, stack_path, stack_plan
 
 # Trillium in us-central1-b, on spot VMs: us-central1 offers no Trillium on flex-start (vendor/data/tpu_zones.json).
@@ -60,13 +60,20 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:clusterr: unknown config key; did you mean tpu-stack:cluster? known tpu-stack keys: bucket, charts, "
      "cluster, labels, monitoring, multiKueue, queues, saxml, serving, throwaway, tpuPools"),
     # The engine passes structured config as JSON text: text that only looks like JSON is a config error too.
+    # The value is never repeated: pasted text may be a credential of no known form.
     ("labels that are not JSON", {"tpu-stack:labels": "{team: ml"},
-     "tpu-stack:labels: '{team: ml' starts like JSON but is not (Expecting property name enclosed in double quotes "
+     "tpu-stack:labels: the value starts like JSON but is not (Expecting property name enclosed in double quotes "
      "at column 2); give a YAML mapping or list"),
+    # A key file's private_key with its newlines as typed: a control character inside a JSON string.
+    ("a service account key pasted into a setting",
+     {"tpu-stack:labels": '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN'
+                          'BgkqhkiG9w0\n-----END PRIVATE KEY-----\n"}'},
+     "tpu-stack:labels: the value starts like JSON but is not (Invalid control character at column 72); give a "
+     "YAML mapping or list"),
     ("labels as an empty string", {"tpu-stack:labels": ""},
      "tpu-stack:labels: expected a mapping (key: value lines), got the text ''"),
     ("pools that are not JSON", {"tpu-stack:tpuPools": "[train"},
-     "tpu-stack:tpuPools: '[train' starts like JSON but is not (Expecting value at column 2); give a YAML mapping "
+     "tpu-stack:tpuPools: the value starts like JSON but is not (Expecting value at column 2); give a YAML mapping "
      "or list"),
     ("unknown pool key", pools(pool(topolgy="4x4")),
      f"{P0}.topolgy: unknown key; did you mean topology?"),
@@ -202,6 +209,36 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:tpuPools: Autopilot provisions TPU nodes itself; remove tpuPools or set cluster.mode: standard"),
     ("cluster location outside the region", {"tpu-stack:cluster": {"location": "us-east1-b"}},
      "tpu-stack:cluster.location: 'us-east1-b' is not in gcp:region 'us-central1'"),
+    # A regional location too: the stack's subnetwork and Cloud NAT are in gcp:region, and GKE puts a cluster's nodes
+    # only in a subnetwork of the cluster's own region.
+    ("cluster region other than the stack's", {"tpu-stack:cluster": {"location": "us-east1"}},
+     "tpu-stack:cluster.location: 'us-east1' is not gcp:region 'us-central1'; use gcp:region or one of its zones, or "
+     "change gcp:region"),
+    ("a subnetwork of another region", {"tpu-stack:cluster": {
+        "network": "tpu-net", "subnetwork": "projects/proj-1234/regions/us-east1/subnetworks/tpu",
+        "ipRanges": {"nodes": "10.1.0.0/24", "pods": "10.4.0.0/14", "services": "10.3.0.0/20"}}},
+     "tpu-stack:cluster.subnetwork: 'projects/proj-1234/regions/us-east1/subnetworks/tpu' is a subnetwork of "
+     "us-east1, but the cluster is in us-central1; a cluster's nodes use a subnetwork of its own region: name one "
+     "of us-central1"),
+    # GKE: "at least 48 hours of maintenance availability in a 32-day rolling window. Only contiguous availability
+    # windows of at least four hours are considered." A Sunday each week is 4 Sundays in some 32 days: 24 hours.
+    ("a maintenance window too rare for GKE", {"tpu-stack:cluster": {"maintenance": {"recurringWindow": {
+        "startTime": "2026-01-04T02:00:00Z", "endTime": "2026-01-04T08:00:00Z",
+        "recurrence": "FREQ=WEEKLY;BYDAY=SU"}}}},
+     "tpu-stack:cluster.maintenance.recurringWindow: FREQ=WEEKLY;BYDAY=SU with 6-hour windows allows 24 hours of "
+     "maintenance in some 32 days; GKE requires at least 48 hours in every 32 days, counting only windows of 4 hours "
+     "or more: lengthen the window or let it recur more often"),
+    ("maintenance windows too short to count", {"tpu-stack:cluster": {"maintenance": {"recurringWindow": {
+        "startTime": "2026-01-04T01:00:00Z", "endTime": "2026-01-04T04:00:00Z", "recurrence": "FREQ=DAILY"}}}},
+     "tpu-stack:cluster.maintenance.recurringWindow: FREQ=DAILY with 3-hour windows allows 0 hours of maintenance in "
+     "some 32 days; GKE requires at least 48 hours in every 32 days, counting only windows of 4 hours or more: "
+     "lengthen the window or let it recur more often"),
+    ("every other weekend", {"tpu-stack:cluster": {"maintenance": {"recurringWindow": {
+        "startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T08:00:00Z",
+        "recurrence": "FREQ=WEEKLY;INTERVAL=2;BYDAY=SA,SU"}}}},
+     "tpu-stack:cluster.maintenance.recurringWindow: FREQ=WEEKLY;INTERVAL=2;BYDAY=SA,SU with 6-hour windows allows "
+     "24 hours of maintenance in some 32 days; GKE requires at least 48 hours in every 32 days, counting only "
+     "windows of 4 hours or more: lengthen the window or let it recur more often"),
     ("auto-upgrade off on a release channel", pools(pool(autoUpgrade=False)),
      f"{P0}.autoUpgrade: GKE keeps node auto-upgrade on in clusters on a release channel (cluster.releaseChannel "
      "RAPID); remove autoUpgrade and hold upgrades during training with cluster.maintenance.exclusions, or set "
@@ -226,6 +263,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      {"tpu-stack:bucket": {"readers": [{"namespace": "default", "serviceAccount": "a", "checkpointPath": "ckpt"}]}},
      "tpu-stack:bucket.readers[0].checkpointPath: a reader holds roles/storage.objectViewer and cannot write "
      "checkpoints; move this entry to bucket.writers or remove checkpointPath"),
+    # Pods that name no service account run as `default`: a grant to it is a grant to each of them.
+    ("a bucket writer as the namespace's default account",
+     {"tpu-stack:bucket": {"writers": [{"namespace": "default", "serviceAccount": "default"}]}},
+     "tpu-stack:bucket.writers[0].serviceAccount: 'default' is the account of every pod in namespace default that "
+     "names none, and each of them would write and delete the bucket's objects; name an account of its own, e.g. "
+     "trainer"),
+    ("a bucket reader as the namespace's default account",
+     {"tpu-stack:bucket": {"readers": [{"namespace": "default", "serviceAccount": "default"}]}},
+     "tpu-stack:bucket.readers[0].serviceAccount: 'default' is the account of every pod in namespace default that "
+     "names none, and each of them would read the bucket; name an account of its own, e.g. analyst"),
     ("bucket folder that climbs out", {"tpu-stack:bucket": {"writers": [
          {"namespace": "default", "serviceAccount": "a", "dataPath": "../other"}]}},
      "tpu-stack:bucket.writers[0].dataPath: '../other' is not a folder of the bucket; use a relative path like "
@@ -312,6 +359,13 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "aws:region: 'aws' is not a config namespace this stack reads, so everything under it would be ignored; "
      "namespaces: tpu-stack, gcp, kubernetes, pulumi"),
     # The policy pack's least-privilege-iam reasoning, applied where the config grants roles.
+    # IAM: a role granted on the project lets the member act as every service account in it
+    # (https://cloud.google.com/iam/docs/service-account-permissions).
+    ("a token creator role for the node account",
+     {"tpu-stack:cluster": {"nodeServiceAccountRoles": ["roles/iam.serviceAccountTokenCreator"]}},
+     "tpu-stack:cluster.nodeServiceAccountRoles[0]: roles/iam.serviceAccountTokenCreator on a whole "
+     "project/folder/organization lets the member act as every service account in it: grant it on the one service "
+     "account that needs it (node account roles are granted on the whole project)"),
     ("primitive role for the node account", {"tpu-stack:cluster": {"nodeServiceAccountRoles": ["roles/editor"]}},
      "tpu-stack:cluster.nodeServiceAccountRoles[0]: roles/editor is a primitive role: grant a predefined role scoped "
      "to what the member uses (node account roles are granted on the whole project)"),
@@ -512,6 +566,31 @@ def test_structured_values_arrive_as_json_strings_like_the_engine_sends_them() -
     (group,) = config.tpu_pools
     assert (group.vms_per_slice, group.chips_per_slice, group.total_chips) == (2, 8, 24)
     assert group.node_pool_names == ["a-0", "a-1", "a-2"]
+
+
+def test_provider_keys_are_the_providers_to_read_encrypted_or_not(tmp_path: Path) -> None:
+    """An encrypted provider value reaches the offline preview as the secret marker and a real run as its text; either
+    way only the provider reads it (tests/test_config_reference.py: the schema takes `{secure: ...}` there)."""
+    data = stack_data("dev") | {
+        "gcp:accessToken": {"secure": "v1:AAAABBBBCCCC"},
+        "gcp:credentials": '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n"}',
+    }
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump({"config": data}))
+    assert load(_engine_config(read_stack_file(path)), stack="dev").project == data["gcp:project"]
+
+
+def test_an_encrypted_setting_of_the_stack_is_refused_without_its_text(tmp_path: Path) -> None:
+    """Values under tpu-stack: are plain; the preview cannot read an encrypted one, so it says that, not that the
+    marker it would read is bad JSON."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump({"config": stack_data("dev") | {"tpu-stack:labels": {"secure": "v1:AAAA"}}}))
+    with pytest.raises(ConfigError) as error:
+        read_stack_file(path)
+    assert error.value.lines == [
+        "tpu-stack:labels: is encrypted ({secure: ...}); settings under tpu-stack: are plain, none is a secret, and "
+        "the preview cannot read an encrypted one: set it with `pulumi config set` without --secret"
+    ]
 
 
 def test_flex_start_runs_up_to_exactly_seven_days() -> None:

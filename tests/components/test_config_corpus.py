@@ -58,6 +58,13 @@ def test_every_area_of_the_model_has_at_least_five_cases() -> None:
     assert len({case["case"] for case in CASES}) == len(CASES)
 
 
+def test_the_development_guide_counts_the_corpus_as_it_is() -> None:
+    """docs/development.md states the corpus's size per area; a case added or removed without it fails here."""
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "development.md").read_text().split())
+    counts = ", ".join(f"{area} {sum(case['area'] == area for case in CASES)}" for area in AREAS)
+    assert f"{len(CASES)} stack files as users write them, at least five in each area of the model ({counts})" in text
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case["case"] for case in CASES])
 def test_the_mistake_is_one_line_naming_its_key(
     case: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]

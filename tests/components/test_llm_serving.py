@@ -562,8 +562,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "lock between pods; copy the weights into the bucket and set modelFolder, or serve it with replicas: 1"),
     ("an argument the stack derives", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--tensor-parallel-size=4"]}),
      f"{S0}.engineArgs: --tensor-parallel-size is derived by the stack from the server and its pool; remove it"),
-    ("not an argument", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["max-num-seqs=64"]}),
-     f"{S0}.engineArgs: 'max-num-seqs=64' is not an engine argument; write --name or --name=value, one per item"),
+    # vLLM reads `--max_model_len` as `--max-model-len` (vllm utils/argparse_utils.py FlexibleArgumentParser).
+    ("an argument the stack derives, with underscores",
+     config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--max_model_len=8192"]}),
+     f"{S0}.engineArgs: --max-model-len is derived by the stack from the server and its pool; remove it"),
+    # The item is never repeated: it may hold a credential of no known form.
+    ("not an argument", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--max-num-seqs=64", "max-num-seqs=64"]}),
+     f"{S0}.engineArgs: item 1 is not an engine argument (not repeated here); write --name or --name=value, the "
+     "name in lower case, one per item"),
+    ("an argument in upper case", config(V5E_4X4, {**LLAMA_70B, "engineArgs": ["--MAX-NUM-SEQS=64"]}),
+     f"{S0}.engineArgs: item 0 is not an engine argument (not repeated here); write --name or --name=value, the "
+     "name in lower case, one per item"),
     ("no max model length", config(V5E_4X4, {k: v for k, v in LLAMA_70B.items() if k != "maxModelLen"}),
      f"{S0}.maxModelLen: required; add it"),
     ("zero replicas", config(V5E_4X4, {**LLAMA_70B, "replicas": 0}),
@@ -662,6 +671,21 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
 @pytest.mark.parametrize(("case", "extra", "line"), CASES, ids=[c[0] for c in CASES])
 def test_serving_config_errors_are_one_line_each(case: str, extra: dict[str, Any], line: str) -> None:
     assert config_error(extra) == [line]
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        {"engineArgs": ["--max_num_seqs=128", "--chat-template=templates/sk-llama.jinja"]},
+        {"servedModelName": "acme-sk-llama-31-70b-instruct-v2"},
+        {"servedModelName": "acme/llama-33-70b-sk-instruct-finetuned-v2"},
+        {"modelFolder": "models/sk-llama-3.1-70b-instruct-finetuned"},
+    ],
+    ids=["underscores and an sk- path in engineArgs", "an sk- served model name", "an sk- model id", "an sk- folder"],
+)
+def test_names_and_flags_that_only_look_like_credentials_are_accepted(server: dict[str, Any]) -> None:
+    """vLLM takes `_` for `-` in flag names; `sk-` inside a name or a path is no OpenAI key."""
+    assert loaded(config(V5E_4X4, {**LLAMA_70B, **server})).serving is not None
 
 
 def test_only_the_serving_identity_needs_the_project_number(run: StackRunner) -> None:

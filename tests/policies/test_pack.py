@@ -53,6 +53,12 @@ EXPECTED = {
     "kueue-ladder-cost-order": "mandatory",
     "bucket-in-tpu-region": "advisory",
     "idle-tpu-capacity": "advisory",
+    "bucket-grants": "mandatory",
+    "webhooks-fail-closed": "mandatory",
+    "kueue-queue-namespaces": "mandatory",
+    "queued-flavors-provision": "mandatory",
+    "no-global-default-priority": "mandatory",
+    "no-legacy-cluster-access": "mandatory",
     "required-labels": "advisory",
 }
 

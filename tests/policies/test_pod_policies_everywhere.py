@@ -22,7 +22,7 @@ import pytest
 from policies.guardrails.workloads import SERVER_KINDS
 from tests.policies.test_rules import check, res
 
-IMAGE = "registry.example/app:1.0"
+IMAGE = "registry.example/app:1.0.0"
 DIGEST = "registry.example/app@sha256:" + "a" * 64
 TPU = {"requests": {"google.com/tpu": 4}, "limits": {"google.com/tpu": 4}}
 PodSpec = dict[str, Any]

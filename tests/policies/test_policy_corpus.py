@@ -71,6 +71,21 @@ def test_the_corpus_covers_every_kind_the_stacks_declare(plans: dict[str, list[d
     assert declared - {case["type"] for case in CASES} == set()
 
 
+def test_the_documents_count_the_corpus_as_it_is() -> None:
+    """docs/policies.md and docs/development.md state the corpus's size; a case added or removed without them fails
+    here."""
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    policies = " ".join((docs / "policies.md").read_text().split())
+    development = " ".join((docs / "development.md").read_text().split())
+    elsewhere = sum("reported_on" in case for case in CASES)
+    kinds = len({case["type"] for case in CASES})
+    assert (
+        f"{len(CASES)} changes over {kinds} kinds ({len(CASES) - elsewhere} named on the changed resource, "
+        f"{elsewhere} on the flavor or node pool a policy of a set of objects judges)"
+    ) in policies
+    assert f"{len(CASES)} dangerous one-field changes to the {', '.join(FIXTURE_STACKS)} plans" in development
+
+
 @pytest.mark.parametrize("stack", FIXTURE_STACKS)
 def test_the_fixture_stacks_are_clean(plans: dict[str, list[dict[str, Any]]], stack: str) -> None:
     assert [v for v in evaluate(plans[stack], stack) if v["level"] == "mandatory"] == []
