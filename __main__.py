@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components import workload_identity
+from components.adoption import import_existing
 from components.bucket import Bucket
 from components.config import load_from_pulumi
 from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, LWS_NAMESPACE
@@ -46,6 +47,9 @@ for warning in config.warnings:  # valid, but rarely meant: `pulumi preview` sho
 # In protected stacks every resource is protected (children inherit it from their component, a chart's
 # rendered objects from the Chart): `pulumi destroy` and replacements stop until `pulumi state unprotect`.
 protected = pulumi.ResourceOptions(protect=config.protected)
+if config.cluster.adopted is not None and config.cluster.adopted.imports:
+    # An adopted cluster's existing resources are imported, not created (docs/adopt.md).
+    pulumi.runtime.register_stack_transformation(import_existing(config.cluster.adopted.imports))
 
 
 def needs(*apis: str) -> pulumi.ResourceOptions:

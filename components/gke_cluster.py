@@ -114,6 +114,7 @@ class GkeCluster(pulumi.ComponentResource):
         ]
 
         autopilot = cluster_config.mode == "autopilot"
+        adopted = cluster_config.adopted
         plane = cluster_config.control_plane
         self.cluster: container.Cluster = container.Cluster(
             name,
@@ -177,7 +178,9 @@ class GkeCluster(pulumi.ComponentResource):
                 if autopilot
                 else None
             ),
-            remove_default_node_pool=None if autopilot else True,
+            # An adopted cluster's default-pool stays where it exists (adopted.defaultPool): the provider deletes it on
+            # the update that turns this on.
+            remove_default_node_pool=None if autopilot or (adopted and adopted.default_pool) else True,
             initial_node_count=None if autopilot else 1,
             workload_identity_config=None if autopilot else {"workload_pool": config.workload_pool},
             # The default pool only lives until removal; it still must not run as the default compute SA.
@@ -194,7 +197,9 @@ class GkeCluster(pulumi.ComponentResource):
                 parent=self,
                 protect=config.protected,
                 custom_timeouts=CLUSTER_TIMEOUTS,
-                ignore_changes=None if autopilot else ["nodeConfig", "initialNodeCount"],
+                ignore_changes=(None if autopilot else ["nodeConfig", "initialNodeCount"])
+                if not adopted or not adopted.keep
+                else [*([] if autopilot else ["nodeConfig", "initialNodeCount"]), *adopted.keep],
             ),
         )
         self.system_pool: container.NodePool | None = None if autopilot else self._system_pool(name, config)
@@ -204,7 +209,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.master_version: pulumi.Output[str] = self.cluster.master_version.apply(
             lambda version: check_version_floor(version, floor)
         )
-        self.nat: compute.RouterNat | None = self._nat(name, config) if config.private_nodes else None
+        self.nat: compute.RouterNat | None = self._nat(name, config) if config.makes_nat else None
         self.webhook_firewall: compute.Firewall | None = (
             self._webhook_firewall(name, config, plan) if config.private_nodes else None
         )
@@ -316,13 +321,15 @@ class GkeCluster(pulumi.ComponentResource):
             direction="INGRESS",
             # A size alone (an existing cluster's GKE-picked pod range) names no addresses.
             source_ranges=[c for c in sources if not c.startswith("/")],
-            target_service_accounts=[self.node_service_account_email],
+            # The nodes the charts' controllers run on: the system pool's account (an adopted one keeps its own).
+            target_service_accounts=[_system_pool_account(config) or self.node_service_account_email],
             allows=[{"protocol": "tcp", "ports": [str(port) for port in WEBHOOK_PORTS]}],
             opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _system_pool(self, name: str, config: StackConfig) -> container.NodePool:
         pool = config.cluster.system_pool
+        adopted = config.cluster.adopted.system_pool if config.cluster.adopted else None
         return container.NodePool(
             f"{name}-system",
             name=SYSTEM_POOL_NAME,
@@ -341,8 +348,13 @@ class GkeCluster(pulumi.ComponentResource):
             node_config={
                 "machine_type": pool.machine_type,
                 "disk_size_gb": pool.disk_size_gb,
-                "service_account": self.node_service_account_email,
-                "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+                # An adopted system pool keeps its nodes' account and scopes (ForceNew in node_config.go).
+                "service_account": (
+                    adopted.service_account if adopted and adopted.service_account else self.node_service_account_email
+                ),
+                "oauth_scopes": list(adopted.oauth_scopes)
+                if adopted and adopted.oauth_scopes
+                else [CLOUD_PLATFORM_SCOPE],
                 "workload_metadata_config": {"mode": "GKE_METADATA"},
                 "shielded_instance_config": SHIELDED,
                 "resource_labels": config.resource_labels,
@@ -350,9 +362,16 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 custom_timeouts=NODE_POOL_TIMEOUTS,
-                ignore_changes=["initialNodeCount", "nodeCount"],
+                ignore_changes=["initialNodeCount", "nodeCount", *(adopted.keep if adopted else ())],
             ),
         )
+
+
+def _system_pool_account(config: StackConfig) -> str | None:
+    """An adopted system pool's own node service account (an email; GKE's `default` names none to target)."""
+    adopted = config.cluster.adopted.system_pool if config.cluster.adopted else None
+    account = adopted.service_account if adopted else None
+    return account if account and "@" in account else None
 
 
 def _dns_endpoint(endpoints: container.outputs.ClusterControlPlaneEndpointsConfig | None) -> str:

@@ -103,7 +103,7 @@ def resource_flavor(
     spec: dict[str, Any] = {"nodeLabels": flavor_labels(pool), "tolerations": pool_tolerations(pool)}
     if topology is not None:
         spec["topologyName"] = topology
-    flavor = kueue_object("ResourceFlavor", pool.name, spec)
+    flavor = kueue_object("ResourceFlavor", pool.flavor_name, spec)
     if rung is not None:
         flavor["metadata"]["labels"] = {tpu_catalog.LADDER_LABEL: rung[0], tpu_catalog.RUNG_LABEL: str(rung[1])}
     return flavor
@@ -163,7 +163,7 @@ def _resource_groups(
             {"name": resource, "nominalQuota": amount, **({"borrowingLimit": limits[resource]} if limits else {})}
             for resource, amount in nominal.items()
         ]
-        flavors.append({"name": pool.name, "resources": resources})
+        flavors.append({"name": pool.flavor_name, "resources": resources})
     return [{"coveredResources": covered_resources(config.queues), "flavors": flavors}] if flavors else []
 
 
@@ -196,7 +196,7 @@ def cluster_queue(
         [{"name": MULTIKUEUE_CHECK}]
         if config.is_manager
         else [
-            {"name": admission_check_name(pool), "onFlavors": [pool.name]}
+            {"name": admission_check_name(pool), "onFlavors": [pool.flavor_name]}
             for pool in config.queue_flavors
             if pool.provisioning == "queued"
         ]

@@ -35,7 +35,8 @@ class TpuSlicePools(pulumi.ComponentResource):
         self.workload_policy: compute.ResourcePolicy | None = workload_policy(
             name, config=config, pool=pool, parent=self
         )
-        ignore = AUTOSCALED_FIELDS if pool.autoscaled else []
+        # An adopted pool group keeps the fields it lists as they exist (the state's values, from the import).
+        ignore = [*(AUTOSCALED_FIELDS if pool.autoscaled else []), *(pool.adopted.keep if pool.adopted else ())]
         node_config = _node_config(config, pool, node_service_account_email)
         self.node_pools: list[container.NodePool] = [
             container.NodePool(
@@ -61,7 +62,7 @@ class TpuSlicePools(pulumi.ComponentResource):
                     parent=self,
                     depends_on=depends_on,
                     custom_timeouts=NODE_POOL_TIMEOUTS,
-                    ignore_changes=ignore,
+                    ignore_changes=ignore or None,
                     # The provider updates no placement policy in place (placement_policy.tpu_topology is not
                     # ForceNew and the node pool update sends no topology): a new slice shape is a new pool. The
                     # engine creates first for a replaceOnChanges replacement; the pool's name is fixed, so delete
@@ -172,10 +173,13 @@ def _upgrade_settings(pool: TpuPoolConfig) -> container.NodePoolUpgradeSettingsA
 def _node_config(
     config: StackConfig, pool: TpuPoolConfig, service_account: pulumi.Input[str]
 ) -> container.NodePoolNodeConfigArgsDict:
+    adopted = pool.adopted
+    # An adopted pool keeps its nodes' account and scopes: the provider replaces a pool when either changes
+    # (node_config.go: service_account and oauth_scopes are ForceNew).
     node_config: container.NodePoolNodeConfigArgsDict = {
         "machine_type": pool.machine.name,
-        "service_account": service_account,
-        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+        "service_account": (adopted.service_account if adopted and adopted.service_account else service_account),
+        "oauth_scopes": list(adopted.oauth_scopes) if adopted and adopted.oauth_scopes else [CLOUD_PLATFORM_SCOPE],
         "workload_metadata_config": {"mode": "GKE_METADATA"},
         "resource_labels": {**config.resource_labels, "tpu-pool": pool.name},
     }

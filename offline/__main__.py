@@ -54,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--quiet", action="store_true", help="print only the policy report")
     preview.add_argument("--verbose", action="store_true", help="list every object a chart renders, not counts")
     preview.add_argument(
+        "--existing",
+        type=Path,
+        metavar="DIR",
+        help="saved outputs of the cluster an adopted stack imports (`tpu-stack adopt` writes adopt/STACK/existing): "
+        "judge each import and the charts' first update against them",
+    )
+    preview.add_argument(
         "--policy-config",
         type=Path,
         help="policy pack config JSON (the format of `pulumi preview --policy-pack-config`)",

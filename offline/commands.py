@@ -17,8 +17,9 @@ import yaml
 
 from components import workloads
 from components.config import ConfigError, StackConfig, load
-from offline import charts, engine, helm, parallel, policy_check, report, summary
+from offline import adopted, charts, engine, helm, parallel, policy_check, report, summary
 from offline.engine import REPO, DuplicateUrn, Plan, run_stack
+from offline.imports import ExistingError
 
 EXIT_OK, EXIT_VIOLATION, EXIT_CONFIG = 0, 1, 2
 NewStackFindings = tuple[list[dict[str, Any]], list[str]]
@@ -33,19 +34,28 @@ def preview(
     policy_config: Path | None = None,
     new_stack: parallel.Background[NewStackFindings] | None = None,
     verbose: bool = False,
+    existing: Path | None = None,
 ) -> int:
-    """Capacity and queues first, then the resources by component, the outputs, and the policy report last."""
+    """Capacity and queues first, then the resources by component, the outputs, an adopted stack's first update, and
+    the policy report last."""
     plan = evaluate(stack, config_file, policy_config, new_stack)
+    refused = adopted.judge(plan, stack_config(stack, config_file), existing)
     if not quiet:
         print(report.render_plan(plan, verbose=verbose))
         print()
         print(report.render_outputs(plan))
         print()
+        if plan.adoption:
+            print(adopted.render(plan, stack))
+            print()
     print(report.render_violations(plan))
+    for line in refused:
+        print(f"refused: {line}", file=sys.stderr)
     out_dir = out or REPO / "build" / stack
     report.write(plan, out_dir)
     print(f"Wrote plan.json, manifests/ and graph.mmd to {out_dir}/")
-    return EXIT_VIOLATION if any(v["level"] == "mandatory" for v in plan.violations) else EXIT_OK
+    failed = refused or any(v["level"] == "mandatory" for v in plan.violations)
+    return EXIT_VIOLATION if failed else EXIT_OK
 
 
 def print_roles(stack: str, config_file: Path | None) -> int:
@@ -151,11 +161,13 @@ def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFinding
             return write_workloads(args.stack, args.config, args.out)
         if args.command == "roles":
             return print_roles(args.stack, args.config)
-        return preview(args.stack, args.config, args.out, args.quiet, args.policy_config, new_stack, args.verbose)
+        return preview(
+            args.stack, args.config, args.out, args.quiet, args.policy_config, new_stack, args.verbose, args.existing
+        )
     except policy_check.PolicyConfigError as error:
         print(f"error: policy config: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    except (charts.ChartError, helm.HelmMissing) as error:
+    except (charts.ChartError, helm.HelmMissing, ExistingError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
     except DuplicateUrn as error:

@@ -53,6 +53,8 @@ class Plan:
     """Charts a new stack's preview cannot render (their cluster does not exist yet); shown in the report."""
     summary: dict[str, Any] = field(default_factory=dict)
     """Capacity and queues, from the config the program ran with (offline/summary.py); set by the preview."""
+    adoption: Any = None
+    """An adopted stack's first update (offline/adopted.py Judged); set by the preview when the stack imports."""
     logged: list[tuple[str, str]] = field(default_factory=list)
     """(level, message) of what the program logged (`pulumi.log.warn` ...), which the real engine prints."""
 
@@ -64,6 +66,7 @@ class Plan:
             "resources": self.resources,
             "outputs": self.outputs,
             "violations": self.violations,
+            **({"adoption": self.adoption.to_json()} if self.adoption is not None else {}),
         }
 
     def by_type(self, type_token: str) -> list[dict[str, Any]]:
@@ -288,10 +291,11 @@ class _RecordingMonitor(mocks.MockMonitor):
         if urn in self.resources:
             raise DuplicateUrn(f"Duplicate resource URN '{urn}'; try giving it a unique name")
         inputs = _plain(json_format.MessageToDict(request.object))
+        # An imported resource's outputs are known even in a new stack's preview: the engine's import step reads it
+        # through its provider before the rest of the preview (pulumi pkg/resource/deploy/step.go ImportStep.Apply).
+        known = self.computing.known_outputs or bool(request.importId)
         computed = (
-            _computed_outputs(request.type, request.name, inputs, self._registered(request.type))
-            if self.computing.known_outputs
-            else {}
+            _computed_outputs(request.type, request.name, inputs, self._registered(request.type)) if known else {}
         )
         state = struct_pb2.Struct()
         state.CopyFrom(request.object)

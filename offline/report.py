@@ -15,6 +15,7 @@ import yaml
 from offline import summary
 from offline.charts import CHART_TYPE
 from offline.engine import Plan
+from offline.imports import show_value
 from offline.vendor import REPO
 
 COMPONENT_PREFIX = "tpu-stack:index:"
@@ -184,28 +185,39 @@ def render_plan(plan: Plan, verbose: bool = False) -> str:
         lines += [f"Every resource is protected: {PROTECTED}.", ""]
     pools = list((plan.summary or {}).get("capacity") or {})
     rows: list[list[str]] = []
-    marks: list[str] = []  # per row: group header, resource, note, or rendered child
+    marks: list[str] = []  # per row: group header, resource, import change, note, or rendered child
     for (kind, name), resources in sorted(groups.items(), key=lambda item: _group_order(item[0], pools)):
         rows.append([f"{kind} {name}"])
         marks.append("group")
         for resource in resources:
             flag = "[protect]" if resource["protect"] and not every_protected else ""
-            rows.append(["+", resource["type"], resource["name"], " ".join(filter(None, [describe(resource), flag]))])
+            op = "=" if resource.get("importId") else "+"
+            rows.append([op, resource["type"], resource["name"], " ".join(filter(None, [describe(resource), flag]))])
             marks.append("resource")
+            for change in (resource.get("import") or {}).get("changes", []):
+                replaces = "  (replaces it: refused)" if change["replaces"] else ""
+                rows.append(
+                    [f"~ {change['path']}: {show_value(change['old'])} -> {show_value(change['new'])}{replaces}"]
+                )
+                marks.append("change")
             rendered = children.get(resource["urn"], [])
             if rendered:
                 more = "" if verbose else " (--verbose lists them)"
-                rows.append([f"renders {len(rendered)} objects: {rendered_counts(rendered)}{more}"])
+                existing = sum(1 for child in rendered if "takeover" in child)
+                taken = f"; {existing} of them exist and are taken over" if existing else ""
+                rows.append([f"renders {len(rendered)} objects: {rendered_counts(rendered)}{taken}{more}"])
                 marks.append("note")
             for child in rendered if verbose else []:
-                rows.append(["+", child["type"], child["name"], ""])
+                rows.append(["~" if "takeover" in child else "+", child["type"], child["name"], ""])
                 marks.append("child")
     lines += _aligned(rows, marks)
     custom = sum(1 for r in plan.resources if r["custom"])
     rendered_total = sum(1 for r in plan.resources if r.get("rendered"))
+    imported = [r for r in plan.resources if r.get("importId")]
     lines.append(
-        f"Resources: + {len(plan.resources)} to create: {custom} in the cloud and cluster ({rendered_total} "
-        f"rendered from charts), {len(plan.resources) - custom} components"
+        f"Resources: + {len(plan.resources) - len(imported)} to create: {custom - len(imported)} in the cloud and "
+        f"cluster ({rendered_total} rendered from charts), {len(plan.resources) - custom} components"
+        + (f"; = {len(imported)} to import" if imported else "")
     )
     return "\n".join(lines)
 
@@ -247,9 +259,11 @@ def _aligned(rows: list[list[str]], marks: list[str]) -> list[str]:
             lines += ["", row[0]] if lines else [row[0]]
         elif mark == "note":
             lines += summary.wrapped(row[0], "      ", "        ")
+        elif mark == "change":
+            lines += summary.wrapped(row[0], "      ", "          ")
         else:
             type_width, name_width = widths[group]
-            head = f"  + {short_type(row[1]):<{type_width}}  {row[2]:<{name_width}}"
+            head = f"  {row[0]} {short_type(row[1]):<{type_width}}  {row[2]:<{name_width}}"
             if not row[3] or len(head) + 2 + len(row[3]) <= summary.WIDTH:
                 lines.append(f"{head}  {row[3]}".rstrip())
             else:
@@ -346,7 +360,8 @@ def plan_json(plan: Plan) -> str:
         + f'  "summary": {json.dumps(data["summary"], indent=2)},\n'
         + f'  "resources": {lines(data["resources"])},\n'
         + f'  "outputs": {json.dumps(data["outputs"], indent=2)},\n'
-        + f'  "violations": {lines(data["violations"])}\n'
+        + f'  "violations": {lines(data["violations"])}'
+        + (f',\n  "adoption": {json.dumps(data["adoption"], indent=2)}\n' if "adoption" in data else "\n")
         + "}\n"
     )
 

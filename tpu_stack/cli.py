@@ -19,6 +19,7 @@ from typing import Any, TextIO, TypeVar
 import yaml
 
 from tpu_stack import kube, kueue, stack, submit, why
+from tpu_stack.adopt_errors import AdoptError
 from tpu_stack.kueue import Obj
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_FORBIDDEN, EXIT_TIMEOUT = 0, 1, 2, 3, 4, 5
@@ -767,6 +768,55 @@ def cmd_delete(session: Session) -> int:
     return EXIT_OK
 
 
+def cmd_adopt(session: Session) -> int:
+    """Write the adopted stack's file, what was read and the report; each refusal also as one `refused:` line."""
+    from offline.imports import ExistingError, read_existing
+    from tpu_stack import adopt
+
+    args = session.args
+    if args.saved is not None:
+        try:
+            saved = read_existing(args.saved)
+        except ExistingError as error:
+            raise AdoptError(str(error)) from None
+    else:
+        if not (args.project and args.location and args.cluster):
+            raise UsageError("adopt needs --from DIR (saved outputs) or --project, --location and --cluster (live)")
+        if args.kubeconfig is None:
+            raise UsageError("adopt --cluster reads the Kueue objects live: pass --kubeconfig (gcloud get-credentials)")
+        try:
+            kubeconfig = yaml.safe_load(args.kubeconfig.read_text())
+        except (OSError, yaml.YAMLError) as error:
+            raise kube.KubeconfigError(f"--kubeconfig {args.kubeconfig}: {error}") from None
+        if not isinstance(kubeconfig, dict):
+            raise kube.KubeconfigError(f"--kubeconfig {args.kubeconfig}: not a kubeconfig")
+        saved = adopt.read_live(
+            args.project,
+            args.location,
+            args.cluster,
+            kubeconfig,
+            kubeconfig_path=args.kubeconfig,
+            context=args.context,
+        )
+    adoption = adopt.interpret(saved, stack=args.stack_name, project=args.project)
+    stack_file = args.stack_dir / f"Pulumi.{args.stack_name}.yaml"
+    if stack_file.exists() and not args.force:
+        raise UsageError(f"{stack_file} exists; pass --force to overwrite it")
+    out = args.out or Path("adopt") / args.stack_name
+    _outcome, text = adopt.write(adoption, out, stack_file)
+    print(text, file=session.out)
+    print(f"Wrote {stack_file}, {out / 'report.txt'}, {out / 'existing'}/", file=session.out)
+    print(
+        f"Preview it offline: python -m offline preview --stack {args.stack_name} --config {stack_file} "
+        f"--existing {out / 'existing'}",
+        file=session.out,
+    )
+    refused = [f.line for f in adoption.findings if f.kind == "refused"]
+    for line in refused:
+        print(f"refused: {line}", file=session.err)
+    return EXIT_OK
+
+
 # ---- parsing --------------------------------------------------------------------------------------------------
 
 
@@ -893,6 +943,18 @@ def parser() -> argparse.ArgumentParser:
     remove.add_argument("name", help="name of the Job or JobSet")
     remove.add_argument("--team", help="the team whose namespace holds it (default: search every team's)")
     remove.set_defaults(run=cmd_delete)
+
+    take = command("adopt", "describe a cluster xpk or Cluster Toolkit made as a stack, and import it (docs/adopt.md)")
+    take.add_argument("stack_name", metavar="STACK", help="name of the stack to write (Pulumi.STACK.yaml)")
+    take.add_argument("--from", dest="saved", type=Path, metavar="DIR", help="saved outputs: cluster.json, "
+                      "node-pools.json and kubectl's *.json (docs/adopt.md names the commands)")  # fmt: skip
+    take.add_argument("--project", help="the cluster's project (live; default: from the cluster's selfLink)")
+    take.add_argument("--location", help="the cluster's region or zone (live)")
+    take.add_argument("--cluster", help="the cluster's name (live, with --kubeconfig)")
+    take.add_argument("--stack-dir", type=Path, default=Path(), metavar="DIR", help="where Pulumi.STACK.yaml goes")
+    take.add_argument("--out", type=Path, metavar="DIR", help="report and what was read (default adopt/STACK)")
+    take.add_argument("--force", action="store_true", help="overwrite an existing Pulumi.STACK.yaml")
+    take.set_defaults(run=cmd_adopt)
     return main
 
 
@@ -909,7 +971,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     code = EXIT_OK
     try:
         code = int(args.run(session))
-    except (UsageError, stack.StackError, submit.SubmitError, kube.KubeconfigError) as error:
+    except (UsageError, stack.StackError, submit.SubmitError, kube.KubeconfigError, AdoptError) as error:
         code = _fail(session, error, EXIT_USAGE)
     except kube.NotFound as error:
         code = _fail(session, error, EXIT_NOT_FOUND)

@@ -416,6 +416,6 @@ def _split(resource: str) -> tuple[str, str | None, str, str | None]:
     size = 2 if words[0] == "api" else 3
     root, rest = "/" + "/".join(words[:size]), words[size:]
     namespace = None
-    if len(rest) >= 2 and rest[0] == "namespaces":
+    if len(rest) > 2 and rest[0] == "namespaces":  # `/api/v1/namespaces/<name>` is the Namespace object itself
         namespace, rest = rest[1], rest[2:]
     return root, namespace, rest[0], rest[1] if len(rest) > 1 else None

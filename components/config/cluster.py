@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from components import iam_roles, tpu_catalog
+from components.config.adopted import AdoptedClusterConfig
 from components.config.base import PROJECT, ConfigModel, cluster_name, source_range
 from components.config.network import (
     GKE_DEFAULT_MAX_PODS_PER_NODE,
@@ -353,6 +354,11 @@ class ClusterConfig(ConfigModel):
     for custom node service accounts (logging, monitoring, metadata) and image pulls from Artifact Registry;
     primitive roles and `roles/storage.*` are refused, as the `least-privilege-iam` policy refuses them
     (`components/iam_roles.py` holds the rule for both)."""
+    adopted: AdoptedClusterConfig | None = None
+    """The cluster exists already (made by xpk or Cluster Toolkit) and is imported, not created: what it keeps as it
+    is (`tpu-stack adopt` writes this; docs/adopt.md).
+
+    Default: none, the stack creates the cluster"""
 
     @property
     def node_service_account_id(self) -> str:

@@ -15,9 +15,11 @@ from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from components import tpu_catalog
+from components.config.adopted import AdoptedPoolConfig
 from components.config.base import ConfigModel, node_label_key_problem, node_label_value_problem, parse_duration
 from components.config.network import MAX_MAX_PODS, MIN_MAX_PODS, TPU_MAX_PODS_PER_NODE
 from components.tpu_catalog import MachineType
+from components.xpk_accelerators import XPK_ACCELERATORS
 
 Provisioning = Literal["flex-start", "queued", "on-demand", "spot", "reservation"]
 FLEX_START_MAX_SECONDS = 7 * 86400
@@ -252,6 +254,9 @@ class TpuPoolConfig(ConfigModel):
     """TPU machine type, e.g. `ct5lp-hightpu-4t`; set this or `tpuVersion`."""
     tpu_version: str | None = None
     """`v4`, `v5e`, `v5p`, `v6e` or `tpu7x`: that version's 4-chip machine type; set this or `machineType`."""
+    accelerator: str | None = None
+    """xpk's accelerator name (`--tpu-type`: `v5litepod-16`, `v6e-256`, `v5p-128`, `tpu7x-8`): its machine type and
+    topology from xpk's catalogue; set this, `machineType` or `tpuVersion` (and no `topology`)."""
     topology: str | None = None
     """Slice shape, e.g. `2x4` or `4x4x4`, checked against the machine type.
 
@@ -306,6 +311,11 @@ class TpuPoolConfig(ConfigModel):
     """Pods a node of the group may run, which sizes its block of the pod range (15: a /27). A TPU VM runs one TPU pod
     and GKE's DaemonSets. GKE cannot change it on an existing node pool: a new value replaces the group's pools (pools
     created before this key existed have GKE's 110; keep `110` for them)."""
+    adopted: AdoptedPoolConfig | None = None
+    """Node pools that exist already (made by xpk or Cluster Toolkit), which the stack imports instead of creating:
+    their names and the settings it keeps (`tpu-stack adopt` writes this; docs/adopt.md).
+
+    Default: none, the stack creates the pools"""
 
     def problems(self) -> list[tuple[str, str]]:
         """(config field, message) for each problem of the pool on its own; derived values need none."""
@@ -328,8 +338,21 @@ class TpuPoolConfig(ConfigModel):
         return problems
 
     def _shape_problems(self) -> list[tuple[str, str]]:
-        if (self.machine_type is None) == (self.tpu_version is None):
-            return [("machineType", "set exactly one of machineType or tpuVersion")]
+        given = [v for v in (self.machine_type, self.tpu_version, self.accelerator) if v is not None]
+        if len(given) != 1:
+            return [("machineType", "set exactly one of machineType, tpuVersion or accelerator")]
+        if self.accelerator is not None and self.accelerator not in XPK_ACCELERATORS:
+            near = ", ".join(n for n in XPK_ACCELERATORS if n.split("-")[0] == self.accelerator.split("-")[0])[:200]
+            return [
+                (
+                    "accelerator",
+                    f"{self.accelerator!r} is not one of xpk's TPU accelerator names"
+                    + (f"; of that kind: {near}" if near else " (e.g. v5litepod-16, v6e-8, v5p-128, tpu7x-8)"),
+                )
+            ]
+        if self.accelerator is not None and self.topology is not None:
+            machine_type, topology = XPK_ACCELERATORS[self.accelerator]
+            return [("topology", f"{self.accelerator} is {machine_type} {topology} already; remove topology")]
         if self.tpu_version is not None and self.tpu_version not in tpu_catalog.VERSIONS:
             valid = ", ".join(tpu_catalog.VERSIONS)
             return [("tpuVersion", f"{self.tpu_version!r} is not a TPU version; valid: {valid}")]
@@ -351,6 +374,8 @@ class TpuPoolConfig(ConfigModel):
                 )
             )
         problems += self._ironwood_problems() or self._provisioning_problems()
+        if self.adopted is not None:
+            problems += self.adopted.problems(self.slices)
         if not problems and self.future_reservation is not None:
             problems += self._calendar_problems(self.future_reservation)
         return problems
@@ -492,19 +517,29 @@ class TpuPoolConfig(ConfigModel):
     # ---- derived values -------------------------------------------------------------------------------
     @cached_property
     def machine(self) -> MachineType:
-        name = self.machine_type or tpu_catalog.DEFAULT_MACHINE_TYPE[str(self.tpu_version)]
+        if self.accelerator is not None:
+            name = XPK_ACCELERATORS[self.accelerator][0]
+        else:
+            name = self.machine_type or tpu_catalog.DEFAULT_MACHINE_TYPE[str(self.tpu_version)]
         found = tpu_catalog.machine_type(name)
         assert found is not None, "validated in problems()"
         return found
 
     @property
     def slice_topology(self) -> str:
+        if self.accelerator is not None:
+            return XPK_ACCELERATORS[self.accelerator][1]
         return self.topology or self.machine.single_host_topology
 
     @property
     def explicit_topology(self) -> str | None:
         """What goes into placementPolicy.tpuTopology: gcloud sends none for single-host pools."""
         return self.slice_topology if self.multi_host or self.topology else None
+
+    @property
+    def flavor_name(self) -> str:
+        """The pool group's Kueue ResourceFlavor: an adopted one keeps its name."""
+        return (self.adopted.flavor if self.adopted else None) or self.name
 
     @property
     def chips_per_slice(self) -> int:
@@ -539,6 +574,9 @@ class TpuPoolConfig(ConfigModel):
         return [self.slice_name(i) for i in range(self.slices)]
 
     def slice_name(self, index: int) -> str:
+        """An adopted group's slice i keeps its existing node pool's name (xpk's `<cluster>-np-<i>`)."""
+        if self.adopted is not None and index < len(self.adopted.node_pools):
+            return self.adopted.node_pools[index]
         return self.name if (index == 0 and self.legacy_first_slice_name) else f"{self.name}-{index}"
 
     @property

@@ -184,6 +184,12 @@ class StackConfig(ConfigModel):
         return self.cluster.private_nodes
 
     @property
+    def makes_nat(self) -> bool:
+        """Private nodes reach out through the stack's Cloud NAT, unless an adopted cluster's network has its own."""
+        adopted = self.cluster.adopted
+        return self.private_nodes and not (adopted is not None and adopted.existing_nat)
+
+    @property
     def vpc_name(self) -> str:
         """The VPC network of the stack's clusters: an existing one (`cluster.network`) or the stack's own, one for
         the stack's cluster and its MultiKueue workers (a network is global, its subnetworks regional)."""
@@ -792,7 +798,10 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
         elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
-        elif not own:  # the zone's TPUs need a valid machine type
+        elif not own and pool.adopted is None:
+            # The zone's TPUs need a valid machine type. An adopted group's slices exist in their zone: GKE made them
+            # there, whatever the published lists (vendor/data/tpu_zones.json) say, and refusing them would refuse
+            # the cluster as it is.
             problem = tpu_zones.zone_problem(
                 pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=config.region
             )
@@ -810,6 +819,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
                 f"releaseChannel {config.cluster.release_channel}); remove autoUpgrade and hold upgrades during "
                 "training with cluster.maintenance.exclusions, or set cluster.releaseChannel: UNSPECIFIED"
             )
+    problems += _adopted_problems(config)
     problems += _label_problems(config)
     problems += network_problems(config)
     problems += _version_floor_problems(config)
@@ -1001,6 +1011,27 @@ def _multikueue_problems(config: StackConfig, now: datetime) -> list[str]:
                 f"{PROJECT}:queues.ladders.{ladder}: its rungs are in different workers, and each worker's Kueue walks "
                 "only its own; keep a ladder's pool groups in one worker"
             )
+    return problems
+
+
+def _adopted_problems(config: StackConfig) -> list[str]:
+    """Adopted flavor names must stay apart: a ResourceFlavor two pool groups claim would be one object. (Node pool
+    names, adopted or not, are NodePoolNames' to check.)"""
+    problems: list[str] = []
+    if config.cluster.adopted is not None:
+        problems += [f"{PROJECT}:cluster.adopted.{f}: {m}" for f, m in config.cluster.adopted.problems()]
+    flavors: dict[str, int] = {}
+    groups: set[str] = set()
+    for index, pool in enumerate(config.tpu_pools):
+        if pool.problems() or pool.name in groups:  # a pool group named twice is reported on its name
+            continue
+        groups.add(pool.name)
+        if pool.flavor_name in flavors:
+            problems.append(
+                f"{PROJECT}:tpuPools[{index}].adopted.flavor: flavor {pool.flavor_name!r} is already "
+                f"tpuPools[{flavors[pool.flavor_name]}]'s"
+            )
+        flavors.setdefault(pool.flavor_name, index)
     return problems
 
 

@@ -106,7 +106,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
      "ct5lp-hightpu-4t, ct5lp-hightpu-8t, ct5p-hightpu-4t, ct6e-standard-1t, ct6e-standard-4t, ct6e-standard-8t, "
      "tpu7x-standard-1t, tpu7x-standard-4t"),
     ("machine type and version both set", pools(pool(tpuVersion="v6e")),
-     f"{P0}.machineType: set exactly one of machineType or tpuVersion"),
+     f"{P0}.machineType: set exactly one of machineType, tpuVersion or accelerator"),
     ("unknown TPU version", pools(pool(machineType=None, tpuVersion="v9")),
      f"{P0}.tpuVersion: 'v9' is not a TPU version; valid: v4, v5e, v5p, v6e, tpu7x"),
     ("node pool name too long once suffixed", pools(pool(name="a-very-long-pool-name-for-the-team-xyz", slices=12)),

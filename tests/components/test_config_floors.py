@@ -8,10 +8,11 @@ from pathlib import Path
 CONFIG = Path(__file__).resolve().parents[2] / "components" / "config"
 BELOW = {
     "base": set(),
+    "adopted": {"base"},
     "network": {"base"},
-    "cluster": {"base", "network"},
+    "cluster": {"base", "adopted", "network"},
     "monitoring": {"base"},
-    "pools": {"base", "network"},
+    "pools": {"base", "adopted", "network"},
     "multikueue": {"base", "network", "pools"},
     "controllers": {"base", "pools"},
     "queues": {"base", "pools", "controllers"},
@@ -19,6 +20,7 @@ BELOW = {
     "llm_serving": {"base", "pools", "serving"},
     "stack": {
         "base",
+        "adopted",
         "network",
         "cluster",
         "monitoring",

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from tpu_stack import kube
@@ -177,6 +177,23 @@ COLLECTIONS = (
     "jobs",
     "jobsets",
     "services",
+    # what `tpu-stack adopt` lists (tpu_stack/adopt.py CLUSTER_KINDS, NAMESPACED_KINDS)
+    "namespaces",
+    "priorityclasses",
+    "resourceflavors",
+    "cohorts",
+    "provisioningrequestconfigs",
+    "customresourcedefinitions",
+    "clusterroles",
+    "clusterrolebindings",
+    "mutatingwebhookconfigurations",
+    "validatingwebhookconfigurations",
+    "apiservices",
+    "deployments",
+    "serviceaccounts",
+    "configmaps",
+    "roles",
+    "rolebindings",
 )
 """Collections the API serves (an empty list when empty); any other unknown path is a 404."""
 
@@ -193,7 +210,18 @@ def _status(code: int, reason: str, message: str) -> tuple[int, bytes, str]:
     return code, json.dumps(status).encode(), "application/json"
 
 
-def _handler(api: FakeApi) -> type[BaseHTTPRequestHandler]:
+class Served(Protocol):
+    """A fake API the local server answers with: fake_api.FakeApi, fake_gke.FakeGke."""
+
+    port: int
+
+    def handle(self, request: Request, token: str) -> tuple[int, bytes, str]: ...
+
+
+S = TypeVar("S", bound=Served)
+
+
+def _handler(api: Served) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         timeout = 5
 
@@ -218,7 +246,7 @@ def _handler(api: FakeApi) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serving(api: FakeApi, lifetime: float = 20.0) -> Iterator[FakeApi]:
+def serving(api: S, lifetime: float = 20.0) -> Iterator[S]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(api))
     server.daemon_threads = True
     api.port = server.server_address[1]

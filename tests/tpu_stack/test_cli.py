@@ -1159,6 +1159,20 @@ def test_why_finds_a_job_by_name_across_namespaces_without_reading_every_workloa
     assert not [r for r in api.requests if r.path == f"{KUEUE}/workloads"]
 
 
+def test_a_namespace_objects_path_is_the_namespace_itself() -> None:
+    # `/api/v1/namespaces/<name>` names a Namespace; `/api/v1/namespaces/<name>/<plural>` a collection in it.
+    from tpu_stack import kube
+
+    assert kube._split("/api/v1/namespaces/kueue-system") == ("/api/v1", None, "namespaces", "kueue-system")
+    assert kube._split("/api/v1/namespaces/ns/pods/p") == ("/api/v1", "ns", "pods", "p")
+    assert kube._split("/apis/kueue.x-k8s.io/v1beta2/clusterqueues") == (
+        "/apis/kueue.x-k8s.io/v1beta2",
+        None,
+        "clusterqueues",
+        None,
+    )
+
+
 def test_why_times_evictions_by_the_settings_the_stack_deployed(outputs: dict[str, Path]) -> None:
     """The stack exports Kueue's waitForPodsReady (output `waitForPodsReady`); `why` reads it instead of assuming
     Kueue's defaults: dev two hours to start and to recover (its flex-start), prod 30 minutes and an hour, both 60 s

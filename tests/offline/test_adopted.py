@@ -1,0 +1,249 @@
+"""The offline preview of an adopted stack: every existing resource imported (`= import`), none replaced, the
+in-place changes of the first update, the charts' takeovers, all recorded in plan.json.
+
+Each fixture cluster is adopted from its saved outputs (tests/fixtures/adopt/) and its stack file previewed with
+`--existing`. The expected imports are written from the saved outputs by hand: what exists and the program declares.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from offline import __main__ as cli
+from tests.fixtures.adopt import ADOPTED_CLUSTERS, adopted
+
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+CQ = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+LQ = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
+RF = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+PC = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
+PRIORITIES = {(PC, name) for name in ("very-low", "low", "medium", "high", "very-high")}
+INSTALL_NAMESPACES = {(NAMESPACE, "kueue-system"), (NAMESPACE, "jobset-system")}
+
+
+def _pools(location: str, cluster: str, *names: str) -> set[tuple[str, str]]:
+    return {(NODE_POOL, f"projects/tpu-proj/locations/{location}/clusters/{cluster}/nodePools/{n}") for n in names}
+
+
+EXPECTED_IMPORTS = {
+    # The cluster, its four slice pools (not default-pool: outside the stack), the installs' namespaces, xpk's queue
+    # objects and PriorityClasses (not dws-config, not Kubernetes' system-cluster-critical).
+    "xpk-multislice": {(CLUSTER, "projects/tpu-proj/locations/us-east5/clusters/xpk-ms")}
+    | _pools("us-east5", "xpk-ms", *(f"xpk-ms-np-{i}" for i in range(4)))
+    | INSTALL_NAMESPACES
+    | {(CQ, "cluster-queue"), (LQ, "default/multislice-queue"), (RF, "4xv5litepod-16")}
+    | PRIORITIES,
+    "xpk-flex": {(CLUSTER, "projects/tpu-proj/locations/us-east5/clusters/xpk-flex")}
+    | _pools("us-east5", "xpk-flex", "xpk-flex-np-0", "xpk-flex-np-1")
+    | INSTALL_NAMESPACES
+    | {(CQ, "cluster-queue"), (LQ, "default/multislice-queue"), (RF, "2xv6e-16")}
+    | PRIORITIES,
+    # Cluster Toolkit's system pool is the stack's system pool.
+    "toolkit-v6e": {(CLUSTER, "projects/tpu-proj/locations/us-central1/clusters/gke-tpu-v6e")}
+    | _pools("us-central1", "gke-tpu-v6e", "system", "gke-tpu-v6e-pool-0", "gke-tpu-v6e-pool-1")
+    | INSTALL_NAMESPACES
+    | {(CQ, "cluster-queue"), (LQ, "default/user-queue"), (RF, "tpuv6e-flavor")}
+    | PRIORITIES,
+}
+
+
+def _imported(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in plan["resources"] if r.get("importId")]
+
+
+@pytest.mark.parametrize("name", ADOPTED_CLUSTERS)
+def test_every_existing_resource_is_imported_and_none_replaced(name: str) -> None:
+    found = adopted(name)
+    imported = _imported(found.plan)
+    assert {(r["type"], r["importId"]) for r in imported} == EXPECTED_IMPORTS[name]
+    for resource in imported:
+        judged = resource["import"]
+        assert judged["existing"] and judged["id"] == resource["importId"], resource["name"]
+        assert not [c for c in judged["changes"] if c["replaces"]], resource["name"]
+    # Nothing the cluster has is created again: every other resource of the plan is new or a chart's object.
+    assert found.plan["adoption"]["judged"] is True
+    assert f"= {len(EXPECTED_IMPORTS[name])} to import" in found.preview
+    assert "refused:" not in found.preview
+
+
+@pytest.mark.parametrize("name", ADOPTED_CLUSTERS)
+def test_the_preview_marks_each_import_and_lists_its_changes(name: str) -> None:
+    found = adopted(name)
+    cluster = next(r for r in _imported(found.plan) if r["type"] == CLUSTER)
+    assert "  = container:Cluster" in found.preview  # the preview's short type (offline/report.py short_type)
+    # tpu-stack's hardened defaults are in-place updates of the imported cluster: it turns off the public IP endpoint
+    # (the kubeconfig uses the DNS endpoint). deletionProtection stays as the import reads it (true).
+    changes = {c["path"]: (c["old"], c["new"]) for c in cluster["import"]["changes"]}
+    assert changes["controlPlaneEndpointsConfig.ipEndpointsConfig.enabled"] == (True, False)
+    assert "deletionProtection" not in changes
+    assert "      ~ controlPlaneEndpointsConfig.ipEndpointsConfig.enabled: true -> false" in found.preview
+
+
+def test_xpk_nodes_get_workload_identity_in_place() -> None:
+    found = adopted("xpk-multislice")
+    pool = next(r for r in _imported(found.plan) if r["name"] == "xpk-ms-np-0")
+    change = next(c for c in pool["import"]["changes"] if c["path"] == "nodeConfig.workloadMetadataConfig.mode")
+    assert (change["old"], change["new"], change["replaces"]) == (None, "GKE_METADATA", False)
+
+
+def test_kueue_objects_applied_over_as_they_are_change_nothing() -> None:
+    # xpk's ClusterQueue as the API server serves it (v1beta2, its CRD's defaults filled in) is what the stack
+    # declares: the apply changes nothing. A real preview still shows an update, since pulumi-kubernetes imports a
+    # custom resource with apiVersion, kind and name only.
+    found = adopted("xpk-multislice")
+    queue = next(r for r in _imported(found.plan) if r["type"] == CQ)
+    assert queue["import"]["changes"] == []
+    assert queue["import"]["shown"] == ["spec"]
+
+
+def test_the_flavor_gets_the_tpu_toleration_in_place_over_kubectls_fields() -> None:
+    found = adopted("xpk-multislice")
+    flavor = next(r for r in _imported(found.plan) if r["type"] == RF)
+    [change] = flavor["import"]["changes"]
+    assert change["path"] == "spec.tolerations" and change["old"] is None
+    assert flavor["import"]["managers"] == ["kubectl-client-side-apply (Update)"]
+
+
+def test_the_adopted_stacks_charts_render_in_a_new_stacks_preview() -> None:
+    # The engine's import step reads the cluster before the rest of the preview, so its kubeconfig is known and the
+    # charts render; a stack that creates its cluster cannot (README, first deployment).
+    found = adopted("xpk-multislice")
+    assert "cannot render before the cluster exists" not in found.preview
+
+
+def test_plan_json_records_the_charts_takeovers_and_the_first_up() -> None:
+    found = adopted("xpk-multislice")
+    taken = {(r["inputs"]["kind"], r["name"]): r["takeover"] for r in found.plan["resources"] if "takeover" in r}
+    # Kueue v0.17.1's controller: the chart's selector adds two labels to the one kustomize gave it.
+    deployment = taken[("Deployment", "kueue-chart:kueue-system/kueue-controller-manager")]
+    assert deployment["blocked"].startswith('spec.selector {"matchLabels": {"control-plane": "controller-manager"}}')
+    assert "kubectl (Apply)" in deployment["managers"]
+    crd = taken[("CustomResourceDefinition", "jobset-chart:jobsets.jobset.x-k8s.io")]
+    assert crd == {"managers": ["kubectl (Apply)"], "blocked": None}
+    adoption = found.plan["adoption"]
+    assert adoption["firstUpEnvironment"] == {
+        "PULUMI_K8S_UPSERT_EXISTING_OBJECTS": "true",
+        "PULUMI_K8S_ENABLE_PATCH_FORCE": "true",
+    }
+    assert adoption["deleteAfter"] == ["Deployment jobset-system/jobset-controller-manager"]
+
+
+def _stack_with(found: Any, tmp_path: Path, edit: Any) -> Path:
+    data = yaml.safe_load(found.stack_file.read_text())
+    edit(data["config"])
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_an_import_that_names_no_resource_is_one_config_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = adopted("xpk-multislice")
+
+    def typo(config: dict[str, Any]) -> None:
+        config["tpu-stack:cluster"]["adopted"]["imports"][1]["name"] = "jobset-namespac"
+
+    path = _stack_with(found, tmp_path, typo)
+    code = cli.main(["preview", "--stack", "x", "--config", str(path), "--out", str(tmp_path / "b"), "--quiet"])
+    assert code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: tpu-stack:cluster.adopted.imports[1]: the program declares no kubernetes:core/v1:Namespace named "
+        "'jobset-namespac'; fix the name or remove the entry"
+    ]
+
+
+def test_a_replacement_of_an_imported_resource_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Without adopted.serviceAccount the program gives xpk's nodes the stack's node account, and a node pool's service
+    # account is ForceNew (node_config.go): the engine refuses to replace a resource the program still imports.
+    found = adopted("xpk-multislice")
+
+    def drop_keep(config: dict[str, Any]) -> None:
+        del config["tpu-stack:tpuPools"][0]["adopted"]["serviceAccount"]
+
+    path = _stack_with(found, tmp_path, drop_keep)
+    args = ["preview", "--stack", "x", "--config", str(path), "--existing", str(found.existing)]
+    code = cli.main([*args, "--out", str(tmp_path / "b")])
+    printed = capsys.readouterr()
+    assert code == 1
+    refused = [line for line in printed.err.splitlines() if line.startswith("refused:")]
+    assert len(refused) == 4
+    assert refused[0].startswith(
+        "refused: xpk-ms-np-0 (gcp:container/nodePool:NodePool): nodeConfig.serviceAccount default -> "
+        "xpk-ms-nodes@tpu-proj.iam.gserviceaccount.com would replace a resource the program imports"
+    )
+    assert "(replaces it: refused)" in printed.out
+    plan = json.loads((tmp_path / "b" / "plan.json").read_text())
+    pool = next(r for r in plan["resources"] if r["name"] == "xpk-ms-np-0")
+    assert any(c["path"] == "nodeConfig.serviceAccount" and c["replaces"] for c in pool["import"]["changes"])
+
+
+def test_without_saved_outputs_the_preview_still_shows_the_imports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = adopted("xpk-flex")
+    args = ["preview", "--stack", "x", "--config", str(found.stack_file), "--out", str(tmp_path)]
+    cli.main(args)
+    out = capsys.readouterr().out
+    assert "  = container:NodePool" in out and "pass --existing DIR" in out
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["adoption"] == {"judged": False}
+    assert not any("import" in r for r in plan["resources"])
+
+
+KEPT_NETWORK = {
+    # From each fixture's saved outputs (tests/fixtures/adopt/*/cluster.json, subnetwork.json), written out by hand:
+    # network, subnetwork, the subnetwork's primary range, the cluster's pod and Service ranges, private nodes, DNS.
+    "xpk-multislice": ("default", "default", "10.202.0.0/20", "10.36.0.0/14", "34.118.224.0/20", False, "kube-dns"),
+    "xpk-flex": ("default", "default", "10.202.0.0/20", "10.40.0.0/14", "34.118.224.0/20", False, "kube-dns"),
+    "toolkit-v6e": (
+        "gke-tpu-v6e-net-0", "gke-tpu-v6e-sub-0", "192.168.0.0/18", "10.4.0.0/14", "10.0.32.0/20", True, "kube-dns"
+    ),
+}  # fmt: skip
+NETWORK_TYPES = ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork", "gcp:compute/router:Router",
+                 "gcp:compute/routerNat:RouterNat")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ADOPTED_CLUSTERS)
+def test_the_adopted_stack_keeps_the_network_ranges_nodes_and_dns_it_finds(name: str) -> None:
+    found = adopted(name)
+    cluster = found.adoption.config["tpu-stack:cluster"]
+    ranges = cluster["ipRanges"]
+    assert (cluster["network"], cluster["subnetwork"], ranges["nodes"], ranges["pods"], ranges["services"],
+            cluster["privateNodes"], cluster["dns"]) == KEPT_NETWORK[name]  # fmt: skip
+    # No VPC, subnetwork or NAT of the stack's own: the cluster's network and its egress stay as they are.
+    assert not [r["name"] for r in found.plan["resources"] if r["type"] in NETWORK_TYPES]
+    imported = next(r for r in _imported(found.plan) if r["type"] == CLUSTER)
+    changed = {c["path"].split(".")[0] for c in imported["import"]["changes"]}
+    assert not changed & {"network", "subnetwork", "ipAllocationPolicy", "privateClusterConfig", "networkingMode",
+                          "defaultMaxPodsPerNode", "datapathProvider"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "pods"), [("xpk-multislice", 15), ("xpk-flex", 15), ("toolkit-v6e", 110)])
+def test_each_pool_keeps_its_max_pods_per_node(name: str, pods: int) -> None:
+    # xpk 1.16.0 creates multi-host TPU pools with --max-pods-per-node 15; Cluster Toolkit's gke-node-pool sets none,
+    # so GKE reports its default 110. maxPodsPerNode is ForceNew: the stack's 15 would replace the toolkit's slices.
+    found = adopted(name)
+    assert [p["maxPodsPerNode"] for p in found.adoption.config["tpu-stack:tpuPools"]] == [pods]
+    for pool in (r for r in _imported(found.plan) if r["type"] == NODE_POOL):
+        assert pool["inputs"]["maxPodsPerNode"] in (pods, 110), pool["name"]  # 110: Cluster Toolkit's system pool
+        assert not [c for c in pool["import"]["changes"] if c["path"] == "maxPodsPerNode"], pool["name"]
+
+
+def test_toolkit_private_nodes_keep_their_peering_range_and_their_network_egress() -> None:
+    found = adopted("toolkit-v6e")
+    cluster = found.adoption.config["tpu-stack:cluster"]
+    assert cluster["controlPlane"] == {"masterIpv4Cidr": "172.16.0.32/28"}  # gke-cluster's master_ipv4_cidr_block
+    assert cluster["adopted"]["existingNat"] is True
+    # The webhook rule opens the charts' ports to the nodes the controllers run on: the adopted system pool's account.
+    [rule] = [r for r in found.plan["resources"] if r["type"] == "gcp:compute/firewall:Firewall"]
+    assert rule["inputs"]["targetServiceAccounts"] == ["gke-np-sa@tpu-proj.iam.gserviceaccount.com"]
+    assert rule["inputs"]["sourceRanges"] == ["192.168.0.0/18", "10.4.0.0/14", "172.16.0.32/28"]

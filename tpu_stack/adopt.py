@@ -1,0 +1,798 @@
+"""`tpu-stack adopt`: take over a cluster that xpk or Cluster Toolkit made, without re-creating it.
+
+Reads an existing cluster (saved outputs, or live through the GKE API and the cluster's Kubernetes API with the user's
+own credentials), describes what is there in tpu-stack's config (pool groups from node pools, xpk's N identical slice
+pools as one group of N slices; shapes from machine types and topologies; provisioning from the pools' flags; the
+queues from the Kueue objects, v1beta1 converted to v1beta2), runs the program offline on that config, and writes:
+- `Pulumi.<stack>.yaml`: the stack as it is, with the existing names, the settings a change of which would replace a
+  slice, and `cluster.adopted.imports`: every resource of the program that exists, which the first `pulumi up`
+  imports (the `import` resource option; components/adoption.py) and then updates in place;
+- `adopt/<stack>/existing/`: what was read, the saved outputs `python -m offline preview --existing` judges the plan by;
+- `adopt/<stack>/report.txt`: per resource the import and the in-place changes; the chart objects the first `up`
+  takes over and the provider settings it needs; what is kept, refused or not adopted.
+
+Anything the first update would replace is refused with one line naming the config that keeps it, and that config is
+written. What cannot be adopted at all is named, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from components import tpu_catalog
+from components.config.adopted import KEEPABLE_POOL_FIELDS
+from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, zone_region
+from components.xpk_accelerators import XPK_ACCELERATORS
+from offline.imports import CLUSTER, NODE_POOL, Existing, Verdict, short_name, show_value, type_group_kind
+from tpu_stack.adopt_errors import AdoptError
+
+if TYPE_CHECKING:
+    from offline.takeover import Plan as TakeoverPlan
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+WORKLOAD_KINDS = ("JobSet", "Job", "Workload", "LeaderWorkerSet")
+GKE_API = "https://container.googleapis.com"
+"""The GKE API's REST endpoint (container.googleapis.com, API v1)."""
+COMPUTE_API = "https://compute.googleapis.com"
+"""The Compute Engine API's REST endpoint (v1): the cluster's subnetwork (subnetworks.get), whose primary range holds
+the nodes."""
+CLUSTER_KINDS = {
+    "namespaces": ("", "v1", "Namespace"),
+    "priorityclasses": ("scheduling.k8s.io", "v1", "PriorityClass"),
+    "resourceflavors": (KUEUE_GROUP, "v1beta2", "ResourceFlavor"),
+    "clusterqueues": (KUEUE_GROUP, "v1beta2", "ClusterQueue"),
+    "localqueues": (KUEUE_GROUP, "v1beta2", "LocalQueue"),
+    "cohorts": (KUEUE_GROUP, "v1beta2", "Cohort"),
+    "admissionchecks": (KUEUE_GROUP, "v1beta2", "AdmissionCheck"),
+    "provisioningrequestconfigs": (KUEUE_GROUP, "v1beta2", "ProvisioningRequestConfig"),
+    "jobsets": ("jobset.x-k8s.io", "v1alpha2", "JobSet"),
+    "customresourcedefinitions": ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+    "clusterroles": ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+    "clusterrolebindings": ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+    "mutatingwebhookconfigurations": ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"),
+    "validatingwebhookconfigurations": ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"),
+    "apiservices": ("apiregistration.k8s.io", "v1", "APIService"),
+}
+"""What adopt reads cluster-wide (the first command of docs/adopt.md): plural -> (group, version, kind)."""
+NAMESPACED_KINDS = {
+    "deployments": ("apps", "v1", "Deployment"),
+    "services": ("", "v1", "Service"),
+    "serviceaccounts": ("", "v1", "ServiceAccount"),
+    "configmaps": ("", "v1", "ConfigMap"),
+    "roles": ("rbac.authorization.k8s.io", "v1", "Role"),
+    "rolebindings": ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+}
+"""What adopt reads in the namespaces the Kueue and JobSet installs live in (and RoleBindings in kube-system, where
+Kueue's visibility server is granted its reader role); never Secrets."""
+INSTALL_NAMESPACES = (KUEUE_NAMESPACE, JOBSET_NAMESPACE)
+
+
+def adc_token() -> str:
+    """An access token of the user's Application Default Credentials, as gcloud prints it (`gcloud auth
+    application-default print-access-token`): the same credentials the kubeconfig's gke-gcloud-auth-plugin uses.
+    Kept in memory for the two GKE calls only."""
+    gcloud = shutil.which("gcloud")
+    if gcloud is None:
+        raise AdoptError("gcloud is not on PATH: install the Google Cloud CLI to read the cluster live, or use --from")
+    try:
+        done = subprocess.run(
+            [gcloud, "auth", "application-default", "print-access-token"], capture_output=True, text=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        raise AdoptError("gcloud gave no access token within 60 s; try again, or use --from") from None
+    if done.returncode != 0 or not done.stdout.strip():
+        raise AdoptError(
+            "no Application Default Credentials: run `gcloud auth application-default login`, or use --from"
+        )
+    return done.stdout.strip()
+
+
+def read_live(
+    project: str,
+    location: str,
+    name: str,
+    kubeconfig: dict[str, Any],
+    *,
+    kubeconfig_path: Path | None = None,
+    context: str | None = None,
+) -> Existing:
+    """The cluster from the GKE API (projects.locations.clusters.get and .nodePools.list) with the user's Application
+    Default Credentials, and from its Kubernetes API with the user's kubeconfig what the saved-output commands of
+    docs/adopt.md print: the same objects, so both give the same stack file. Nothing read is a Secret, and no
+    credential is kept."""
+    from tpu_stack import kube
+
+    token = adc_token()
+    base = f"{GKE_API}/v1/projects/{project}/locations/{location}/clusters/{name}"
+    cluster = _gke_get(base, token)
+    pools = _gke_get(f"{base}/nodePools", token).get("nodePools") or []
+    # networkConfig.subnetwork: `projects/P/regions/R/subnetworks/S` (the host project's, on a Shared VPC).
+    subnet = str((cluster.get("networkConfig") or {}).get("subnetwork") or "")
+    subnetwork = _gke_get(f"{COMPUTE_API}/compute/v1/{subnet}", token) if subnet.startswith("projects/") else None
+    api = kube.Cluster(kubeconfig, path=kubeconfig_path, context=context)
+    objects: list[dict[str, Any]] = []
+
+    def listed(plural: str, group: str, version: str, kind: str, namespace: str | None = None) -> None:
+        try:
+            items = api.list(kube.path(group, version, plural, namespace=namespace))
+        except kube.NotFound:
+            return  # an API the cluster does not serve (Kueue or JobSet not installed)
+        objects.extend({"apiVersion": f"{group}/{version}" if group else version, "kind": kind, **o} for o in items)
+
+    try:
+        for plural, (group, version, kind) in CLUSTER_KINDS.items():
+            listed(plural, group, version, kind)
+        for namespace in INSTALL_NAMESPACES:
+            for plural, (group, version, kind) in NAMESPACED_KINDS.items():
+                listed(plural, group, version, kind, namespace)
+        listed("rolebindings", *NAMESPACED_KINDS["rolebindings"], "kube-system")
+    finally:
+        api.close()
+    return Existing(cluster, list(pools), objects, subnetwork)
+
+
+def _gke_get(url: str, token: str) -> dict[str, Any]:
+    """One GKE (or Compute) API read; an error is one line with the API's own message (google.rpc.Status
+    `message`)."""
+    import requests
+
+    try:
+        response = requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    except requests.RequestException as error:
+        raise AdoptError(f"{_api_name(url)} {url}: cannot reach it ({type(error).__name__})") from None
+    if response.status_code != 200:
+        try:
+            said = response.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            said = response.text[:200]
+        raise AdoptError(f"{_api_name(url)} {url}: {response.status_code} {said}")
+    found: dict[str, Any] = response.json()
+    return found
+
+
+def _api_name(url: str) -> str:
+    return "Compute API" if url.startswith(COMPUTE_API) and "/compute/v1/" in url else "GKE API"
+
+
+# ---- what is there, in tpu-stack's terms ----------------------------------------------------------------------
+
+
+@dataclass
+class Finding:
+    kind: str
+    """refused | not-adopted | kept"""
+    line: str
+
+
+@dataclass
+class Adoption:
+    stack: str
+    project: str
+    region: str
+    config: dict[str, Any]
+    """The `config:` mapping of Pulumi.<stack>.yaml."""
+    existing: Existing
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def adopted(self) -> dict[str, Any]:
+        found: dict[str, Any] = self.config["tpu-stack:cluster"]["adopted"]
+        return found
+
+
+def _provisioning(pool: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(provisioning mode, reservation) from the pool's flags (docs/config.md maps them), or (None, why not)."""
+    config = pool.get("config") or {}
+    if config.get("preemptible"):
+        return None, "preemptible VMs (tpu-stack's cheap capacity is spot)"
+    if (pool.get("queuedProvisioning") or {}).get("enabled"):
+        return "queued", None
+    if config.get("flexStart"):
+        return "flex-start", None
+    if config.get("spot"):
+        return "spot", None
+    affinity = config.get("reservationAffinity") or {}
+    if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION":
+        values = affinity.get("values") or []
+        if len(values) != 1:
+            return None, f"it consumes {len(values)} reservations; tpu-stack's pool groups consume one"
+        return "reservation", str(values[0])
+    return "on-demand", None
+
+
+def _shape(pool: Mapping[str, Any]) -> tuple[str, str] | None:
+    machine = tpu_catalog.machine_type(str((pool.get("config") or {}).get("machineType")))
+    if machine is None:
+        return None
+    topology = (pool.get("placementPolicy") or {}).get("tpuTopology") or machine.single_host_topology
+    return machine.name, topology
+
+
+def _accelerator(machine: str, topology: str) -> str | None:
+    """xpk's name of a shape, when xpk has one (the config then reads as xpk users know it)."""
+    return next((name for name, shape in XPK_ACCELERATORS.items() if shape == (machine, topology)), None)
+
+
+_SLICE_SUFFIX = re.compile(r"^(.*)-(\d+)$")
+
+
+def _groups(pools: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """TPU node pools grouped into pool groups: identical shape, provisioning, zones and settings, names `<prefix>-<i>`
+    (xpk: `<cluster>-np-<i>`; Cluster Toolkit's gke-node-pool: `<name>-<i>` with num_slices)."""
+
+    def key(pool: Mapping[str, Any]) -> str:
+        match = _SLICE_SUFFIX.match(pool["name"])
+        prefix = match.group(1) if match else pool["name"]
+        config = dict(pool.get("config") or {})
+        for name in ("labels",):
+            config.pop(name, None)
+        same = {
+            "prefix": prefix,
+            "config": config,
+            "placement": pool.get("placementPolicy"),
+            "locations": sorted(pool.get("locations") or []),
+            "autoscaling": pool.get("autoscaling"),
+            "queued": pool.get("queuedProvisioning"),
+        }
+        return json.dumps(same, sort_keys=True)
+
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for pool in pools:
+        groups.setdefault(key(pool), []).append(pool)
+    return [sorted(group, key=lambda p: _slice_index(p["name"])) for group in groups.values()]
+
+
+def _slice_index(name: str) -> int:
+    match = _SLICE_SUFFIX.match(name)
+    return int(match.group(2)) if match else 0
+
+
+KEEP_BY_FLAG = {
+    "nodeConfig.gvnic": lambda p: "gvnic" in (p.get("config") or {}),
+    "nodeConfig.hostMaintenancePolicy": lambda p: "hostMaintenancePolicy" in (p.get("config") or {}),
+    "networkConfig": lambda p: (
+        bool((p.get("networkConfig") or {}).get("additionalNodeNetworkConfigs"))
+        or bool((p.get("networkConfig") or {}).get("acceleratorNetworkProfile"))
+    ),
+    "nodeConfig.taints": lambda p: bool((p.get("config") or {}).get("taints")),
+    "nodeConfig.linuxNodeConfig": lambda p: bool((p.get("config") or {}).get("linuxNodeConfig")),
+    "placementPolicy.type": lambda p: bool((p.get("placementPolicy") or {}).get("type")),
+    "nodeConfig.diskType": lambda p: (
+        (p.get("config") or {}).get("diskType") not in (None, "pd-standard", "pd-balanced")
+    ),
+    "nodeConfig.diskSizeGb": lambda p: (p.get("config") or {}).get("diskSizeGb") not in (None, 100),
+}
+"""Settings tpu-stack does not model that a pool may carry: kept as they are (adopted.keep), each named in the
+report. gVNIC, host maintenance, COMPACT placement and max pods per node: xpk's node pool flags (xpk 1.16.0
+core/nodepool.py); additional networks, disk type and size, the TPU taint, sysctls: Cluster Toolkit's
+modules/compute/gke-node-pool/main.tf."""
+
+
+def _network(
+    saved: Existing, cluster_config: dict[str, Any], adopted: dict[str, Any], keep: list[str]
+) -> list[Finding]:
+    """The cluster's network as it is: its network and subnetwork, its node, pod and Service ranges, private or public
+    nodes, its control plane's peering range and its DNS provider. Each of these the stack would otherwise set to its
+    own (a VPC of its own, ranges in 10.0.0.0/8, private nodes, Cloud DNS): a new network, subnetwork or range is a
+    new cluster (ForceNew in resource_container_cluster.go), and the others change every node."""
+    cluster = saved.cluster
+    name = str(cluster["name"])
+    network = cluster.get("networkConfig") or {}
+    policy = cluster.get("ipAllocationPolicy") or {}
+    if not policy.get("useIpAliases"):
+        raise AdoptError(
+            f"cluster {name}: a routes-based cluster (no IP aliases); tpu-stack's clusters are VPC-native, and "
+            "ipAllocationPolicy cannot change without re-creating the cluster"
+        )
+    if saved.subnetwork is None:
+        raise AdoptError(
+            f"cluster {name}: the subnetwork's node range is not among the saved outputs; save it with `gcloud compute "
+            f"networks subnets describe {short_name(cluster.get('subnetwork'))} --region "
+            f"{zone_region(str(cluster['location'])) or cluster['location']} --format json > subnetwork.json`"
+        )
+    cluster_config["network"] = short_name(network.get("network") or cluster.get("network"))
+    cluster_config["subnetwork"] = short_name(network.get("subnetwork") or cluster.get("subnetwork"))
+    cluster_config["ipRanges"] = {
+        "nodes": saved.subnetwork["ipCidrRange"],
+        "pods": policy.get("clusterIpv4CidrBlock"),
+        "services": policy.get("servicesIpv4CidrBlock"),
+    }
+    findings = [
+        Finding(
+            "kept",
+            f"cluster {name}: network {cluster_config['network']}, subnetwork {cluster_config['subnetwork']} and its "
+            f"ranges (nodes {saved.subnetwork['ipCidrRange']}, pods {policy.get('clusterIpv4CidrBlock')}, Services "
+            f"{policy.get('servicesIpv4CidrBlock')}): the stack makes no VPC or subnetwork of its own "
+            "(cluster.network, cluster.subnetwork, cluster.ipRanges)",
+        )
+    ]
+    private = bool(network.get("defaultEnablePrivateNodes"))
+    cluster_config["privateNodes"] = private
+    master = (cluster.get("privateClusterConfig") or {}).get("masterIpv4CidrBlock")
+    if master:
+        cluster_config["controlPlane"] = {"masterIpv4Cidr": master}
+    if private:
+        adopted["existingNat"] = True
+        findings.append(
+            Finding(
+                "kept",
+                f"cluster {name}: private nodes, with the egress the network has; the stack makes no Cloud NAT "
+                "(cluster.adopted.existingNat: a second NAT gateway for the same subnetwork ranges is refused)",
+            )
+        )
+    else:
+        findings.append(
+            Finding(
+                "kept",
+                f"cluster {name}: public nodes kept (cluster.privateNodes: false). Private nodes are tpu-stack's "
+                "default and the provider changes them in place (UpdateCluster desiredDefaultEnablePrivateNodes); turn "
+                "them on in a change of their own once the network has Cloud NAT for the nodes' egress",
+            )
+        )
+    dns = network.get("dnsConfig") or {}
+    provider = dns.get("clusterDns") or "PLATFORM_DEFAULT"
+    if provider == "CLOUD_DNS" and dns.get("clusterDnsScope") == "CLUSTER_SCOPE" and not dns.get("clusterDnsDomain"):
+        cluster_config["dns"] = "cloud-dns"
+    elif provider == "CLOUD_DNS":
+        keep.append("dnsConfig")
+        findings.append(
+            Finding(
+                "kept",
+                f"cluster {name}: Cloud DNS with scope {dns.get('clusterDnsScope')} kept as it is "
+                "(cluster.adopted.keep: [dnsConfig]); GKE cannot change a cluster's DNS scope",
+            )
+        )
+    else:
+        cluster_config["dns"] = "kube-dns"
+        findings.append(
+            Finding(
+                "kept",
+                f"cluster {name}: kube-dns kept (cluster.dns: kube-dns). Cloud DNS is tpu-stack's default and the "
+                "provider changes it in place (UpdateCluster desiredDnsConfig), on nodes created after the change",
+            )
+        )
+    return findings
+
+
+def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Adoption:
+    """The cluster in tpu-stack's config, and what adopt finds it cannot take (each a line of the report)."""
+    cluster = saved.cluster
+    project = project or saved.project
+    if not project:
+        raise AdoptError("the cluster's selfLink names no project; pass --project")
+    location = str(cluster["location"])
+    region = zone_region(location) or location
+    name = str(cluster["name"])
+    if (cluster.get("autopilot") or {}).get("enabled"):
+        raise AdoptError(f"cluster {name}: Autopilot clusters have no node pools to adopt; tpu-stack adopts Standard")
+    findings: list[Finding] = []
+
+    cluster_config: dict[str, Any] = {"name": name, "location": location}
+    channel = (cluster.get("releaseChannel") or {}).get("channel", "UNSPECIFIED")
+    cluster_config["releaseChannel"] = channel
+    # The import reads deletion_protection as true (resourceContainerClusterStateImporter): kept, the first update
+    # does not lower the provider's guard on a cluster whose slices took days to get.
+    cluster_config["deletionProtection"] = True
+    adopted_cluster: dict[str, Any] = {}
+    keep_cluster: list[str] = []
+    findings += _network(saved, cluster_config, adopted_cluster, keep_cluster)
+    datapath = (cluster.get("networkConfig") or {}).get("datapathProvider", "LEGACY_DATAPATH")
+    if datapath != "ADVANCED_DATAPATH":
+        keep_cluster.append("datapathProvider")
+        findings.append(
+            Finding(
+                "refused",
+                f"cluster {name}: datapathProvider {datapath} -> ADVANCED_DATAPATH would recreate the cluster "
+                "(ForceNew); kept with cluster.adopted.keep: [datapathProvider] (NetworkPolicies are not enforced "
+                "on it)",
+            )
+        )
+    if (cluster.get("networkConfig") or {}).get("enableMultiNetworking"):
+        keep_cluster.append("enableMultiNetworking")
+
+    system = None
+    tpu_pools: list[Mapping[str, Any]] = []
+    for pool in saved.node_pools:
+        if pool["name"] == "default-pool":
+            adopted_cluster["defaultPool"] = True
+            findings.append(
+                Finding(
+                    "not-adopted",
+                    "node pool default-pool (CPU): stays as it is, outside the stack (cluster.adopted.defaultPool); "
+                    "the stack adds its own system pool for the controllers",
+                )
+            )
+        elif pool["name"] == "system" and _shape(pool) is None:
+            system = pool
+        elif _shape(pool) is not None:
+            tpu_pools.append(pool)
+        elif (pool.get("config") or {}).get("accelerators"):
+            findings.append(
+                Finding("not-adopted", f"node pool {pool['name']}: GPU pools are not tpu-stack's to manage")
+            )
+        else:
+            findings.append(
+                Finding("not-adopted", f"node pool {pool['name']}: a CPU pool tpu-stack does not declare; stays as is")
+            )
+    if system is not None:
+        config_of = system.get("config") or {}
+        adopted_cluster["systemPool"] = {
+            "serviceAccount": config_of.get("serviceAccount", "default"),
+            "oauthScopes": sorted(config_of.get("oauthScopes") or []),
+            "keep": [path for path in ("nodeConfig.diskType", "nodeConfig.labels", "nodeConfig.taints",
+                                       "nodeConfig.shieldedInstanceConfig") if path in KEEPABLE_POOL_FIELDS],
+        }  # fmt: skip
+        scaling = system.get("autoscaling") or {}
+        cluster_config["systemPool"] = {
+            "machineType": config_of.get("machineType"),
+            "diskSizeGb": config_of.get("diskSizeGb", 100),
+            "minNodes": scaling.get("totalMinNodeCount", 1),
+            "maxNodes": scaling.get("totalMaxNodeCount", 3),
+            **_max_pods(system),
+        }
+        findings.append(
+            Finding("kept", "node pool system: imported as the stack's system pool, its account and scopes kept")
+        )
+    if keep_cluster:
+        adopted_cluster["keep"] = keep_cluster
+    cluster_config["adopted"] = adopted_cluster
+
+    pool_configs: list[dict[str, Any]] = []
+    for group in _groups(tpu_pools):
+        first = group[0]
+        mode, detail = _provisioning(first)
+        names = [p["name"] for p in group]
+        if mode is None:
+            findings.append(Finding("refused", f"node pools {', '.join(names)}: not adopted: {detail}"))
+            continue
+        shape = _shape(first)
+        assert shape is not None
+        machine, topology = shape
+        match = _SLICE_SUFFIX.match(names[0])
+        group_name = match.group(1) if match and len(group) > 1 else names[0]
+        if match and len(group) == 1 and match.group(2) == "0":
+            group_name = match.group(1)
+        accelerator = _accelerator(machine, topology)
+        entry: dict[str, Any] = {"name": group_name}
+        if accelerator:
+            entry["accelerator"] = accelerator
+        else:
+            entry["machineType"] = machine
+            entry["topology"] = topology
+        entry["slices"] = len(group)
+        entry["provisioning"] = mode
+        if mode == "reservation":
+            entry["reservation"] = detail
+        zones = first.get("locations") or []
+        if len(zones) == 1:
+            entry["zone"] = zones[0]
+        node_config = first.get("config") or {}
+        if node_config.get("maxRunDuration"):
+            entry["maxRunDuration"] = node_config["maxRunDuration"]
+        labels = {
+            k: v for k, v in (node_config.get("labels") or {}).items() if not k.startswith("cloud.google.com/gke-")
+        }
+        if labels:
+            entry["labels"] = labels
+        auto_upgrade = bool((first.get("management") or {}).get("autoUpgrade"))
+        if channel == "UNSPECIFIED":
+            entry["autoUpgrade"] = auto_upgrade
+        entry.update(_max_pods(first))
+        # Slice i of a group is node pool <name>-<i> (xpk's <cluster>-np-<i> with the group named <cluster>-np); a
+        # one-slice group's pool named as the group keeps that name (legacyFirstSliceName); other names are listed.
+        adopted: dict[str, Any] = {}
+        if names == [group_name]:
+            entry["legacyFirstSliceName"] = True
+        elif names != [f"{group_name}-{i}" for i in range(len(group))]:
+            adopted["nodePools"] = names
+        adopted["serviceAccount"] = node_config.get("serviceAccount", "default")
+        adopted["oauthScopes"] = sorted(node_config.get("oauthScopes") or [])
+        keep = [path for path, has in KEEP_BY_FLAG.items() if has(first)]
+        adopted["keep"] = keep
+        entry["adopted"] = adopted
+        for path in keep:
+            findings.append(
+                Finding(
+                    "kept",
+                    f"node pools {_span(names)}: {KEEPABLE_POOL_FIELDS[path]} kept as it is "
+                    f"(tpuPools[{len(pool_configs)}].adopted.keep: {path})",
+                )
+            )
+        pool_configs.append(entry)
+
+    queues, kube_findings = _queues(saved.objects, pool_configs)
+    findings += kube_findings
+    config: dict[str, Any] = {
+        "gcp:project": project,
+        "gcp:region": region,
+        "tpu-stack:cluster": cluster_config,
+        "tpu-stack:tpuPools": pool_configs,
+        "tpu-stack:queues": queues,
+    }
+    return Adoption(stack, project, region, config, saved, findings)
+
+
+def _max_pods(pool: Mapping[str, Any]) -> dict[str, int]:
+    """The pool's maxPodsPerNode as GKE reports it (ForceNew: resource_container_node_pool.go max_pods_per_node), so
+    the stack's defaults (15 for TPU pools, 110 for the system pool) replace no pool that has another."""
+    pods = (pool.get("maxPodsConstraint") or {}).get("maxPodsPerNode")
+    return {"maxPodsPerNode": int(pods)} if pods is not None else {}
+
+
+def _span(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}"
+
+
+def _queues(objects: Sequence[dict[str, Any]], pools: list[dict[str, Any]]) -> tuple[dict[str, Any], list[Finding]]:
+    """The queues from the Kueue objects: one ClusterQueue and its LocalQueue become queues.clusterQueue/localQueue
+    (xpk's cluster-queue and default/multislice-queue), each ResourceFlavor the adopted name of the pool group whose
+    nodes carry its nodeLabels, the PriorityClasses as they are."""
+    from components.config.pools import TpuPoolConfig
+
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        by_kind.setdefault(str(obj.get("kind")), []).append(obj)
+    findings: list[Finding] = []
+    queues: dict[str, Any] = {}
+    for kind in WORKLOAD_KINDS:
+        if by_kind.get(kind):
+            findings.append(
+                Finding("not-adopted", f"{len(by_kind[kind])} {kind}(s): workloads, not the stack's; they run on")
+            )
+    cluster_queues = by_kind.get("ClusterQueue", [])
+    local_queues = by_kind.get("LocalQueue", [])
+    if len(cluster_queues) > 1 or len(local_queues) > 1 or by_kind.get("Cohort"):
+        names = ", ".join(q["metadata"]["name"] for q in cluster_queues)
+        findings.append(
+            Finding(
+                "refused",
+                f"ClusterQueues {names}: not adopted: more than one queue or a Cohort; tpu-stack's teams name their "
+                "queues <team>-queue and <team>-cluster-queue, so adopt takes one ClusterQueue and its LocalQueue",
+            )
+        )
+        return queues, findings
+    if cluster_queues:
+        spec = cluster_queues[0].get("spec") or {}
+        queues["clusterQueue"] = cluster_queues[0]["metadata"]["name"]
+        preemption = spec.get("preemption") or {}
+        if preemption:
+            queues["preemption"] = {
+                k: preemption[k] for k in ("reclaimWithinCohort", "withinClusterQueue") if k in preemption
+            }
+        if spec.get("queueingStrategy"):
+            queues["queueingStrategy"] = spec["queueingStrategy"]
+    if local_queues:
+        queues["localQueue"] = local_queues[0]["metadata"]["name"]
+        queues["namespace"] = local_queues[0]["metadata"].get("namespace", "default")
+    models = []
+    for entry in pools:
+        fields = {k: v for k, v in entry.items() if k != "adopted"}
+        models.append((entry, TpuPoolConfig.model_validate({**fields, "zone": entry.get("zone")})))
+    for flavor in by_kind.get("ResourceFlavor", []):
+        wanted = (flavor.get("spec") or {}).get("nodeLabels") or {}
+        matching = [e for e, model in models if wanted.items() <= model.node_labels.items()]
+        if len(matching) == 1:
+            matching[0]["adopted"]["flavor"] = flavor["metadata"]["name"]
+        else:
+            findings.append(
+                Finding(
+                    "not-adopted",
+                    f"ResourceFlavor {flavor['metadata']['name']}: its nodeLabels match {len(matching)} pool groups; "
+                    "left as is",
+                )
+            )
+    checks = {c["metadata"]["name"] for c in by_kind.get("AdmissionCheck", [])}
+    for config in by_kind.get("ProvisioningRequestConfig", []):
+        findings.append(
+            Finding(
+                "not-adopted",
+                f"ProvisioningRequestConfig {config['metadata']['name']}: "
+                + ("used by an AdmissionCheck tpu-stack does not declare" if checks else "no AdmissionCheck uses it")
+                + "; left as is",
+            )
+        )
+    for check in checks:
+        findings.append(Finding("not-adopted", f"AdmissionCheck {check}: left as is (tpu-stack declares its own)"))
+    # Kubernetes' own classes (system-cluster-critical, system-node-critical) are the API server's; the rest in the
+    # order of their values, however the API listed them.
+    priorities = sorted(
+        (p for p in by_kind.get("PriorityClass", []) if not p["metadata"]["name"].startswith("system-")),
+        key=lambda p: (p["value"], p["metadata"]["name"]),
+    )
+    if priorities:
+        queues["priorityClasses"] = [
+            {
+                "name": p["metadata"]["name"],
+                "value": p["value"],
+                **({"globalDefault": True} if p.get("globalDefault") else {}),
+                **({"description": p["description"]} if p.get("description") else {}),
+            }
+            for p in priorities
+        ]
+    return queues, findings
+
+
+# ---- the first update, modelled offline -----------------------------------------------------------------------
+
+
+def existing_id(record: Mapping[str, Any], existing: Existing, project: str) -> str | None:
+    """The import ID of the program's resource when it exists in the cluster: the cluster itself, its node pools by
+    name, and a Kubernetes object the program declares (not a chart's) by kind, namespace and name."""
+    inputs = record.get("inputs") or {}
+    type_token = str(record["type"])
+    if type_token == CLUSTER and inputs.get("name") == existing.name and inputs.get("location") == existing.location:
+        return existing.cluster_id(project)
+    if type_token == NODE_POOL and inputs.get("cluster") in (existing.name, None):
+        names = {str(p.get("name")) for p in existing.node_pools}
+        return f"{existing.cluster_id(project)}/nodePools/{inputs.get('name')}" if inputs.get("name") in names else None
+    if type_token.startswith("kubernetes:") and not record.get("rendered") and "kind" in inputs:
+        metadata = inputs.get("metadata") or {}
+        group, kind = type_group_kind(type_token)
+        namespace, name = metadata.get("namespace"), str(metadata.get("name"))
+        if existing.object(group, kind, namespace, name) is not None:
+            return f"{namespace}/{name}" if namespace else name
+    return None
+
+
+def imports(adoption: Adoption, resources: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """`cluster.adopted.imports`: every custom resource of the program that exists."""
+    found = []
+    for record in resources:
+        if record.get("custom") and not str(record["type"]).startswith("pulumi:providers:"):
+            import_id = existing_id(record, adoption.existing, adoption.project)
+            if import_id is not None:
+                found.append({"type": str(record["type"]), "name": str(record["name"]), "id": import_id})
+    return found
+
+
+def run_program(adoption: Adoption) -> list[dict[str, Any]]:
+    """The program's resources for the adopted config, charts rendered (offline engine), as a preview records them."""
+    from components.config import load
+    from offline.engine import _engine_config
+    from offline.engine import run_program as run
+
+    minor = load(_engine_config(adoption.config), stack=adoption.stack).cluster.kubernetes_minor
+    return run(adoption.config, stack=adoption.stack, kubernetes_version=minor).resources
+
+
+def keep_replaced(adoption: Adoption, found: Sequence[Verdict]) -> list[Finding]:
+    """Refuse every replacement: a keepable field is written into `adopted.keep` (one line naming it); any other is a
+    refusal that stops the adoption."""
+    pools = adoption.config["tpu-stack:tpuPools"]
+    owner = {name: index for index, pool in enumerate(pools) for name in _pool_names(pool)}
+    lines: list[Finding] = []
+    for verdict in found:
+        for change in verdict.replaced:
+            path = next((p for p in KEEPABLE_POOL_FIELDS if change.path == p or change.path.startswith(p + ".")), None)
+            what = f"{change.path} {show_value(change.old)} -> {show_value(change.new)}"
+            index = owner.get(verdict.import_id.rsplit("/", 1)[-1])
+            if verdict.type == NODE_POOL and path and index is not None:
+                keep = pools[index]["adopted"].setdefault("keep", [])
+                if path not in keep:
+                    keep.append(path)
+                lines.append(
+                    Finding(
+                        "refused",
+                        f"{verdict.name}: {what} would replace the slice; kept with "
+                        f"tpuPools[{index}].adopted.keep: [{path}]",
+                    )
+                )
+            else:
+                raise AdoptError(
+                    f"{verdict.name} ({verdict.type}): {what} would replace it and tpu-stack has no setting that keeps "
+                    "it; adopt stops here"
+                )
+    return lines
+
+
+def _pool_names(pool: Mapping[str, Any]) -> list[str]:
+    """The node pools of a pool group entry, named as the program names them (TpuPoolConfig.slice_name)."""
+    from components.config.pools import TpuPoolConfig
+
+    return TpuPoolConfig.model_validate(pool).node_pool_names
+
+
+@dataclass
+class Outcome:
+    """The adopted stack's first `pulumi up`, as the offline preview models it."""
+
+    resources: list[dict[str, Any]]
+    verdicts: list[Verdict]
+    takeover: TakeoverPlan
+    """The chart objects that exist, and what the old install leaves."""
+
+
+def plan(adoption: Adoption) -> Outcome:
+    """Run the program on the adopted config, import what exists, keep what would be replaced, and run it again until
+    nothing changes: the stack file written imports every existing resource and replaces nothing."""
+    from offline import imports as imported
+    from offline import takeover
+
+    resources = run_program(adoption)
+    for _ in range(3):
+        wanted = imports(adoption, resources)
+        adoption.adopted["imports"] = wanted
+        resources = run_program(adoption)
+        found = imported.verdicts(resources, adoption.existing, adoption.project)
+        if any(v.replaced for v in found):
+            adoption.findings += keep_replaced(adoption, found)
+            resources = run_program(adoption)
+            found = imported.verdicts(resources, adoption.existing, adoption.project)
+        if imports(adoption, resources) == wanted:
+            break
+    left = [f"{v.name}: {c.path}" for v in found for c in v.replaced]
+    if left:
+        raise AdoptError(f"still replaced after keeping: {', '.join(left)}")
+    return Outcome(resources, found, takeover.plan(resources, adoption.existing, found))
+
+
+# ---- the report -----------------------------------------------------------------------------------------------
+
+
+def report(adoption: Adoption, outcome: Outcome) -> str:
+    """What the first `pulumi up` does, resource by resource, and what adopt kept, refused or left out."""
+    from offline import imports as imported
+    from offline import takeover
+
+    found = outcome.verdicts
+    custom = [r for r in outcome.resources if r.get("custom") and not str(r["type"]).startswith("pulumi:providers:")]
+    created = [r for r in custom if not r.get("importId") and not r.get("rendered")]
+    updated = [v for v in found if v.updated]
+    plan_ = outcome.takeover
+    lines = [f"Adopting cluster {adoption.existing.name} as stack {adoption.stack}", ""]
+    lines.append(
+        f"{len(found)} imported ({len(updated)} then updated in place, {len(found) - len(updated)} unchanged), "
+        f"0 replaced, {len(created)} created; the charts take over {len(plan_.takeovers)} existing objects"
+    )
+    lines += ["", "Imported by the first `pulumi up` (cluster.adopted.imports), then updated in place:"]
+    lines += imported.lines(found)
+    if created:
+        lines += ["", "Created by the first `pulumi up` (the stack has them, the cluster does not):"]
+        lines += [f"  + {r['type']} {r['name']}" for r in created]
+    lines += takeover.lines(plan_, adoption.stack)
+    for kind, title in (
+        ("refused", "Refused (would replace; the config that keeps it is written) or not adoptable:"),
+        ("kept", "Kept as they are:"),
+        ("not-adopted", "Not adopted (outside the stack, left as they are):"),
+    ):
+        chosen = [f.line for f in adoption.findings if f.kind == kind]
+        if chosen:
+            lines += ["", title, *(f"  - {line}" for line in chosen)]
+    return "\n".join(lines) + "\n"
+
+
+def write(adoption: Adoption, out: Path, stack_file: Path) -> tuple[Outcome, str]:
+    """Write the stack file, what was read (out/existing/) and the report; returns the outcome and the report."""
+    outcome = plan(adoption)
+    out.mkdir(parents=True, exist_ok=True)
+    text = report(adoption, outcome)
+    (out / "report.txt").write_text(text)
+    save_existing(adoption.existing, out / "existing")
+    header = (
+        f"# Adopted by `tpu-stack adopt` from cluster {adoption.existing.name}: the first `pulumi up` imports what\n"
+        f"# cluster.adopted.imports lists. Report: {out / 'report.txt'}; docs/adopt.md.\n"
+    )
+    stack_file.write_text(header + yaml.safe_dump({"config": dict(adoption.config)}, sort_keys=False))
+    return outcome, text
+
+
+def save_existing(existing: Existing, folder: Path) -> None:
+    """What adopt read, in the saved-output layout `python -m offline preview --existing` reads."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.json"):
+        old.unlink()
+    (folder / "cluster.json").write_text(json.dumps(existing.cluster, indent=2) + "\n")
+    (folder / "node-pools.json").write_text(json.dumps(existing.node_pools, indent=2) + "\n")
+    if existing.subnetwork is not None:
+        (folder / "subnetwork.json").write_text(json.dumps(existing.subnetwork, indent=2) + "\n")
+    listed = {"apiVersion": "v1", "items": existing.objects, "kind": "List", "metadata": {"resourceVersion": ""}}
+    (folder / "kubernetes.json").write_text(json.dumps(listed, indent=2) + "\n")
