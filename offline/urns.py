@@ -21,6 +21,7 @@ to the resource's name, type and parent, and children inherit their parent's ali
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -167,6 +168,26 @@ def cluster_targets(plan: Plan) -> list[str]:
     return sorted(resolver.current(urn) for urn in chosen)
 
 
+SHELL_UNSAFE = re.compile(r"[\s*?\[\]'\"\\]")
+"""What the shell would do something with in an unquoted word: split it (whitespace; the default IFS), expand it as
+a file name pattern (`*`, `?`, `[`), or keep it as a literal quote or escape. The README passes the targets through
+an unquoted command substitution, where the shell splits and globs the words it prints and removes no quotes (bash
+manual, "Command Substitution", "Word Splitting", "Quote Removal": only quotes in the original command are removed).
+The engine's URNs are built from type tokens (letters, digits and `:/.$-`) and resource names, which the stack
+derives from DNS-label names, so none holds these; a URN that did would be passed as something else, and is
+refused."""
+
+
+def target_flags(targets: list[str]) -> str:
+    """`--target=<urn>` for each URN, for an unquoted `$(...)` on the `pulumi up` line: no quotes (the shell would
+    hand them to the engine as part of the URN, and the engine refuses a target it cannot find: pulumi
+    pkg/resource/deploy/deployment_executor.go checkTargets), and no URN the shell would split or glob."""
+    unsafe = [urn for urn in targets if SHELL_UNSAFE.search(urn)]
+    if unsafe:
+        raise ValueError(f"URN(s) the shell would split or expand, pass them another way: {', '.join(unsafe)}")
+    return " ".join(f"--target={urn}" for urn in targets)
+
+
 @dataclass
 class Drift:
     """How a plan's URNs differ from a snapshot."""
@@ -239,20 +260,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cluster-targets",
         action="store_true",
-        help="print `--target <URN>` for the cluster's resources (first `pulumi up` of a new stack)",
+        help="print `--target=<URN>` for the cluster's resources (first `pulumi up` of a new stack)",
     )
     parser.add_argument(
         "--cluster-urns",
         action="store_true",
         help="print the cluster's resource URNs one per line (the `target` input of the pulumi GitHub action)",
     )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="with --cluster-targets/--cluster-urns: the stack file (default: Pulumi.<stack>.yaml in the current "
+        "directory, the file `pulumi` reads there)",
+    )
     args = parser.parse_args(argv)
     if args.cluster_targets or args.cluster_urns:
-        if not args.stack:
-            parser.error("--cluster-targets and --cluster-urns need --stack")
-        for stack in args.stack:
-            targets = cluster_targets(run_stack(stack, render_charts=False))
-            print(" ".join(f"--target '{urn}'" for urn in targets) if args.cluster_targets else "\n".join(targets))
+        if not args.stack or len(args.stack) != 1:
+            parser.error("--cluster-targets and --cluster-urns need one --stack")
+        (stack,) = args.stack
+        config = args.config or Path.cwd() / f"Pulumi.{stack}.yaml"
+        if not config.is_file():
+            parser.error(f"no stack file {config}: run from the project's directory, or give --config")
+        targets = cluster_targets(run_stack(stack, config_file=config, render_charts=False))
+        print(target_flags(targets) if args.cluster_targets else "\n".join(targets))
         return 0
     unknown = sorted(set(args.stack or ()) - set(STACKS))
     if unknown:

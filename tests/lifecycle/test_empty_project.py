@@ -10,15 +10,21 @@ against a live cluster; then the whole stack, whose preview is the first that sh
 from __future__ import annotations
 
 import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from offline.engine import Plan
 from offline.lifecycle import depends_on
-from offline.urns import _Resolver, cluster_targets
+from offline.urns import _Resolver, cluster_targets, target_flags
 from offline.vendor import REPO
-from tests.fixtures import stack_data, stack_plan
+from tests.fixtures import stack_data, stack_path, stack_plan
 from tests.lifecycle.catalogue import CATALOGUE
 from tests.lifecycle.conftest import Records, plan, step
 
@@ -138,3 +144,62 @@ def test_an_empty_project_with_no_default_network_needs_nothing_of_it() -> None:
     for stack in STACKS:
         config: dict[str, Any] = stack_data(stack)
         assert all(r["inputs"].get("network") != "default" for r in plan(stack, config))
+
+
+RECORDING_PULUMI = """\
+import json, os, sys
+
+with open(os.environ["PULUMI_ARGV"], "w") as out:
+    json.dump(sys.argv[1:], out)
+"""
+
+
+def _readme_first_up() -> str:
+    """The README's first `pulumi up` of a new stack, as written (two lines joined by a backslash)."""
+    readme = (REPO / "README.md").read_text()
+    block = readme[readme.index("**First deployment of a new stack.**") :]
+    block = block[block.index("```bash\n") + len("```bash\n") : block.index("\n```", block.index("```bash"))]
+    lines = block.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("pulumi up ") and line.endswith("\\"))
+    return "\n".join(lines[start : start + 2])
+
+
+def test_the_readmes_first_up_hands_pulumi_the_cluster_urns_as_they_are(tmp_path: Path) -> None:
+    """The README's line, run by bash as written, with a `pulumi` that records its arguments: the shell removes no
+    quotes from a command substitution's output and splits it at whitespace, so the targets must be printed bare
+    (`--target=<urn>`); a quoted one reaches the engine with its quotes, and the engine stops at a target it cannot
+    find (pulumi pkg/resource/deploy/deployment_executor.go checkTargets). Run in a project directory holding the
+    dev fixture as its Pulumi.dev.yaml (the file `pulumi` and the command read there)."""
+    if shutil.which("bash") is None:
+        pytest.skip("bash runs the README's line")
+    line = _readme_first_up()
+    assert "$(.venv/bin/python -m offline.urns --cluster-targets --stack dev)" in line
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "pulumi").write_text(f"#!{sys.executable}\n{RECORDING_PULUMI}")
+    (tools / "pulumi").chmod(0o755)
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(stack_path("dev"), project / "Pulumi.dev.yaml")
+    (project / ".venv").symlink_to(REPO / ".venv")
+    env = {
+        "PATH": f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "PYTHONPATH": str(REPO),
+        "PULUMI_ARGV": str(tmp_path / "argv.json"),
+        "HOME": str(tmp_path),
+    }
+    done = subprocess.run(["bash", "-c", line], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    argv: list[str] = json.loads((tmp_path / "argv.json").read_text())
+    targets = [arg.removeprefix("--target=") for arg in argv if arg.startswith("--target=")]
+    targets += [argv[i + 1] for i, arg in enumerate(argv) if arg == "--target"]
+    assert argv[:2] == ["up", "--stack"] and "--skip-preview" in argv
+    assert sorted(targets) == cluster_targets(stack_plan("dev", render_charts=False))
+
+
+def test_a_urn_the_shell_would_split_or_expand_is_refused() -> None:
+    urn = "urn:pulumi:dev::tpu-stack::gcp:container/cluster:Cluster::tpu-dev"
+    assert target_flags([urn]) == f"--target={urn}"
+    for bad in (f"{urn} x", f"{urn}*", f"{urn}?", f"{urn}[0]", f"'{urn}'"):
+        with pytest.raises(ValueError, match="the shell would split or expand"):
+            target_flags([bad])
