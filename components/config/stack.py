@@ -189,6 +189,15 @@ class StackConfig(ConfigModel):
         return self.cluster.dns == "cloud-dns" or self.cluster.mode == "autopilot"
 
     @property
+    def impersonates_service_accounts(self) -> bool:
+        """A workload reaches Google Cloud as a Google service account (`identity: iamServiceAccount`): the GKE
+        metadata server mints its tokens through the IAM Service Account Credentials API."""
+        workloads = [grant[2] for grant in self.bucket.grants] + [
+            serving.workload for serving in (self.saxml, self.serving) if serving is not None
+        ]
+        return any(workload.identity == "iamServiceAccount" for workload in workloads)
+
+    @property
     def owns_network(self) -> bool:
         """The stack creates its VPC, and each cluster's subnetwork in it, with the cluster's ranges."""
         return self.cluster.network is None

@@ -36,9 +36,24 @@ def test_the_stack_enables_the_apis_it_calls_and_never_disables_them() -> None:
     enabled = {r["inputs"]["service"]: r["inputs"] for r in plan.by_type(SERVICE)}
     assert sorted(enabled) == [
         "cloudresourcemanager.googleapis.com", "compute.googleapis.com", "container.googleapis.com",
-        "dns.googleapis.com", "iam.googleapis.com", "logging.googleapis.com", "monitoring.googleapis.com",
-        "storage.googleapis.com"]  # fmt: skip
+        "dns.googleapis.com", "iam.googleapis.com", "iamcredentials.googleapis.com", "logging.googleapis.com",
+        "monitoring.googleapis.com", "storage.googleapis.com"]  # fmt: skip
     assert all(i == {"project": "tpu-stack-prod", "service": s, "disableOnDestroy": False} for s, i in enabled.items())
+
+
+def test_a_workload_that_impersonates_a_google_account_gets_the_iam_credentials_api(run: StackRunner) -> None:
+    """With `identity: iamServiceAccount` the GKE metadata server mints the pod's token by impersonating the Google
+    service account through the IAM Service Account Credentials API; where that API is off it answers "Unable to
+    generate access token; IAM returned 403 Forbidden: IAM Service Account Credentials API has not been used in
+    project ..." (google/kctf#194). prod's research reader uses that form; the principal form needs no API."""
+    plan = stack_plan("prod", render_charts=False)
+    (service,) = [r for r in plan.by_type(SERVICE) if r["inputs"]["service"] == "iamcredentials.googleapis.com"]
+    assert service["inputs"] == {"project": "tpu-stack-prod", "service": "iamcredentials.googleapis.com",
+                                 "disableOnDestroy": False}  # fmt: skip
+    identity = plan.one("tpu-stack:index:WorkloadIdentity", "research-analyst")
+    assert service["urn"] in identity["dependencies"]
+    principal_only = run({"tpu-stack:bucket": {"readers": [{"namespace": "default", "serviceAccount": "analyst"}]}})
+    assert "iamcredentials.googleapis.com" not in {r["inputs"]["service"] for r in principal_only.by_type(SERVICE)}
 
 
 def test_kube_dns_needs_no_cloud_dns_api(run: StackRunner) -> None:

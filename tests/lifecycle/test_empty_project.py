@@ -1,7 +1,9 @@
 """From an empty project to the first `up` (issue 27): APIs, network, the cluster phase as the README and the deploy
 workflow run it, then the rest; judged by the engine model (offline/lifecycle.py) and the catalogue.
 
-An empty project has no API on and may have no network (constraints/compute.skipDefaultNetworkCreation). The first
+An empty project has no API on and may have no network (constraints/compute.skipDefaultNetworkCreation). Service Usage
+and Resource Manager are turned on by hand before anything (the provider calls both to enable any API; the catalogue's
+`apis-on-by-hand` rule holds the plan to it), with Cloud KMS, STS and IAM credentials for the secrets and CI. The first
 `up` of a new stack runs in two phases: the resources `python -m offline.urns --cluster-targets` lists (the cluster's
 component and everything it depends on), with the preview skipped, since the kubernetes provider renders the charts
 against a live cluster; then the whole stack, whose preview is the first that shows the charts' objects.
@@ -203,3 +205,57 @@ def test_a_urn_the_shell_would_split_or_expand_is_refused() -> None:
     for bad in (f"{urn} x", f"{urn}*", f"{urn}?", f"{urn}[0]", f"'{urn}'"):
         with pytest.raises(ValueError, match="the shell would split or expand"):
             target_flags([bad])
+
+
+# --- what must be on before the program runs --------------------------------------------------------------------
+
+BY_HAND = {
+    # Turns every other API on; it cannot turn itself on (terraform-provider-google #16883).
+    "serviceusage.googleapis.com",
+    # Enabling any API reads the project through it first: resource_google_project_service.go Create -> Read ->
+    # Projects.Get (L212-290 at e03b762); terraform-provider-google #6101, #11435.
+    "cloudresourcemanager.googleapis.com",
+    # The stack's secrets key; CI's federated identity (token exchange, then impersonation).
+    "cloudkms.googleapis.com",
+    "sts.googleapis.com",
+    "iamcredentials.googleapis.com",
+}
+
+
+def _empty_project_paragraph() -> str:
+    readme = (REPO / "README.md").read_text()
+    paragraph = readme[readme.index("**An empty project.**") :]
+    return paragraph[: paragraph.index("\n\n")]
+
+
+def test_the_readme_enables_by_hand_what_the_program_needs_before_it_runs() -> None:
+    """The google provider reads the project through Cloud Resource Manager when it enables any API, and the program
+    looks up the project number through it at start-up: neither works in a project where it is off."""
+    from components.project import ENABLED_BY_HAND
+
+    assert set(ENABLED_BY_HAND) == BY_HAND
+    paragraph = _empty_project_paragraph()
+    by_hand = paragraph[paragraph.index("enable by hand") :]
+    assert [api for api in sorted(BY_HAND) if f"`{api}`" not in by_hand] == []
+
+
+def test_a_project_where_the_stack_itself_turns_resource_manager_on_breaks_the_first_up(
+    plans: dict[str, Plan], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scenario from nothing holds only because Service Usage and Resource Manager are on by hand: without
+    Resource Manager in that list, the stack's own `apis-cloudresourcemanager` does not help (the other APIs'
+    enables read the project at the same time), and each API the stack enables breaks the rule."""
+    from components import project
+
+    assert CATALOGUE.breaches(plans["prod"].resources, {}) == []
+    monkeypatch.setattr(
+        project, "ENABLED_BY_HAND",
+        {k: v for k, v in project.ENABLED_BY_HAND.items() if k != "cloudresourcemanager.googleapis.com"},
+    )  # fmt: skip
+    breaches = CATALOGUE.breaches(plans["prod"].resources, {})
+    services = sorted(r["name"] for r in plans["prod"].by_type("gcp:projects/service:Service"))
+    assert breaches == [
+        f"apis-on-by-hand: {name} enables its API through cloudresourcemanager.googleapis.com, which the project "
+        "must have on before the first `pulumi` command (not in components/project.py ENABLED_BY_HAND)"
+        for name in services
+    ]
