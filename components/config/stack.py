@@ -318,7 +318,20 @@ class StackConfig(ConfigModel):
         # provisions Spot VMs, adds taints and tolerations"): no rung of its capacity needs one of ours.
         ladders = {} if self.cluster.mode == "autopilot" else queues.ladders
         found = queue_warnings(queues.queues, queues.queue_pools, ladders, self.pool_keys)
-        return found + (llm_serving_warnings(self.serving) if self.serving else [])
+        return found + self._unlisted_zone_warnings() + (llm_serving_warnings(self.serving) if self.serving else [])
+
+    def _unlisted_zone_warnings(self) -> list[str]:
+        """Each pool group with `zoneUnlisted`: its zone accepted against the table, or the flag not needed."""
+        keys = self.pool_keys
+        found = []
+        for region, pools in [(self.region, self.tpu_pools), *((w.region, w.tpu_pools) for w in self.workers)]:
+            for pool in pools:
+                if pool.zone_unlisted:
+                    field, message = tpu_zones.unlisted_warning(
+                        pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=region
+                    )
+                    found.append(f"{keys[pool.name]}.{field}: {message}")
+        return found
 
     def ladder_of(self, pool: TpuPoolConfig) -> str | None:
         """The ladder `pool` is a rung of, if any."""
@@ -795,8 +808,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
         elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
-        elif not own:  # the zone's TPUs need a valid machine type
-            problem = tpu_zones.zone_problem(
+        elif not own and not pool.zone_unlisted:  # the zone's TPUs need a valid machine type
+            problem = tpu_zones.refusal(
                 pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=config.region
             )
             if problem:
