@@ -18,6 +18,7 @@ from components.config import ConfigError, load
 from components.config.network import addresses_per_node, prefix_holding
 from offline.engine import read_stack_file, run_program
 from tests.conftest import StackRunner
+from offline.catalogue import CATALOGUE
 from tests.fixtures import STACKS_DIR, stack_data, stack_plan
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -203,3 +204,12 @@ def test_256_slices_of_prod_fit_with_room_to_spare() -> None:
     assert subnet["inputs"]["ipCidrRange"] == "10.48.0.0/20"
     assert len(plan.by_type(NODE_POOL)) == 1 + 256 + 1 + 2
     assert plan.violations == []
+    # The address plan the preview prints: 1,052 nodes (8 system + 1,024 train + 4 burst + 16 serve), 35,456 pod
+    # addresses of the /14's 262,144 (7.4 times what they need) and 1,058 node addresses of the /20's 4,096 (the 4
+    # every subnet keeps, the control plane's endpoint and Saxml's internal load balancer): room to spare in both.
+    from offline.summary import from_outputs
+
+    addresses = from_outputs(plan.outputs)["addresses"]["tpu-prod"]
+    assert addresses == {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
+                         "maxNodes": 1052, "podAddressesNeeded": 35456, "nodeAddressesNeeded": 1058}  # fmt: skip
+    assert CATALOGUE.breaches(plan.resources, {}) == []  # ranges-hold-the-largest among them
