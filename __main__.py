@@ -242,7 +242,7 @@ identities = [
         cluster=cluster.cluster,
         namespace=queues.namespace_name(workload.namespace),
         project_number=project_number,
-        opts=needs("iam", "storage"),
+        opts=needs("iam", "storage", "iamcredentials"),
     )
     for _field, _index, workload, role in config.bucket.grants
 ]
@@ -265,7 +265,7 @@ saxml = (
         project_number=project_number,
         # Kueue's JobSet webhook (failurePolicy Fail) refuses JobSets until its controller serves.
         depends_on=[jobset.chart, kueue.chart],
-        opts=needs("iam", "storage"),
+        opts=needs("iam", "storage", "iamcredentials"),
     )
     if config.saxml
     else None
@@ -294,7 +294,7 @@ llm_serving = (
         # LeaderWorkerSets go through the LWS chart's webhooks and Kueue's (Kueue's chart registers fail-closed
         # LeaderWorkerSet webhooks in every namespace but its own).
         lws_webhooks=[lws.chart, kueue.chart] if lws else [],
-        opts=needs("iam", "storage"),
+        opts=needs("iam", "storage", "iamcredentials"),
     )
     if config.serving
     else None

@@ -96,7 +96,8 @@ def shipped_parallel(workflow: str = "deploy.yml") -> int:
     data = yaml.safe_load((WORKFLOWS / workflow).read_text())
     for job in data["jobs"].values():
         for step in job.get("steps", []):
-            if str(step.get("uses", "")).startswith("pulumi/actions@"):
+            # An install-only step (no `command`) runs nothing: the `up` steps carry the parallelism.
+            if str(step.get("uses", "")).startswith("pulumi/actions@") and "command" in step.get("with", {}):
                 return int(step["with"]["parallel"])
     raise ValueError(f"{workflow}: no pulumi/actions step")
 

@@ -1,8 +1,9 @@
 """Generated stacks for the benchmarks: the cluster xpk's dry-run plans, at any number of slices.
 
-`xpk cluster create --tpu-type=v5litepod-8 --num-slices=N --flex --zone us-central1-a` asks for N v5e 2x4
+`xpk cluster create --tpu-type=v5litepod-8 --num-slices=N --flex --zone us-west4-a` asks for N v5e 2x4
 slices (`ct5lp-hightpu-4t`, 2 VMs each) on flex-start in one zone; here that is one pool group of N slices in
-an otherwise dev-like stack. Files are written to a scratch folder, never next to the real stacks.
+an otherwise dev-like stack. The zone is one that offers v5e on flex-start (vendor/data/tpu_zones.json): the
+config refuses any other. Files are written to a scratch folder, never next to the real stacks.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import yaml
 SLICE_COUNTS = (1, 3, 16, 64, 256)
 DEPLOY_SLICES = (1, 16, 64, 256)
 """The sizes the `pulumi up` model reports beside xpk and Cluster Toolkit."""
-ZONE = "us-central1-a"
+ZONE = "us-west4-a"
 
 
 def name(slices: int) -> str:

@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench import stacks
+
 VERSION = "1.16.0"
 VENV = Path(__file__).resolve().parent / ".xpk-venv"
 TPU_TYPE = "v5litepod-8"
@@ -62,7 +64,7 @@ def command(slices: int) -> list[str]:
         "--project",
         "p",
         "--zone",
-        "us-central1-a",
+        stacks.ZONE,
         "--dry-run",
     ]
 

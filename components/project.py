@@ -23,12 +23,35 @@ SERVICES = {
     "monitoring": "monitoring.googleapis.com",
     "logging": "logging.googleapis.com",
     "dns": "dns.googleapis.com",
+    "iamcredentials": "iamcredentials.googleapis.com",
 }
 """Short name -> the API: networks, firewall, NAT and calendar requests (compute); clusters and node pools
 (container); service accounts and their IAM (iam); project IAM grants and the project lookup (cloudresourcemanager);
 the bucket (storage); dashboards and alerts, and managed Prometheus (monitoring); GKE's system logs (logging); Cloud
-DNS for GKE (dns). The APIs a deployment needs before the program runs (Service Usage to turn these on, Cloud KMS for
-the stack's secrets, IAM credentials and STS for CI's federated identity) are enabled by hand once (README)."""
+DNS for GKE (dns); tokens of the Google service accounts workloads impersonate, which the GKE metadata server mints
+through the IAM Service Account Credentials API (iamcredentials; google/kctf#194 shows its 403 where the API is off).
+Resource Manager is on before the program runs (ENABLED_BY_HAND): its entry here turns nothing on
+(the provider finds it enabled and records it) and is kept because removing a protected resource from a deployed
+stack is refused."""
+
+ENABLED_BY_HAND: dict[str, str] = {
+    "serviceusage.googleapis.com": "turns every other API on, and cannot turn itself on (terraform-provider-google "
+    "#16883: the enable call is Service Usage's own)",
+    "cloudresourcemanager.googleapis.com": "the google provider reads the project through it when it enables any "
+    "API (resource_google_project_service.go Create -> Read -> Projects.Get, L212-290 at e03b762; "
+    "terraform-provider-google #6101, #11435), and the program looks up the project number through it at start-up "
+    "when bucket.projectNumber is not set (organizations.getProject)",
+    "cloudkms.googleapis.com": "the stack's secrets key (the stack file's gcpkms secrets provider), read before the "
+    "program runs",
+    "sts.googleapis.com": "CI's Workload Identity Federation exchanges GitHub's token here",
+    "iamcredentials.googleapis.com": "CI's federated identity then impersonates the deploy or preview service account",
+}
+"""API -> why it must be on in the stack's project before the first `pulumi` command: what runs before the program, or
+what the provider needs in order to turn the stack's APIs on (README, An empty project)."""
+
+ENABLING_NEEDS = ("serviceusage.googleapis.com", "cloudresourcemanager.googleapis.com")
+"""What the provider calls to enable an API (projects.Service): Service Usage's enable and list, and Resource
+Manager's projects.get in the Read that follows (resource_google_project_service.go L212-290 at e03b762)."""
 
 API_OF_TYPE: tuple[tuple[str, str], ...] = (
     ("gcp:container/", "container"),
@@ -47,7 +70,8 @@ class ProjectServices(pulumi.ComponentResource):
 
     def __init__(self, name: str, *, config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("tpu-stack:index:ProjectServices", name, None, opts)
-        wanted = [short for short in SERVICES if short != "dns" or config.uses_cloud_dns]
+        optional = {"dns": config.uses_cloud_dns, "iamcredentials": config.impersonates_service_accounts}
+        wanted = [short for short in SERVICES if optional.get(short, True)]
         self.services: dict[str, projects.Service] = {
             short: projects.Service(
                 f"{name}-{short}",

@@ -1,6 +1,9 @@
 """Which zones offer which TPU version, and which of them offer it on flex-start (and so to queued provisioning,
 which runs on flex-start capacity): the table vendored in vendor/data/tpu_zones.json, with its sources and date in
 vendor/README.md. Pure standard library, like the catalog.
+
+The table is a transcription of Google's pages as of its `verified` month: a zone Google opens later is refused until
+the table is updated, unless the pool says `zoneUnlisted: true`, which turns the refusal into a warning.
 """
 
 from __future__ import annotations
@@ -8,14 +11,25 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 TABLE = Path(__file__).resolve().parent.parent / "vendor" / "data" / "tpu_zones.json"
 
 
 @cache
+def _table() -> dict[str, Any]:
+    table: dict[str, Any] = json.loads(TABLE.read_text())
+    return table
+
+
 def _versions() -> dict[str, dict[str, list[str]]]:
-    versions: dict[str, dict[str, list[str]]] = json.loads(TABLE.read_text())["versions"]
+    versions: dict[str, dict[str, list[str]]] = _table()["versions"]
     return versions
+
+
+def verified() -> str:
+    """The month the table was last checked against Google's pages (YYYY-MM)."""
+    return str(_table()["verified"])
 
 
 def zones(version: str, *, flex_start: bool) -> tuple[str, ...]:
@@ -43,3 +57,27 @@ def zone_problem(version: str, *, provisioning: str, zone: str | None, region: s
     if any(z.startswith(region + "-") for z in offered):
         return None
     return f"no zone of {region} offers {what}; {listed}"
+
+
+def refusal(version: str, *, provisioning: str, zone: str | None, region: str) -> str | None:
+    """The config error for a pool the table says its zone cannot give, naming the table's date and the way out."""
+    problem = zone_problem(version, provisioning=provisioning, zone=zone, region=region)
+    if problem is None:
+        return None
+    return f"{problem} (TPU zone table of {verified()}; for a zone Google opened since, set zoneUnlisted: true)"
+
+
+def unlisted_warning(version: str, *, provisioning: str, zone: str | None, region: str) -> tuple[str, str]:
+    """(field, warning) for a pool with `zoneUnlisted: true`: the zone is accepted although the table does not list
+    it, or the flag is not needed."""
+    what = f"{_KIND.get(provisioning, '')}TPU {version}"
+    where = zone or f"a zone of {region}"
+    if zone_problem(version, provisioning=provisioning, zone=zone, region=region) is None:
+        return "zoneUnlisted", (
+            f"the TPU zone table lists {where} for {what}; remove zoneUnlisted so the check holds again"
+        )
+    offered = f"{zone} offers no {what}" if zone else f"no zone of {region} offers {what}"
+    return "zone", (
+        f"{offered} in the TPU zone table of {verified()}; accepted because zoneUnlisted is set: if Google does not "
+        "offer it there, the pool fails when GKE creates it"
+    )

@@ -918,7 +918,7 @@ def _services_wait_only_for_their_address(records: Sequence[Record], _outputs: M
 
 def _api_before_first_resource(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
     """Each Google resource waits for the API its provider calls, where the plan enables APIs."""
-    from components.project import API_OF_TYPE, SERVICES
+    from components.project import API_OF_TYPE, ENABLED_BY_HAND, SERVICES
 
     services = {r["inputs"].get("service"): r for r in of_type(records, "projects/service:Service")}
     if not services:
@@ -926,7 +926,7 @@ def _api_before_first_resource(records: Sequence[Record], _outputs: Mapping[str,
     problems = []
     for record in records:
         for prefix, short in API_OF_TYPE:
-            if str(record["type"]).startswith(prefix):
+            if str(record["type"]).startswith(prefix) and SERVICES[short] not in ENABLED_BY_HAND:
                 service = services.get(SERVICES[short])
                 if service is None or not waits_for(records, record, service):
                     problems.append(f"{record['name']} may be created before {SERVICES[short]} is enabled")
@@ -935,6 +935,20 @@ def _api_before_first_resource(records: Sequence[Record], _outputs: Mapping[str,
         if dns and not waits_for(records, cluster, services.get(SERVICES["dns"])):
             problems.append(f"{cluster['name']} uses Cloud DNS before dns.googleapis.com is enabled")
     return problems
+
+
+def _apis_on_by_hand(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """Each API the plan enables needs what the provider calls to enable it on already, by hand: the stack's own
+    Service of such an API cannot count, since the other enables call it at the same time."""
+    from components import project
+
+    return [
+        f"{service['name']} enables its API through {needed}, which the project must have on before the first "
+        "`pulumi` command (not in components/project.py ENABLED_BY_HAND)"
+        for service in of_type(records, "projects/service:Service")
+        for needed in project.ENABLING_NEEDS
+        if needed not in project.ENABLED_BY_HAND
+    ]
 
 
 def _network_before_cluster(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
@@ -1016,6 +1030,16 @@ REQUIRES = [
         + _TF
         + "resourcemanager/resource_google_project_service.go (the enable completes before the resource does)",
         _api_before_first_resource,
+    ),
+    Requires(
+        "apis-on-by-hand",
+        "Enabling an API needs Service Usage and Resource Manager on in the project: the provider lists and enables "
+        "through Service Usage, then reads the project through Resource Manager; neither can be turned on by the "
+        "stack that needs it, so both are on before the first `pulumi` command (README, An empty project)",
+        _TF + "resourcemanager/resource_google_project_service.go (Create -> Read -> Projects.Get, L212-290 at e03b762 "
+        "of terraform-provider-google); hashicorp/terraform-provider-google #6101, #11435 (enabling Resource "
+        "Manager needs Resource Manager), #16883 (Service Usage cannot enable itself)",
+        _apis_on_by_hand,
     ),
     Requires(
         "network-before-cluster",

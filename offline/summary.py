@@ -132,25 +132,60 @@ QUOTA_KINDS = {
     "spot": "preemptible",
     "flex-start": "preemptible",
     "queued": "preemptible",
-    "reservation": "reserved",
+    "reservation": "reservation",
 }
 """Which Compute Engine TPU quota a pool's nodes count against: spot VMs and the Dynamic Workload Scheduler's
 flex-start and queued provisioning use preemptible quota (cloud.google.com/kubernetes-engine/docs/concepts/
-flex-start-vms, "quota": flex-start VMs consume preemptible quota; cloud.google.com/tpu/docs/quota), a reservation's
-capacity was counted when the reservation was made."""
+flex-start-vms, "quota": flex-start VMs consume preemptible quota; cloud.google.com/tpu/docs/quota); the nodes of a
+specific reservation take none: an existing reservation took its quota when it was made (Cloud TPU, plan your
+resources: reservations use on-demand quota), and a calendar-mode request needs none (docs.cloud.google.com/tpu/docs/
+consumption-options: "no quota required")."""
+
+QUOTA_NAMES: dict[tuple[str, str], str] = {
+    ("v4", "on-demand"): "TPU v4 PodSlice chips",
+    ("v4", "preemptible"): "Preemptible TPU v4 PodSlice chips",
+    ("v5e", "on-demand"): "TPU v5 Lite PodSlice chips",
+    ("v5e", "preemptible"): "Preemptible TPU v5 Lite Podslice chips",
+    ("v5p", "on-demand"): "TPU v5p chips",
+    ("v5p", "preemptible"): "Preemptible TPU v5p chips",
+    ("v6e", "on-demand"): "TPUs per TPU family (tpu_family CT6E)",
+    ("v6e", "preemptible"): "Preemptible TPU slices v6e",
+    ("tpu7x", "on-demand"): "TPUs per TPU family (tpu_family tpu7x)",
+    ("tpu7x", "preemptible"): "Preemptible TPU slices tpu7x",
+}
+"""(TPU version, quota kind) -> the Compute Engine quota GKE's node pools count against, by the name the Quotas page
+shows (GKE, "Ensure quota for TPUs", cloud.google.com/kubernetes-engine/docs/how-to/tpus#ensure-quota). Compute's
+metric behind the v5e names is TPU_LITE_PODSLICE_V5 / PREEMPTIBLE_TPU_LITE_PODSLICE_V5 (`gcloud compute regions
+describe`); v6e's on-demand quota is TPUS_PER_TPU_FAMILY (docs.cloud.google.com/tpu/docs/v6e-intro, prerequisites).
+A pair with no entry prints no name."""
 
 
-def _quota(config: StackConfig) -> dict[str, dict[str, dict[str, int]]]:
-    """Region -> quota kind -> TPU version -> chips the stack's pools hold at their largest (every slice up, a pool
-    without a zone in each of the cluster's zones): what the project's TPU quota in that region must allow."""
-    quota: dict[str, dict[str, dict[str, int]]] = {}
+def _quota(config: StackConfig) -> list[dict[str, Any]]:
+    """One row per region, quota kind and TPU version (reservations: per reservation) with the chips the stack's pools
+    hold at their largest (every slice up, a pool without a zone in each of the cluster's zones): what the project's
+    TPU quota in that region must allow, or what a reservation must hold."""
+    rows: dict[tuple[str, str, str, str | None], dict[str, Any]] = {}
     for cluster in [config, *config.worker_configs]:
         for pool in cluster.tpu_pools:
             chips = pool.max_nodes(cluster.cluster_zones) * pool.chips_per_slice // pool.vms_per_slice
-            kinds = quota.setdefault(cluster.region, {})
-            versions = kinds.setdefault(QUOTA_KINDS[pool.provisioning], {})
-            versions[pool.machine.version.name] = versions.get(pool.machine.version.name, 0) + chips
-    return quota
+            kind = QUOTA_KINDS[pool.provisioning]
+            version = pool.machine.version.name
+            reservation = pool.reservation_name if kind == "reservation" else None
+            row = rows.setdefault(
+                (cluster.region, kind, version, reservation),
+                {
+                    "region": cluster.region,
+                    "kind": kind,
+                    "tpu": version,
+                    "chips": 0,
+                    "quota": QUOTA_NAMES.get((version, kind)),
+                    "reservation": reservation,
+                    "calendar": pool.future_reservation is not None,
+                },
+            )
+            row["chips"] += chips
+    order = {kind: index for index, kind in enumerate(("on-demand", "preemptible", "reservation"))}
+    return sorted(rows.values(), key=lambda r: (r["region"], order[r["kind"]], r["tpu"], r["reservation"] or ""))
 
 
 def _addresses(config: StackConfig) -> dict[str, dict[str, object]]:
@@ -290,19 +325,25 @@ def render_warnings(summary: Summary) -> list[str]:
     return [f"Warnings: {len(found)}, valid but rarely meant", *(line for w in found for line in wrapped(w))]
 
 
+QUOTA_HEAD = "TPU quota the pools need at their largest (chips, per region and kind), by Compute's quota names:"
+
+
+def quota_text(row: Mapping[str, Any]) -> str:
+    """The quota a row counts against, or what its reservation must hold."""
+    if row["kind"] == "reservation":
+        kind = "calendar-mode reservation" if row.get("calendar") else "reservation"
+        return f"no quota: {kind} {row['reservation']} must hold {row['chips']} chips"
+    return str(row.get("quota") or "-")
+
+
 def render_quota(summary: Summary) -> list[str]:
     """TPU chips per region and quota kind at the pools' largest, and each cluster's address ranges."""
-    quota: dict[str, dict[str, dict[str, int]]] = summary.get("quota") or {}
+    quota = summary.get("quota") or []
     lines = []
-    if quota:
-        lines.append("TPU quota the pools need at their largest (chips, per region and kind):")
-        rows = [["region", "kind", "TPU", "chips"]]
-        rows += [
-            [region, kind, version, str(chips)]
-            for region, kinds in quota.items()
-            for kind, versions in kinds.items()
-            for version, chips in versions.items()
-        ]
+    if isinstance(quota, list) and quota:  # a plan written before the rows (region -> kind -> chips) shows none
+        lines.append(QUOTA_HEAD)
+        rows = [["region", "kind", "TPU", "chips", "quota"]]
+        rows += [[r["region"], r["kind"], r["tpu"], str(r["chips"]), quota_text(r)] for r in quota]
         lines += table(rows, right=frozenset({3}))
     addresses: dict[str, dict[str, Any]] = summary.get("addresses") or {}
     if addresses:

@@ -21,8 +21,11 @@ to the resource's name, type and parent, and children inherit their parent's ali
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,23 +142,38 @@ def engine_urns(plan: Plan) -> list[str]:
 CLUSTER_COMPONENT = "tpu-stack:index:GkeCluster"
 
 
-def cluster_targets(plan: Plan) -> list[str]:
+CLUSTER = "gcp:container/cluster:Cluster"
+
+
+def cluster_targets(plan: Plan, deployed: Collection[str] = ()) -> list[str]:
     """Engine URNs of every GkeCluster component and everything under it (cluster, system pool, node identity,
     subnetwork, NAT, firewall, the kubernetes provider), and of everything those depend on (the APIs, the stack's
     VPC): what a new stack creates first, so that the Helm charts, which the provider renders against a live cluster,
     have one when the rest of the stack is previewed. `--target` creates nothing outside the list, and the engine
     refuses a target that depends on a resource it would skip (pulumi/pulumi pkg/resource/deploy/step_generator.go,
-    untargeted dependencies), so the list is closed under dependencies and parents."""
-    by_urn = {r["urn"]: r for r in plan.resources}
+    untargeted dependencies), so the list is closed under dependencies and parents.
 
-    def under_cluster(resource: dict[str, Any]) -> bool:
+    `deployed`: URNs the stack's state holds (`pulumi stack export`). A GkeCluster whose cluster is there is left
+    out: a targeted `up` of it would apply whatever changed inside it ahead of the rest of the update, which is the
+    whole stack's `up` to do. With every cluster deployed the list is empty."""
+    by_urn = {r["urn"]: r for r in plan.resources}
+    resolver = _Resolver(plan)
+    state = set(deployed)
+
+    def component_of(resource: dict[str, Any]) -> dict[str, Any] | None:
         while resource is not None:
             if resource["type"] == CLUSTER_COMPONENT:
-                return True
+                return resource
             resource = by_urn.get(resource.get("parent") or "")  # type: ignore[assignment]
-        return False
+        return None
 
-    chosen = {r["urn"] for r in plan.resources if under_cluster(r)}
+    new_components = {
+        component["urn"]
+        for record in plan.resources
+        if record["type"] == CLUSTER and not resolver.known(record["urn"]) & state
+        and (component := component_of(record)) is not None
+    }  # fmt: skip
+    chosen = {r["urn"] for r in plan.resources if (component_of(r) or {}).get("urn") in new_components}
     todo = list(chosen)
     while todo:
         record = by_urn[todo.pop()]
@@ -163,8 +181,33 @@ def cluster_targets(plan: Plan) -> list[str]:
             if needed in by_urn and needed not in chosen and by_urn[needed]["type"] != ROOT_STACK_TYPE:
                 chosen.add(needed)
                 todo.append(needed)
-    resolver = _Resolver(plan)
     return sorted(resolver.current(urn) for urn in chosen)
+
+
+def state_urns(export: Path) -> set[str]:
+    """The URNs of a `pulumi stack export` file (a stack with no deployment yet has none)."""
+    data = json.loads(export.read_text())
+    return {str(r["urn"]) for r in (data.get("deployment") or {}).get("resources") or []}
+
+
+SHELL_UNSAFE = re.compile(r"[\s*?\[\]'\"\\]")
+"""What the shell would do something with in an unquoted word: split it (whitespace; the default IFS), expand it as
+a file name pattern (`*`, `?`, `[`), or keep it as a literal quote or escape. The README passes the targets through
+an unquoted command substitution, where the shell splits and globs the words it prints and removes no quotes (bash
+manual, "Command Substitution", "Word Splitting", "Quote Removal": only quotes in the original command are removed).
+The engine's URNs are built from type tokens (letters, digits and `:/.$-`) and resource names, which the stack
+derives from DNS-label names, so none holds these; a URN that did would be passed as something else, and is
+refused."""
+
+
+def target_flags(targets: list[str]) -> str:
+    """`--target=<urn>` for each URN, for an unquoted `$(...)` on the `pulumi up` line: no quotes (the shell would
+    hand them to the engine as part of the URN, and the engine refuses a target it cannot find: pulumi
+    pkg/resource/deploy/deployment_executor.go checkTargets), and no URN the shell would split or glob."""
+    unsafe = [urn for urn in targets if SHELL_UNSAFE.search(urn)]
+    if unsafe:
+        raise ValueError(f"URN(s) the shell would split or expand, pass them another way: {', '.join(unsafe)}")
+    return " ".join(f"--target={urn}" for urn in targets)
 
 
 @dataclass
@@ -239,20 +282,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cluster-targets",
         action="store_true",
-        help="print `--target <URN>` for the cluster's resources (first `pulumi up` of a new stack)",
+        help="print `--target=<URN>` for the cluster's resources (first `pulumi up` of a new stack)",
     )
     parser.add_argument(
         "--cluster-urns",
         action="store_true",
         help="print the cluster's resource URNs one per line (the `target` input of the pulumi GitHub action)",
     )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="with --cluster-targets/--cluster-urns: the stack file (default: Pulumi.<stack>.yaml in the current "
+        "directory, the file `pulumi` reads there)",
+    )
+    parser.add_argument(
+        "--state",
+        type=Path,
+        help="with --cluster-targets/--cluster-urns: a `pulumi stack export` file; clusters it holds are left out",
+    )
     args = parser.parse_args(argv)
     if args.cluster_targets or args.cluster_urns:
-        if not args.stack:
-            parser.error("--cluster-targets and --cluster-urns need --stack")
-        for stack in args.stack:
-            targets = cluster_targets(run_stack(stack, render_charts=False))
-            print(" ".join(f"--target '{urn}'" for urn in targets) if args.cluster_targets else "\n".join(targets))
+        if not args.stack or len(args.stack) != 1:
+            parser.error("--cluster-targets and --cluster-urns need one --stack")
+        (stack,) = args.stack
+        config = args.config or Path.cwd() / f"Pulumi.{stack}.yaml"
+        if not config.is_file():
+            parser.error(f"no stack file {config}: run from the project's directory, or give --config")
+        deployed = state_urns(args.state) if args.state else set()
+        targets = cluster_targets(run_stack(stack, config_file=config, render_charts=False), deployed)
+        if targets:
+            print(target_flags(targets) if args.cluster_targets else "\n".join(targets))
         return 0
     unknown = sorted(set(args.stack or ()) - set(STACKS))
     if unknown:

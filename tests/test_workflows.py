@@ -73,12 +73,15 @@ def test_deploys_dev_then_prod_behind_an_environment() -> None:
     assert up["if"] == "needs.test.outputs.stacks != '[]'"
     assert stacks_step(workflow["jobs"]["test"]) == "${{ steps.stacks.outputs.stacks }}"
     assert up["environment"] == "${{ matrix.stack }}"
-    cluster, everything = steps_using(up, "pulumi/actions")
+    install, cluster, everything = steps_using(up, "pulumi/actions")
+    assert install["with"] == {"pulumi-version": "3.272.0"}  # no command: the action installs the CLI only
     for pulumi in (cluster, everything):
         assert pulumi["with"]["command"] == "up" and pulumi["with"]["policyPacks"] == "policies"
         assert pulumi["with"]["policyPackConfigs"] == "policies/config.json"
-    # A new stack's charts need its cluster: the cluster's resources go first (README: First deployment).
+    # A new stack's charts need its cluster: the cluster's resources go first (README: First deployment), and only
+    # while the state has no cluster; a deployed stack's changes, those inside GkeCluster too, go through one `up`.
     assert cluster["with"]["target"] == "${{ steps.cluster.outputs.urns }}" and "target" not in everything["with"]
+    assert cluster["if"] == "steps.cluster.outputs.urns != ''"
     (urns,) = [step for step in up["steps"] if step.get("id") == "cluster"]
     assert "python -m offline.urns --cluster-urns --stack" in urns["run"]
 
@@ -137,11 +140,16 @@ def test_pull_requests_run_the_security_scan() -> None:
     assert "make scan" in runs(offline)
 
 
+def pulumi_commands(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The job's pulumi/actions steps that run a command (an install-only step has none)."""
+    return [step for step in steps_using(job, "pulumi/actions") if "command" in step["with"]]
+
+
 @pytest.mark.parametrize(("workflow", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])
 def test_pulumi_steps_get_the_login_secret_of_each_documented_backend(workflow: str, job: str) -> None:
     """Pulumi Cloud needs PULUMI_ACCESS_TOKEN, the passphrase provider PULUMI_CONFIG_PASSPHRASE; a Cloud KMS
     secrets provider needs neither (the federated Google identity decrypts)."""
-    for pulumi in steps_using(load(workflow)["jobs"][job], "pulumi/actions"):
+    for pulumi in pulumi_commands(load(workflow)["jobs"][job]):
         assert pulumi["env"] == {
             "PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}",
             "PULUMI_CONFIG_PASSPHRASE": "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}",
@@ -158,7 +166,7 @@ the stack's other resources, so that GKE, not the engine, bounds how many slice 
 def test_pulumi_is_not_left_at_its_default_of_4_steps_per_cpu(workflow: str, job: str) -> None:
     """Without `parallel` the action passes no --parallel and the CLI runs 4 x GOMAXPROCS steps at once (16 on a
     4-vCPU hosted runner): 256 slice pools would be created in 16 waves."""
-    for pulumi in steps_using(load(workflow)["jobs"][job], "pulumi/actions"):
+    for pulumi in pulumi_commands(load(workflow)["jobs"][job]):
         assert pulumi["with"]["parallel"] == PARALLEL
 
 
@@ -432,3 +440,71 @@ def test_the_comment_is_cut_at_the_same_byte_bound_as_the_diff_at_a_whole_line(t
     assert kept == [line] * 588
     assert body[-2:] == ["", "… cut at the size GitHub allows; the run's `plan-diff-plans` artifact holds both plans."]
     assert len(posted["body"]) <= 65_536
+
+
+# --- the deploy job's cluster phase: only while the state holds no cluster of the plan ------------------------------
+
+FAKE_PULUMI = """\
+import json, os, shutil, sys
+
+with open(os.environ["PULUMI_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+if sys.argv[1:3] == ["stack", "export"]:
+    shutil.copy(os.environ["PULUMI_STATE"], sys.argv[sys.argv.index("--file") + 1])
+"""
+
+
+def _cluster_step(tmp_path: Path, state: dict[str, Any]) -> tuple[list[list[str]], str]:
+    """Runs the deploy job's `cluster` step as the runner does (bash -eo pipefail) in a checkout holding the dev fixture
+    as Pulumi.dev.yaml, `pulumi` answering `stack export` with `state`; returns pulumi's calls and GITHUB_OUTPUT."""
+    (step,) = [s for s in load("deploy.yml")["jobs"]["up"]["steps"] if s.get("id") == "cluster"]
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "pulumi").write_text(f"#!{sys.executable}\n{FAKE_PULUMI}")
+    (tools / "pulumi").chmod(0o755)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copy(stack_path("dev"), checkout / "Pulumi.dev.yaml")
+    (checkout / ".venv").symlink_to(REPO / ".venv")
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    (tmp_path / "script.sh").write_text(step["run"])
+    env = {
+        "PATH": f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "PYTHONPATH": str(REPO),
+        "HOME": str(tmp_path),
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        "PULUMI_LOG": str(tmp_path / "calls.jsonl"),
+        "PULUMI_STATE": str(tmp_path / "state.json"),
+        **{key: value for key, value in step["env"].items() if "${{" not in value},
+        "STACK": "dev",
+        "PULUMI_BACKEND_URL": "gs://state-bucket",
+    }
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "script.sh")],
+        cwd=checkout, env=env, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    return calls, (tmp_path / "output").read_text()
+
+
+def test_a_new_stack_runs_the_cluster_phase_with_every_cluster_urn(tmp_path: Path) -> None:
+    from offline.urns import cluster_targets
+    from tests.fixtures import stack_plan
+
+    calls, output = _cluster_step(tmp_path, {"version": 3, "deployment": {"manifest": {}}})
+    assert calls == [["login", "gs://state-bucket"], ["stack", "export", "--stack", "dev", "--file",
+                                                      str(tmp_path / "pulumi-state.json")]]  # fmt: skip
+    expected = cluster_targets(stack_plan("dev", render_charts=False))
+    assert output == "urns<<URNS_END\n" + "".join(f"{urn}\n" for urn in expected) + "URNS_END\n"
+
+
+def test_a_deployed_stack_skips_the_cluster_phase(tmp_path: Path) -> None:
+    """Once the state holds the cluster, the targeted `up` would apply a change inside GkeCluster (the cluster, its
+    system pool, the firewall) ahead of and apart from the rest of the update: the step lists nothing and the job
+    skips it."""
+    cluster = "urn:pulumi:dev::tpu-stack::tpu-stack:index:GkeCluster$gcp:container/cluster:Cluster::tpu-dev"
+    state = {"version": 3, "deployment": {"resources": [{"urn": cluster, "type": "gcp:container/cluster:Cluster"}]}}
+    _calls, output = _cluster_step(tmp_path, state)
+    assert output == "urns<<URNS_END\nURNS_END\n"

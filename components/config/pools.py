@@ -287,6 +287,10 @@ class TpuPoolConfig(ConfigModel):
     zones (vendor/data/tpu_zones.json lists both; an error names the zones that can).
 
     Default: the cluster's zones (then one of the region's zones must offer it)"""
+    zone_unlisted: bool = False
+    """Accept a zone the vendored TPU zone table does not list for this version and provisioning (one Google opened
+    after the table's date, or one your account team confirmed): the refusal becomes a warning. A pool in a zone that
+    cannot give its TPUs fails when GKE creates it, after the cluster exists."""
     max_run_duration: str | None = None
     """Longest a node runs, e.g. `24h`, `7d`, `1h30m`; sent to GKE in seconds (`86400s`). Flex-start, queued and
     spot pools only; flex-start and queued at most `7d`."""

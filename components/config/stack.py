@@ -201,6 +201,15 @@ class StackConfig(ConfigModel):
         return self.cluster.dns == "cloud-dns" or self.cluster.mode == "autopilot"
 
     @property
+    def impersonates_service_accounts(self) -> bool:
+        """A workload reaches Google Cloud as a Google service account (`identity: iamServiceAccount`): the GKE
+        metadata server mints its tokens through the IAM Service Account Credentials API."""
+        workloads = [grant[2] for grant in self.bucket.grants] + [
+            serving.workload for serving in (self.saxml, self.serving) if serving is not None
+        ]
+        return any(workload.identity == "iamServiceAccount" for workload in workloads)
+
+    @property
     def owns_network(self) -> bool:
         """The stack creates its VPC, and each cluster's subnetwork in it, with the cluster's ranges."""
         return self.cluster.network is None
@@ -322,7 +331,20 @@ class StackConfig(ConfigModel):
         ladders = {} if self.cluster.mode == "autopilot" else queues.ladders
         found = queue_warnings(queues.queues, queues.queue_pools, ladders, self.pool_keys)
         found += _version_warnings(self)
-        return found + (llm_serving_warnings(self.serving) if self.serving else [])
+        return found + self._unlisted_zone_warnings() + (llm_serving_warnings(self.serving) if self.serving else [])
+
+    def _unlisted_zone_warnings(self) -> list[str]:
+        """Each pool group with `zoneUnlisted`: its zone accepted against the table, or the flag not needed."""
+        keys = self.pool_keys
+        found = []
+        for region, pools in [(self.region, self.tpu_pools), *((w.region, w.tpu_pools) for w in self.workers)]:
+            for pool in pools:
+                if pool.zone_unlisted:
+                    field, message = tpu_zones.unlisted_warning(
+                        pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=region
+                    )
+                    found.append(f"{keys[pool.name]}.{field}: {message}")
+        return found
 
     def ladder_of(self, pool: TpuPoolConfig) -> str | None:
         """The ladder `pool` is a rung of, if any."""
@@ -798,11 +820,11 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
         elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
-        elif not own and pool.adopted is None:
+        elif not own and pool.adopted is None and not pool.zone_unlisted:
             # The zone's TPUs need a valid machine type. An adopted group's slices exist in their zone: GKE made them
             # there, whatever the published lists (vendor/data/tpu_zones.json) say, and refusing them would refuse
             # the cluster as it is.
-            problem = tpu_zones.zone_problem(
+            problem = tpu_zones.refusal(
                 pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=config.region
             )
             if problem:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bench import critical_path as cp
-from bench import deploy
+from bench import deploy, stacks
 from bench.schedule import Limits, simulate
 from tests.bench.test_critical_path import chart, res, tpu_pool
 
@@ -118,3 +118,18 @@ def test_the_model_prints_its_inputs_sourced_apart_from_assumed() -> None:
     assert any("GKE runs at once" in line for line in lines[assumed:])
     assert not any("create times" in line for line in lines[sourced:assumed])
     assert any("batch=100" in line for line in lines[sourced:assumed])
+
+
+def test_the_model_reads_the_parallelism_of_the_workflows_pulumi_up() -> None:
+    """The deploy job installs the CLI first (a pulumi/actions step with no command); `up` runs with 256."""
+    assert deploy.shipped_parallel() == 256
+
+
+@pytest.mark.parametrize("slices", stacks.SLICE_COUNTS)
+def test_every_generated_bench_stack_is_a_config_the_stack_accepts(slices: int) -> None:
+    """v5e 2x4 on flex-start: the zone must offer v5e on flex-start (vendor/data/tpu_zones.json: us-west4-a), or the
+    offline preview stops at the config and `make bench` has nothing to time."""
+    from components.config.stack import load
+
+    config = load(stacks.config(slices), stack=stacks.name(slices))
+    assert config.tpu_pools[0].zone == "us-west4-a" and config.tpu_pools[0].slices == slices

@@ -16,6 +16,7 @@ import pytest
 
 from components.config import ConfigError, load
 from components.config.network import addresses_per_node, prefix_holding
+from offline.catalogue import CATALOGUE
 from offline.engine import read_stack_file, run_program
 from tests.conftest import StackRunner
 from tests.fixtures import STACKS_DIR, stack_data, stack_plan
@@ -36,9 +37,24 @@ def test_the_stack_enables_the_apis_it_calls_and_never_disables_them() -> None:
     enabled = {r["inputs"]["service"]: r["inputs"] for r in plan.by_type(SERVICE)}
     assert sorted(enabled) == [
         "cloudresourcemanager.googleapis.com", "compute.googleapis.com", "container.googleapis.com",
-        "dns.googleapis.com", "iam.googleapis.com", "logging.googleapis.com", "monitoring.googleapis.com",
-        "storage.googleapis.com"]  # fmt: skip
+        "dns.googleapis.com", "iam.googleapis.com", "iamcredentials.googleapis.com", "logging.googleapis.com",
+        "monitoring.googleapis.com", "storage.googleapis.com"]  # fmt: skip
     assert all(i == {"project": "tpu-stack-prod", "service": s, "disableOnDestroy": False} for s, i in enabled.items())
+
+
+def test_a_workload_that_impersonates_a_google_account_gets_the_iam_credentials_api(run: StackRunner) -> None:
+    """With `identity: iamServiceAccount` the GKE metadata server mints the pod's token by impersonating the Google
+    service account through the IAM Service Account Credentials API; where that API is off it answers "Unable to
+    generate access token; IAM returned 403 Forbidden: IAM Service Account Credentials API has not been used in
+    project ..." (google/kctf#194). prod's research reader uses that form; the principal form needs no API."""
+    plan = stack_plan("prod", render_charts=False)
+    (service,) = [r for r in plan.by_type(SERVICE) if r["inputs"]["service"] == "iamcredentials.googleapis.com"]
+    assert service["inputs"] == {"project": "tpu-stack-prod", "service": "iamcredentials.googleapis.com",
+                                 "disableOnDestroy": False}  # fmt: skip
+    identity = plan.one("tpu-stack:index:WorkloadIdentity", "research-analyst")
+    assert service["urn"] in identity["dependencies"]
+    principal_only = run({"tpu-stack:bucket": {"readers": [{"namespace": "default", "serviceAccount": "analyst"}]}})
+    assert "iamcredentials.googleapis.com" not in {r["inputs"]["service"] for r in principal_only.by_type(SERVICE)}
 
 
 def test_kube_dns_needs_no_cloud_dns_api(run: StackRunner) -> None:
@@ -188,3 +204,12 @@ def test_256_slices_of_prod_fit_with_room_to_spare() -> None:
     assert subnet["inputs"]["ipCidrRange"] == "10.48.0.0/20"
     assert len(plan.by_type(NODE_POOL)) == 1 + 256 + 1 + 2
     assert plan.violations == []
+    # The address plan the preview prints: 1,052 nodes (8 system + 1,024 train + 4 burst + 16 serve), 35,456 pod
+    # addresses of the /14's 262,144 (7.4 times what they need) and 1,058 node addresses of the /20's 4,096 (the 4
+    # every subnet keeps, the control plane's endpoint and Saxml's internal load balancer): room to spare in both.
+    from offline.summary import from_outputs
+
+    addresses = from_outputs(plan.outputs)["addresses"]["tpu-prod"]
+    assert addresses == {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
+                         "maxNodes": 1052, "podAddressesNeeded": 35456, "nodeAddressesNeeded": 1058}  # fmt: skip
+    assert CATALOGUE.breaches(plan.resources, {}) == []  # ranges-hold-the-largest among them

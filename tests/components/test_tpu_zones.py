@@ -19,6 +19,7 @@ from components.config.stack import load
 from offline.vendor import REPO
 
 V6E_FLEX = "asia-northeast1-b, us-east5-a, us-east5-b"
+UNLISTED = " (TPU zone table of 2026-11; for a zone Google opened since, set zoneUnlisted: true)"
 
 
 def problems(region: str, **extra: Any) -> list[str]:
@@ -38,27 +39,30 @@ REFUSED = [
     (
         "us-central1",
         pool(provisioning="flex-start", zone="us-central1-b"),
-        "tpu-stack:tpuPools[0].zone: us-central1-b offers no flex-start TPU v6e; flex-start v6e zones: " + V6E_FLEX,
+        "tpu-stack:tpuPools[0].zone: us-central1-b offers no flex-start TPU v6e; flex-start v6e zones: "
+        + V6E_FLEX
+        + UNLISTED,
     ),
     # dev's shipped multislice pool: v5e 2x4 on flex-start in us-central1-a.
     (
         "us-central1",
         pool(machineType="ct5lp-hightpu-4t", topology="2x4", provisioning="flex-start", zone="us-central1-a"),
-        "tpu-stack:tpuPools[0].zone: us-central1-a offers no flex-start TPU v5e; flex-start v5e zones: us-west4-a",
+        "tpu-stack:tpuPools[0].zone: us-central1-a offers no flex-start TPU v5e; flex-start v5e zones: us-west4-a"
+        + UNLISTED,
     ),
     # prod's shipped burst pool: queued provisioning runs on flex-start capacity.
     (
         "us-central1",
         pool(machineType="ct5lp-hightpu-4t", topology="4x4", provisioning="queued", zone="us-central1-a"),
         "tpu-stack:tpuPools[0].zone: us-central1-a offers no queued (flex-start) TPU v5e; flex-start v5e zones: "
-        "us-west4-a",
+        "us-west4-a" + UNLISTED,
     ),
     # A v6e pool in a zone without v6e at all.
     (
         "us-central1",
         pool(zone="us-central1-a"),
         "tpu-stack:tpuPools[0].zone: us-central1-a offers no TPU v6e; v6e zones: asia-northeast1-b, europe-west4-a, "
-        "us-central1-b, us-east1-d, us-east5-a, us-east5-b, us-south1-ai1b",
+        "us-central1-b, us-east1-d, us-east5-a, us-east5-b, us-south1-ai1b" + UNLISTED,
     ),
     (
         "us-central1",
@@ -68,14 +72,16 @@ REFUSED = [
     (
         "us-central2",
         pool(machineType="ct4p-hightpu-4t", topology="2x2x2", provisioning="flex-start", zone="us-central2-b"),
-        "tpu-stack:tpuPools[0].zone: us-central2-b offers no flex-start TPU v4; GKE offers no v4 on flex-start",
+        "tpu-stack:tpuPools[0].zone: us-central2-b offers no flex-start TPU v4; GKE offers no v4 on flex-start"
+        + UNLISTED,
     ),
     # A single-host pool without a zone spans the cluster's zones: the region must have one that offers it.
     (
         "us-central1",
         pool(provisioning="flex-start"),
         "tpu-stack:tpuPools[0].zone: no zone of us-central1 offers flex-start TPU v6e; flex-start v6e zones: "
-        + V6E_FLEX,
+        + V6E_FLEX
+        + UNLISTED,
     ),
 ]
 
@@ -116,7 +122,7 @@ def test_a_worker_pool_is_checked_against_the_table_under_the_workers_key() -> N
             "tpuPools": [pool(provisioning="flex-start", zone="europe-west4-a")]}  # fmt: skip
     assert problems("us-central1", **{"tpu-stack:multiKueue": {"workers": [euw4]}}) == [
         "tpu-stack:multiKueue.workers[0].tpuPools[0].zone: europe-west4-a offers no flex-start TPU v6e; flex-start "
-        "v6e zones: " + V6E_FLEX
+        "v6e zones: " + V6E_FLEX + UNLISTED
     ]
 
 
@@ -129,3 +135,48 @@ def test_the_table_covers_every_catalog_version_and_flex_start_zones_are_zones_o
         assert set(kinds["flexStart"]) <= set(kinds["zones"]), version
     assert tpu_zones.zones("v6e", flex_start=True) == ("asia-northeast1-b", "us-east5-a", "us-east5-b")
     assert "`data/tpu_zones.json`" in (REPO / "vendor/README.md").read_text()
+
+
+# --- a zone Google opened after the table's date ------------------------------------------------------------------
+
+
+def warnings(region: str, **extra: Any) -> list[str]:
+    return load({"gcp:project": "proj-1234", "gcp:region": region, **extra}, stack="dev").warnings
+
+
+def test_zone_unlisted_turns_the_refusal_into_a_warning() -> None:
+    """europe-west4-b is on no list of the table for v6e; a team whose account team confirms it can still deploy."""
+    item = pool(provisioning="spot", zone="europe-west4-b", zoneUnlisted=True)
+    assert problems("europe-west4", **{"tpu-stack:tpuPools": [item]}) == []
+    assert warnings("europe-west4", **{"tpu-stack:tpuPools": [item]}) == [
+        "tpu-stack:tpuPools[0].zone: europe-west4-b offers no TPU v6e in the TPU zone table of 2026-11; accepted "
+        "because zoneUnlisted is set: if Google does not offer it there, the pool fails when GKE creates it"
+    ]
+
+
+def test_zone_unlisted_on_a_zone_the_table_lists_asks_to_remove_it() -> None:
+    item = pool(provisioning="flex-start", zone="us-east5-b", zoneUnlisted=True)
+    assert warnings("us-east5", **{"tpu-stack:tpuPools": [item]}) == [
+        "tpu-stack:tpuPools[0].zoneUnlisted: the TPU zone table lists us-east5-b for flex-start TPU v6e; remove "
+        "zoneUnlisted so the check holds again"
+    ]
+
+
+def test_zone_unlisted_on_a_worker_pool_warns_under_the_workers_key() -> None:
+    euw4 = {"name": "w", "region": "europe-west4",
+            "tpuPools": [pool(provisioning="flex-start", zone="europe-west4-a", zoneUnlisted=True)]}  # fmt: skip
+    config = {"tpu-stack:multiKueue": {"workers": [euw4]}}
+    assert problems("us-central1", **config) == []
+    assert warnings("us-central1", **config) == [
+        "tpu-stack:multiKueue.workers[0].tpuPools[0].zone: europe-west4-a offers no flex-start TPU v6e in the TPU "
+        "zone table of 2026-11; accepted because zoneUnlisted is set: if Google does not offer it there, the pool "
+        "fails when GKE creates it"
+    ]
+
+
+def test_the_table_records_when_it_was_last_checked() -> None:
+    table = json.loads((REPO / "vendor/data/tpu_zones.json").read_text())
+    assert table["verified"] == "2026-11"
+    readme = (REPO / "vendor/README.md").read_text()
+    assert "Nothing here is edited by hand" not in readme
+    assert "`vendor/refresh.sh` does not touch it" in readme

@@ -1,7 +1,9 @@
 """From an empty project to the first `up` (issue 27): APIs, network, the cluster phase as the README and the deploy
 workflow run it, then the rest; judged by the engine model (offline/lifecycle.py) and the catalogue.
 
-An empty project has no API on and may have no network (constraints/compute.skipDefaultNetworkCreation). The first
+An empty project has no API on and may have no network (constraints/compute.skipDefaultNetworkCreation). Service Usage
+and Resource Manager are turned on by hand before anything (the provider calls both to enable any API; the catalogue's
+`apis-on-by-hand` rule holds the plan to it), with Cloud KMS, STS and IAM credentials for the secrets and CI. The first
 `up` of a new stack runs in two phases: the resources `python -m offline.urns --cluster-targets` lists (the cluster's
 component and everything it depends on), with the preview skipped, since the kubernetes provider renders the charts
 against a live cluster; then the whole stack, whose preview is the first that shows the charts' objects.
@@ -10,15 +12,21 @@ against a live cluster; then the whole stack, whose preview is the first that sh
 from __future__ import annotations
 
 import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from offline.engine import Plan
 from offline.lifecycle import depends_on
-from offline.urns import _Resolver, cluster_targets
+from offline.urns import _Resolver, cluster_targets, target_flags
 from offline.vendor import REPO
-from tests.fixtures import stack_data, stack_plan
+from tests.fixtures import stack_data, stack_path, stack_plan
 from tests.lifecycle.catalogue import CATALOGUE
 from tests.lifecycle.conftest import Records, plan, step
 
@@ -138,3 +146,116 @@ def test_an_empty_project_with_no_default_network_needs_nothing_of_it() -> None:
     for stack in STACKS:
         config: dict[str, Any] = stack_data(stack)
         assert all(r["inputs"].get("network") != "default" for r in plan(stack, config))
+
+
+RECORDING_PULUMI = """\
+import json, os, sys
+
+with open(os.environ["PULUMI_ARGV"], "w") as out:
+    json.dump(sys.argv[1:], out)
+"""
+
+
+def _readme_first_up() -> str:
+    """The README's first `pulumi up` of a new stack, as written (two lines joined by a backslash)."""
+    readme = (REPO / "README.md").read_text()
+    block = readme[readme.index("**First deployment of a new stack.**") :]
+    block = block[block.index("```bash\n") + len("```bash\n") : block.index("\n```", block.index("```bash"))]
+    lines = block.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("pulumi up ") and line.endswith("\\"))
+    return "\n".join(lines[start : start + 2])
+
+
+def test_the_readmes_first_up_hands_pulumi_the_cluster_urns_as_they_are(tmp_path: Path) -> None:
+    """The README's line, run by bash as written, with a `pulumi` that records its arguments: the shell removes no
+    quotes from a command substitution's output and splits it at whitespace, so the targets must be printed bare
+    (`--target=<urn>`); a quoted one reaches the engine with its quotes, and the engine stops at a target it cannot
+    find (pulumi pkg/resource/deploy/deployment_executor.go checkTargets). Run in a project directory holding the
+    dev fixture as its Pulumi.dev.yaml (the file `pulumi` and the command read there)."""
+    if shutil.which("bash") is None:
+        pytest.skip("bash runs the README's line")
+    line = _readme_first_up()
+    assert "$(.venv/bin/python -m offline.urns --cluster-targets --stack dev)" in line
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "pulumi").write_text(f"#!{sys.executable}\n{RECORDING_PULUMI}")
+    (tools / "pulumi").chmod(0o755)
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(stack_path("dev"), project / "Pulumi.dev.yaml")
+    (project / ".venv").symlink_to(REPO / ".venv")
+    env = {
+        "PATH": f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "PYTHONPATH": str(REPO),
+        "PULUMI_ARGV": str(tmp_path / "argv.json"),
+        "HOME": str(tmp_path),
+    }
+    done = subprocess.run(["bash", "-c", line], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    argv: list[str] = json.loads((tmp_path / "argv.json").read_text())
+    targets = [arg.removeprefix("--target=") for arg in argv if arg.startswith("--target=")]
+    targets += [argv[i + 1] for i, arg in enumerate(argv) if arg == "--target"]
+    assert argv[:2] == ["up", "--stack"] and "--skip-preview" in argv
+    assert sorted(targets) == cluster_targets(stack_plan("dev", render_charts=False))
+
+
+def test_a_urn_the_shell_would_split_or_expand_is_refused() -> None:
+    urn = "urn:pulumi:dev::tpu-stack::gcp:container/cluster:Cluster::tpu-dev"
+    assert target_flags([urn]) == f"--target={urn}"
+    for bad in (f"{urn} x", f"{urn}*", f"{urn}?", f"{urn}[0]", f"'{urn}'"):
+        with pytest.raises(ValueError, match="the shell would split or expand"):
+            target_flags([bad])
+
+
+# --- what must be on before the program runs --------------------------------------------------------------------
+
+BY_HAND = {
+    # Turns every other API on; it cannot turn itself on (terraform-provider-google #16883).
+    "serviceusage.googleapis.com",
+    # Enabling any API reads the project through it first: resource_google_project_service.go Create -> Read ->
+    # Projects.Get (L212-290 at e03b762); terraform-provider-google #6101, #11435.
+    "cloudresourcemanager.googleapis.com",
+    # The stack's secrets key; CI's federated identity (token exchange, then impersonation).
+    "cloudkms.googleapis.com",
+    "sts.googleapis.com",
+    "iamcredentials.googleapis.com",
+}
+
+
+def _empty_project_paragraph() -> str:
+    readme = (REPO / "README.md").read_text()
+    paragraph = readme[readme.index("**An empty project.**") :]
+    return paragraph[: paragraph.index("\n\n")]
+
+
+def test_the_readme_enables_by_hand_what_the_program_needs_before_it_runs() -> None:
+    """The google provider reads the project through Cloud Resource Manager when it enables any API, and the program
+    looks up the project number through it at start-up: neither works in a project where it is off."""
+    from components.project import ENABLED_BY_HAND
+
+    assert set(ENABLED_BY_HAND) == BY_HAND
+    paragraph = _empty_project_paragraph()
+    by_hand = paragraph[paragraph.index("enable by hand") :]
+    assert [api for api in sorted(BY_HAND) if f"`{api}`" not in by_hand] == []
+
+
+def test_a_project_where_the_stack_itself_turns_resource_manager_on_breaks_the_first_up(
+    plans: dict[str, Plan], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scenario from nothing holds only because Service Usage and Resource Manager are on by hand: without
+    Resource Manager in that list, the stack's own `apis-cloudresourcemanager` does not help (the other APIs'
+    enables read the project at the same time), and each API the stack enables breaks the rule."""
+    from components import project
+
+    assert CATALOGUE.breaches(plans["prod"].resources, {}) == []
+    monkeypatch.setattr(
+        project, "ENABLED_BY_HAND",
+        {k: v for k, v in project.ENABLED_BY_HAND.items() if k != "cloudresourcemanager.googleapis.com"},
+    )  # fmt: skip
+    breaches = CATALOGUE.breaches(plans["prod"].resources, {})
+    services = sorted(r["name"] for r in plans["prod"].by_type("gcp:projects/service:Service"))
+    assert breaches == [
+        f"apis-on-by-hand: {name} enables its API through cloudresourcemanager.googleapis.com, which the project "
+        "must have on before the first `pulumi` command (not in components/project.py ENABLED_BY_HAND)"
+        for name in services
+    ]

@@ -11,6 +11,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from offline.vendor import REPO
 from tests.lifecycle.catalogue import CATALOGUE
 from tests.lifecycle.conftest import Records, changed, plan, stack_config, step, upgraded_chart
 
@@ -550,3 +551,21 @@ def test_saxml_moves_once_from_one_model_server_jobset_to_one_per_slice() -> Non
             assert "pulumi state unprotect" in refused[0]
         else:
             assert refused == []
+
+
+def test_destroying_a_throwaway_stack_with_a_checkpoint_bucket_deletes_its_folders_first(
+    deployed: dict[str, Records],
+) -> None:
+    """The provider's forceDestroy lists and deletes objects, every version, and never a hierarchical namespace's
+    folders (terraform-provider-google resource_storage_bucket.go resourceStorageBucketDelete, L1263-1400 at e03b762:
+    Objects.List and Objects.Delete, then Buckets.Delete); Cloud Storage deletes only empty folders
+    (storage/docs/json_api/v1/folders/delete). dev's checkpoint bucket has a hierarchical namespace and forceDestroy:
+    the destroy procedure removes it with its folders first (`gcloud storage rm --recursive`, Google's command for a
+    bucket and everything in it) and refreshes, so the engine finds it gone instead of failing to delete it."""
+    (bucket,) = [r for r in deployed["dev"] if (r["inputs"].get("hierarchicalNamespace") or {}).get("enabled")]
+    assert bucket["inputs"]["forceDestroy"] is True
+    operations = (REPO / "docs" / "operations.md").read_text()
+    procedure = operations[operations.index("**Destroying a throwaway stack.**") :]
+    procedure = procedure[: procedure.index("\n## ")]
+    assert "gcloud storage rm --recursive gs://$(pulumi stack output checkpointBucketName --stack dev)" in procedure
+    assert "pulumi destroy --stack dev --refresh" in procedure

@@ -55,9 +55,9 @@ Capacity: 3 TPU pool group(s), 5 slice(s), 9 VM(s), 0-36 chips, 0 billed while i
   multislice-spot  v6e 2x4  spot               1    0-8            0  us-east5-b  multislice 1/2
   chips: the fewest and the most on the group's nodes; billed idle: chips paid for while no workload
   runs; <ladder> n/m: rung n of the m Kueue tries in order
-TPU quota the pools need at their largest (chips, per region and kind):
-  region    kind         TPU  chips
-  us-east5  preemptible  v6e     36
+TPU quota the pools need at their largest (chips, per region and kind), by Compute's quota names:
+  region    kind         TPU  chips  quota
+  us-east5  preemptible  v6e     36  Preemptible TPU slices v6e
 Addresses (each range holds its cluster with every pool at its largest):
   cluster  nodes         pods         services      max nodes  pod addresses needed
   tpu-dev  10.48.0.0/20  10.0.0.0/14  10.32.0.0/20         12                  1056
@@ -92,11 +92,11 @@ PROD_FIRST_SCREEN = "\n".join(
         "  chips: the fewest and the most on the group's nodes; billed idle: chips paid for while no workload",
         "  runs; <ladder> n/m: rung n of the m Kueue tries in order",
         "  train consumes reservation tpu-prod-v5e-train",
-        "TPU quota the pools need at their largest (chips, per region and kind):",
-        "  region    kind         TPU  chips",
-        "  us-west4  reserved     v5e     32",
-        "  us-west4  preemptible  v5e     16",
-        "  us-west4  on-demand    v5e     64",
+        "TPU quota the pools need at their largest (chips, per region and kind), by Compute's quota names:",
+        "  region    kind         TPU  chips  quota",
+        "  us-west4  on-demand    v5e     64  TPU v5 Lite PodSlice chips",
+        "  us-west4  preemptible  v5e     16  Preemptible TPU v5 Lite Podslice chips",
+        "  us-west4  reservation  v5e     32  no quota: reservation tpu-prod-v5e-train must hold 32 chips",
         "Addresses (each range holds its cluster with every pool at its largest):",
         "  cluster   nodes         pods         services      max nodes  pod addresses needed",
         "  tpu-prod  10.48.0.0/20  10.0.0.0/14  10.32.0.0/20         36                  2944",
@@ -160,8 +160,10 @@ DEV_SUMMARY = {
         },
         "cohortQuota": {"multislice": 8},
     },
-    # Flex-start and spot count against preemptible quota; at their largest every slice is up.
-    "quota": {"us-east5": {"preemptible": {"v6e": 36}}},
+    # Flex-start and spot count against preemptible quota; at their largest every slice is up. Trillium's preemptible
+    # quota is "Preemptible TPU slices v6e" (GKE, Ensure quota for TPUs).
+    "quota": [{"region": "us-east5", "kind": "preemptible", "tpu": "v6e", "chips": 36,
+               "quota": "Preemptible TPU slices v6e", "reservation": None, "calendar": False}],
     # 3 system nodes x 256 + 9 TPU VMs x 32 = 1,056 pod addresses, twice that in a /20; 12 nodes + 4 + 1 addresses.
     "addresses": {"tpu-dev": {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
                               "maxNodes": 12, "podAddressesNeeded": 1056, "nodeAddressesNeeded": 17}},
@@ -200,7 +202,16 @@ PROD_SUMMARY = {
         },
         "cohortQuota": {},
     },
-    "quota": {"us-west4": {"reserved": {"v5e": 32}, "preemptible": {"v5e": 16}, "on-demand": {"v5e": 64}}},
+    # v5e's quotas (GKE, Ensure quota for TPUs; Compute's metrics TPU_LITE_PODSLICE_V5 and its PREEMPTIBLE_ twin);
+    # the nodes of a specific reservation take no quota: the reservation took it when it was made.
+    "quota": [
+        {"region": "us-west4", "kind": "on-demand", "tpu": "v5e", "chips": 64, "quota": "TPU v5 Lite PodSlice chips",
+         "reservation": None, "calendar": False},
+        {"region": "us-west4", "kind": "preemptible", "tpu": "v5e", "chips": 16,
+         "quota": "Preemptible TPU v5 Lite Podslice chips", "reservation": None, "calendar": False},
+        {"region": "us-west4", "kind": "reservation", "tpu": "v5e", "chips": 32, "quota": None,
+         "reservation": "tpu-prod-v5e-train", "calendar": False},
+    ],
     # 8 x 256 + 28 x 32 = 2,944, twice that in a /19; 36 nodes + 4 + 1 + Saxml's internal load balancer = 42.
     "addresses": {"tpu-prod": {"nodes": "10.48.0.0/20", "pods": "10.0.0.0/14", "services": "10.32.0.0/20",
                                "maxNodes": 36, "podAddressesNeeded": 2944, "nodeAddressesNeeded": 42}},
@@ -450,3 +461,39 @@ def test_an_advisory_that_repeats_per_pool_is_one_entry_naming_them(dev: Preview
         "Policies: 0 mandatory, 5 advisory",
     ]
     assert report[-1].startswith("Wrote ")
+
+
+def test_quota_rows_name_computes_quota_per_version_and_kind_and_reservations_need_none() -> None:
+    """GKE's quota table ("Ensure quota for TPUs"): on-demand and preemptible quota per version (v6e and TPU7x
+    on-demand under "TPUs per TPU family", Cloud TPU's TPUS_PER_TPU_FAMILY); a calendar-mode request needs no quota
+    (Cloud TPU consumption options), nor do the nodes of an existing reservation (it took its quota when made)."""
+    from datetime import UTC, datetime, timedelta
+
+    from components.config.stack import load
+
+    start = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0, second=0, minute=0)
+    window = {"startTime": start.isoformat(), "endTime": (start + timedelta(days=7)).isoformat(),
+              "name": "cal-v6e"}  # fmt: skip
+    config = load(
+        {
+            "gcp:project": "proj-1234",
+            "gcp:region": "us-east5",
+            "tpu-stack:tpuPools": [
+                {"name": "od", "machineType": "ct6e-standard-4t", "zone": "us-east5-b"},
+                {"name": "p5", "machineType": "ct5p-hightpu-4t", "topology": "2x2x2", "provisioning": "spot",
+                 "zone": "us-east5-a"},
+                {"name": "cal", "machineType": "ct6e-standard-4t", "topology": "4x4", "provisioning": "reservation",
+                 "futureReservation": window, "zone": "us-east5-a"},
+            ],
+        },
+        stack="dev",
+    )  # fmt: skip
+    rows = summary.from_config(config)["quota"]
+    assert [(r["kind"], r["tpu"], r["chips"], r["quota"], r["reservation"], r["calendar"]) for r in rows] == [
+        ("on-demand", "v6e", 4, "TPUs per TPU family (tpu_family CT6E)", None, False),
+        ("preemptible", "v5p", 8, "Preemptible TPU v5p chips", None, False),
+        ("reservation", "v6e", 16, None, "cal-v6e", True),
+    ]
+    lines = summary.render_quota(summary.from_config(config))
+    row = "  us-east5  reservation  v6e     16  no quota: calendar-mode reservation cal-v6e must hold 16 chips"
+    assert row in lines
