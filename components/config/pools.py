@@ -473,8 +473,14 @@ class TpuPoolConfig(ConfigModel):
 
     @property
     def explicit_topology(self) -> str | None:
-        """What goes into placementPolicy.tpuTopology: gcloud sends none for single-host pools."""
-        return self.slice_topology if self.multi_host or self.topology else None
+        """What goes into placementPolicy.tpuTopology: gcloud sends none for single-host pools, and none for a machine
+        type that is one single-host shape (1t, 8t) even where `topology` names that shape (the pack's
+        tpu-topology-and-node-count refuses one there). A single-host topology written for a 4-chip type is sent, as it
+        always was: taking it away would replace deployed pools (placementPolicy.tpuTopology replaces)."""
+        if self.multi_host:
+            return self.slice_topology
+        one_shape = len(self.machine.fixed_topologies) == 1
+        return None if one_shape else self.topology
 
     @property
     def chips_per_slice(self) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from offline import policy_check
 from offline.engine import Plan
 from tests.conftest import StackRunner
 
@@ -327,3 +328,19 @@ def test_slice_pools_never_wait_on_each_other(run: StackRunner) -> None:
     urns = {p["urn"] for p in pools_of(plan, "ms")}
     for pool in pools_of(plan, "ms"):
         assert not urns & set(pool["dependencies"])
+
+
+@pytest.mark.parametrize(
+    ("machine", "topology", "zone"),
+    [("ct5lp-hightpu-1t", "1x1", "us-central1-a"), ("ct6e-standard-8t", "2x4", "us-central1-b")],
+)
+def test_a_single_host_machine_type_with_its_topology_written_sends_none(
+    run: StackRunner, machine: str, topology: str, zone: str
+) -> None:
+    """Found by tests/properties: `topology` may name a single-host machine type's one shape (the config reference's
+    default), and the pool then sent it as placementPolicy.tpuTopology, which the pack's tpu-topology-and-node-count
+    refuses for these machine types (a mandatory violation): gcloud sends no topology for a single-host pool."""
+    plan = run({"tpu-stack:tpuPools": [{"name": "one", "machineType": machine, "topology": topology, "zone": zone}]})
+    (pool,) = pools_of(plan, "one")
+    assert "placementPolicy" not in pool["inputs"]
+    assert [v for v in policy_check.evaluate(plan.resources, stack="dev") if v["level"] == "mandatory"] == []
