@@ -273,6 +273,11 @@ class TpuPoolConfig(ConfigModel):
     slice and the run on it).
 
     Default: on with a release channel, else `false`"""
+    drain: bool = False
+    """`true` takes the group out of the Kueue queues while its slices keep running: every ClusterQueue and the cohort
+    drop its flavor, so Kueue admits nothing new onto it, and workloads it already admitted run to their end (Kueue
+    does not re-check an admission when quota is removed). Remove the group once none runs there (docs/operations.md,
+    *Drain a pool group*); shares, ladders and placement may not name it meanwhile."""
     max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=MIN_MAX_PODS, le=MAX_MAX_PODS)
     """Pods a node of the group may run, which sizes its block of the pod range (15: a /27). A TPU VM runs one TPU pod
     and GKE's DaemonSets. GKE cannot change it on an existing node pool: a new value replaces the group's pools (pools
