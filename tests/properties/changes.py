@@ -31,7 +31,7 @@ from tests.properties.stacks import (
 
 EXTENDS = ("grow", "shrink", "add-group", "add-team", "share", "place", "replicas")
 """Changes that keep every running slice, flavor, workload policy and server."""
-REWORKS = ("reshape", "spot", "remove-group", "remove-team", "unplace")
+REWORKS = ("reshape", "spot", "drain", "remove-group", "remove-team", "unplace")
 
 
 @dataclass
@@ -58,6 +58,11 @@ def _serving(drawn: Drawn) -> set[str]:
     config = drawn.config
     found = {config["tpu-stack:saxml"]["pool"]} if "tpu-stack:saxml" in config else set()
     return found | {s["pool"] for s in config.get("tpu-stack:serving", {}).get("servers", ())}
+
+
+def _outside(drawn: Drawn) -> set[str]:
+    """Pool groups that are not Kueue capacity: serving ones and those being drained."""
+    return _serving(drawn) | {p.name for p in drawn.pools if p.entry.get("drain")}
 
 
 def _groups(drawn: Drawn) -> list[dict[str, Any]]:
@@ -134,7 +139,7 @@ def add_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
     if not free:
         return None
     name = draw(st.sampled_from(free))
-    queue_pools = [p for p in after.pools if p.name not in _serving(after)]
+    queue_pools = [p for p in after.pools if p.name not in _outside(after)]
     groups = _groups(after)
     region = next(w["region"] for w in after.config["tpu-stack:multiKueue"]["workers"]) if (
         "tpu-stack:multiKueue" in after.config) else after.config["gcp:region"]  # fmt: skip
@@ -197,7 +202,7 @@ def add_team(draw: st.DrawFn, drawn: Drawn) -> Change | None:
     if not teams or not free:
         return None
     team: dict[str, Any] = {"name": draw(st.sampled_from(free)), "shares": {}}
-    for pool in (p for p in after.pools if p.name not in _serving(after)):
+    for pool in (p for p in after.pools if p.name not in _outside(after)):
         held = sum(_chips(t.get("shares", {}).get(pool.name, 0), pool.chips) for t in teams)
         team["shares"][pool.name] = draw(st.integers(0, pool.chips - held))
     teams.append(team)
@@ -213,7 +218,7 @@ def share(draw: st.DrawFn, drawn: Drawn) -> Change | None:
     """A team's share of a pool group changed, within what the others leave."""
     after = copy.deepcopy(drawn)
     teams = _queues(after).get("teams")
-    pools = [p for p in after.pools if p.name not in _serving(after)]
+    pools = [p for p in after.pools if p.name not in _outside(after)]
     if not teams or not pools:
         return None
     team, pool = draw(st.sampled_from(teams)), draw(st.sampled_from(pools))
@@ -227,7 +232,7 @@ def reshape(draw: st.DrawFn, drawn: Drawn) -> Change | None:
     """A new multi-host slice shape for a queue group (every rung of its ladder with it)."""
     after = copy.deepcopy(drawn)
     queues = _queues(after)
-    candidates = [p for p in after.pools if p.name not in _serving(after) and p.shape.multi_host and not p.calendar]
+    candidates = [p for p in after.pools if p.name not in _outside(after) and p.shape.multi_host and not p.calendar]
     if not candidates:
         return None
     pool = draw(st.sampled_from(candidates))
@@ -262,18 +267,26 @@ def spot(draw: st.DrawFn, drawn: Drawn) -> Change | None:
 
 
 @st.composite
-def remove_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
-    """A queue group removed with every mention of it (ladders, placement, shares, host resources)."""
+def remove_group(draw: st.DrawFn, drawn: Drawn, *, drain: bool = False) -> Change | None:
+    """A queue group removed with every mention of it (ladders, placement, shares, host resources); or drained: kept,
+    with `drain: true` and the same mentions gone (docs/operations.md, *Drain a pool group*)."""
     after = copy.deepcopy(drawn)
     queues = _queues(after)
-    serving = _serving(after)
-    queue_pools = [p for p in after.pools if p.name not in serving]
-    candidates = [p for p in queue_pools if len(_list_of(after, p)) > 1 or "tpu-stack:multiKueue" not in after.config]
-    if not candidates or (queues.get("teams") and len(queue_pools) < 2):
+    queue_pools = [p for p in after.pools if p.name not in _outside(after)]
+    drained = [p for p in after.pools if p.entry.get("drain")]
+    # A drained group goes on its own; a queue group only where the teams keep some capacity to share.
+    candidates = [] if drain else drained
+    if not (queues.get("teams") and len(queue_pools) < 2):
+        candidates += queue_pools
+    candidates = [p for p in candidates if len(_list_of(after, p)) > 1 or "tpu-stack:multiKueue" not in after.config]
+    if not candidates:
         return None
     pool = draw(st.sampled_from(candidates))
-    _list_of(after, pool).remove(pool.entry)
-    after.pools.remove(pool)
+    if drain:
+        pool.entry["drain"] = True
+    else:
+        _list_of(after, pool).remove(pool.entry)
+        after.pools.remove(pool)
     if not _list_of_all(after):
         return None
     for name, rungs in list(queues.get("ladders", {}).items()):
@@ -292,7 +305,7 @@ def remove_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
         for field in ("shares", "borrowingLimit"):
             team.get(field, {}).pop(pool.name, None)
     queues.get("hostResources", {}).pop(pool.name, None)
-    return Change("remove-group", drawn, after, pool.name)
+    return Change("drain" if drain else "remove-group", drawn, after, pool.name)
 
 
 def _list_of_all(drawn: Drawn) -> list[dict[str, Any]]:
@@ -330,7 +343,7 @@ def place(draw: st.DrawFn, drawn: Drawn, *, placed: bool) -> Change | None:
     queues = _queues(after)
     listed = list(queues.get("placement", {}).get("pools", ()))
     ladders = queues.get("ladders", {})
-    serving = _serving(after)
+    serving = _outside(after)
     units = [rungs for rungs in ladders.values()] + [
         [p.name] for p in after.pools if not any(p.name in r for r in ladders.values())
     ]
@@ -381,6 +394,7 @@ KINDS: dict[str, Callable[[Drawn], st.SearchStrategy[Change | None]]] = {
     "share": share,
     "reshape": reshape,
     "spot": spot,
+    "drain": lambda d: remove_group(d, drain=True),
     "remove-group": remove_group,
     "remove-team": remove_team,
     "place": lambda d: place(d, placed=True),

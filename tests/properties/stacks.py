@@ -527,6 +527,10 @@ def stacks(draw: st.DrawFn, *, max_pools: int = 4, max_slices: int = 3, stack: s
         serving |= {p.name for p in chosen}
     _label_alike(pools)
     queue_pools = [p for p in pools if p.name not in serving]
+    if len(queue_pools) > 1 and draw(st.integers(0, 7)) == 0:  # a group being drained before its removal
+        drained = draw(st.sampled_from(queue_pools))
+        drained.entry["drain"] = True
+        queue_pools.remove(drained)
     config["tpu-stack:queues"] = draw(queues(queue_pools, group_of=lambda _pool: None, placed=True))
     config["tpu-stack:tpuPools"] = [p.entry for p in pools]
     config["tpu-stack:bucket"] = draw(bucket(config["tpu-stack:queues"]))
