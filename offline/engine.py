@@ -543,6 +543,11 @@ def _close(loop: asyncio.AbstractEventLoop) -> None:
     asyncio.set_event_loop(None)
     loop.close()
     contextvars.Context().run(_forget_pending)
+    # The run's worker threads are done (closing the loop shut its executor down): their loops, and all they still
+    # reference of the run, would otherwise live until the process exits.
+    for worker in [w for w in _WORKER_LOOPS if not w.is_running()]:
+        worker.close()
+        _WORKER_LOOPS.discard(worker)
 
 
 def _forget_pending() -> None:
