@@ -20,7 +20,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
-EXAMPLES = {"test": {"configs": 16, "changes": 1}, "deep": {"configs": 400, "changes": 25}}
+EXAMPLES = {"test": {"configs": 24, "changes": 1}, "deep": {"configs": 400, "changes": 25}}
 """Examples per property in each profile: configs, and changes of each kind (`make test`'s run time is measured in
 docs/development.md, *Properties*)."""
 PROFILE = os.environ.get("TPU_STACK_PROPERTIES", "test")

@@ -212,17 +212,17 @@ def pool_group(
         entry["zone"] = draw(st.sampled_from(flex_zones if provisioning in MADE_ON_REQUEST else zones))
     if provisioning in MADE_ON_REQUEST and draw(st.booleans()):
         entry["maxRunDuration"] = draw(st.sampled_from(("24h", "7d", "3600s", "1h30m", "2d")))
-    elif provisioning == "spot" and draw(st.integers(0, 3)) == 0:
+    elif provisioning == "spot" and draw(st.integers(0, 3)) == 3:
         entry["maxRunDuration"] = "12h"
     if provisioning == "spot" and draw(st.booleans()):
         entry["taints"] = [dict(SPOT_TAINT)]
-    elif draw(st.integers(0, 5)) == 0:
+    elif draw(st.integers(0, 5)) == 5:
         entry["taints"] = [{"key": "example.com/reserved-for", "value": name, "effect": "NO_SCHEDULE"}]
-    if draw(st.integers(0, 4)) == 0:
+    if draw(st.integers(0, 4)) == 4:
         entry["labels"] = {"example.com/cost-center": "ml-1234"}
-    if draw(st.integers(0, 4)) == 0:
+    if draw(st.integers(0, 4)) == 4:
         entry["legacyFirstSliceName"] = True
-    if draw(st.integers(0, 5)) == 0:
+    if draw(st.integers(0, 5)) == 5:
         entry["maxPodsPerNode"] = draw(st.sampled_from((32, 110)))
     return Pool(name, shape, provisioning, entry)
 
@@ -395,13 +395,13 @@ def teams(draw: st.DrawFn, pools: Sequence[Pool]) -> list[dict[str, Any]]:
         for team in draw(st.permutations(found)):
             chips = draw(st.integers(0, left))
             left -= chips
-            if chips or draw(st.integers(0, 3)) == 0:
+            if chips or draw(st.integers(0, 3)) == 3:
                 team.setdefault("shares", {})[pool.name] = _share_text(draw, chips, pool.chips)
-            if draw(st.integers(0, 3)) == 0:
+            if draw(st.integers(0, 3)) == 3:
                 limit = draw(st.integers(0, pool.chips))
                 team.setdefault("borrowingLimit", {})[pool.name] = _share_text(draw, limit, pool.chips)
     for team in found:
-        if draw(st.integers(0, 4)) == 0:
+        if draw(st.integers(0, 4)) == 4:
             team["namespace"] = f"ns-{team['name']}"
     return found
 
@@ -485,7 +485,7 @@ def cluster(draw: st.DrawFn, *, name: str, protected: bool, ironwood: bool) -> d
             {"machineType": "e2-standard-4", "minNodes": 1, "maxNodes": 3},
             {"machineType": "e2-standard-8", "minNodes": 4, "maxNodes": 8},
         )))  # fmt: skip
-    if not protected and draw(st.integers(0, 4)) == 0:
+    if not protected and draw(st.integers(0, 4)) == 4:
         config["controlPlane"] = {"ipEndpoint": True, "authorizedNetworks": ["203.0.113.0/24"]}
     return config
 
@@ -493,7 +493,7 @@ def cluster(draw: st.DrawFn, *, name: str, protected: bool, ironwood: bool) -> d
 def _upgrades(draw: st.DrawFn, pools: Sequence[Pool], channel: str) -> None:
     """Node auto-upgrade may be turned off only without a release channel."""
     for pool in pools:
-        if draw(st.integers(0, 4)) == 0:
+        if draw(st.integers(0, 4)) == 4:
             pool.entry["autoUpgrade"] = draw(st.booleans()) if channel == "UNSPECIFIED" else True
 
 
@@ -502,7 +502,7 @@ def stacks(draw: st.DrawFn, *, max_pools: int = 4, max_slices: int = 3, stack: s
     """A whole stack: one cluster with its pool groups, or a MultiKueue manager with workers."""
     name = stack or draw(st.sampled_from(("dev", "staging", "prod")))
     protected = name in ("prod", "production")
-    if draw(st.integers(0, 5)) == 0:
+    if draw(st.integers(0, 5)) == 5:
         return draw(multikueue_stacks(name, max_slices=max_slices))
     region = draw(st.sampled_from(("us-central1", "us-central1", "us-east5", "us-west4", "us-central2")))
     count = draw(st.integers(1, max_pools))
@@ -516,18 +516,18 @@ def stacks(draw: st.DrawFn, *, max_pools: int = 4, max_slices: int = 3, stack: s
     _upgrades(draw, pools, config["tpu-stack:cluster"]["releaseChannel"])
     serving: set[str] = set()
     saxml_pools = [p for p in pools if _fits(p, ("v4", "v5e"))]
-    if saxml_pools and draw(st.integers(0, 3)) == 0:
+    if saxml_pools and draw(st.integers(0, 3)) == 3:
         pool = draw(st.sampled_from(saxml_pools))
         config["tpu-stack:saxml"] = draw(saxml(pool, protected=protected))
         serving.add(pool.name)
     vllm_pools = [p for p in pools if _fits(p, ("v5e", "v6e")) and p.name not in serving]
-    if vllm_pools and draw(st.integers(0, 3)) == 0:
+    if vllm_pools and draw(st.integers(0, 3)) == 3:
         chosen = draw(st.lists(st.sampled_from(vllm_pools), min_size=1, max_size=2, unique_by=lambda p: p.name))
         config["tpu-stack:serving"] = draw(vllm(chosen, protected=protected))
         serving |= {p.name for p in chosen}
     _label_alike(pools)
     queue_pools = [p for p in pools if p.name not in serving]
-    if len(queue_pools) > 1 and draw(st.integers(0, 7)) == 0:  # a group being drained before its removal
+    if len(queue_pools) > 1 and draw(st.integers(0, 7)) == 7:  # a group being drained before its removal
         drained = draw(st.sampled_from(queue_pools))
         drained.entry["drain"] = True
         queue_pools.remove(drained)
@@ -548,11 +548,11 @@ def queues(
     where = draw(placement(pools, ladder)) if placed else None
     if where:
         config["placement"] = where
-    if draw(st.booleans()) and pools:
+    if not draw(st.booleans()) and pools:  # teams in the simplest configs drawn first
         config["teams"] = draw(teams(pools))
-    elif draw(st.integers(0, 3)) == 0:
+    elif draw(st.integers(0, 3)) == 3:
         config.update({"clusterQueue": "tpu-queue", "localQueue": "jobs", "namespace": "batch"})
-    if pools and draw(st.integers(0, 4)) == 0:
+    if pools and draw(st.integers(0, 4)) == 4:
         config["hostResources"] = draw(host_resources(pools, ladder))
     return config
 
@@ -570,7 +570,7 @@ def bucket(draw: st.DrawFn, queues_config: dict[str, Any]) -> dict[str, Any]:
         chosen = draw(st.lists(st.sampled_from(namespaces), min_size=1, max_size=2, unique=True))
         config[role] = [
             {"namespace": ns, "serviceAccount": role[:-1], **(
-                {"identity": "iamServiceAccount"} if draw(st.integers(0, 3)) == 0 else {})}
+                {"identity": "iamServiceAccount"} if draw(st.integers(0, 3)) == 3 else {})}
             for ns in chosen
         ]  # fmt: skip
     return config
