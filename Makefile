@@ -8,7 +8,7 @@ STACK ?= dev
 # The team's policy config (reviewed exceptions, e.g. prod's tag-pinned images); the workflows pass the same file.
 POLICY_CONFIG ?= policies/config.json
 
-.PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm config-docs analyzers plan-diff
+.PHONY: preview test lint typecheck unit bench urns workloads scan mutate clean helm config-docs analyzers plan-diff properties
 
 $(STAMP): requirements.txt requirements-cli.txt requirements-dev.txt policies/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,13 @@ lint: $(STAMP)
 
 unit: $(STAMP) $(HELM) $(NCA_STAMP) $(PROMTOOL)
 	$(PY) -m pytest -q
+
+# The property tests (tests/properties/) with many more examples than `make test` runs, drawn at random: configs a team
+# may write and changes between them (TPU_STACK_PROPERTIES=deep; a number instead sets the configs, a sixteenth of it
+# the changes of each kind). Not part of `make test`: about 10 minutes on 2 cores.
+PROPERTIES ?= deep
+properties: $(STAMP) $(HELM)
+	TPU_STACK_PROPERTIES=$(PROPERTIES) $(PY) -m pytest -q tests/properties
 
 bench: $(STAMP) $(HELM)
 	$(BYTECODE)

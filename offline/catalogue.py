@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from offline import webhooks
-from offline.lifecycle import depends_on, matches
+from offline.lifecycle import closure, dependents, depends_on, matches
 from offline.validate import validate_update
 
 Record = Mapping[str, Any]
@@ -143,7 +144,11 @@ class Catalogue:
 
     def breaches(self, records: Sequence[Record], outputs: Mapping[str, Any]) -> list[str]:
         """One line per `Requires` entry a plan breaks."""
-        return [f"{rule.id}: {line}" for rule in self.requires for line in rule.check(records, outputs)]
+        token = _ORDERS.set({})
+        try:
+            return [f"{rule.id}: {line}" for rule in self.requires for line in rule.check(records, outputs)]
+        finally:
+            _ORDERS.reset(token)
 
 
 # --- helpers for the checks ------------------------------------------------------------------------------------
@@ -175,8 +180,28 @@ def cluster_chart(records: Sequence[Record], name: str) -> Callable[[Record], Re
     return lambda record: charts.get(written_by.get(str(record["urn"])))
 
 
+_ORDERS: ContextVar[dict[int, tuple[Sequence[Record], dict[str, set[str]], dict[str, set[str]]]] | None] = ContextVar(
+    "catalogue_orders", default=None
+)
+"""While `Catalogue.breaches` checks one plan: its dependency edges and what waits for each resource, worked out once
+for all the checks (each asks whether one resource waits for another, many times)."""
+
+
 def waits_for(records: Sequence[Record], record: Record, other: Record | None) -> bool:
-    return other is not None and depends_on(by_urn(records), str(record["urn"]), str(other["urn"]))
+    if other is None:
+        return False
+    orders = _ORDERS.get()
+    if orders is None:
+        return depends_on(by_urn(records), str(record["urn"]), str(other["urn"]))
+    cached = orders.get(id(records))
+    if cached is None or cached[0] is not records:
+        cached = (records, dependents(by_urn(records)), {})
+        orders[id(records)] = cached
+    _records, edges, after = cached
+    urn = str(other["urn"])
+    if urn not in after:
+        after[urn] = closure([urn], edges)
+    return str(record["urn"]) in after[urn]
 
 
 # --- Replaces: what each type's provider replaces on --------------------------------------------------------------

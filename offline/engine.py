@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import difflib
 import gc
 import json
@@ -132,6 +133,14 @@ https://cloud.google.com/kubernetes-engine/docs/release-notes), the version Clus
 RAPID_VERSION = "1.35.2-gke.1842000"
 """A Rapid version GKE's dynamic slicing page names ("1.35.2-gke.1842000 or later, in the Rapid channel",
 cloud.google.com/kubernetes-engine/docs/how-to/use-gke-dynamic-slicing)."""
+MINOR_VERSIONS = {
+    "1.33": CHANNEL_VERSION,
+    "1.34": "1.34.0-gke.2201000",
+    "1.35": RAPID_VERSION,
+}
+"""A patch GKE has reported for each minor, for a cluster without a channel created at a minor (`1.34`): GKE creates it
+at a patch of that minor. 1.34.0-gke.2201000 is the version GKE's Ironwood page names (cloud.google.com/
+kubernetes-engine/docs/concepts/tpu-ironwood, Availability). A minor not listed reports the minor itself."""
 
 
 def cluster_outputs(
@@ -151,8 +160,9 @@ def cluster_outputs(
       peering range of a cluster created with masterIpv4CidrBlock (GKE picks; here its second address), else in the
       node subnetwork (Private Service Connect); masterIpv4CidrBlock and peeringName only for a peering cluster;
       enablePrivateNodes from networkConfig.defaultEnablePrivateNodes. Autopilot reports the same fields.
-    - masterVersion: the channel's version (RAPID_VERSION on RAPID, REGULAR_VERSION on REGULAR, else
-      CHANNEL_VERSION), or the full version pinned.
+    - masterVersion: a full version pinned (`1.34.0-gke.2201000`) as pinned; else on a channel the channel's version
+      (RAPID_VERSION on RAPID, REGULAR_VERSION on REGULAR, else CHANNEL_VERSION); without a channel a patch of the
+      minor pinned (MINOR_VERSIONS).
     """
     import hashlib
     import ipaddress
@@ -201,7 +211,12 @@ def cluster_outputs(
     }
     pinned = str(inputs.get("minMasterVersion") or "")
     channel = (inputs.get("releaseChannel") or {}).get("channel")
-    channel_version = {"RAPID": RAPID_VERSION, "REGULAR": REGULAR_VERSION}.get(str(channel), CHANNEL_VERSION)
+    if "-gke." in pinned:
+        version = pinned
+    elif channel not in (None, "UNSPECIFIED"):
+        version = {"RAPID": RAPID_VERSION, "REGULAR": REGULAR_VERSION}.get(str(channel), CHANNEL_VERSION)
+    else:
+        version = MINOR_VERSIONS.get(pinned, pinned) if pinned else CHANNEL_VERSION
     return {
         "name": name,
         "endpoint": PUBLIC_ENDPOINT if ip_enabled else dns,
@@ -209,7 +224,7 @@ def cluster_outputs(
         "privateClusterConfig": private,
         # masterAuth.clusterCaCertificate: base64 of the cluster CA (a stand-in; the kubeconfig names no CA).
         "masterAuth": {"clusterCaCertificate": "bW9jay1jYQ=="},
-        "masterVersion": pinned if "-gke." in pinned else channel_version,
+        "masterVersion": version,
         "selfLink": f"https://container.googleapis.com/v1/projects/{project}/locations/{location}/clusters/{name}",
     }
 
@@ -561,6 +576,21 @@ def _close(loop: asyncio.AbstractEventLoop) -> None:
     """Close the run's loop and detach it, so a later run (tests run many) starts clean."""
     asyncio.set_event_loop(None)
     loop.close()
+    contextvars.Context().run(_forget_pending)
+    # The run's worker threads are done (closing the loop shut its executor down): their loops, and all they still
+    # reference of the run, would otherwise live until the process exits.
+    for worker in [w for w in _WORKER_LOOPS if not w.is_running()]:
+        worker.close()
+        _WORKER_LOOPS.discard(worker)
+
+
+def _forget_pending() -> None:
+    """Drop what a run left pending where a context that never set its own finds it: the SDK keeps pending outputs and
+    RPCs in context variables whose default is the first value ever set, and threads that start without a context
+    (gRPC workers) use that default. A run that failed leaves tasks of its closed loop there, which the next run would
+    await ("Event loop is closed"). Called in an empty context, which reads the defaults."""
+    settings.SETTINGS.outputs.clear()
+    settings.SETTINGS.rpc_manager.clear()
 
 
 def _run_main(program: Path) -> None:

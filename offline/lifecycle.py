@@ -143,7 +143,7 @@ def dependents(records: Mapping[str, Mapping[str, Any]]) -> dict[str, set[str]]:
     for urn, record in records.items():
         before = set(record.get("dependencies") or ())
         components = [d for d in before if d in records and not records[d].get("custom", True)]
-        before |= _closure(components, children)
+        before |= closure(components, children)
         if record.get("parent") in records:
             before.add(str(record["parent"]))
         provider = providers[urn]
@@ -154,7 +154,8 @@ def dependents(records: Mapping[str, Mapping[str, Any]]) -> dict[str, set[str]]:
     return edges
 
 
-def _closure(start: Iterable[str], edges: Mapping[str, set[str]]) -> set[str]:
+def closure(start: Iterable[str], edges: Mapping[str, set[str]]) -> set[str]:
+    """Every URN reachable from `start` along `edges` (on `dependents` edges: what must go before them in a destroy)."""
     seen: set[str] = set()
     todo = list(start)
     while todo:
@@ -168,7 +169,7 @@ def _closure(start: Iterable[str], edges: Mapping[str, set[str]]) -> set[str]:
 
 def depends_on(records: Mapping[str, Mapping[str, Any]], urn: str, other: str) -> bool:
     """Whether the engine orders `urn` after `other` on create (and before it on destroy)."""
-    return urn in _closure([other], dependents(records))
+    return urn in closure([other], dependents(records))
 
 
 def transition(
@@ -266,9 +267,11 @@ def _create(record: Mapping[str, Any], in_cloud: Sequence[Mapping[str, Any]]) ->
 
 def _update(old: Mapping[str, Any], new: Mapping[str, Any], rules: Rules, provider: Mapping[str, Any] | None) -> Step:
     ignored = list(new.get("ignoreChanges") or ())
+    # Most resources of an update are unchanged: one comparison of their whole inputs settles them.
+    unchanged = _same(old.get("inputs"), new.get("inputs"))
     changed = [
         p
-        for p in changed_paths(old.get("inputs"), new.get("inputs"))
+        for p in ([] if unchanged else changed_paths(old.get("inputs"), new.get("inputs")))
         if not any(matches(p, pattern) for pattern in ignored)
     ]
     if not changed:
@@ -326,7 +329,7 @@ def _deletes(
     # Whatever a refused resource depends on waits for it: it is never reached.
     waiting: set[str] = set()
     for urn in gone_urns - refused:
-        if _closure([urn], edges) & refused:
+        if closure([urn], edges) & refused:
             waiting.add(urn)
     steps: list[Step] = []
     by_name_order = {urn: i for i, urn in enumerate(_destroy_urns(state))}

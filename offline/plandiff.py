@@ -392,9 +392,39 @@ def _running_slices_deleted(diff: StackDiff, old: Mapping[str, Any], new: Mappin
     return warnings
 
 
+CALENDAR = "gcp:compute/futureReservation:FutureReservation"
+
+
+def _running_slices_replaced(diff: StackDiff, old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str]:
+    """Pool group -> a warning, where a group that stays replaces node pools it runs on (a new slice shape or
+    provisioning mode, or a calendar-mode group whose request changes with its size or window)."""
+    replaced = _slices_of(diff, "replace")
+    records = diff.records("head")
+    calendar = {
+        str(records[str(records[s.urn].get("parent"))]["name"])
+        for s in diff.of("replace")
+        if s.type == CALENDAR and str(records[s.urn].get("parent")) in records
+    }
+    warnings = {}
+    for group, names in replaced.items():
+        if group in old and group in new:
+            warnings[group] = (
+                f"**replaces running slice(s)** {', '.join(_code(n) for n in sorted(names))}: deleted and created "
+                "again, what runs on them stops"
+                + (
+                    "; a calendar-mode request cannot change: the group's slices move to a new request, submitted now "
+                    "and usable once Compute approves it"
+                    if group in calendar
+                    else ""
+                )
+            )
+    return warnings
+
+
 def _capacity_lines(base: summary.Summary, head: summary.Summary, diff: StackDiff) -> list[str]:
     old, new = base.get("capacity") or {}, head.get("capacity") or {}
     renamed = _running_slices_deleted(diff, old, new)
+    replaced = _running_slices_replaced(diff, old, new)
     rows = []
     for name in [*old, *(n for n in new if n not in old)]:
         if name not in new:
@@ -409,6 +439,8 @@ def _capacity_lines(base: summary.Summary, head: summary.Summary, diff: StackDif
             ]
             if name in renamed:
                 changed.append(renamed[name])
+            if name in replaced:
+                changed.append(replaced[name])
             if changed:
                 rows.append(f"| {_code(name)} | {', '.join(changed)} |")
     if not rows:

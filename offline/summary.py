@@ -48,7 +48,9 @@ def _capacity(config: StackConfig) -> dict[str, dict[str, Any]]:
             return "kueue"
         if pool.name == saxml:
             return "saxml"
-        return "vllm" if pool.name in config.serving_pools else None
+        if pool.name in config.serving_pools:
+            return "vllm"
+        return "draining" if pool.drain else None
 
     return {
         pool.name: {

@@ -126,7 +126,7 @@ def _target(config: StackConfig, pool: str | None) -> workloads.Target:
                 f"shape on any rung; submit to --pool {ladder}"
             )
         return pools[pool]
-    serving = config.serving_pools
+    serving = config.outside_queues
     if pool in serving:
         others = _targets(config)
         where = (

@@ -311,6 +311,11 @@ class TpuPoolConfig(ConfigModel):
     slice and the run on it).
 
     Default: on with a release channel, else `false`"""
+    drain: bool = False
+    """`true` takes the group out of the Kueue queues while its slices keep running: every ClusterQueue and the cohort
+    drop its flavor, so Kueue admits nothing new onto it, and workloads it already admitted run to their end (Kueue
+    does not re-check an admission when quota is removed). Remove the group once none runs there (docs/operations.md,
+    *Drain a pool group*); shares, ladders and placement may not name it meanwhile."""
     max_pods_per_node: int = Field(default=TPU_MAX_PODS_PER_NODE, ge=MIN_MAX_PODS, le=MAX_MAX_PODS)
     """Pods a node of the group may run, which sizes its block of the pod range (15: a /27). A TPU VM runs one TPU pod
     and GKE's DaemonSets. GKE cannot change it on an existing node pool: a new value replaces the group's pools (pools
@@ -537,8 +542,14 @@ class TpuPoolConfig(ConfigModel):
 
     @property
     def explicit_topology(self) -> str | None:
-        """What goes into placementPolicy.tpuTopology: gcloud sends none for single-host pools."""
-        return self.slice_topology if self.multi_host or self.topology else None
+        """What goes into placementPolicy.tpuTopology: gcloud sends none for single-host pools, and none for a machine
+        type that is one single-host shape (1t, 8t) even where `topology` names that shape (the pack's
+        tpu-topology-and-node-count refuses one there). A single-host topology written for a 4-chip type is sent, as it
+        always was: taking it away would replace deployed pools (placementPolicy.tpuTopology replaces)."""
+        if self.multi_host:
+            return self.slice_topology
+        one_shape = len(self.machine.fixed_topologies) == 1
+        return None if one_shape else self.topology
 
     @property
     def flavor_name(self) -> str:

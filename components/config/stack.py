@@ -276,6 +276,16 @@ class StackConfig(ConfigModel):
         return pools
 
     @property
+    def outside_queues(self) -> dict[str, str]:
+        """Pool group -> why Kueue does not share it: what serves on it, or that it is draining."""
+        drained = {
+            pool.name: "is draining (drain: true): its chips are out of every queue until it is removed"
+            for pool in self.tpu_pools
+            if pool.drain
+        }
+        return {**drained, **self.serving_pools}
+
+    @property
     def serving_namespaces(self) -> list[str]:
         """Namespaces the serving components own (Saxml's, vLLM's): no team may take them."""
         return [config.namespace for config in (self.saxml, self.serving) if config is not None]
@@ -287,7 +297,7 @@ class StackConfig(ConfigModel):
             self.queues,
             self.tpu_pools,
             autopilot=self.cluster.mode == "autopilot",
-            serving_pools=self.serving_pools,
+            serving_pools=self.outside_queues,
         )
 
     @property
@@ -835,6 +845,11 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problem = pool.future_reservation.lead_time_problem(now)
             if problem:
                 problems.append(f"{key}.futureReservation: {problem}")
+        if pool.drain and pool.name in config.serving_pools:
+            problems.append(
+                f"{key}.drain: pool group {pool.name!r} {config.serving_pools[pool.name]}, not Kueue capacity: there "
+                "is no queue to drain it from; remove drain"
+            )
         if pool.auto_upgrade is False and config.on_release_channel:
             problems.append(
                 f"{key}.autoUpgrade: GKE keeps node auto-upgrade on in clusters on a release channel (cluster."
@@ -873,7 +888,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             config.queues,
             config.queue_pools,
             autopilot=config.cluster.mode == "autopilot",
-            serving_pools=config.serving_pools,
+            serving_pools=config.outside_queues,
             serving_namespaces=config.serving_namespaces,
         )
     problems += serving_shape_problems(config.tpu_pools, config.serving_pools)

@@ -512,6 +512,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("no workers", workers(), f"{MK}: is empty; it lists worker clusters ('-' items) and needs at least 1"),
     ("token generation 0", workers(EAST5, tokenGeneration=0),
      "tpu-stack:multiKueue.tokenGeneration: the number 0 is too small; use 1 or more"),
+    # Draining takes a group's chips out of every queue: naming it in a share would give a team nothing.
+    ("a share of a draining group", {**pools(pool(drain=True), pool(name="other", topology="2x4")),
+                                     "tpu-stack:queues": {"teams": [{"name": "a", "shares": {"train": 8}}]}},
+     "tpu-stack:queues.teams[0].shares.train: pool 'train' is draining (drain: true): its chips are out of every "
+     "queue until it is removed; it is not Kueue capacity"),
+    ("a serving group drained", {**pools(pool(provisioning="on-demand", drain=True)),
+                                 "tpu-stack:serving": {"service": {"sourceRanges": ["10.20.0.0/24"]}, "servers": [
+                                     {"name": "chat", "pool": "train", "modelFolder": "models/chat",
+                                      "billionsOfParameters": 8, "maxModelLen": 4096}]}},
+     f"{P0}.drain: pool group 'train' serves the vLLM server 'chat', whose replicas hold its slices, not Kueue "
+     "capacity: there is no queue to drain it from; remove drain"),
 ]  # fmt: skip
 
 

@@ -1009,3 +1009,27 @@ def test_team_namespaces_depend_on_both_charts_so_destroy_deletes_them_first(pla
     if name in ("dev", "prod"):  # rendered: the controllers are the Charts' children
         controllers = [r for r in plan.resources if r["type"] == "kubernetes:apps/v1:Deployment" and r.get("rendered")]
         assert {r["parent"] for r in controllers} == charts
+
+
+def test_a_draining_group_leaves_every_queue_and_keeps_its_slices(run: StackRunner) -> None:
+    """drain: true takes the group's flavor out of the ClusterQueue (Kueue admits nothing new there; what it admitted
+    runs on) and declares no flavor or workloads for it; its node pools stay as they are."""
+    train = {
+        "name": "train",
+        "machineType": "ct5lp-hightpu-4t",
+        "topology": "2x4",
+        "slices": 2,
+        "zone": "us-central1-a",
+    }
+    flex = {"name": "flex", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-central1-b"}
+    running = run({"tpu-stack:tpuPools": [train, flex]})
+    draining = run({"tpu-stack:tpuPools": [{**train, "drain": True}, flex]})
+    queue = draining.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "queues-clusterqueue-cluster-queue")
+    assert [f["name"] for f in queue["inputs"]["spec"]["resourceGroups"][0]["flavors"]] == ["flex"]
+    flavors = [
+        r["inputs"]["metadata"]["name"] for r in draining.by_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    ]
+    assert flavors == ["flex"]
+    pools = {r["name"]: r["inputs"] for r in running.by_type("gcp:container/nodePool:NodePool")}
+    assert {r["name"]: r["inputs"] for r in draining.by_type("gcp:container/nodePool:NodePool")} == pools
+    assert draining.outputs["tpuPools"]["train"] == running.outputs["tpuPools"]["train"]

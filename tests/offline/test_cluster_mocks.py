@@ -108,7 +108,15 @@ def test_the_dns_endpoint_fields_are_the_flatteners_four() -> None:
 
 
 @pytest.mark.parametrize(
-    ("pinned", "reported"), [("1.33", "1.33.5-gke.1308000"), ("1.33.2-gke.1111000", "1.33.2-gke.1111000")]
+    ("pinned", "reported"),
+    [
+        ("1.33", "1.33.5-gke.1308000"),
+        ("1.33.2-gke.1111000", "1.33.2-gke.1111000"),
+        # Found by tests/properties: a cluster with no channel created at minor 1.34 reported the Regular channel's
+        # 1.33 patch, and the program's floor check failed a valid stack.
+        ("1.34", "1.34.0-gke.2201000"),
+        ("1.35", "1.35.2-gke.1842000"),
+    ],
 )
 def test_the_version_is_the_channels_or_the_full_one_pinned(pinned: str, reported: str) -> None:
     assert cluster_outputs("p-123456", "c", _cluster(False, minMasterVersion=pinned), {})["masterVersion"] == reported

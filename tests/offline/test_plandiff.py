@@ -153,7 +153,8 @@ POOL_REPLACED = """\
 
 | pool group | change |
 |---|---|
-| `flex-v6e` | provisioning flex-start → spot |
+| `flex-v6e` | provisioning flex-start → spot, **replaces running slice(s)** `flex-v6e`: deleted and created again, \
+what runs on them stops |
 
 In all: TPU chips 36, slices 5, VMs 9.
 
@@ -561,3 +562,31 @@ def test_a_long_list_ends_with_how_many_more() -> None:
 def test_the_base_plans_config_changes_nothing_for_a_change_free_pull_request(dev: dict[str, Plans]) -> None:
     section = _section(dev["base"], copy.deepcopy(dev["base"]))
     assert section.splitlines()[0] == "### Stack `dev`: no changes"
+
+
+def _calendar_plan(slices: int) -> dict[str, Any]:
+    from datetime import UTC, datetime, timedelta
+
+    from offline.engine import run_program
+    from tests.conftest import BASE
+
+    start = (datetime.now(UTC) + timedelta(days=20)).replace(hour=0, minute=0, second=0, microsecond=0)
+    window = {"startTime": start.isoformat(), "endTime": (start + timedelta(days=7)).isoformat()}
+    pool = {"name": "cal", "machineType": "ct6e-standard-4t", "topology": "2x4", "slices": slices,
+            "zone": "us-central1-b", "provisioning": "reservation", "futureReservation": window}  # fmt: skip
+    plan = run_program({**BASE, "tpu-stack:tpuPools": [pool]}, stack="dev")
+    return {"project": plan.project, "stack": "dev", "resources": plan.resources, "outputs": plan.outputs}
+
+
+def test_running_slices_a_change_replaces_are_called_out_with_the_capacity() -> None:
+    """Found by tests/properties: growing a calendar-mode group submits a new request for all its chips (a submitted
+    request cannot change) and moves the running slice to it, which the comment showed only under Replaced while
+    the capacity row read "slices 1 → 2". The capacity row says which running slices go, and why."""
+    section = plandiff.render_stack(plandiff.diff_stack("dev", _calendar_plan(1), _calendar_plan(2)))
+    row = next(line for line in section.splitlines() if line.startswith("| `cal` |"))
+    assert row.startswith("| `cal` | reservation cal-")  # the request's name: `cal-<start date>-<digest>`
+    assert row.endswith(
+        ", slices 1 → 2, VMs 2 → 4, chips 8 → 16, **replaces running slice(s)** `cal-0`: deleted and created again, "
+        "what runs on them stops; a calendar-mode request cannot change: the group's slices move to a new request, "
+        "submitted now and usable once Compute approves it |"
+    )

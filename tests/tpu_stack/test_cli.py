@@ -5,6 +5,7 @@ stack output --json` gives them) and a local HTTP server speaking the Kubernetes
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import shutil
@@ -21,7 +22,7 @@ from components.workloads import workloads
 from offline import validate
 from offline.engine import run_program
 from tests.conftest import BASE
-from tests.fixtures import stack_config, stack_plan
+from tests.fixtures import stack_config, stack_data, stack_plan
 from tests.tpu_stack import kueue_objects as k
 from tests.tpu_stack.fake_api import TOKEN, FakeApi, Request, serving
 from tpu_stack import cli, kueue
@@ -311,6 +312,26 @@ def test_a_vllm_servers_pool_group_is_named_as_one(tmp_path: Path) -> None:
         2,
         "error: --pool llm-v6e: pool group llm-v6e serves the vLLM server 'llama-31-70b', whose replicas hold its "
         "slices; it is not Kueue capacity, and this stack has none\n",
+    )
+
+
+def test_a_draining_pool_group_is_named_as_one(tmp_path: Path) -> None:
+    """dev with multislice-spot drained (off its ladder and research's shares): a submit to it says why it takes
+    none."""
+    config = copy.deepcopy(stack_data("dev"))
+    next(e for e in config["tpu-stack:tpuPools"] if e["name"] == "multislice-spot")["drain"] = True
+    config["tpu-stack:queues"]["ladders"]["multislice"] = ["multislice"]
+    del config["tpu-stack:queues"]["teams"][0]["shares"]["multislice-spot"]
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(run_program(config, stack="dev").outputs))
+    code, _, err = run(
+        "--outputs", path, "submit", "x", "--team", "research", "--pool", "multislice-spot", "--image", IMAGE
+    )
+    assert (code, err) == (
+        2,
+        "error: --pool multislice-spot: pool group multislice-spot is draining (drain: true): its chips are out of "
+        "every queue until it is removed; it is not Kueue capacity: submit to another pool group (this stack's: "
+        "flex-v6e, multislice (ladder: multislice))\n",
     )
 
 
