@@ -1021,7 +1021,7 @@ def test_a_draining_group_leaves_every_queue_and_keeps_its_slices(run: StackRunn
         "slices": 2,
         "zone": "us-central1-a",
     }
-    flex = {"name": "flex", "machineType": "ct6e-standard-4t", "provisioning": "flex-start", "zone": "us-central1-b"}
+    flex = {"name": "flex", "machineType": "ct6e-standard-4t", "zone": "us-central1-b"}
     running = run({"tpu-stack:tpuPools": [train, flex]})
     draining = run({"tpu-stack:tpuPools": [{**train, "drain": True}, flex]})
     queue = draining.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "queues-clusterqueue-cluster-queue")

@@ -65,12 +65,13 @@ EVAL_OBJECTS = [
 
 
 def test_add_a_team(deployed: dict[str, Records]) -> None:
-    """The team's namespace, queues, network policies and pending alert are created; the cohort gives up the 4 chips
-    and the dashboard shows the queue; no other team's queue changes."""
+    """The team's namespace, queues, network policies and pending alert are created; the cohort gives up the 4 chips,
+    the dashboard shows the queue and the pods-not-starting alert watches its namespace too; no other team's queue
+    changes."""
     steps = step(deployed["dev"], changed("dev", _eval_team))
     assert touched(steps) == {
         "create": EVAL_OBJECTS,
-        "update": ["monitoring-dashboard", "queues-cohort-tpu-stack"],
+        "update": ["monitoring-dashboard", "monitoring-pods-not-starting", "queues-cohort-tpu-stack"],
     }
 
 
@@ -94,8 +95,9 @@ def test_remove_a_team_in_a_protected_stack_after_unprotecting_exactly_its_objec
     steps = step(unprotected(deployed["prod"], names), after)
     assert steps.refused == []
     assert only(steps, "delete") == names
-    # The cohort takes back research's burst share; the reader's identity goes with its grant.
-    assert only(steps, "update") == ["monitoring-dashboard", "queues-cohort-tpu-stack"]
+    # The cohort takes back research's burst share; the reader's identity goes with its grant; the pods-not-starting
+    # alert stops watching research's namespace.
+    assert only(steps, "update") == ["monitoring-dashboard", "monitoring-pods-not-starting", "queues-cohort-tpu-stack"]
 
 
 # --- grow and shrink a pool group ---------------------------------------------------------------------------------

@@ -66,6 +66,9 @@ GKE's flex-start page (https://cloud.google.com/kubernetes-engine/docs/concepts/
 v6e; TPU7x in its one zone of the regions page, where Cluster Toolkit's flex-start TPU7x example puts it
 (GoogleCloudPlatform/cluster-toolkit examples/gke-consumption-options/dws-flex-start/gke-tpu-7x)."""
 
+PROTECTED_MONITORING = {"notificationChannels": [f"projects/{PROJECT}/notificationChannels/4518223379601234567"]}
+"""A protected stack's alerts must notify someone (the config refuses one without a channel); the id is the team's."""
+
 HBM_GB = {"v4": 32, "v5e": 16, "v5p": 95, "v6e": 32, "tpu7x": 192}
 """HBM per chip, from each version's Cloud TPU page."""
 CALENDAR_CHIPS = {
@@ -162,6 +165,14 @@ class Pool:
     @property
     def calendar(self) -> bool:
         return "futureReservation" in self.entry
+
+    @property
+    def placeable(self) -> bool:
+        """Kueue's topology-aware scheduling places pods on nodes that exist (or that a ProvisioningRequest brings
+        up first: queued): a multi-host group that scales from zero without one (flex-start, calendar mode,
+        scaleToZero) has no nodes to place on (Kueue v0.19.2 site concepts/topology_aware_scheduling)."""
+        from_zero = self.provisioning == "flex-start" or self.calendar or bool(self.entry.get("scaleToZero"))
+        return self.shape.multi_host and (self.provisioning == "queued" or not from_zero)
 
     @property
     def reservation_block(self) -> bool:
@@ -353,13 +364,11 @@ def ladders(draw: st.DrawFn, pools: Sequence[Pool], *, group_of: Callable[[Pool]
 
 
 def _placeable(pools: Sequence[Pool], ladder: dict[str, list[str]]) -> list[list[Pool]]:
-    """Units placement may name: a multi-host group in no ladder, or a whole ladder of multi-host groups."""
+    """Units placement may name: a placeable group in no ladder, or a whole ladder of placeable groups."""
     by_name = {p.name: p for p in pools}
     laddered = {name for rungs in ladder.values() for name in rungs}
-    units = [[p] for p in pools if p.shape.multi_host and p.name not in laddered]
-    units += [
-        [by_name[n] for n in rungs] for rungs in ladder.values() if all(by_name[n].shape.multi_host for n in rungs)
-    ]
+    units = [[p] for p in pools if p.placeable and p.name not in laddered]
+    units += [[by_name[n] for n in rungs] for rungs in ladder.values() if all(by_name[n].placeable for n in rungs)]
     return units
 
 
@@ -513,6 +522,8 @@ def stacks(draw: st.DrawFn, *, max_pools: int = 4, max_slices: int = 3, stack: s
         config["tpu-stack:throwaway"] = True
     ironwood = any(p.shape.version == "tpu7x" for p in pools)
     config["tpu-stack:cluster"] = draw(cluster(name=f"tpu-{name}", protected=protected, ironwood=ironwood))
+    if protected:
+        config["tpu-stack:monitoring"] = PROTECTED_MONITORING
     _upgrades(draw, pools, config["tpu-stack:cluster"]["releaseChannel"])
     serving: set[str] = set()
     saxml_pools = [p for p in pools if _fits(p, ("v4", "v5e"))]
@@ -596,6 +607,8 @@ def multikueue_stacks(draw: st.DrawFn, name: str, *, max_slices: int) -> Drawn:
     config: dict[str, Any] = {"gcp:project": PROJECT, "gcp:region": "us-central1"}
     ironwood = any(p.shape.version == "tpu7x" for p in every_pool)
     config["tpu-stack:cluster"] = draw(cluster(name=f"tpu-{name}", protected=protected, ironwood=ironwood))
+    if protected:
+        config["tpu-stack:monitoring"] = PROTECTED_MONITORING
     _upgrades(draw, every_pool, config["tpu-stack:cluster"]["releaseChannel"])
     config["tpu-stack:multiKueue"] = {"workers": workers}
     config["tpu-stack:queues"] = draw(queues(every_pool, group_of=lambda pool: owner[pool.name], placed=False))
