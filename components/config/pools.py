@@ -158,7 +158,8 @@ def workload_policy_name(cluster: str, pool: TpuPoolConfig) -> str:
     """The Compute workload policy of a multi-host TPU7x pool group: `<pool>-<topology>-<8 hex>`, the hex a digest of
     the cluster and the pool group. A policy cannot be updated once created ("To make changes in a workload policy,
     you must create a new one", Compute Engine's workload policy docs), so the topology is in the name: a new slice
-    shape is a new policy, created beside the old one, and the pools that name it are replaced with it. The digest
+    shape is a new name, which the engine replaces the policy for (deleting the old one first:
+    components/workload_policy.py), together with the pools that name it. The digest
     keeps two clusters' (or stacks') groups of one name apart in a project's region, where xpk's per-cluster name made
     a re-created cluster reuse the old topology (AI-Hypercomputer/xpk issue 752). At most 40 + 1 + 11 + 1 + 8 = 61
     characters, within Compute's 63."""
