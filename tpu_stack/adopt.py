@@ -755,6 +755,7 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
     )
     lines += ["", "Imported by the first `pulumi up` (cluster.adopted.imports), then updated in place:"]
     lines += imported.lines(found)
+    lines += protected_lines(adoption.stack, found)
     if created:
         lines += ["", "Created by the first `pulumi up` (the stack has them, the cluster does not):"]
         lines += [f"  + {r['type']} {r['name']}" for r in created]
@@ -768,6 +769,20 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
         if chosen:
             lines += ["", title, *(f"  - {line}" for line in chosen)]
     return "\n".join(lines) + "\n"
+
+
+def protected_lines(stack: str, found: Sequence[Verdict]) -> list[str]:
+    """The imported Google resources, protected whatever the stack's name (components/adoption.py), by URN, with the
+    command that lets one go."""
+    google = [v for v in found if v.type.startswith("gcp:")]
+    if not google:
+        return []
+    return [
+        "",
+        "Protected (`pulumi destroy`, or a slice removed from the config, stops at them). To let one go on purpose, "
+        "unprotect it, then remove it in a change of its own (docs/adopt.md, Letting a slice or the cluster go):",
+        *(f"  pulumi state unprotect --stack {stack} '{v.urn}'" for v in google),
+    ]
 
 
 def write(adoption: Adoption, out: Path, stack_file: Path) -> tuple[Outcome, str]:

@@ -247,3 +247,53 @@ def test_toolkit_private_nodes_keep_their_peering_range_and_their_network_egress
     [rule] = [r for r in found.plan["resources"] if r["type"] == "gcp:compute/firewall:Firewall"]
     assert rule["inputs"]["targetServiceAccounts"] == ["gke-np-sa@tpu-proj.iam.gserviceaccount.com"]
     assert rule["inputs"]["sourceRanges"] == ["192.168.0.0/18", "10.4.0.0/14", "172.16.0.32/28"]
+
+
+@pytest.mark.parametrize("name", ADOPTED_CLUSTERS)
+def test_every_imported_google_resource_is_protected(name: str) -> None:
+    # Whatever the stack's name (none of the fixtures' is prod): `pulumi import` protects by default, and so does adopt.
+    found = adopted(name)
+    google = [r for r in _imported(found.plan) if r["type"].startswith("gcp:")]
+    assert {r["type"] for r in google} == {CLUSTER, NODE_POOL}
+    assert [r["name"] for r in google if r["protect"] is not True] == []
+    assert [r["name"] for r in google if r["retainOnDelete"]] == []
+    # The preview says so: each imported pool's description line (under its row) ends in [protect].
+    lines = found.preview.splitlines()
+    for pool in (r["name"] for r in google if r["type"] == NODE_POOL):
+        row = next(i for i, line in enumerate(lines) if line.startswith("  = container:NodePool") and pool in line)
+        assert lines[row + 1].endswith("[protect]"), pool
+
+
+def _stack_records(found: Any, edit: Any) -> list[dict[str, Any]]:
+    from components.config import load
+    from offline.engine import _engine_config, run_program
+
+    data = yaml.safe_load(found.stack_file.read_text())["config"]
+    edit(data)
+    minor = load(_engine_config(data), stack="xpk-multislice").cluster.kubernetes_minor
+    return run_program(data, stack="xpk-multislice", kubernetes_version=minor).resources
+
+
+def test_destroying_an_adopted_stack_refuses_at_the_slices_until_unprotected() -> None:
+    from offline.lifecycle import transition
+    from tests.lifecycle.catalogue import CATALOGUE
+
+    found = adopted("xpk-multislice")
+    state = found.plan["resources"]
+    destroyed = transition(state, [], CATALOGUE)
+    refused = {s.name for s in destroyed.of("refuse")}
+    assert {"xpk-ms", "xpk-ms-np-0", "xpk-ms-np-1", "xpk-ms-np-2", "xpk-ms-np-3"} <= refused
+    assert not {"xpk-ms", "xpk-ms-np-0"} & {s.name for s in destroyed.of("delete")}
+
+    # One slice let go on purpose: `pulumi state unprotect` of its URN, then slices 4 -> 3 and its import entry gone.
+    def three_slices(config: dict[str, Any]) -> None:
+        config["tpu-stack:tpuPools"][0]["slices"] = 3
+        imports = config["tpu-stack:cluster"]["adopted"]["imports"]
+        config["tpu-stack:cluster"]["adopted"]["imports"] = [i for i in imports if i["name"] != "xpk-ms-np-3"]
+
+    smaller = _stack_records(found, three_slices)
+    refused_first = transition(state, smaller, CATALOGUE)
+    assert [s.name for s in refused_first.of("refuse")] == ["xpk-ms-np-3"]
+    unprotected = [{**r, "protect": False} if r["name"] == "xpk-ms-np-3" else r for r in state]
+    released = transition(unprotected, smaller, CATALOGUE)
+    assert released.refused == [] and released.names("delete") == ["xpk-ms-np-3"]

@@ -121,6 +121,16 @@ def test_the_report_lists_imports_changes_takeovers_and_the_first_up(xpk: Adopte
     assert "dws-config" in report and "default-pool" in report
 
 
+def test_the_report_names_the_protected_urns_and_how_to_let_one_go(xpk: Adopted) -> None:
+    report = xpk.report
+    pool = "urn:pulumi:xpk-multislice::tpu-stack::tpu-stack:index:TpuSlicePools$gcp:container/nodePool:NodePool::xpk-ms-np-3"
+    cluster = "urn:pulumi:xpk-multislice::tpu-stack::tpu-stack:index:GkeCluster$gcp:container/cluster:Cluster::xpk-ms"
+    assert f"  pulumi state unprotect --stack xpk-multislice '{pool}'" in report
+    assert f"  pulumi state unprotect --stack xpk-multislice '{cluster}'" in report
+    # Kubernetes objects are the stack's to delete like any it made: not protected, not listed.
+    assert "Namespace::kueue-namespace'" not in report
+
+
 def test_toolkit_charts_are_helm_releases_to_retire() -> None:
     report = adopted("toolkit-v6e").report
     assert "Delete before the first `pulumi up`" not in report  # the same charts: selectors agree
