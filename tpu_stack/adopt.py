@@ -17,6 +17,7 @@ written. What cannot be adopted at all is named, never dropped.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import shutil
@@ -771,6 +772,25 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
     return "\n".join(lines) + "\n"
 
 
+def exceptions_lines(exceptions: Mapping[str, list[dict[str, str]]], path: Path) -> str:
+    """The report's account of the dated policy exceptions adopt wrote, and how the real engine is given them."""
+    lines = [
+        "",
+        f"Policy config: {path} (policies/config.json with the adopted pools' dated exceptions); pass it to every "
+        f"preview and up: `--policy-config {path}` offline, `--policy-pack policies --policy-pack-config {path}` with "
+        "pulumi",
+    ]
+    for policy, entries in sorted(exceptions.items()):
+        for entry in entries:
+            lines.append(f"  - {policy}: {entry['nodePool'].rsplit('/', 1)[-1]} until {entry['until']}")
+    if exceptions:
+        lines.append(
+            "  Past its day an exception is a violation again: move the slices first (docs/adopt.md, Moving slices "
+            "off the default account)"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def protected_lines(stack: str, found: Sequence[Verdict]) -> list[str]:
     """The imported Google resources, protected whatever the stack's name (components/adoption.py), by URN, with the
     command that lets one go."""
@@ -785,11 +805,87 @@ def protected_lines(stack: str, found: Sequence[Verdict]) -> list[str]:
     ]
 
 
-def write(adoption: Adoption, out: Path, stack_file: Path) -> tuple[Outcome, str]:
-    """Write the stack file, what was read (out/existing/) and the report; returns the outcome and the report."""
+EXCEPTION_DAYS = 90
+"""How long an adopted pool may keep the Compute Engine default account or its metadata mode (`--exception-days`)."""
+DEFAULT_ACCOUNT = "no-default-compute-service-account"
+WORKLOAD_IDENTITY = "workload-identity"
+
+
+def _default_account(account: Any) -> bool:
+    return account in (None, "", "default") or str(account).endswith("-compute@developer.gserviceaccount.com")
+
+
+def policy_exceptions(
+    adoption: Adoption, outcome: Outcome, *, days: int = EXCEPTION_DAYS, today: datetime.date | None = None
+) -> dict[str, list[dict[str, str]]]:
+    """Policy -> its dated exceptions for the adopted node pools the first `up` leaves as they are: the Compute
+    Engine default account (ForceNew: a dedicated one re-creates the slice), a metadata mode other than
+    GKE_METADATA (kept: turning it on re-creates the nodes). Each names the pool by its GKE ID, as the policy matches
+    it (policies/guardrails/gke.py adopted_pool_exception)."""
+    today = today or datetime.datetime.now(datetime.UTC).date()
+    until = (today + datetime.timedelta(days=days)).isoformat()
+    cluster = adoption.existing.name
+    found: dict[str, list[dict[str, str]]] = {}
+    for record in outcome.resources:
+        if record["type"] != NODE_POOL or not record.get("importId"):
+            continue
+        node_config = (record.get("inputs") or {}).get("nodeConfig") or {}
+        pool = str(record["importId"])
+        if _default_account(node_config.get("serviceAccount")):
+            reason = (
+                f"adopted from {cluster} on {today.isoformat()}; runs as the Compute Engine default account (Editor on "
+                "the project) with the cloud-platform scope; a dedicated account re-creates the slice (ForceNew): move "
+                "its work to a new pool group, then remove it"
+            )
+            found.setdefault(DEFAULT_ACCOUNT, []).append({"nodePool": pool, "reason": reason, "until": until})
+        mode = _existing_mode(adoption.existing, pool.rsplit("/", 1)[-1])
+        if "nodeConfig.workloadMetadataConfig" in _kept_paths(record) and mode != "GKE_METADATA":
+            reason = (
+                f"adopted from {cluster} on {today.isoformat()}; metadata mode {mode or 'unset'} kept: turning on "
+                "the GKE metadata server re-creates the pool's nodes; opt in one slice at a time"
+            )
+            found.setdefault(WORKLOAD_IDENTITY, []).append({"nodePool": pool, "reason": reason, "until": until})
+    return found
+
+
+def _existing_mode(existing: Existing, name: str) -> str | None:
+    pool = next((p for p in existing.node_pools if p.get("name") == name), {})
+    mode = ((pool.get("config") or {}).get("workloadMetadataConfig") or {}).get("mode")
+    return str(mode) if mode else None
+
+
+def _kept_paths(record: Mapping[str, Any]) -> list[str]:
+    return [str(path) for path in record.get("ignoreChanges") or ()]
+
+
+def policy_config(exceptions: Mapping[str, list[dict[str, str]]]) -> dict[str, Any]:
+    """The team's policy config (policies/config.json, its reviewed exceptions kept) with the adopted pools'."""
+    from offline.policy_check import TEAM_CONFIG
+
+    config: dict[str, Any] = json.loads(TEAM_CONFIG.read_text()) if TEAM_CONFIG.is_file() else {}
+    for policy, entries in exceptions.items():
+        entry = config.get(policy)
+        entry = dict(entry) if isinstance(entry, Mapping) else ({"enforcementLevel": entry} if entry else {})
+        entry["exceptions"] = [*(entry.get("exceptions") or []), *entries]
+        config[policy] = entry
+    return config
+
+
+def write(
+    adoption: Adoption,
+    out: Path,
+    stack_file: Path,
+    *,
+    exception_days: int = EXCEPTION_DAYS,
+    today: datetime.date | None = None,
+) -> tuple[Outcome, str]:
+    """Write the stack file, what was read (out/existing/), the policy config with the adopted pools' dated
+    exceptions (out/policy-config.json) and the report; returns the outcome and the report."""
     outcome = plan(adoption)
     out.mkdir(parents=True, exist_ok=True)
-    text = report(adoption, outcome)
+    exceptions = policy_exceptions(adoption, outcome, days=exception_days, today=today)
+    (out / "policy-config.json").write_text(json.dumps(policy_config(exceptions), indent=2) + "\n")
+    text = report(adoption, outcome) + exceptions_lines(exceptions, out / "policy-config.json")
     (out / "report.txt").write_text(text)
     save_existing(adoption.existing, out / "existing")
     header = (

@@ -71,6 +71,62 @@ def test_every_existing_resource_is_imported_and_none_replaced(name: str) -> Non
     assert found.plan["adoption"]["judged"] is True
     assert f"= {len(EXPECTED_IMPORTS[name])} to import" in found.preview
     assert "refused:" not in found.preview
+    assert found.code == 0, found.preview  # no mandatory violation with the policy config adopt wrote
+
+
+def test_an_xpk_stack_fails_its_preview_without_the_exceptions_adopt_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = adopted("xpk-multislice")
+    args = [
+        "preview",
+        "--stack",
+        "xpk-multislice",
+        "--config",
+        str(found.stack_file),
+        "--existing",
+        str(found.existing),
+    ]
+    assert cli.main([*args, "--out", str(tmp_path / "b"), "--policy-config", "policies/config.json"]) == 1
+    assert "[mandatory] no-default-compute-service-account" in capsys.readouterr().out
+
+
+def test_the_exceptions_name_each_adopted_default_account_pool_for_90_days() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    found = adopted("xpk-multislice")
+    config = json.loads(found.policy_config.read_text())
+    # The team's own exceptions stay: the file is policies/config.json with the adopted pools added.
+    team = json.loads(Path("policies/config.json").read_text())
+    assert config["images-by-digest"] == team["images-by-digest"]
+    entries = config["no-default-compute-service-account"]["exceptions"]
+    day = (datetime.now(UTC).date() + timedelta(days=90)).isoformat()
+    assert [(e["nodePool"], e["until"]) for e in entries] == [
+        (f"projects/tpu-proj/locations/us-east5/clusters/xpk-ms/nodePools/xpk-ms-np-{i}", day) for i in range(4)
+    ]
+    assert all("Compute Engine default account" in e["reason"] and "xpk-ms" in e["reason"] for e in entries)
+    # Cluster Toolkit's pools run as the blueprint's own account: nothing to excuse.
+    toolkit = json.loads(adopted("toolkit-v6e").policy_config.read_text())
+    assert "no-default-compute-service-account" not in toolkit
+
+
+def test_a_new_pool_group_on_the_default_account_still_fails_with_the_exceptions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = adopted("xpk-multislice")
+
+    def second_group(config: dict[str, Any]) -> None:
+        group = {**config["tpu-stack:tpuPools"][0], "name": "more", "slices": 1, "accelerator": "v5litepod-8"}
+        group["adopted"] = {"serviceAccount": "default", "oauthScopes": group["adopted"]["oauthScopes"]}
+        config["tpu-stack:tpuPools"].append(group)
+
+    path = _stack_with(found, tmp_path, second_group)
+    args = ["preview", "--stack", "xpk-multislice", "--config", str(path), "--existing", str(found.existing)]
+    code = cli.main([*args, "--out", str(tmp_path / "b"), "--policy-config", str(found.policy_config)])
+    assert code == 1
+    plan = json.loads((tmp_path / "b" / "plan.json").read_text())
+    flagged = [v["urn"].rsplit("::", 1)[1] for v in plan["violations"] if v["level"] == "mandatory"]
+    assert flagged == ["more-0"], flagged  # the new group's pool only: the adopted four keep their exceptions
 
 
 @pytest.mark.parametrize("name", ADOPTED_CLUSTERS)
@@ -297,3 +353,38 @@ def test_destroying_an_adopted_stack_refuses_at_the_slices_until_unprotected() -
     unprotected = [{**r, "protect": False} if r["name"] == "xpk-ms-np-3" else r for r in state]
     released = transition(unprotected, smaller, CATALOGUE)
     assert released.refused == [] and released.names("delete") == ["xpk-ms-np-3"]
+
+
+def test_moving_slices_off_the_default_account_previews_clean(tmp_path: Path) -> None:
+    """docs/adopt.md, Moving slices off the default account, step 1 on xpk's four reserved slices: the last one given
+    back (unprotected first), the group drained, a new group of one slice on the stack's node account."""
+    found = adopted("xpk-multislice")
+
+    def step_one(config: dict[str, Any]) -> None:
+        old = config["tpu-stack:tpuPools"][0]
+        new = {k: v for k, v in old.items() if k not in ("adopted", "maxPodsPerNode")}
+        new.update(name="xpk-ms-v2", slices=1, zoneUnlisted=True)
+        old.update(slices=3, drain=True)
+        config["tpu-stack:tpuPools"].append(new)
+        gone = ("xpk-ms-np-3", "queues-resourceflavor-4xv5litepod-16")  # the slice, and the flavor the drain drops
+        adopted_ = config["tpu-stack:cluster"]["adopted"]
+        adopted_["imports"] = [i for i in adopted_["imports"] if i["name"] not in gone]
+
+    path = _stack_with(found, tmp_path, step_one)
+    policy = json.loads(found.policy_config.read_text())
+    entries = policy["no-default-compute-service-account"]["exceptions"]
+    policy["no-default-compute-service-account"]["exceptions"] = [e for e in entries if "np-3" not in e["nodePool"]]
+    (tmp_path / "policy.json").write_text(json.dumps(policy))
+    args = ["preview", "--stack", "xpk-multislice", "--config", str(path), "--existing", str(found.existing)]
+    code = cli.main([*args, "--out", str(tmp_path / "b"), "--policy-config", str(tmp_path / "policy.json")])
+    plan = json.loads((tmp_path / "b" / "plan.json").read_text())
+    pools = {r["name"]: r for r in plan["resources"] if r["type"] == NODE_POOL}
+    assert code == 0, [v["message"] for v in plan["violations"] if v["level"] == "mandatory"]
+    assert sorted(pools) == ["xpk-ms-np-0", "xpk-ms-np-1", "xpk-ms-np-2", "xpk-ms-system", "xpk-ms-v2-0"]
+    new = pools["xpk-ms-v2-0"]
+    assert new["importId"] is None
+    assert new["inputs"]["nodeConfig"]["serviceAccount"] == "xpk-ms-nodes@tpu-proj.iam.gserviceaccount.com"
+    assert new["inputs"]["nodeConfig"]["reservationAffinity"]["values"] == ["tpu-res"]
+    # The kept slices are still imported and replaced by nothing.
+    assert all(pools[f"xpk-ms-np-{i}"]["import"]["existing"] for i in range(3))
+    assert not [c for i in range(3) for c in pools[f"xpk-ms-np-{i}"]["import"]["changes"] if c["replaces"]]

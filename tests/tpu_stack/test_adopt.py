@@ -323,3 +323,20 @@ def test_an_adopted_group_is_not_held_to_the_published_zones() -> None:
     assert error.value.lines[0].startswith("tpu-stack:tpuPools[0].zone: us-east5-b offers no TPU v5e")
     adopted_entry = {**entry, "adopted": {"nodePools": ["xpk-np-0"]}}
     assert load({**raw, "tpu-stack:tpuPools": [adopted_entry]}, stack="dev").tpu_pools[0].zone == "us-east5-b"
+
+
+def test_the_cli_writes_the_policy_config_and_names_it_in_the_preview_command(tmp_path: Path) -> None:
+    import io
+
+    from tpu_stack import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    args = ["adopt", "xpk-multislice", "--from", str(ADOPT_DIR / "xpk-multislice"), "--stack-dir", str(tmp_path),
+            "--out", str(tmp_path / "adopt"), "--exception-days", "30"]  # fmt: skip
+    cli.main(args, out=out, err=err)
+    written = json.loads((tmp_path / "adopt" / "policy-config.json").read_text())
+    [first, *_] = written["no-default-compute-service-account"]["exceptions"]
+    from datetime import UTC, datetime, timedelta
+
+    assert first["until"] == (datetime.now(UTC).date() + timedelta(days=30)).isoformat()
+    assert f"--policy-config {tmp_path / 'adopt' / 'policy-config.json'}" in out.getvalue()
