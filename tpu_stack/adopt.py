@@ -170,7 +170,7 @@ def _api_name(url: str) -> str:
 @dataclass
 class Finding:
     kind: str
-    """refused | not-adopted | kept"""
+    """refused | not-adopted | kept | opt-in"""
     line: str
 
 
@@ -271,11 +271,32 @@ KEEP_BY_FLAG = {
         (p.get("config") or {}).get("diskType") not in (None, "pd-standard", "pd-balanced")
     ),
     "nodeConfig.diskSizeGb": lambda p: (p.get("config") or {}).get("diskSizeGb") not in (None, 100),
+    "nodeConfig.workloadMetadataConfig": lambda p: (
+        ((p.get("config") or {}).get("workloadMetadataConfig") or {}).get("mode") != "GKE_METADATA"
+    ),
+    "upgradeSettings": lambda p: bool(p.get("upgradeSettings")),
 }
 """Settings tpu-stack does not model that a pool may carry: kept as they are (adopted.keep), each named in the
 report. gVNIC, host maintenance, COMPACT placement and max pods per node: xpk's node pool flags (xpk 1.16.0
 core/nodepool.py); additional networks, disk type and size, the TPU taint, sysctls: Cluster Toolkit's
-modules/compute/gke-node-pool/main.tf."""
+modules/compute/gke-node-pool/main.tf. The metadata mode and the upgrade settings are kept as found and offered as
+opt-ins (OPT_INS): a running slice changes only when its team asks."""
+
+OPT_INS = {
+    "nodeConfig.workloadMetadataConfig": (
+        "Workload Identity's metadata server (GKE_METADATA) on {pools}, found {found}: opt in by removing "
+        "nodeConfig.workloadMetadataConfig from tpuPools[{index}].adopted.keep, then `pulumi up --target` one pool's "
+        "URN at a time between runs: the change re-creates the pool's nodes (so third-party accounts of GKE; not "
+        "found in Google's docs), and pods off the host network lose the node account's tokens (xpk's JobSets run "
+        "on the host network and keep them)"
+    ),
+    "upgradeSettings": (
+        "the stack's upgrade settings on {pools}, found {found}: opt in by removing upgradeSettings from "
+        "tpuPools[{index}].adopted.keep (a reserved slice then upgrades with no surge VM and all its VMs at once, "
+        "which a reservation without a spare VM needs; do it between runs)"
+    ),
+}
+"""Hardened settings the first `up` leaves as found on adopted slices, with the change that opts in."""
 
 
 def _network(
@@ -508,6 +529,10 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
                     f"(tpuPools[{len(pool_configs)}].adopted.keep: {path})",
                 )
             )
+            if path in OPT_INS:
+                found = _found(first, path)
+                text = OPT_INS[path].format(pools=_span(names), found=found, index=len(pool_configs))
+                findings.append(Finding("opt-in", text))
         pool_configs.append(entry)
 
     queues, kube_findings = _queues(saved.objects, pool_configs)
@@ -520,6 +545,13 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         "tpu-stack:queues": queues,
     }
     return Adoption(stack, project, region, config, saved, findings)
+
+
+def _found(pool: Mapping[str, Any], path: str) -> str:
+    if path == "upgradeSettings":
+        return show_value(pool.get("upgradeSettings"))
+    mode = ((pool.get("config") or {}).get("workloadMetadataConfig") or {}).get("mode")
+    return str(mode or "unset")
 
 
 def _max_pods(pool: Mapping[str, Any]) -> dict[str, int]:
@@ -764,6 +796,7 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
     for kind, title in (
         ("refused", "Refused (would replace; the config that keeps it is written) or not adoptable:"),
         ("kept", "Kept as they are:"),
+        ("opt-in", "Kept as found; opt in one slice at a time:"),
         ("not-adopted", "Not adopted (outside the stack, left as they are):"),
     ):
         chosen = [f.line for f in adoption.findings if f.kind == kind]

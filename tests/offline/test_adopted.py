@@ -142,11 +142,22 @@ def test_the_preview_marks_each_import_and_lists_its_changes(name: str) -> None:
     assert "      ~ controlPlaneEndpointsConfig.ipEndpointsConfig.enabled: true -> false" in found.preview
 
 
-def test_xpk_nodes_get_workload_identity_in_place() -> None:
+def test_xpk_slices_keep_their_metadata_mode_and_upgrade_settings_as_found() -> None:
+    # Turning on the GKE metadata server re-creates a pool's nodes, through its upgrade settings; the stack's
+    # upgrade settings take the whole slice down at once. Both stay as found; each is an opt-in of the report.
     found = adopted("xpk-multislice")
-    pool = next(r for r in _imported(found.plan) if r["name"] == "xpk-ms-np-0")
-    change = next(c for c in pool["import"]["changes"] if c["path"] == "nodeConfig.workloadMetadataConfig.mode")
-    assert (change["old"], change["new"], change["replaces"]) == (None, "GKE_METADATA", False)
+    for pool in (r for r in _imported(found.plan) if r["type"] == NODE_POOL):
+        paths = [c["path"] for c in pool["import"]["changes"]]
+        assert not [p for p in paths if p.startswith(("nodeConfig.workloadMetadataConfig", "upgradeSettings"))], paths
+    kept = found.adoption.config["tpu-stack:tpuPools"][0]["adopted"]["keep"]
+    assert "nodeConfig.workloadMetadataConfig" in kept and "upgradeSettings" in kept
+    opt_in = [line for line in found.report.splitlines() if line.startswith("  - ") and "opt in" in line]
+    assert len(opt_in) == 2, opt_in
+    assert "xpk-ms-np-0 .. xpk-ms-np-3" in opt_in[0] and "re-creates" in opt_in[0]
+    # The real engine shows the pack the kept (old) mode (step_generator.go processIgnoreChanges before analyzeAll):
+    # workload-identity gets a dated exception per kept pool too.
+    policy = json.loads(found.policy_config.read_text())
+    assert len(policy["workload-identity"]["exceptions"]) == 4
 
 
 def test_kueue_objects_applied_over_as_they_are_change_nothing() -> None:
