@@ -385,6 +385,41 @@ def _network(
     return findings
 
 
+def _maintenance(cluster: Mapping[str, Any], cluster_config: dict[str, Any], keep: list[str]) -> list[Finding]:
+    """The cluster's maintenance window and exclusions as they are: without them the first update removes them (the
+    program's none), and the slices are open to node upgrades that restart them. A daily window and exclusions with
+    an end time are `cluster.maintenance` (components/gke_cluster.py writes them back the same); anything else (a
+    recurring window, an exclusion until end of support as Cluster Toolkit's gke-tpu-v6e sets) is kept whole."""
+    window = (cluster.get("maintenancePolicy") or {}).get("window") or {}
+    if not window:
+        return []
+    name = str(cluster["name"])
+    daily = (window.get("dailyMaintenanceWindow") or {}).get("startTime")
+    exclusions = []
+    mappable = bool(daily) and not window.get("recurringWindow")
+    for key, exclusion in sorted((window.get("maintenanceExclusions") or {}).items()):
+        options = exclusion.get("maintenanceExclusionOptions") or {}
+        if options.get("endTimeBehavior") or not exclusion.get("endTime"):
+            mappable = False
+        exclusions.append(
+            {"name": key, "startTime": exclusion.get("startTime"), "endTime": exclusion.get("endTime"),
+             "scope": options.get("scope", "NO_UPGRADES")}
+        )  # fmt: skip
+    if mappable:
+        cluster_config["maintenance"] = {"dailyStartTime": daily, **({"exclusions": exclusions} if exclusions else {})}
+        return [Finding("kept", f"cluster {name}: its maintenance window and exclusions (cluster.maintenance)")]
+    keep.append("maintenancePolicy")
+    names = ", ".join(e["name"] for e in exclusions) or "none"
+    return [
+        Finding(
+            "kept",
+            f"cluster {name}: maintenance window and exclusions ({names}) kept as they are (cluster.adopted.keep: "
+            "[maintenancePolicy]): tpu-stack's cluster.maintenance cannot say them (a recurring window, or an "
+            "exclusion until end of support), and removing them would open the slices to node upgrades",
+        )
+    ]
+
+
 def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Adoption:
     """The cluster in tpu-stack's config, and what adopt finds it cannot take (each a line of the report)."""
     cluster = saved.cluster
@@ -420,6 +455,7 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         )
     if (cluster.get("networkConfig") or {}).get("enableMultiNetworking"):
         keep_cluster.append("enableMultiNetworking")
+    findings += _maintenance(cluster, cluster_config, keep_cluster)
 
     system = None
     tpu_pools: list[Mapping[str, Any]] = []

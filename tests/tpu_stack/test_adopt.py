@@ -340,3 +340,57 @@ def test_the_cli_writes_the_policy_config_and_names_it_in_the_preview_command(tm
 
     assert first["until"] == (datetime.now(UTC).date() + timedelta(days=30)).isoformat()
     assert f"--policy-config {tmp_path / 'adopt' / 'policy-config.json'}" in out.getvalue()
+
+
+# The API's form of Cluster Toolkit's gke-tpu-v6e policy (modules/scheduler/gke-cluster/main.tf maintenance_policy,
+# the blueprint's maintenance_exclusions): a daily window at 09:00 and an exclusion until the version's end of support.
+TOOLKIT_EXCLUSION = {
+    "startTime": "2025-12-01T00:00:00Z",
+    "endTime": "2026-10-01T00:00:00Z",
+    "maintenanceExclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"},
+}
+
+
+def _with_maintenance(tmp_path: Path, policy: dict[str, Any]) -> adopt.Adoption:
+    saved = read_existing(ADOPT_DIR / "toolkit-v6e")
+    saved.cluster["maintenancePolicy"] = policy
+    return adopt.interpret(saved, stack="toolkit-v6e")
+
+
+def test_a_maintenance_exclusion_until_end_of_support_is_kept_not_removed(tmp_path: Path) -> None:
+    policy = {
+        "window": {
+            "dailyMaintenanceWindow": {"startTime": "09:00", "duration": "PT4H0M0S"},
+            "maintenanceExclusions": {"no-minor-or-node-upgrades-indefinite": TOOLKIT_EXCLUSION},
+        }
+    }
+    adoption = _with_maintenance(tmp_path, policy)
+    # tpu-stack's exclusions have an end time and no end-time behaviour: the whole policy stays as GKE has it.
+    assert "maintenancePolicy" in adoption.config["tpu-stack:cluster"]["adopted"]["keep"]
+    assert any("maintenancePolicy" in f.line and f.kind == "kept" for f in adoption.findings)
+    outcome = adopt.plan(adoption)
+    cluster = next(v for v in outcome.verdicts if v.type == "gcp:container/cluster:Cluster")
+    assert not [c.path for c in cluster.changes if c.path.startswith("maintenancePolicy")]
+
+
+def test_a_daily_window_and_a_dated_exclusion_map_to_cluster_maintenance(tmp_path: Path) -> None:
+    exclusion = {
+        "startTime": "2026-06-01T00:00:00Z",
+        "endTime": "2026-07-01T00:00:00Z",
+        "maintenanceExclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES"},
+    }
+    policy = {
+        "window": {
+            "dailyMaintenanceWindow": {"startTime": "03:00", "duration": "PT4H0M0S"},
+            "maintenanceExclusions": {"campaign": exclusion},
+        }
+    }
+    adoption = _with_maintenance(tmp_path, policy)
+    assert adoption.config["tpu-stack:cluster"]["maintenance"] == {
+        "dailyStartTime": "03:00",
+        "exclusions": [
+            {"name": "campaign", "startTime": "2026-06-01T00:00:00Z", "endTime": "2026-07-01T00:00:00Z",
+             "scope": "NO_MINOR_OR_NODE_UPGRADES"}
+        ],
+    }  # fmt: skip
+    assert "maintenancePolicy" not in adoption.config["tpu-stack:cluster"]["adopted"].get("keep", [])
