@@ -829,6 +829,7 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
         lines += ["", "Created by the first `pulumi up` (the stack has them, the cluster does not):"]
         lines += [f"  + {r['type']} {r['name']}" for r in created]
     lines += takeover.lines(plan_, adoption.stack)
+    lines += retire_lines(adoption.existing)
     for kind, title in (
         ("refused", "Refused (would replace; the config that keeps it is written) or not adoptable:"),
         ("kept", "Kept as they are:"),
@@ -858,6 +859,32 @@ def exceptions_lines(exceptions: Mapping[str, list[dict[str, str]]], path: Path)
             "off the default account)"
         )
     return "\n".join(lines) + "\n"
+
+
+def retire_lines(existing: Existing) -> list[str]:
+    """How the tool that made the cluster stops acting on it (docs/adopt.md, Retire the old tool): told apart by the
+    labels each gives the cluster (xpk 1.16.0 commands/cluster.py `gke_product_type=xpk`; Cluster Toolkit's
+    `ghpc_*` labels)."""
+    labels = existing.cluster.get("resourceLabels") or {}
+    name = existing.name
+    if labels.get("gke_product_type") == "xpk":
+        return [
+            "",
+            "Retire xpk's control of the cluster (docs/adopt.md, Retire the old tool):",
+            "  - `xpk workload create|list|delete` keep working; do not run `xpk cluster create`, `xpk cluster adapt` or "
+            "`xpk cluster delete` against it (they re-apply xpk's Kueue objects, re-create pools, delete the cluster)",
+            f"  - default/{name}-resources-configmap and default/{name}-metadata-configmap: kept for `xpk workload "
+            "create`; update or delete them when the stack changes the slices",
+        ]
+    if any(key.startswith("ghpc_") for key in labels):
+        return [
+            "",
+            "Retire Cluster Toolkit's control of the cluster (docs/adopt.md, Retire the old tool):",
+            "  - back up the deployment's Terraform state, then for the cluster, its node pools and the Kueue and JobSet "
+            "releases: terraform -chdir=<deployment>/primary state rm <address> (state list names them)",
+            "  - never `gcluster destroy` or `terraform destroy` that deployment again: its state would delete them",
+        ]
+    return []
 
 
 def protected_lines(stack: str, found: Sequence[Verdict]) -> list[str]:

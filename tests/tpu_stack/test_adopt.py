@@ -394,3 +394,10 @@ def test_a_daily_window_and_a_dated_exclusion_map_to_cluster_maintenance(tmp_pat
         ],
     }  # fmt: skip
     assert "maintenancePolicy" not in adoption.config["tpu-stack:cluster"]["adopted"].get("keep", [])
+
+
+def test_the_report_says_how_to_retire_the_tool_that_made_the_cluster(xpk: Adopted) -> None:
+    assert "do not run `xpk cluster create`, `xpk cluster adapt` or `xpk cluster delete`" in xpk.report
+    assert "default/xpk-ms-resources-configmap" in xpk.report and "default/xpk-ms-metadata-configmap" in xpk.report
+    toolkit = adopted("toolkit-v6e").report
+    assert "terraform -chdir=<deployment>/primary state rm" in toolkit and "never `gcluster destroy`" in toolkit
