@@ -871,8 +871,9 @@ def retire_lines(existing: Existing) -> list[str]:
         return [
             "",
             "Retire xpk's control of the cluster (docs/adopt.md, Retire the old tool):",
-            "  - `xpk workload create|list|delete` keep working; do not run `xpk cluster create`, `xpk cluster adapt` or "
-            "`xpk cluster delete` against it (they re-apply xpk's Kueue objects, re-create pools, delete the cluster)",
+            "  - `xpk workload create|list|delete` keep working; do not run `xpk cluster create`, "
+            "`xpk cluster adapt` or `xpk cluster delete` against it (they re-apply xpk's Kueue objects, re-create "
+            "pools, delete the cluster)",
             f"  - default/{name}-resources-configmap and default/{name}-metadata-configmap: kept for `xpk workload "
             "create`; update or delete them when the stack changes the slices",
         ]
@@ -880,8 +881,8 @@ def retire_lines(existing: Existing) -> list[str]:
         return [
             "",
             "Retire Cluster Toolkit's control of the cluster (docs/adopt.md, Retire the old tool):",
-            "  - back up the deployment's Terraform state, then for the cluster, its node pools and the Kueue and JobSet "
-            "releases: terraform -chdir=<deployment>/primary state rm <address> (state list names them)",
+            "  - back up the deployment's Terraform state, then for the cluster, its node pools and the Kueue and "
+            "JobSet releases: terraform -chdir=<deployment>/primary state rm <address> (state list names them)",
             "  - never `gcluster destroy` or `terraform destroy` that deployment again: its state would delete them",
         ]
     return []

@@ -123,7 +123,8 @@ def test_the_report_lists_imports_changes_takeovers_and_the_first_up(xpk: Adopte
 
 def test_the_report_names_the_protected_urns_and_how_to_let_one_go(xpk: Adopted) -> None:
     report = xpk.report
-    pool = "urn:pulumi:xpk-multislice::tpu-stack::tpu-stack:index:TpuSlicePools$gcp:container/nodePool:NodePool::xpk-ms-np-3"
+    stack = "urn:pulumi:xpk-multislice::tpu-stack::"
+    pool = f"{stack}tpu-stack:index:TpuSlicePools$gcp:container/nodePool:NodePool::xpk-ms-np-3"
     cluster = "urn:pulumi:xpk-multislice::tpu-stack::tpu-stack:index:GkeCluster$gcp:container/cluster:Cluster::xpk-ms"
     assert f"  pulumi state unprotect --stack xpk-multislice '{pool}'" in report
     assert f"  pulumi state unprotect --stack xpk-multislice '{cluster}'" in report
