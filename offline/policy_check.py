@@ -99,8 +99,23 @@ def settings(
                     raise PolicyConfigError(f"{policy.name}: unknown config property {key!r}")
         elif entry is not None:
             raise PolicyConfigError(f"{policy.name}: expected a level or a mapping, got {entry!r}")
+        _validate(policy.name, schema, properties)
         resolved[policy.name] = (level, properties)
     return resolved
+
+
+def _validate(name: str, schema: Mapping[str, Any], properties: Mapping[str, Any]) -> None:
+    """The policy's config against its schema, as the CLI checks it before the pack runs (JSON Schema: pulumi/pulumi
+    pkg/resource/analyzer/config.go validatePolicyConfig, gojsonschema over {"type": "object", "properties": ...})."""
+    import jsonschema
+
+    if not schema:
+        return
+    validator = jsonschema.Draft7Validator({"type": "object", "properties": dict(schema)})
+    errors = sorted(validator.iter_errors(dict(properties)), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = ".".join(str(part) for part in errors[0].absolute_path)
+        raise PolicyConfigError(f"{name}: {where}: {errors[0].message}")
 
 
 def _with_unknowns(value: Any) -> Any:

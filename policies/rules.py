@@ -18,6 +18,7 @@ from guardrails.cluster import (
     validate_project_apis_stay_on,
 )
 from guardrails.gke import (
+    ADOPTED_POOL_EXCEPTIONS_SCHEMA,
     REQUIRED_LABELS_SCHEMA,
     validate_auto_upgrade,
     validate_cluster_network,
@@ -96,12 +97,14 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         name="workload-identity",
         description="The cluster has a workload pool and every node pool serves the GKE metadata server.",
         validate=validate_workload_identity,
+        config_schema=ADOPTED_POOL_EXCEPTIONS_SCHEMA,
         enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(
         name="no-default-compute-service-account",
         description="Nodes run as a dedicated service account, not the Compute Engine default one.",
         validate=validate_node_service_account,
+        config_schema=ADOPTED_POOL_EXCEPTIONS_SCHEMA,
         enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(

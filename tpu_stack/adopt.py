@@ -17,6 +17,7 @@ written. What cannot be adopted at all is named, never dropped.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import shutil
@@ -169,7 +170,7 @@ def _api_name(url: str) -> str:
 @dataclass
 class Finding:
     kind: str
-    """refused | not-adopted | kept"""
+    """refused | not-adopted | kept | opt-in"""
     line: str
 
 
@@ -270,11 +271,32 @@ KEEP_BY_FLAG = {
         (p.get("config") or {}).get("diskType") not in (None, "pd-standard", "pd-balanced")
     ),
     "nodeConfig.diskSizeGb": lambda p: (p.get("config") or {}).get("diskSizeGb") not in (None, 100),
+    "nodeConfig.workloadMetadataConfig": lambda p: (
+        ((p.get("config") or {}).get("workloadMetadataConfig") or {}).get("mode") != "GKE_METADATA"
+    ),
+    "upgradeSettings": lambda p: bool(p.get("upgradeSettings")),
 }
 """Settings tpu-stack does not model that a pool may carry: kept as they are (adopted.keep), each named in the
 report. gVNIC, host maintenance, COMPACT placement and max pods per node: xpk's node pool flags (xpk 1.16.0
 core/nodepool.py); additional networks, disk type and size, the TPU taint, sysctls: Cluster Toolkit's
-modules/compute/gke-node-pool/main.tf."""
+modules/compute/gke-node-pool/main.tf. The metadata mode and the upgrade settings are kept as found and offered as
+opt-ins (OPT_INS): a running slice changes only when its team asks."""
+
+OPT_INS = {
+    "nodeConfig.workloadMetadataConfig": (
+        "Workload Identity's metadata server (GKE_METADATA) on {pools}, found {found}: opt in by removing "
+        "nodeConfig.workloadMetadataConfig from tpuPools[{index}].adopted.keep, then `pulumi up --target` one pool's "
+        "URN at a time between runs: the change re-creates the pool's nodes (so third-party accounts of GKE; not "
+        "found in Google's docs), and pods off the host network lose the node account's tokens (xpk's JobSets run "
+        "on the host network and keep them)"
+    ),
+    "upgradeSettings": (
+        "the stack's upgrade settings on {pools}, found {found}: opt in by removing upgradeSettings from "
+        "tpuPools[{index}].adopted.keep (a reserved slice then upgrades with no surge VM and all its VMs at once, "
+        "which a reservation without a spare VM needs; do it between runs)"
+    ),
+}
+"""Hardened settings the first `up` leaves as found on adopted slices, with the change that opts in."""
 
 
 def _network(
@@ -363,6 +385,41 @@ def _network(
     return findings
 
 
+def _maintenance(cluster: Mapping[str, Any], cluster_config: dict[str, Any], keep: list[str]) -> list[Finding]:
+    """The cluster's maintenance window and exclusions as they are: without them the first update removes them (the
+    program's none), and the slices are open to node upgrades that restart them. A daily window and exclusions with
+    an end time are `cluster.maintenance` (components/gke_cluster.py writes them back the same); anything else (a
+    recurring window, an exclusion until end of support as Cluster Toolkit's gke-tpu-v6e sets) is kept whole."""
+    window = (cluster.get("maintenancePolicy") or {}).get("window") or {}
+    if not window:
+        return []
+    name = str(cluster["name"])
+    daily = (window.get("dailyMaintenanceWindow") or {}).get("startTime")
+    exclusions = []
+    mappable = bool(daily) and not window.get("recurringWindow")
+    for key, exclusion in sorted((window.get("maintenanceExclusions") or {}).items()):
+        options = exclusion.get("maintenanceExclusionOptions") or {}
+        if options.get("endTimeBehavior") or not exclusion.get("endTime"):
+            mappable = False
+        exclusions.append(
+            {"name": key, "startTime": exclusion.get("startTime"), "endTime": exclusion.get("endTime"),
+             "scope": options.get("scope", "NO_UPGRADES")}
+        )  # fmt: skip
+    if mappable:
+        cluster_config["maintenance"] = {"dailyStartTime": daily, **({"exclusions": exclusions} if exclusions else {})}
+        return [Finding("kept", f"cluster {name}: its maintenance window and exclusions (cluster.maintenance)")]
+    keep.append("maintenancePolicy")
+    names = ", ".join(e["name"] for e in exclusions) or "none"
+    return [
+        Finding(
+            "kept",
+            f"cluster {name}: maintenance window and exclusions ({names}) kept as they are (cluster.adopted.keep: "
+            "[maintenancePolicy]): tpu-stack's cluster.maintenance cannot say them (a recurring window, or an "
+            "exclusion until end of support), and removing them would open the slices to node upgrades",
+        )
+    ]
+
+
 def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Adoption:
     """The cluster in tpu-stack's config, and what adopt finds it cannot take (each a line of the report)."""
     cluster = saved.cluster
@@ -398,6 +455,7 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         )
     if (cluster.get("networkConfig") or {}).get("enableMultiNetworking"):
         keep_cluster.append("enableMultiNetworking")
+    findings += _maintenance(cluster, cluster_config, keep_cluster)
 
     system = None
     tpu_pools: list[Mapping[str, Any]] = []
@@ -507,6 +565,10 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
                     f"(tpuPools[{len(pool_configs)}].adopted.keep: {path})",
                 )
             )
+            if path in OPT_INS:
+                found = _found(first, path)
+                text = OPT_INS[path].format(pools=_span(names), found=found, index=len(pool_configs))
+                findings.append(Finding("opt-in", text))
         pool_configs.append(entry)
 
     queues, kube_findings = _queues(saved.objects, pool_configs)
@@ -519,6 +581,13 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         "tpu-stack:queues": queues,
     }
     return Adoption(stack, project, region, config, saved, findings)
+
+
+def _found(pool: Mapping[str, Any], path: str) -> str:
+    if path == "upgradeSettings":
+        return show_value(pool.get("upgradeSettings"))
+    mode = ((pool.get("config") or {}).get("workloadMetadataConfig") or {}).get("mode")
+    return str(mode or "unset")
 
 
 def _max_pods(pool: Mapping[str, Any]) -> dict[str, int]:
@@ -755,13 +824,16 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
     )
     lines += ["", "Imported by the first `pulumi up` (cluster.adopted.imports), then updated in place:"]
     lines += imported.lines(found)
+    lines += protected_lines(adoption.stack, found)
     if created:
         lines += ["", "Created by the first `pulumi up` (the stack has them, the cluster does not):"]
         lines += [f"  + {r['type']} {r['name']}" for r in created]
     lines += takeover.lines(plan_, adoption.stack)
+    lines += retire_lines(adoption.existing)
     for kind, title in (
         ("refused", "Refused (would replace; the config that keeps it is written) or not adoptable:"),
         ("kept", "Kept as they are:"),
+        ("opt-in", "Kept as found; opt in one slice at a time:"),
         ("not-adopted", "Not adopted (outside the stack, left as they are):"),
     ):
         chosen = [f.line for f in adoption.findings if f.kind == kind]
@@ -770,11 +842,147 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(adoption: Adoption, out: Path, stack_file: Path) -> tuple[Outcome, str]:
-    """Write the stack file, what was read (out/existing/) and the report; returns the outcome and the report."""
+def exceptions_lines(exceptions: Mapping[str, list[dict[str, str]]], path: Path) -> str:
+    """The report's account of the dated policy exceptions adopt wrote, and how the real engine is given them."""
+    lines = [
+        "",
+        f"Policy config: {path} (policies/config.json with the adopted pools' dated exceptions); pass it to every "
+        f"preview and up: `--policy-config {path}` offline, `--policy-pack policies --policy-pack-config {path}` with "
+        "pulumi",
+    ]
+    for policy, entries in sorted(exceptions.items()):
+        for entry in entries:
+            lines.append(f"  - {policy}: {entry['nodePool'].rsplit('/', 1)[-1]} until {entry['until']}")
+    if exceptions:
+        lines.append(
+            "  Past its day an exception is a violation again: move the slices first (docs/adopt.md, Moving slices "
+            "off the default account)"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def retire_lines(existing: Existing) -> list[str]:
+    """How the tool that made the cluster stops acting on it (docs/adopt.md, Retire the old tool): told apart by the
+    labels each gives the cluster (xpk 1.16.0 commands/cluster.py `gke_product_type=xpk`; Cluster Toolkit's
+    `ghpc_*` labels)."""
+    labels = existing.cluster.get("resourceLabels") or {}
+    name = existing.name
+    if labels.get("gke_product_type") == "xpk":
+        return [
+            "",
+            "Retire xpk's control of the cluster (docs/adopt.md, Retire the old tool):",
+            "  - `xpk workload create|list|delete` keep working; do not run `xpk cluster create`, "
+            "`xpk cluster adapt` or `xpk cluster delete` against it (they re-apply xpk's Kueue objects, re-create "
+            "pools, delete the cluster)",
+            f"  - default/{name}-resources-configmap and default/{name}-metadata-configmap: kept for `xpk workload "
+            "create`; update or delete them when the stack changes the slices",
+        ]
+    if any(key.startswith("ghpc_") for key in labels):
+        return [
+            "",
+            "Retire Cluster Toolkit's control of the cluster (docs/adopt.md, Retire the old tool):",
+            "  - back up the deployment's Terraform state, then for the cluster, its node pools and the Kueue and "
+            "JobSet releases: terraform -chdir=<deployment>/primary state rm <address> (state list names them)",
+            "  - never `gcluster destroy` or `terraform destroy` that deployment again: its state would delete them",
+        ]
+    return []
+
+
+def protected_lines(stack: str, found: Sequence[Verdict]) -> list[str]:
+    """The imported Google resources, protected whatever the stack's name (components/adoption.py), by URN, with the
+    command that lets one go."""
+    google = [v for v in found if v.type.startswith("gcp:")]
+    if not google:
+        return []
+    return [
+        "",
+        "Protected (`pulumi destroy`, or a slice removed from the config, stops at them). To let one go on purpose, "
+        "unprotect it, then remove it in a change of its own (docs/adopt.md, Letting a slice or the cluster go):",
+        *(f"  pulumi state unprotect --stack {stack} '{v.urn}'" for v in google),
+    ]
+
+
+EXCEPTION_DAYS = 90
+"""How long an adopted pool may keep the Compute Engine default account or its metadata mode (`--exception-days`)."""
+DEFAULT_ACCOUNT = "no-default-compute-service-account"
+WORKLOAD_IDENTITY = "workload-identity"
+
+
+def _default_account(account: Any) -> bool:
+    return account in (None, "", "default") or str(account).endswith("-compute@developer.gserviceaccount.com")
+
+
+def policy_exceptions(
+    adoption: Adoption, outcome: Outcome, *, days: int = EXCEPTION_DAYS, today: datetime.date | None = None
+) -> dict[str, list[dict[str, str]]]:
+    """Policy -> its dated exceptions for the adopted node pools the first `up` leaves as they are: the Compute
+    Engine default account (ForceNew: a dedicated one re-creates the slice), a metadata mode other than
+    GKE_METADATA (kept: turning it on re-creates the nodes). Each names the pool by its GKE ID, as the policy matches
+    it (policies/guardrails/gke.py adopted_pool_exception)."""
+    today = today or datetime.datetime.now(datetime.UTC).date()
+    until = (today + datetime.timedelta(days=days)).isoformat()
+    cluster = adoption.existing.name
+    found: dict[str, list[dict[str, str]]] = {}
+    for record in outcome.resources:
+        if record["type"] != NODE_POOL or not record.get("importId"):
+            continue
+        node_config = (record.get("inputs") or {}).get("nodeConfig") or {}
+        pool = str(record["importId"])
+        if _default_account(node_config.get("serviceAccount")):
+            reason = (
+                f"adopted from {cluster} on {today.isoformat()}; runs as the Compute Engine default account (Editor on "
+                "the project) with the cloud-platform scope; a dedicated account re-creates the slice (ForceNew): move "
+                "its work to a new pool group, then remove it"
+            )
+            found.setdefault(DEFAULT_ACCOUNT, []).append({"nodePool": pool, "reason": reason, "until": until})
+        mode = _existing_mode(adoption.existing, pool.rsplit("/", 1)[-1])
+        if "nodeConfig.workloadMetadataConfig" in _kept_paths(record) and mode != "GKE_METADATA":
+            reason = (
+                f"adopted from {cluster} on {today.isoformat()}; metadata mode {mode or 'unset'} kept: turning on "
+                "the GKE metadata server re-creates the pool's nodes; opt in one slice at a time"
+            )
+            found.setdefault(WORKLOAD_IDENTITY, []).append({"nodePool": pool, "reason": reason, "until": until})
+    return found
+
+
+def _existing_mode(existing: Existing, name: str) -> str | None:
+    pool = next((p for p in existing.node_pools if p.get("name") == name), {})
+    mode = ((pool.get("config") or {}).get("workloadMetadataConfig") or {}).get("mode")
+    return str(mode) if mode else None
+
+
+def _kept_paths(record: Mapping[str, Any]) -> list[str]:
+    return [str(path) for path in record.get("ignoreChanges") or ()]
+
+
+def policy_config(exceptions: Mapping[str, list[dict[str, str]]]) -> dict[str, Any]:
+    """The team's policy config (policies/config.json, its reviewed exceptions kept) with the adopted pools'."""
+    from offline.policy_check import TEAM_CONFIG
+
+    config: dict[str, Any] = json.loads(TEAM_CONFIG.read_text()) if TEAM_CONFIG.is_file() else {}
+    for policy, entries in exceptions.items():
+        entry = config.get(policy)
+        entry = dict(entry) if isinstance(entry, Mapping) else ({"enforcementLevel": entry} if entry else {})
+        entry["exceptions"] = [*(entry.get("exceptions") or []), *entries]
+        config[policy] = entry
+    return config
+
+
+def write(
+    adoption: Adoption,
+    out: Path,
+    stack_file: Path,
+    *,
+    exception_days: int = EXCEPTION_DAYS,
+    today: datetime.date | None = None,
+) -> tuple[Outcome, str]:
+    """Write the stack file, what was read (out/existing/), the policy config with the adopted pools' dated
+    exceptions (out/policy-config.json) and the report; returns the outcome and the report."""
     outcome = plan(adoption)
     out.mkdir(parents=True, exist_ok=True)
-    text = report(adoption, outcome)
+    exceptions = policy_exceptions(adoption, outcome, days=exception_days, today=today)
+    (out / "policy-config.json").write_text(json.dumps(policy_config(exceptions), indent=2) + "\n")
+    text = report(adoption, outcome) + exceptions_lines(exceptions, out / "policy-config.json")
     (out / "report.txt").write_text(text)
     save_existing(adoption.existing, out / "existing")
     header = (

@@ -803,12 +803,15 @@ def cmd_adopt(session: Session) -> int:
     if stack_file.exists() and not args.force:
         raise UsageError(f"{stack_file} exists; pass --force to overwrite it")
     out = args.out or Path("adopt") / args.stack_name
-    _outcome, text = adopt.write(adoption, out, stack_file)
+    _outcome, text = adopt.write(adoption, out, stack_file, exception_days=args.exception_days)
     print(text, file=session.out)
-    print(f"Wrote {stack_file}, {out / 'report.txt'}, {out / 'existing'}/", file=session.out)
+    print(
+        f"Wrote {stack_file}, {out / 'report.txt'}, {out / 'policy-config.json'}, {out / 'existing'}/",
+        file=session.out,
+    )
     print(
         f"Preview it offline: python -m offline preview --stack {args.stack_name} --config {stack_file} "
-        f"--existing {out / 'existing'}",
+        f"--existing {out / 'existing'} --policy-config {out / 'policy-config.json'}",
         file=session.out,
     )
     refused = [f.line for f in adoption.findings if f.kind == "refused"]
@@ -818,6 +821,12 @@ def cmd_adopt(session: Session) -> int:
 
 
 # ---- parsing --------------------------------------------------------------------------------------------------
+
+
+def _positive_days(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 365:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of days from 1 to 365")
+    return int(value)
 
 
 def _instant(value: str) -> datetime:
@@ -954,6 +963,8 @@ def parser() -> argparse.ArgumentParser:
     take.add_argument("--stack-dir", type=Path, default=Path(), metavar="DIR", help="where Pulumi.STACK.yaml goes")
     take.add_argument("--out", type=Path, metavar="DIR", help="report and what was read (default adopt/STACK)")
     take.add_argument("--force", action="store_true", help="overwrite an existing Pulumi.STACK.yaml")
+    take.add_argument("--exception-days", type=_positive_days, default=90, metavar="N",
+                      help="days the adopted pools' policy exceptions last (default 90; docs/adopt.md)")  # fmt: skip
     take.set_defaults(run=cmd_adopt)
     return main
 

@@ -4,10 +4,13 @@ node auto-upgrade and the labels of labelled GCP resources.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import (
+    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
@@ -208,6 +211,67 @@ def validate_single_zone(args: ResourceValidationArgs, report: ReportViolation) 
         say(report, f"multi-host TPU pool spans {len(zones) or 'all cluster'} zones: set nodeLocations to one zone")
 
 
+MIGRATE = "docs/adopt.md#moving-slices-off-the-default-account"
+POOL_ID = r"^projects/[^/]+/locations/[^/]+/clusters/[^/]+/nodePools/[^/]+$"
+ADOPTED_POOL_EXCEPTIONS_SCHEMA = PolicyConfigSchema(
+    properties={
+        "exceptions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "nodePool": {"type": "string", "pattern": POOL_ID},
+                    "reason": {"type": "string", "minLength": 1},
+                    "until": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+                },
+                "required": ["nodePool", "reason", "until"],
+                "additionalProperties": False,
+            },
+            "default": [],
+            "description": "Adopted node pools (projects/P/locations/L/clusters/C/nodePools/N) excused until a day "
+            "(YYYY-MM-DD), each with its reason; `tpu-stack adopt` writes them",
+        }
+    }
+)
+"""An adopted cluster's node pools that keep what xpk or Cluster Toolkit gave them (the default account, the
+metadata mode) for a while: a change of either re-creates the slice or its nodes. Matched on the pool's own identity
+(project, location, cluster and name in its props), so a new pool with the same setting is still a violation."""
+
+
+def _pool_id(props: Mapping[str, Any]) -> str | None:
+    try:
+        parts = [prop(props, key) for key in ("project", "location", "cluster", "name")]
+    except UnknownValueError:
+        return None  # not known before the cluster exists: no adopted pool's
+    if not all(isinstance(part, str) and part for part in parts):
+        return None
+    project, location, cluster, name = parts
+    return f"projects/{project}/locations/{location}/clusters/{cluster.rsplit('/', 1)[-1]}/nodePools/{name}"
+
+
+def adopted_pool_exception(args: ResourceValidationArgs, problem: str) -> str | None:
+    """`problem` as the violation to report for this node pool: None while an exception names the pool and its day
+    has not passed; past its day, the exception's own expiry."""
+    entries = args.get_config().get("exceptions")
+    pool = _pool_id(args.props) if args.resource_type == NODE_POOL else None
+    if pool is None or not isinstance(entries, Sequence) or isinstance(entries, str):
+        return problem
+    for entry in entries:
+        if (
+            not isinstance(entry, Mapping)
+            or entry.get("nodePool") != pool
+            or not str(entry.get("reason") or "").strip()
+        ):
+            continue
+        until = str(entry.get("until") or "")
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", until):
+            return problem
+        if datetime.date.fromisoformat(until) >= datetime.datetime.now(datetime.UTC).date():
+            return None
+        return f"exception for node pool {pool} expired {until}; migrate it ({MIGRATE}): {problem}"
+    return problem
+
+
 def validate_workload_identity(args: ResourceValidationArgs, report: ReportViolation) -> None:
     """Pods reach Google APIs as their Kubernetes service account, never as the node."""
     props = args.props
@@ -222,7 +286,10 @@ def validate_workload_identity(args: ResourceValidationArgs, report: ReportViola
     elif args.resource_type == NODE_POOL:
         mode = prop(props, "nodeConfig.workloadMetadataConfig.mode")
         if mode != GKE_METADATA:
-            say(report, f"set nodeConfig.workloadMetadataConfig.mode to {GKE_METADATA} (found {mode!r})")
+            problem = f"set nodeConfig.workloadMetadataConfig.mode to {GKE_METADATA} (found {mode!r})"
+            reported = adopted_pool_exception(args, problem)
+            if reported:
+                say(report, reported)
 
 
 def _service_account_problem(props: Mapping[str, Any], path: str) -> str | None:
@@ -250,8 +317,9 @@ def validate_node_service_account(args: ResourceValidationArgs, report: ReportVi
     else:
         return
     problem = _service_account_problem(props, path)
-    if problem:
-        say(report, problem)
+    reported = adopted_pool_exception(args, problem) if problem else None
+    if reported:
+        say(report, reported)
 
 
 def validate_cluster_network(args: ResourceValidationArgs, report: ReportViolation) -> None:

@@ -31,6 +31,24 @@ def test_the_listed_resources_and_only_they_are_imported(run: StackRunner) -> No
     assert plan.one(NODE_POOL, "tpu-0")["importId"] is None
 
 
+def test_imported_google_resources_are_protected_in_any_stack(run: StackRunner) -> None:
+    # `pulumi import` protects what it imports unless told not to (pulumi/pulumi pkg/cmd/pulumi/operations/import.go,
+    # --protect defaults to true); adoption does the same for what holds capacity, whatever the stack's name.
+    pool_id = "projects/proj-1234/locations/us-central1/clusters/c/nodePools/tpu-1"
+    namespace = {"type": "kubernetes:core/v1:Namespace", "name": "kueue-namespace", "id": "kueue-system"}
+    cluster = {
+        "type": "gcp:container/cluster:Cluster",
+        "name": "c",
+        "id": "projects/proj-1234/locations/us-central1/clusters/c",
+    }
+    plan = run(_adopted([{"type": NODE_POOL, "name": "tpu-1", "id": pool_id}, cluster, namespace]))
+    assert plan.one(NODE_POOL, "tpu-1")["protect"] is True
+    assert plan.one("gcp:container/cluster:Cluster", "c")["protect"] is True
+    # Not imported: the stack's own, as any dev stack's. retainOnDelete stays off: a refused delete, not an orphan.
+    assert plan.one(NODE_POOL, "tpu-0")["protect"] is False
+    assert plan.one(NODE_POOL, "tpu-1")["retainOnDelete"] is False
+
+
 def test_a_stack_without_imports_imports_nothing(run: StackRunner) -> None:
     plan = run({"tpu-stack:tpuPools": [POOL]})
     assert not [r for r in plan.resources if r["importId"]]

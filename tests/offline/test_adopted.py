@@ -71,6 +71,62 @@ def test_every_existing_resource_is_imported_and_none_replaced(name: str) -> Non
     assert found.plan["adoption"]["judged"] is True
     assert f"= {len(EXPECTED_IMPORTS[name])} to import" in found.preview
     assert "refused:" not in found.preview
+    assert found.code == 0, found.preview  # no mandatory violation with the policy config adopt wrote
+
+
+def test_an_xpk_stack_fails_its_preview_without_the_exceptions_adopt_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = adopted("xpk-multislice")
+    args = [
+        "preview",
+        "--stack",
+        "xpk-multislice",
+        "--config",
+        str(found.stack_file),
+        "--existing",
+        str(found.existing),
+    ]
+    assert cli.main([*args, "--out", str(tmp_path / "b"), "--policy-config", "policies/config.json"]) == 1
+    assert "[mandatory] no-default-compute-service-account" in capsys.readouterr().out
+
+
+def test_the_exceptions_name_each_adopted_default_account_pool_for_90_days() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    found = adopted("xpk-multislice")
+    config = json.loads(found.policy_config.read_text())
+    # The team's own exceptions stay: the file is policies/config.json with the adopted pools added.
+    team = json.loads(Path("policies/config.json").read_text())
+    assert config["images-by-digest"] == team["images-by-digest"]
+    entries = config["no-default-compute-service-account"]["exceptions"]
+    day = (datetime.now(UTC).date() + timedelta(days=90)).isoformat()
+    assert [(e["nodePool"], e["until"]) for e in entries] == [
+        (f"projects/tpu-proj/locations/us-east5/clusters/xpk-ms/nodePools/xpk-ms-np-{i}", day) for i in range(4)
+    ]
+    assert all("Compute Engine default account" in e["reason"] and "xpk-ms" in e["reason"] for e in entries)
+    # Cluster Toolkit's pools run as the blueprint's own account: nothing to excuse.
+    toolkit = json.loads(adopted("toolkit-v6e").policy_config.read_text())
+    assert "no-default-compute-service-account" not in toolkit
+
+
+def test_a_new_pool_group_on_the_default_account_still_fails_with_the_exceptions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = adopted("xpk-multislice")
+
+    def second_group(config: dict[str, Any]) -> None:
+        group = {**config["tpu-stack:tpuPools"][0], "name": "more", "slices": 1, "accelerator": "v5litepod-8"}
+        group["adopted"] = {"serviceAccount": "default", "oauthScopes": group["adopted"]["oauthScopes"]}
+        config["tpu-stack:tpuPools"].append(group)
+
+    path = _stack_with(found, tmp_path, second_group)
+    args = ["preview", "--stack", "xpk-multislice", "--config", str(path), "--existing", str(found.existing)]
+    code = cli.main([*args, "--out", str(tmp_path / "b"), "--policy-config", str(found.policy_config)])
+    assert code == 1
+    plan = json.loads((tmp_path / "b" / "plan.json").read_text())
+    flagged = [v["urn"].rsplit("::", 1)[1] for v in plan["violations"] if v["level"] == "mandatory"]
+    assert flagged == ["more-0"], flagged  # the new group's pool only: the adopted four keep their exceptions
 
 
 @pytest.mark.parametrize("name", ADOPTED_CLUSTERS)
@@ -86,11 +142,22 @@ def test_the_preview_marks_each_import_and_lists_its_changes(name: str) -> None:
     assert "      ~ controlPlaneEndpointsConfig.ipEndpointsConfig.enabled: true -> false" in found.preview
 
 
-def test_xpk_nodes_get_workload_identity_in_place() -> None:
+def test_xpk_slices_keep_their_metadata_mode_and_upgrade_settings_as_found() -> None:
+    # Turning on the GKE metadata server re-creates a pool's nodes, through its upgrade settings; the stack's
+    # upgrade settings take the whole slice down at once. Both stay as found; each is an opt-in of the report.
     found = adopted("xpk-multislice")
-    pool = next(r for r in _imported(found.plan) if r["name"] == "xpk-ms-np-0")
-    change = next(c for c in pool["import"]["changes"] if c["path"] == "nodeConfig.workloadMetadataConfig.mode")
-    assert (change["old"], change["new"], change["replaces"]) == (None, "GKE_METADATA", False)
+    for pool in (r for r in _imported(found.plan) if r["type"] == NODE_POOL):
+        paths = [c["path"] for c in pool["import"]["changes"]]
+        assert not [p for p in paths if p.startswith(("nodeConfig.workloadMetadataConfig", "upgradeSettings"))], paths
+    kept = found.adoption.config["tpu-stack:tpuPools"][0]["adopted"]["keep"]
+    assert "nodeConfig.workloadMetadataConfig" in kept and "upgradeSettings" in kept
+    opt_in = [line for line in found.report.splitlines() if line.startswith("  - ") and "opt in" in line]
+    assert len(opt_in) == 2, opt_in
+    assert "xpk-ms-np-0 .. xpk-ms-np-3" in opt_in[0] and "re-creates" in opt_in[0]
+    # The real engine shows the pack the kept (old) mode (step_generator.go processIgnoreChanges before analyzeAll):
+    # workload-identity gets a dated exception per kept pool too.
+    policy = json.loads(found.policy_config.read_text())
+    assert len(policy["workload-identity"]["exceptions"]) == 4
 
 
 def test_kueue_objects_applied_over_as_they_are_change_nothing() -> None:
@@ -247,3 +314,88 @@ def test_toolkit_private_nodes_keep_their_peering_range_and_their_network_egress
     [rule] = [r for r in found.plan["resources"] if r["type"] == "gcp:compute/firewall:Firewall"]
     assert rule["inputs"]["targetServiceAccounts"] == ["gke-np-sa@tpu-proj.iam.gserviceaccount.com"]
     assert rule["inputs"]["sourceRanges"] == ["192.168.0.0/18", "10.4.0.0/14", "172.16.0.32/28"]
+
+
+@pytest.mark.parametrize("name", ADOPTED_CLUSTERS)
+def test_every_imported_google_resource_is_protected(name: str) -> None:
+    # Whatever the stack's name (none of the fixtures' is prod): `pulumi import` protects by default, and so does adopt.
+    found = adopted(name)
+    google = [r for r in _imported(found.plan) if r["type"].startswith("gcp:")]
+    assert {r["type"] for r in google} == {CLUSTER, NODE_POOL}
+    assert [r["name"] for r in google if r["protect"] is not True] == []
+    assert [r["name"] for r in google if r["retainOnDelete"]] == []
+    # The preview says so: each imported pool's description line (under its row) ends in [protect].
+    lines = found.preview.splitlines()
+    for pool in (r["name"] for r in google if r["type"] == NODE_POOL):
+        row = next(i for i, line in enumerate(lines) if line.startswith("  = container:NodePool") and pool in line)
+        assert lines[row + 1].endswith("[protect]"), pool
+
+
+def _stack_records(found: Any, edit: Any) -> list[dict[str, Any]]:
+    from components.config import load
+    from offline.engine import _engine_config, run_program
+
+    data = yaml.safe_load(found.stack_file.read_text())["config"]
+    edit(data)
+    minor = load(_engine_config(data), stack="xpk-multislice").cluster.kubernetes_minor
+    return run_program(data, stack="xpk-multislice", kubernetes_version=minor).resources
+
+
+def test_destroying_an_adopted_stack_refuses_at_the_slices_until_unprotected() -> None:
+    from offline.lifecycle import transition
+    from tests.lifecycle.catalogue import CATALOGUE
+
+    found = adopted("xpk-multislice")
+    state = found.plan["resources"]
+    destroyed = transition(state, [], CATALOGUE)
+    refused = {s.name for s in destroyed.of("refuse")}
+    assert {"xpk-ms", "xpk-ms-np-0", "xpk-ms-np-1", "xpk-ms-np-2", "xpk-ms-np-3"} <= refused
+    assert not {"xpk-ms", "xpk-ms-np-0"} & {s.name for s in destroyed.of("delete")}
+
+    # One slice let go on purpose: `pulumi state unprotect` of its URN, then slices 4 -> 3 and its import entry gone.
+    def three_slices(config: dict[str, Any]) -> None:
+        config["tpu-stack:tpuPools"][0]["slices"] = 3
+        imports = config["tpu-stack:cluster"]["adopted"]["imports"]
+        config["tpu-stack:cluster"]["adopted"]["imports"] = [i for i in imports if i["name"] != "xpk-ms-np-3"]
+
+    smaller = _stack_records(found, three_slices)
+    refused_first = transition(state, smaller, CATALOGUE)
+    assert [s.name for s in refused_first.of("refuse")] == ["xpk-ms-np-3"]
+    unprotected = [{**r, "protect": False} if r["name"] == "xpk-ms-np-3" else r for r in state]
+    released = transition(unprotected, smaller, CATALOGUE)
+    assert released.refused == [] and released.names("delete") == ["xpk-ms-np-3"]
+
+
+def test_moving_slices_off_the_default_account_previews_clean(tmp_path: Path) -> None:
+    """docs/adopt.md, Moving slices off the default account, step 1 on xpk's four reserved slices: the last one given
+    back (unprotected first), the group drained, a new group of one slice on the stack's node account."""
+    found = adopted("xpk-multislice")
+
+    def step_one(config: dict[str, Any]) -> None:
+        old = config["tpu-stack:tpuPools"][0]
+        new = {k: v for k, v in old.items() if k not in ("adopted", "maxPodsPerNode")}
+        new.update(name="xpk-ms-v2", slices=1, zoneUnlisted=True)
+        old.update(slices=3, drain=True)
+        config["tpu-stack:tpuPools"].append(new)
+        gone = ("xpk-ms-np-3", "queues-resourceflavor-4xv5litepod-16")  # the slice, and the flavor the drain drops
+        adopted_ = config["tpu-stack:cluster"]["adopted"]
+        adopted_["imports"] = [i for i in adopted_["imports"] if i["name"] not in gone]
+
+    path = _stack_with(found, tmp_path, step_one)
+    policy = json.loads(found.policy_config.read_text())
+    entries = policy["no-default-compute-service-account"]["exceptions"]
+    policy["no-default-compute-service-account"]["exceptions"] = [e for e in entries if "np-3" not in e["nodePool"]]
+    (tmp_path / "policy.json").write_text(json.dumps(policy))
+    args = ["preview", "--stack", "xpk-multislice", "--config", str(path), "--existing", str(found.existing)]
+    code = cli.main([*args, "--out", str(tmp_path / "b"), "--policy-config", str(tmp_path / "policy.json")])
+    plan = json.loads((tmp_path / "b" / "plan.json").read_text())
+    pools = {r["name"]: r for r in plan["resources"] if r["type"] == NODE_POOL}
+    assert code == 0, [v["message"] for v in plan["violations"] if v["level"] == "mandatory"]
+    assert sorted(pools) == ["xpk-ms-np-0", "xpk-ms-np-1", "xpk-ms-np-2", "xpk-ms-system", "xpk-ms-v2-0"]
+    new = pools["xpk-ms-v2-0"]
+    assert new["importId"] is None
+    assert new["inputs"]["nodeConfig"]["serviceAccount"] == "xpk-ms-nodes@tpu-proj.iam.gserviceaccount.com"
+    assert new["inputs"]["nodeConfig"]["reservationAffinity"]["values"] == ["tpu-res"]
+    # The kept slices are still imported and replaced by nothing.
+    assert all(pools[f"xpk-ms-np-{i}"]["import"]["existing"] for i in range(3))
+    assert not [c for i in range(3) for c in pools[f"xpk-ms-np-{i}"]["import"]["changes"] if c["replaces"]]

@@ -132,6 +132,8 @@ def test_the_analyzer_server_reports_every_policy_and_its_config_schema(rules: M
         "cluster-network": {"protectedStacks"},
         "required-labels": {"requiredLabels"},
         "images-by-digest": {"protectedStacks", "exceptions"},
+        "workload-identity": {"exceptions"},
+        "no-default-compute-service-account": {"exceptions"},
     }
 
 

@@ -434,6 +434,74 @@ def test_no_default_compute_service_account(rules: ModuleType, value: str | None
         assert expected in found[0]["message"] and found[0]["level"] == "mandatory"
 
 
+SERVE_POOL = "projects/tpu-proj/locations/us-central1/clusters/tpu-dev/nodePools/serve"
+
+
+def _adopted_serve(*edits: tuple[str, Any]) -> list[dict[str, Any]]:
+    """The `serve` pool as an adopted one reads: its project and location given, on the default account."""
+    return changed(
+        "serve", ("project", "tpu-proj"), ("location", "us-central1"), ("nodeConfig.serviceAccount", "default"), *edits
+    )
+
+
+def _exception(policy: str, pool: str, until: str) -> dict[str, Any]:
+    return {policy: {"exceptions": [{"nodePool": pool, "reason": "adopted from xpk; ForceNew", "until": until}]}}
+
+
+@pytest.mark.parametrize(
+    ("policy", "edit"),
+    [
+        ("no-default-compute-service-account", ("nodeConfig.serviceAccount", "default")),
+        ("workload-identity", ("nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA")),
+    ],
+)
+def test_an_adopted_pools_dated_exception_holds_until_its_day(
+    rules: ModuleType, policy: str, edit: tuple[str, Any]
+) -> None:
+    resources = changed("serve", ("project", "tpu-proj"), ("location", "us-central1"), edit)
+    assert only(check(rules, resources), policy)  # without the exception: the violation
+    assert check(rules, resources, config=_exception(policy, SERVE_POOL, "2999-12-31")) == []
+    # Past its day the exception is the violation again, with the date and the way out.
+    [expired] = only(check(rules, resources, config=_exception(policy, SERVE_POOL, "2020-01-31")), policy)
+    assert expired["message"].startswith(f"exception for node pool {SERVE_POOL} expired 2020-01-31; ")
+    assert "docs/adopt.md" in expired["message"] and expired["level"] == "mandatory"
+
+
+def test_an_exception_covers_only_the_pool_it_names(rules: ModuleType) -> None:
+    policy = "no-default-compute-service-account"
+    # Another cluster, or another pool of the same cluster (a new one on the default account): still a violation.
+    for other in (SERVE_POOL.replace("tpu-dev", "tpu-prod"), SERVE_POOL.replace("/serve", "/serve-2")):
+        assert only(check(rules, _adopted_serve(), config=_exception(policy, other, "2999-12-31")), policy)
+    # The pool's identity is its project, location, cluster and name in the props, not its URN's name.
+    moved = _adopted_serve(("location", "us-east5"))
+    assert only(check(rules, moved, config=_exception(policy, SERVE_POOL, "2999-12-31")), policy)
+
+
+def test_an_exception_excuses_nothing_else(rules: ModuleType) -> None:
+    # workload-identity's exception is for the pool's metadata mode only: a cluster without a workload pool still fails,
+    # and no-default-compute-service-account's exception does not excuse the metadata mode.
+    resources = _adopted_serve(("nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA"))
+    found = check(rules, resources, config=_exception("no-default-compute-service-account", SERVE_POOL, "2999-12-31"))
+    assert [v["policy"] for v in found] == ["workload-identity"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "line"),
+    [
+        ({"nodePool": SERVE_POOL, "reason": "r"}, "'until' is a required property"),
+        ({"nodePool": "serve", "reason": "r", "until": "2999-12-31"}, "does not match"),
+        ({"nodePool": SERVE_POOL, "reason": "", "until": "2999-12-31"}, "reason"),
+        ({"nodePool": SERVE_POOL, "reason": "r", "until": "next year"}, "does not match"),
+    ],
+)
+def test_a_malformed_exception_is_a_policy_config_error(entry: dict[str, Any], line: str) -> None:
+    from offline.policy_check import PolicyConfigError, load_rules, settings
+
+    with pytest.raises(PolicyConfigError) as error:
+        settings(load_rules().POLICIES, {"no-default-compute-service-account": {"exceptions": [entry]}})
+    assert "no-default-compute-service-account" in str(error.value) and line in str(error.value)
+
+
 def test_a_service_account_unknown_during_preview_is_not_a_violation(rules: ModuleType) -> None:
     """Before the account exists its email is unknown; the policy skips it rather than fail the preview."""
     assert check(rules, changed("serve", ("nodeConfig.serviceAccount", "[unknown]"))) == []

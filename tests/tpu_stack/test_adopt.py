@@ -121,6 +121,17 @@ def test_the_report_lists_imports_changes_takeovers_and_the_first_up(xpk: Adopte
     assert "dws-config" in report and "default-pool" in report
 
 
+def test_the_report_names_the_protected_urns_and_how_to_let_one_go(xpk: Adopted) -> None:
+    report = xpk.report
+    stack = "urn:pulumi:xpk-multislice::tpu-stack::"
+    pool = f"{stack}tpu-stack:index:TpuSlicePools$gcp:container/nodePool:NodePool::xpk-ms-np-3"
+    cluster = "urn:pulumi:xpk-multislice::tpu-stack::tpu-stack:index:GkeCluster$gcp:container/cluster:Cluster::xpk-ms"
+    assert f"  pulumi state unprotect --stack xpk-multislice '{pool}'" in report
+    assert f"  pulumi state unprotect --stack xpk-multislice '{cluster}'" in report
+    # Kubernetes objects are the stack's to delete like any it made: not protected, not listed.
+    assert "Namespace::kueue-namespace'" not in report
+
+
 def test_toolkit_charts_are_helm_releases_to_retire() -> None:
     report = adopted("toolkit-v6e").report
     assert "Delete before the first `pulumi up`" not in report  # the same charts: selectors agree
@@ -313,3 +324,81 @@ def test_an_adopted_group_is_not_held_to_the_published_zones() -> None:
     assert error.value.lines[0].startswith("tpu-stack:tpuPools[0].zone: us-east5-b offers no TPU v5e")
     adopted_entry = {**entry, "adopted": {"nodePools": ["xpk-np-0"]}}
     assert load({**raw, "tpu-stack:tpuPools": [adopted_entry]}, stack="dev").tpu_pools[0].zone == "us-east5-b"
+
+
+def test_the_cli_writes_the_policy_config_and_names_it_in_the_preview_command(tmp_path: Path) -> None:
+    import io
+
+    from tpu_stack import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    args = ["adopt", "xpk-multislice", "--from", str(ADOPT_DIR / "xpk-multislice"), "--stack-dir", str(tmp_path),
+            "--out", str(tmp_path / "adopt"), "--exception-days", "30"]  # fmt: skip
+    cli.main(args, out=out, err=err)
+    written = json.loads((tmp_path / "adopt" / "policy-config.json").read_text())
+    [first, *_] = written["no-default-compute-service-account"]["exceptions"]
+    from datetime import UTC, datetime, timedelta
+
+    assert first["until"] == (datetime.now(UTC).date() + timedelta(days=30)).isoformat()
+    assert f"--policy-config {tmp_path / 'adopt' / 'policy-config.json'}" in out.getvalue()
+
+
+# The API's form of Cluster Toolkit's gke-tpu-v6e policy (modules/scheduler/gke-cluster/main.tf maintenance_policy,
+# the blueprint's maintenance_exclusions): a daily window at 09:00 and an exclusion until the version's end of support.
+TOOLKIT_EXCLUSION = {
+    "startTime": "2025-12-01T00:00:00Z",
+    "endTime": "2026-10-01T00:00:00Z",
+    "maintenanceExclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"},
+}
+
+
+def _with_maintenance(tmp_path: Path, policy: dict[str, Any]) -> adopt.Adoption:
+    saved = read_existing(ADOPT_DIR / "toolkit-v6e")
+    saved.cluster["maintenancePolicy"] = policy
+    return adopt.interpret(saved, stack="toolkit-v6e")
+
+
+def test_a_maintenance_exclusion_until_end_of_support_is_kept_not_removed(tmp_path: Path) -> None:
+    policy = {
+        "window": {
+            "dailyMaintenanceWindow": {"startTime": "09:00", "duration": "PT4H0M0S"},
+            "maintenanceExclusions": {"no-minor-or-node-upgrades-indefinite": TOOLKIT_EXCLUSION},
+        }
+    }
+    adoption = _with_maintenance(tmp_path, policy)
+    # tpu-stack's exclusions have an end time and no end-time behaviour: the whole policy stays as GKE has it.
+    assert "maintenancePolicy" in adoption.config["tpu-stack:cluster"]["adopted"]["keep"]
+    assert any("maintenancePolicy" in f.line and f.kind == "kept" for f in adoption.findings)
+    outcome = adopt.plan(adoption)
+    cluster = next(v for v in outcome.verdicts if v.type == "gcp:container/cluster:Cluster")
+    assert not [c.path for c in cluster.changes if c.path.startswith("maintenancePolicy")]
+
+
+def test_a_daily_window_and_a_dated_exclusion_map_to_cluster_maintenance(tmp_path: Path) -> None:
+    exclusion = {
+        "startTime": "2026-06-01T00:00:00Z",
+        "endTime": "2026-07-01T00:00:00Z",
+        "maintenanceExclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES"},
+    }
+    policy = {
+        "window": {
+            "dailyMaintenanceWindow": {"startTime": "03:00", "duration": "PT4H0M0S"},
+            "maintenanceExclusions": {"campaign": exclusion},
+        }
+    }
+    adoption = _with_maintenance(tmp_path, policy)
+    assert adoption.config["tpu-stack:cluster"]["maintenance"] == {
+        "dailyStartTime": "03:00",
+        "exclusions": [
+            {"name": "campaign", "startTime": "2026-06-01T00:00:00Z", "endTime": "2026-07-01T00:00:00Z",
+             "scope": "NO_MINOR_OR_NODE_UPGRADES"}
+        ],
+    }  # fmt: skip
+    assert "maintenancePolicy" not in adoption.config["tpu-stack:cluster"]["adopted"].get("keep", [])
+
+
+def test_the_report_says_how_to_retire_the_tool_that_made_the_cluster(xpk: Adopted) -> None:
+    assert "do not run `xpk cluster create`, `xpk cluster adapt` or `xpk cluster delete`" in xpk.report
+    assert "default/xpk-ms-resources-configmap" in xpk.report and "default/xpk-ms-metadata-configmap" in xpk.report
+    toolkit = adopted("toolkit-v6e").report
+    assert "terraform -chdir=<deployment>/primary state rm" in toolkit and "never `gcluster destroy`" in toolkit
