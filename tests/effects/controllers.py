@@ -25,6 +25,10 @@ tests can hold each setting the stack writes to its effect on a waiting and on a
   onJobFailureReasons (empty: any) holds the Job's Failed reason applies, RestartJobSet when none does;
   RestartJobSet fails the JobSet (ReachedMaxRestarts) once restartsCountTowardsMax reached maxRestarts, else counts
   a restart towards it; RestartJobSetAndIgnoreMaxRestarts restarts without counting; FailJobSet fails it.
+- LeaderWorkerSet v0.10.0 (2161f38ff333f9e24d3c44adef7cd5d9787cac00): pkg/controllers/pod_controller.go (restart
+  policy, startup policy, exclusive placement), pkg/controllers/leaderworkerset_controller.go (rolling update:
+  partition and surge replicas), with the leader StatefulSet's update rule from kubernetes
+  pkg/controller/statefulset/stateful_set_control.go.
 
 Expected numbers in the tests are written by hand from these rules, never computed by the code under test.
 """
@@ -262,3 +266,225 @@ def jobset_run(spec: Mapping[str, Any], failures: Sequence[PodFailure]) -> JobSe
             run.counted += 1
         run.restarts += 1
     return run
+
+
+# ---- LeaderWorkerSet v0.10.0 (2161f38ff333f9e24d3c44adef7cd5d9787cac00) ------------------------------------------
+#
+# A group is a leader pod `<set>-<g>` (a Pod of the set's leader StatefulSet) and a worker StatefulSet `<set>-<g>`
+# owned by that pod, with worker pods `<set>-<g>-1` ... `<set>-<g>-<size-1>`.
+
+
+def group_pods(size: int, group: int = 0, name: str = "s") -> list[str]:
+    """The pod names of a group: the leader, then its workers."""
+    return [f"{name}-{group}", *(f"{name}-{group}-{i}" for i in range(1, size))]
+
+
+@dataclass(frozen=True)
+class GroupPod:
+    """A pod of a group as the pod controller reads it: `phase`, its containers' restart count, whether deleted."""
+
+    phase: str = "Running"
+    restarts: int = 0
+    deleted: bool = False
+
+
+def restarted_pods(policy: str, pods: Mapping[str, GroupPod]) -> frozenset[str]:
+    """The pods started again after the changes in `pods` (the leader first, then its workers, in group order).
+
+    pkg/controllers/pod_controller.go handleRestartPolicy: for RecreateGroupOnPodRestart or RecreateGroupAfterStart,
+    a pod of the group with a restarted container (pkg/utils/pod ContainerRestarted: a restart count above 0, phase
+    Running or Pending) or being deleted (PodDeleted) makes the controller delete the group's leader pod with
+    foreground propagation: the worker StatefulSet it owns goes with it, with every worker pod, and the leader
+    StatefulSet and the pod controller create them all again. RecreateGroupAfterStart skips that while a pod of the
+    group is Pending or missing (pendingPodsInGroup). Any other policy (None, the deprecated Default) leaves the group
+    alone: the kubelet restarts the container in place, the worker or leader StatefulSet replaces a deleted pod.
+    """
+    changed = {name for name, pod in pods.items() if pod.deleted or pod.restarts > 0}
+    if not changed:
+        return frozenset()
+    regroup = policy in ("RecreateGroupOnPodRestart", "RecreateGroupAfterStart")
+    pending = any(pod.phase == "Pending" for pod in pods.values())
+    if regroup and not (policy == "RecreateGroupAfterStart" and pending):
+        return frozenset(pods)
+    return frozenset(changed)
+
+
+@dataclass(frozen=True)
+class GroupStart:
+    """How a group's start went: when its worker StatefulSet was created (None: never), when it served."""
+
+    workers_at: int | None
+    serving_at: int | None
+
+
+def group_start(
+    startup_policy: str, *, size: int, scheduled_at: int, pull: int, load: int, exclusive: bool = True
+) -> GroupStart:
+    """A group created at 0 whose leader pod is scheduled at `scheduled_at` (its slice there), whose pods take `pull`
+    to start once scheduled, and whose leader serves (is Ready) `load` after every host has joined it: the stack's
+    leader starts vLLM only once all LWS_GROUP_SIZE hosts joined its Ray head, and only the leader is probed.
+
+    pkg/controllers/pod_controller.go Reconcile, for the leader pod: no worker StatefulSet for size 1; with
+    LeaderReady none until the leader pod is Ready; with the exclusive-topology annotation none until the leader pod
+    is scheduled (its node's topology value is the workers' nodeSelector); else it is created. Workers are placed on
+    the leader's slice, whose VMs come up together, so they start `pull` after they are created.
+    """
+    leader_running = scheduled_at + pull
+    if size == 1:
+        return GroupStart(None, leader_running + load)
+    if startup_policy == "LeaderReady":
+        # The leader is Ready only once the workers joined; the workers are created only once it is Ready.
+        return GroupStart(None, None)
+    workers_at = scheduled_at if exclusive else 0
+    joined = max(leader_running, workers_at + pull)
+    return GroupStart(workers_at, joined + load)
+
+
+@dataclass
+class _Group:
+    revision: str
+    slice_at: int | None = None
+    ready: bool = False
+
+
+@dataclass
+class Rollout:
+    """A rollout's course: the fewest groups serving at once, when the set was at rest on the new revision (None:
+    never, within the horizon), and the most slices held at once."""
+
+    fewest_serving: int
+    done_at: int | None
+    most_slices: int
+
+
+def _unready(states: Sequence[_Group | None], replicas: int, new: str) -> int:
+    """calculateLWSUnreadyReplicas: desired groups not ready or not on the new revision."""
+    return sum(1 for i in range(replicas) if i >= len(states) or not _ready_new(states[i], new))
+
+
+def _ready_new(group: _Group | None, new: str) -> bool:
+    return group is not None and group.ready and group.revision == new
+
+
+def _want_replicas(replicas: int, surge: int, unavailable: int, unready: int) -> int:
+    """calculateRollingUpdateReplicas."""
+    if unready <= surge:
+        return replicas + max(unready - unavailable, 0)
+    return replicas + surge
+
+
+def _partition(states: Sequence[_Group | None], sts_replicas: int, step: int, current: int, new: str) -> int:
+    """rollingUpdatePartition."""
+    tail = 0
+    for group in reversed(states):
+        if not _ready_new(group, new):
+            break
+        tail += 1
+    step_partition = max(sts_replicas - tail - step, 0)
+    unavailable = sum(1 for group in states[:step_partition] if group is None or not group.ready)
+    partition = step_partition + unavailable
+    for i in range(min(partition, sts_replicas - 1), step_partition - 1, -1):
+        group = states[i]
+        if group is None or not group.ready or group.revision == new:
+            partition = i
+        else:
+            break
+    return min(partition, current)
+
+
+def lws_rollout(
+    *,
+    replicas: int,
+    max_surge: int,
+    max_unavailable: int,
+    slices: int,
+    start: int,
+    slices_up: int | None = None,
+    scale_up: int = 0,
+    new_starts: bool = True,
+    horizon: int = 24 * 60,
+) -> Rollout:
+    """A LeaderWorkerSet of `replicas` groups, each ready on the old revision, whose template changes at minute 0.
+
+    Each group needs a slice of its own (the exclusive-topology annotation on the node pool); the pool has `slices`,
+    of which `slices_up` (default: all) have their VMs; a slice without them comes up `scale_up` minutes after a group
+    first asks for it (the cluster autoscaler, scaleToZero). A group on the new revision is ready `start` minutes after
+    it has its slice, or never if not `new_starts` (an image or model that does not load).
+
+    The LWS controller (pkg/controllers/leaderworkerset_controller.go rollingUpdateParameters, rollingUpdatePartition,
+    calculateRollingUpdateReplicas, calculateContinuousReadyReplicas, calculateLWSUnreadyReplicas) sets the leader
+    StatefulSet's replicas (replicas + maxSurge while groups are not ready on the new revision) and partition; that
+    StatefulSet (Parallel pod management, maxUnavailable = maxSurge + maxUnavailable, 1 here) creates missing groups
+    (below the partition on the old revision, from it on the new), removes those above its replicas, and replaces the
+    group of the highest index not on the new revision, one at a time, waiting until the replaced one is ready
+    (kubernetes pkg/controller/statefulset/stateful_set_control.go updateStatefulSet: "we terminate the Pod with the
+    largest ordinal that does not match the update revision" ... "wait for unhealthy Pods on update"). Controllers
+    react within the minute; time advances a minute at a time.
+    """
+    old, new = "old", "new"
+    surge = min(max_surge, replicas)
+    up = slices if slices_up is None else slices_up
+    groups: dict[int, _Group] = {i: _Group(old, slice_at=0, ready=True) for i in range(replicas)}
+    held = set(range(replicas))  # indexes of groups holding a slice
+    asked: dict[int, int] = {}  # group -> minute it asked for a slice that was down
+    sts_replicas, partition = replicas, 0
+    fewest, most = replicas, len(held)
+    updated = True
+    for now in range(horizon + 1):
+        for group in groups.values():
+            starts = group.revision == old or new_starts
+            if group.slice_at is not None and starts and now >= group.slice_at + start:
+                group.ready = True
+        for _ in range(10 * (replicas + surge)):
+            states = [groups.get(i) for i in range(sts_replicas)]
+            before = (sts_replicas, partition, {i: (g.revision, g.slice_at) for i, g in groups.items()})
+            # The LWS controller.
+            if updated:
+                partition, want = (
+                    min(replicas, sts_replicas),
+                    _want_replicas(replicas, surge, max_unavailable, replicas),
+                )
+                updated = False
+            elif partition == 0 and sts_replicas == replicas:
+                want = replicas
+            else:
+                step = max_unavailable + surge - (replicas + surge - sts_replicas)
+                partition = _partition(states, sts_replicas, step, partition, new)
+                want = _want_replicas(replicas, surge, max_unavailable, _unready(states, replicas, new))
+            sts_replicas = want
+            # The leader StatefulSet.
+            for i in [i for i in groups if i >= sts_replicas]:
+                del groups[i]
+                held.discard(i)
+            for i in range(sts_replicas):
+                if i not in groups:
+                    groups[i] = _Group(old if i < partition else new)
+            for i in range(sts_replicas - 1, partition - 1, -1):
+                if groups[i].revision != new:
+                    held.discard(i)
+                    groups[i] = _Group(new)
+                    break
+                if not groups[i].ready:
+                    break
+            # Slices: a group without one takes a free slice whose VMs are up, else asks for one to come up.
+            for i in sorted(groups):
+                group = groups[i]
+                if group.slice_at is not None or len(held) >= slices:
+                    continue
+                if len(held) < up:
+                    group.slice_at = now
+                    held.add(i)
+                elif i in asked and now >= asked[i] + scale_up:
+                    group.slice_at, up = now, up + 1
+                    held.add(i)
+                else:
+                    asked.setdefault(i, now)
+            after = (sts_replicas, partition, {i: (g.revision, g.slice_at) for i, g in groups.items()})
+            if after == before:
+                break
+        serving = sum(1 for g in groups.values() if g.ready)
+        fewest, most = min(fewest, serving), max(most, len(held))
+        at_rest = partition == 0 and sts_replicas == replicas and all(_ready_new(g, new) for g in groups.values())
+        if at_rest and len(groups) == replicas:
+            return Rollout(fewest, now, most)
+    return Rollout(fewest, None, most)
