@@ -25,6 +25,10 @@ tests can hold each setting the stack writes to its effect on a waiting and on a
   onJobFailureReasons (empty: any) holds the Job's Failed reason applies, RestartJobSet when none does;
   RestartJobSet fails the JobSet (ReachedMaxRestarts) once restartsCountTowardsMax reached maxRestarts, else counts
   a restart towards it; RestartJobSetAndIgnoreMaxRestarts restarts without counting; FailJobSet fails it.
+- Kueue v0.19.2 MultiKueue: pkg/controller/admissionchecks/multikueue/workload.go (reconcileGroup: a worker lost
+  for workerLostTimeout; nominateAndSynchronizeWorkers: the all-at-once dispatcher), multikueuecluster.go (runGC:
+  the garbage collector, by origin label), pkg/controller/workloaddispatcher/incrementaldispatcher.go (the
+  incremental dispatcher's rounds).
 - LeaderWorkerSet v0.10.0 (2161f38ff333f9e24d3c44adef7cd5d9787cac00): pkg/controllers/pod_controller.go (restart
   policy, startup policy, exclusive placement), pkg/controllers/leaderworkerset_controller.go (rolling update:
   partition and surge replicas), with the leader StatefulSet's update rule from kubernetes
@@ -488,3 +492,148 @@ def lws_rollout(
         if at_rest and len(groups) == replicas:
             return Rollout(fewest, now, most)
     return Rollout(fewest, None, most)
+
+
+# ---- Kueue v0.19.2 MultiKueue ---------------------------------------------------------------------------------
+
+ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+INCREMENTAL_ROUND = 5 * 60
+"""pkg/controller/workloaddispatcher/incrementaldispatcher.go incrementalDispatcherRoundTimeout."""
+
+
+@dataclass(frozen=True)
+class MultiKueue:
+    """A manager's MultiKueue settings as Kueue holds them after defaulting (apis/config/v1beta2/defaults.go: GC every
+    minute, origin `multikueue`, workers lost for 15 minutes, the all-at-once dispatcher; the incremental one
+    nominates 3 workers a round)."""
+
+    gc_interval: int
+    """Seconds; 0 turns the garbage collector off (configuration_types.go MultiKueue.GCInterval)."""
+    origin: str
+    worker_lost_timeout: int
+    dispatcher: str
+    step: int = 3
+
+    @classmethod
+    def of(cls, configuration: Mapping[str, Any]) -> MultiKueue:
+        settings = configuration.get("multiKueue") or {}
+        gc = settings.get("gcInterval")
+        return cls(
+            gc_interval=60 if gc is None else seconds(gc),
+            origin=settings.get("origin") or "multikueue",
+            worker_lost_timeout=seconds(settings["workerLostTimeout"]) if settings.get("workerLostTimeout") else 900,
+            dispatcher=settings.get("dispatcherName") or ALL_AT_ONCE,
+            step=(settings.get("incrementalDispatcherConfig") or {}).get("stepSize", 3),
+        )
+
+
+@dataclass(frozen=True)
+class LostWorker:
+    """What the manager did with a workload whose worker was unreachable: when it gave up on that worker (set the
+    MultiKueue check to Retry, which evicts the workload on the manager and queues it again, to be dispatched to the
+    reachable workers), or None when it kept the workload there."""
+
+    redispatched_at: int | None
+
+
+def worker_lost(settings: MultiKueue, *, admitted: bool, lost_at: int, back_at: int | None) -> LostWorker:
+    """A worker is unreachable from `lost_at` (its watch dropped) until `back_at` (None: for good).
+
+    pkg/controller/admissionchecks/multikueue/workload.go reconcileGroup, step 6a: only for a workload admitted on
+    that worker (the check Ready, status.clusterName the worker) and no admitted copy visible, the manager waits
+    workerLostTimeout from the first loss (multikueuecluster.go connectionState.disconnectedSince, kept across failed
+    reconnects, cleared by a connection) and then sets the check to Retry ("Admitting remote lost");
+    pkg/controller/core/workload_controller.go reconcileCheckBasedEviction then evicts the workload, which is queued
+    again. A worker back before then shows its admitted copy again (step 6b): nothing changes. A workload still
+    waiting (the check Pending) is not touched: its copies on the reachable workers keep waiting.
+    """
+    if not admitted:
+        return LostWorker(None)
+    deadline = lost_at + settings.worker_lost_timeout
+    if back_at is not None and back_at < deadline:
+        return LostWorker(None)
+    return LostWorker(deadline)
+
+
+@dataclass(frozen=True)
+class RemoteCopy:
+    """A Workload on a worker, as MultiKueue created it: its name (the manager's Workload of the same name) and the
+    `kueue.x-k8s.io/multikueue-origin` label of the manager that created it."""
+
+    name: str
+    origin: str
+
+
+def garbage_collected(
+    settings: MultiKueue,
+    copies: Sequence[RemoteCopy],
+    *,
+    on_manager: set[str],
+    reachable_from: int,
+    horizon: int = 86400,
+) -> dict[str, int]:
+    """The copies the manager's garbage collector deletes from a worker reachable from `reachable_from`, and when.
+
+    multikueuecluster.go clustersReconciler.runGC: off when gcInterval is 0, else a run every gcInterval from the
+    controller's start (here 0); remoteClient.runGC skips a worker it is not connected to, lists the worker's
+    Workloads with its own origin label and deletes those (and their jobs) whose Workload is gone from the manager.
+    A copy on a reachable worker is deleted at once when its manager Workload is deleted (workload.go Reconcile,
+    isDeleted); a worker unreachable then keeps it until the collector runs: "Remote workloads on unavailable clusters
+    will be cleaned up by the per-cluster GC once the cluster reconnects".
+    """
+    if settings.gc_interval == 0:
+        return {}
+    runs = range(settings.gc_interval, horizon + 1, settings.gc_interval)
+    first = next((run for run in runs if run >= reachable_from), None)
+    if first is None:
+        return {}
+    return {c.name: first for c in copies if c.origin == settings.origin and c.name not in on_manager}
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """Where a workload was admitted and when, and when each worker got its copy."""
+
+    admitted_on: str | None
+    admitted_at: int | None
+    copies: Mapping[str, int]
+
+
+def dispatch(
+    settings: MultiKueue,
+    workers: Sequence[str],
+    admits_after: Mapping[str, int],
+    *,
+    at: int = 0,
+    unreachable: frozenset[str] = frozenset(),
+) -> Dispatched:
+    """A workload admitted on the manager at `at`, dispatched to `workers` (the MultiKueueConfig's order);
+    worker `w` admits its copy `admits_after[w]` seconds after it gets it (absent: never); `unreachable` workers get
+    no copy.
+
+    All at once (workload.go nominateAndSynchronizeWorkers; readGroup lists only connected workers): every reachable
+    worker gets a copy at once. Incremental (workloaddispatcher/incrementaldispatcher.go nominateWorkers,
+    getNextNominatedWorkers): `step` more of the config's workers each round, reachable or not, in the config's order
+    (feature MultiKueueIncrementalDispatcherRespectConfigOrder, on by default in 0.19), a new round at the first
+    reconcile more than 5 minutes after the last (taken here as 5 minutes and a second); a nominated worker that is
+    not connected gets no copy. The first copy admitted wins (reconcileGroup 6b, bestMatchByCondition: the earliest
+    Admitted condition); the others are deleted, and no round starts after it (ShouldSkipClusterNomination: the
+    workload has a clusterName).
+    """
+    copies: dict[str, int] = {}
+    if settings.dispatcher == ALL_AT_ONCE:
+        copies = {worker: at for worker in workers if worker not in unreachable}
+    else:
+        for round_, first in enumerate(range(0, len(workers), settings.step)):
+            for worker in workers[first : first + settings.step]:
+                if worker not in unreachable:
+                    copies[worker] = at + round_ * (INCREMENTAL_ROUND + 1)
+    admitted = {
+        worker: when + delay for worker, when in copies.items() if (delay := admits_after.get(worker)) is not None
+    }
+    if admitted:
+        winner = min(admitted, key=lambda worker: admitted[worker])
+        copies = {worker: when for worker, when in copies.items() if when <= admitted[winner]}
+        return Dispatched(winner, admitted[winner], copies)
+    return Dispatched(None, None, copies)
