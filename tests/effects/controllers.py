@@ -151,6 +151,20 @@ def queue_order(settings: WaitForPodsReady, *, created: int, evicted: int | None
     return evicted if (evicted is not None and settings.timestamp == "Eviction") else created
 
 
+def admitted_at(settings: WaitForPodsReady, *, fits_at: int, not_ready_until: Sequence[int]) -> int:
+    """When a workload whose quota is free from `fits_at` is admitted, while other admitted workloads of the cluster,
+    in any ClusterQueue, have pods not ready until the times in `not_ready_until` (ready, or evicted by a timeout).
+
+    With blockAdmission (cmd/kueue/main.go blockForPodsReady turns the cache's PodsReady tracking on), the scheduler
+    admits nothing while any ClusterQueue holds an admitted workload without PodsReady: it gives the workload's quota
+    reservation back and waits (pkg/scheduler/scheduler.go waitForPodsReadyIfNeeded; pkg/cache/scheduler/cache.go
+    podsReadyForAllAdmittedWorkloads, WaitForPodsReady). Without it, a workload is admitted once its quota fits.
+    """
+    if not settings.block_admission:
+        return fits_at
+    return max([fits_at, *not_ready_until])
+
+
 @dataclass
 class Provisioned:
     """A queued-provisioning workload's ProvisioningRequests: the times each attempt failed and whether the check
