@@ -14,6 +14,7 @@ which the previous version wrote a week to start and no recovery timeout.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from components.config.controllers import PROVISIONING_RETRY
 from components.config.stack import load
 from components.kueue_install import controller_config
 from components.kueue_queues import provisioning_request_config
+from offline.vendor import REPO
 from tests.effects.controllers import (
     Provisioned,
     Waited,
@@ -325,3 +327,18 @@ def test_a_worker_without_flex_start_still_waits_as_long_as_its_manager() -> Non
     config = load({**MIXED, "tpu-stack:tpuPools": [], "tpu-stack:multiKueue": {"workers": workers}}, stack="dev")
     timeouts = [controller_config(c)["waitForPodsReady"]["timeout"] for c in (config, *config.worker_configs)]
     assert timeouts == ["2h0m0s", "2h0m0s", "2h0m0s"]
+
+
+def test_the_docs_name_an_effect_test_of_every_setting_that_exists() -> None:
+    """docs/workloads.md's table of the controllers' settings names, per row, the tests of its effect: each row names
+    one, and each name is a test of the suite."""
+    docs = (REPO / "docs" / "workloads.md").read_text()
+    table = docs.split("| setting | stack's value | effect tests: waiting; disrupted |")[1].split("\n\n")[0]
+    rows = [row for row in table.splitlines()[2:] if row.startswith("|")]
+    assert len(rows) == 16
+    source = "\n".join(path.read_text() for path in (REPO / "tests").rglob("test_*.py"))
+    for row in rows:
+        names = re.findall(r"`(test_\w+)`", row)
+        assert names, row
+        for name in names:
+            assert f"def {name}(" in source, name
