@@ -13,6 +13,8 @@ which the previous version wrote a week to start and no recovery timeout.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Any
 
 import pytest
@@ -21,10 +23,12 @@ from components.config.controllers import PROVISIONING_RETRY
 from components.config.stack import load
 from components.kueue_install import controller_config
 from components.kueue_queues import provisioning_request_config
+from offline.vendor import REPO
 from tests.effects.controllers import (
     Provisioned,
     Waited,
     WaitForPodsReady,
+    admitted_at,
     provisioning_attempts,
     queue_order,
     wait_for_capacity,
@@ -246,11 +250,32 @@ def test_requeue_backoff_doubles_from_a_minute_to_an_hour() -> None:
     assert [ours.backoff(n) for n in range(1, 9)] == [60, 120, 240, 480, 960, 1920, 3600, 3600]
 
 
-def test_block_admission_is_off_so_one_waiting_workload_does_not_stop_every_queue() -> None:
-    """Kueue's scheduler, with blockAdmission on, admits nothing while any ClusterQueue holds a workload whose pods
-    are not ready (pkg/scheduler/scheduler.go waitForPodsReadyIfNeeded, pkg/cache/scheduler/cache.go
-    podsReadyForAllAdmittedWorkloads over every ClusterQueue): a flex-start wait would stop prod's and dev's other
-    teams too. Off for every stack."""
+@pytest.mark.parametrize(("block", "admitted"), [(None, 600), (True, 5400)])
+def test_block_admission_off_a_workload_waiting_for_capacity_stops_no_other_queue(
+    block: bool | None, admitted: int
+) -> None:
+    """Waiting: on dev, team A's flex-start workload was admitted at 0 and waits 90 minutes for its nodes (within its
+    two hours: ready at 5400 s); team B's workload fits the spot rung's quota at 600 s. With the stack's
+    blockAdmission off, B is admitted at 600. On, Kueue's scheduler admits nothing while any ClusterQueue holds an
+    admitted workload whose pods are not ready: B waits until A's pods are ready, 5400."""
+    ours = settings("dev") if block is None else dataclasses.replace(settings("dev"), block_admission=block)
+    assert ours.block_admission is (block is True)
+    flex = wait_for_capacity(ours, capacity=90 * MINUTE, asks_anew=True)
+    assert flex == Waited(ready_at=5400)
+    assert admitted_at(ours, fits_at=600, not_ready_until=[5400]) == admitted
+
+
+@pytest.mark.parametrize(("block", "admitted"), [(None, 60), (True, 3000)])
+def test_block_admission_off_a_workload_recovering_a_slice_stops_no_other_queue(
+    block: bool | None, admitted: int
+) -> None:
+    """Disrupted: on prod, a training run loses a reserved slice at 0 to a repair that takes 50 minutes (within its
+    hour of recovery: ready again at 3000 s); a burst workload's quota fits at 60. Off (the stack's): admitted at
+    60. On: held until the training run's pods are ready again, 3000."""
+    ours = settings("prod") if block is None else dataclasses.replace(settings("prod"), block_admission=block)
+    repaired = wait_for_capacity(ours, capacity=50 * MINUTE, asks_anew=False, recovering=True)
+    assert repaired == Waited(ready_at=3000)
+    assert admitted_at(ours, fits_at=60, not_ready_until=[3000]) == admitted
     assert not any(settings(stack).block_admission for stack in ("dev", "prod", "multiregion"))
 
 
@@ -302,3 +327,18 @@ def test_a_worker_without_flex_start_still_waits_as_long_as_its_manager() -> Non
     config = load({**MIXED, "tpu-stack:tpuPools": [], "tpu-stack:multiKueue": {"workers": workers}}, stack="dev")
     timeouts = [controller_config(c)["waitForPodsReady"]["timeout"] for c in (config, *config.worker_configs)]
     assert timeouts == ["2h0m0s", "2h0m0s", "2h0m0s"]
+
+
+def test_the_docs_name_an_effect_test_of_every_setting_that_exists() -> None:
+    """docs/workloads.md's table of the controllers' settings names, per row, the tests of its effect: each row names
+    one, and each name is a test of the suite."""
+    docs = (REPO / "docs" / "workloads.md").read_text()
+    table = docs.split("| setting | stack's value | effect tests: waiting; disrupted |")[1].split("\n\n")[0]
+    rows = [row for row in table.splitlines()[2:] if row.startswith("|")]
+    assert len(rows) == 16
+    source = "\n".join(path.read_text() for path in (REPO / "tests").rglob("test_*.py"))
+    for row in rows:
+        names = re.findall(r"`(test_\w+)`", row)
+        assert names, row
+        for name in names:
+            assert f"def {name}(" in source, name
