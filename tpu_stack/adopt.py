@@ -478,16 +478,15 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
                 Finding("not-adopted", f"node pool {pool['name']}: GPU pools are not tpu-stack's to manage")
             )
         else:
-            findings.append(
-                Finding("not-adopted", f"node pool {pool['name']}: a CPU pool tpu-stack does not declare; stays as is")
-            )
+            findings.append(Finding("not-adopted", _other_pool_line(pool)))
     if system is not None:
         config_of = system.get("config") or {}
         adopted_cluster["systemPool"] = {
             "serviceAccount": config_of.get("serviceAccount", "default"),
             "oauthScopes": sorted(config_of.get("oauthScopes") or []),
             "keep": [path for path in ("nodeConfig.diskType", "nodeConfig.labels", "nodeConfig.taints",
-                                       "nodeConfig.shieldedInstanceConfig") if path in KEEPABLE_POOL_FIELDS],
+                                       "nodeConfig.shieldedInstanceConfig") if path in KEEPABLE_POOL_FIELDS]
+                    + (["nodeConfig.gvnic"] if "gvnic" in config_of else []),
         }  # fmt: skip
         scaling = system.get("autoscaling") or {}
         cluster_config["systemPool"] = {
@@ -581,6 +580,18 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         "tpu-stack:queues": queues,
     }
     return Adoption(stack, project, region, config, saved, findings)
+
+
+def _other_pool_line(pool: Mapping[str, Any]) -> str:
+    """A CPU pool the stack does not declare (Cluster Toolkit's cpu-np for Pathways, a team's own): never imported, so
+    the engine never updates or deletes it; what that means for its owner."""
+    machine = (pool.get("config") or {}).get("machineType", "?")
+    return (
+        f"node pool {pool['name']} ({machine}): not adopted: the stack does not declare it, so `pulumi up` and "
+        "`pulumi destroy` neither updates nor deletes it; it stays as it runs and goes only with the cluster. Resize "
+        f"or delete it with `gcloud container node-pools` ({pool['name']}), and keep it out of the old tool's state "
+        "removal only if that tool is to keep managing it"
+    )
 
 
 def _found(pool: Mapping[str, Any], path: str) -> str:

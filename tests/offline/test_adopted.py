@@ -425,3 +425,12 @@ def test_toolkit_cpu_pool_is_named_and_left_outside_the_stack() -> None:
     # Not in the program, so neither imported nor deleted: the engine never learns of it.
     assert not [r for r in found.plan["resources"] if r["type"] == NODE_POOL and r["name"] == "cpu-np"]
     assert "cpu-np" in found.report
+
+
+def test_toolkit_system_pool_keeps_its_gvnic() -> None:
+    # gke-cluster turns gVNIC on for its COS_CONTAINERD system pool (main.tf:484-486); the stack's system pool sets
+    # none, and the first up must not take it off the nodes the controllers run on.
+    found = adopted("toolkit-v6e")
+    assert "nodeConfig.gvnic" in found.adoption.config["tpu-stack:cluster"]["adopted"]["systemPool"]["keep"]
+    [system] = [r for r in _imported(found.plan) if r["type"] == NODE_POOL and r["inputs"]["name"] == "system"]
+    assert not [c for c in system["import"]["changes"] if c["path"].startswith("nodeConfig.gvnic")]
