@@ -11,8 +11,9 @@ queues from the Kueue objects, v1beta1 converted to v1beta2), runs the program o
 - `adopt/<stack>/report.txt`: per resource the import and the in-place changes; the chart objects the first `up`
   takes over and the provider settings it needs; what is kept, refused or not adopted.
 
-Anything the first update would replace is refused with one line naming the config that keeps it, and that config is
-written. What cannot be adopted at all is named, never dropped.
+Anything the first update would replace is kept as found, with one line naming the config that keeps it, and that
+config is written. What cannot be adopted at all is refused: one line naming the config key and what to change, and
+`tpu-stack adopt` exits 2; it is never dropped.
 """
 
 from __future__ import annotations
@@ -447,10 +448,9 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         keep_cluster.append("datapathProvider")
         findings.append(
             Finding(
-                "refused",
-                f"cluster {name}: datapathProvider {datapath} -> ADVANCED_DATAPATH would recreate the cluster "
-                "(ForceNew); kept with cluster.adopted.keep: [datapathProvider] (NetworkPolicies are not enforced "
-                "on it)",
+                "kept",
+                f"cluster {name}: datapathProvider {datapath} kept (cluster.adopted.keep: [datapathProvider]): "
+                "ADVANCED_DATAPATH would recreate the cluster (ForceNew); NetworkPolicies are not enforced on it",
             )
         )
     if (cluster.get("networkConfig") or {}).get("enableMultiNetworking"):
@@ -509,7 +509,14 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         mode, detail = _provisioning(first)
         names = [p["name"] for p in group]
         if mode is None:
-            findings.append(Finding("refused", f"node pools {', '.join(names)}: not adopted: {detail}"))
+            findings.append(
+                Finding(
+                    "refused",
+                    f"tpu-stack:tpuPools: node pool{'s' if len(names) > 1 else ''} {', '.join(names)} not adopted: "
+                    f"{detail}; left as it runs, outside the stack (neither updated nor deleted): to bring its "
+                    "capacity in, add a pool group the stack supports and move the work there, then delete it",
+                )
+            )
             continue
         shape = _shape(first)
         assert shape is not None
@@ -635,8 +642,9 @@ def _queues(objects: Sequence[dict[str, Any]], pools: list[dict[str, Any]]) -> t
         findings.append(
             Finding(
                 "refused",
-                f"ClusterQueues {names}: not adopted: more than one queue or a Cohort; tpu-stack's teams name their "
-                "queues <team>-queue and <team>-cluster-queue, so adopt takes one ClusterQueue and its LocalQueue",
+                f"tpu-stack:queues: ClusterQueues {names} not adopted: more than one queue or a Cohort; adopt takes "
+                "one ClusterQueue and its LocalQueue: declare the others as tpu-stack:teams (<team>-queue, "
+                "<team>-cluster-queue), move their workloads, then delete them; until then they stay as they run",
             )
         )
         return queues, findings
@@ -761,9 +769,9 @@ def keep_replaced(adoption: Adoption, found: Sequence[Verdict]) -> list[Finding]
                     keep.append(path)
                 lines.append(
                     Finding(
-                        "refused",
-                        f"{verdict.name}: {what} would replace the slice; kept with "
-                        f"tpuPools[{index}].adopted.keep: [{path}]",
+                        "kept",
+                        f"{verdict.name}: {change.path} kept (tpuPools[{index}].adopted.keep: [{path}]): {what} "
+                        "would replace the slice",
                     )
                 )
             else:
@@ -842,8 +850,8 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
     lines += takeover.lines(plan_, adoption.stack)
     lines += retire_lines(adoption.existing)
     for kind, title in (
-        ("refused", "Refused (would replace; the config that keeps it is written) or not adoptable:"),
-        ("kept", "Kept as they are:"),
+        ("refused", "Refused (cannot be adopted; adopt exits 2):"),
+        ("kept", "Kept as found (the config that keeps each is written):"),
         ("opt-in", "Kept as found; opt in one slice at a time:"),
         ("not-adopted", "Not adopted (outside the stack, left as they are):"),
     ):

@@ -434,7 +434,7 @@ def test_adopt_with_nothing_refused_exits_0(tmp_path: Path) -> None:
 
 
 def _preemptible(cluster: Any, pools: Any, objects: Any) -> None:
-    pools[2]["config"]["preemptible"] = True
+    pools[2]["config"]["preemptible"] = True  # pools[0] is default-pool: xpk-ms-np-1
 
 
 def _two_reservations(cluster: Any, pools: Any, objects: Any) -> None:
@@ -450,9 +450,9 @@ def _two_cluster_queues(cluster: Any, pools: Any, objects: Any) -> None:
 @pytest.mark.parametrize(
     ("change", "line"),
     [
-        (_preemptible, "refused: tpu-stack:tpuPools: node pool xpk-ms-np-2 not adopted: preemptible VMs (tpu-stack's "
+        (_preemptible, "refused: tpu-stack:tpuPools: node pool xpk-ms-np-1 not adopted: preemptible VMs (tpu-stack's "
                        "cheap capacity is spot); "),
-        (_two_reservations, "refused: tpu-stack:tpuPools: node pool xpk-ms-np-2 not adopted: it consumes 2 "
+        (_two_reservations, "refused: tpu-stack:tpuPools: node pool xpk-ms-np-1 not adopted: it consumes 2 "
                             "reservations; tpu-stack's pool groups consume one; "),
         (_two_cluster_queues, "refused: tpu-stack:queues: ClusterQueues cluster-queue, other-queue not adopted: "),
     ],
