@@ -11,8 +11,9 @@ queues from the Kueue objects, v1beta1 converted to v1beta2), runs the program o
 - `adopt/<stack>/report.txt`: per resource the import and the in-place changes; the chart objects the first `up`
   takes over and the provider settings it needs; what is kept, refused or not adopted.
 
-Anything the first update would replace is refused with one line naming the config that keeps it, and that config is
-written. What cannot be adopted at all is named, never dropped.
+Anything the first update would replace is kept as found, with one line naming the config that keeps it, and that
+config is written. What cannot be adopted at all is refused: one line naming the config key and what to change, and
+`tpu-stack adopt` exits 2; it is never dropped.
 """
 
 from __future__ import annotations
@@ -447,10 +448,9 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         keep_cluster.append("datapathProvider")
         findings.append(
             Finding(
-                "refused",
-                f"cluster {name}: datapathProvider {datapath} -> ADVANCED_DATAPATH would recreate the cluster "
-                "(ForceNew); kept with cluster.adopted.keep: [datapathProvider] (NetworkPolicies are not enforced "
-                "on it)",
+                "kept",
+                f"cluster {name}: datapathProvider {datapath} kept (cluster.adopted.keep: [datapathProvider]): "
+                "ADVANCED_DATAPATH would recreate the cluster (ForceNew); NetworkPolicies are not enforced on it",
             )
         )
     if (cluster.get("networkConfig") or {}).get("enableMultiNetworking"):
@@ -478,16 +478,15 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
                 Finding("not-adopted", f"node pool {pool['name']}: GPU pools are not tpu-stack's to manage")
             )
         else:
-            findings.append(
-                Finding("not-adopted", f"node pool {pool['name']}: a CPU pool tpu-stack does not declare; stays as is")
-            )
+            findings.append(Finding("not-adopted", _other_pool_line(pool)))
     if system is not None:
         config_of = system.get("config") or {}
         adopted_cluster["systemPool"] = {
             "serviceAccount": config_of.get("serviceAccount", "default"),
             "oauthScopes": sorted(config_of.get("oauthScopes") or []),
             "keep": [path for path in ("nodeConfig.diskType", "nodeConfig.labels", "nodeConfig.taints",
-                                       "nodeConfig.shieldedInstanceConfig") if path in KEEPABLE_POOL_FIELDS],
+                                       "nodeConfig.shieldedInstanceConfig") if path in KEEPABLE_POOL_FIELDS]
+                    + (["nodeConfig.gvnic"] if "gvnic" in config_of else []),
         }  # fmt: skip
         scaling = system.get("autoscaling") or {}
         cluster_config["systemPool"] = {
@@ -510,7 +509,14 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         mode, detail = _provisioning(first)
         names = [p["name"] for p in group]
         if mode is None:
-            findings.append(Finding("refused", f"node pools {', '.join(names)}: not adopted: {detail}"))
+            findings.append(
+                Finding(
+                    "refused",
+                    f"tpu-stack:tpuPools: node pool{'s' if len(names) > 1 else ''} {', '.join(names)} not adopted: "
+                    f"{detail}; left as it runs, outside the stack (neither updated nor deleted): to bring its "
+                    "capacity in, add a pool group the stack supports and move the work there, then delete it",
+                )
+            )
             continue
         shape = _shape(first)
         assert shape is not None
@@ -583,6 +589,18 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
     return Adoption(stack, project, region, config, saved, findings)
 
 
+def _other_pool_line(pool: Mapping[str, Any]) -> str:
+    """A CPU pool the stack does not declare (Cluster Toolkit's cpu-np for Pathways, a team's own): never imported, so
+    the engine never updates or deletes it; what that means for its owner."""
+    machine = (pool.get("config") or {}).get("machineType", "?")
+    return (
+        f"node pool {pool['name']} ({machine}): not adopted: the stack does not declare it, so `pulumi up` and "
+        "`pulumi destroy` neither updates nor deletes it; it stays as it runs and goes only with the cluster. Resize "
+        f"or delete it with `gcloud container node-pools` ({pool['name']}), and keep it out of the old tool's state "
+        "removal only if that tool is to keep managing it"
+    )
+
+
 def _found(pool: Mapping[str, Any], path: str) -> str:
     if path == "upgradeSettings":
         return show_value(pool.get("upgradeSettings"))
@@ -624,8 +642,9 @@ def _queues(objects: Sequence[dict[str, Any]], pools: list[dict[str, Any]]) -> t
         findings.append(
             Finding(
                 "refused",
-                f"ClusterQueues {names}: not adopted: more than one queue or a Cohort; tpu-stack's teams name their "
-                "queues <team>-queue and <team>-cluster-queue, so adopt takes one ClusterQueue and its LocalQueue",
+                f"tpu-stack:queues: ClusterQueues {names} not adopted: more than one queue or a Cohort; adopt takes "
+                "one ClusterQueue and its LocalQueue: declare the others as tpu-stack:teams (<team>-queue, "
+                "<team>-cluster-queue), move their workloads, then delete them; until then they stay as they run",
             )
         )
         return queues, findings
@@ -750,9 +769,9 @@ def keep_replaced(adoption: Adoption, found: Sequence[Verdict]) -> list[Finding]
                     keep.append(path)
                 lines.append(
                     Finding(
-                        "refused",
-                        f"{verdict.name}: {what} would replace the slice; kept with "
-                        f"tpuPools[{index}].adopted.keep: [{path}]",
+                        "kept",
+                        f"{verdict.name}: {change.path} kept (tpuPools[{index}].adopted.keep: [{path}]): {what} "
+                        "would replace the slice",
                     )
                 )
             else:
@@ -831,8 +850,8 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
     lines += takeover.lines(plan_, adoption.stack)
     lines += retire_lines(adoption.existing)
     for kind, title in (
-        ("refused", "Refused (would replace; the config that keeps it is written) or not adoptable:"),
-        ("kept", "Kept as they are:"),
+        ("refused", "Refused (cannot be adopted; adopt exits 2):"),
+        ("kept", "Kept as found (the config that keeps each is written):"),
         ("opt-in", "Kept as found; opt in one slice at a time:"),
         ("not-adopted", "Not adopted (outside the stack, left as they are):"),
     ):

@@ -769,7 +769,8 @@ def cmd_delete(session: Session) -> int:
 
 
 def cmd_adopt(session: Session) -> int:
-    """Write the adopted stack's file, what was read and the report; each refusal also as one `refused:` line."""
+    """Write the adopted stack's file, what was read and the report; each refusal also as one `refused:` line, and
+    exit 2 when there is one (what adopt keeps as found is no refusal)."""
     from offline.imports import ExistingError, read_existing
     from tpu_stack import adopt
 
@@ -817,7 +818,7 @@ def cmd_adopt(session: Session) -> int:
     refused = [f.line for f in adoption.findings if f.kind == "refused"]
     for line in refused:
         print(f"refused: {line}", file=session.err)
-    return EXIT_OK
+    return EXIT_USAGE if refused else EXIT_OK
 
 
 # ---- parsing --------------------------------------------------------------------------------------------------

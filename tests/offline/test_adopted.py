@@ -312,7 +312,8 @@ def test_toolkit_private_nodes_keep_their_peering_range_and_their_network_egress
     assert cluster["adopted"]["existingNat"] is True
     # The webhook rule opens the charts' ports to the nodes the controllers run on: the adopted system pool's account.
     [rule] = [r for r in found.plan["resources"] if r["type"] == "gcp:compute/firewall:Firewall"]
-    assert rule["inputs"]["targetServiceAccounts"] == ["gke-np-sa@tpu-proj.iam.gserviceaccount.com"]
+    # gke-cluster's system pool runs as the account the blueprint `use`s: workload_service_account gke-wl-sa.
+    assert rule["inputs"]["targetServiceAccounts"] == ["gke-wl-sa@tpu-proj.iam.gserviceaccount.com"]
     assert rule["inputs"]["sourceRanges"] == ["192.168.0.0/18", "10.4.0.0/14", "172.16.0.32/28"]
 
 
@@ -399,3 +400,37 @@ def test_moving_slices_off_the_default_account_previews_clean(tmp_path: Path) ->
     # The kept slices are still imported and replaced by nothing.
     assert all(pools[f"xpk-ms-np-{i}"]["import"]["existing"] for i in range(3))
     assert not [c for i in range(3) for c in pools[f"xpk-ms-np-{i}"]["import"]["changes"] if c["replaces"]]
+
+
+def test_toolkit_slices_are_left_as_gke_node_pool_made_them() -> None:
+    # gke-node-pool gives its pools GKE_METADATA and maxSurge 0 / maxUnavailable 1 (cluster-toolkit 1047080
+    # modules/compute/gke-node-pool/main.tf:23-26,133-136,244-246): the first up changes neither on a running slice.
+    found = adopted("toolkit-v6e")
+    [pool] = found.adoption.config["tpu-stack:tpuPools"]
+    assert "nodeConfig.workloadMetadataConfig" not in pool["adopted"]["keep"]
+    assert not [f for f in found.adoption.findings if f.kind == "opt-in" and "GKE_METADATA" in f.line]
+    for record in (r for r in _imported(found.plan) if r["type"] == NODE_POOL):
+        paths = [c["path"] for c in record["import"]["changes"]]
+        assert not [p for p in paths if p.startswith(("nodeConfig.workloadMetadataConfig", "upgradeSettings"))], (
+            record["name"], paths)  # fmt: skip
+    assert "workload-identity" not in json.loads(found.policy_config.read_text())
+
+
+def test_toolkit_cpu_pool_is_named_and_left_outside_the_stack() -> None:
+    # enable_pathways_for_tpus: true makes gke-cluster's cpu-np (n4-standard-64, 0..100 nodes; main.tf:525-575).
+    found = adopted("toolkit-v6e")
+    [line] = [f.line for f in found.adoption.findings if "cpu-np" in f.line]
+    assert line.startswith("node pool cpu-np (n4-standard-64): not adopted")
+    assert "neither updates nor deletes it" in line and "gcloud container node-pools" in line
+    # Not in the program, so neither imported nor deleted: the engine never learns of it.
+    assert not [r for r in found.plan["resources"] if r["type"] == NODE_POOL and r["name"] == "cpu-np"]
+    assert "cpu-np" in found.report
+
+
+def test_toolkit_system_pool_keeps_its_gvnic() -> None:
+    # gke-cluster turns gVNIC on for its COS_CONTAINERD system pool (main.tf:484-486); the stack's system pool sets
+    # none, and the first up must not take it off the nodes the controllers run on.
+    found = adopted("toolkit-v6e")
+    assert "nodeConfig.gvnic" in found.adoption.config["tpu-stack:cluster"]["adopted"]["systemPool"]["keep"]
+    [system] = [r for r in _imported(found.plan) if r["type"] == NODE_POOL and r["inputs"]["name"] == "system"]
+    assert not [c for c in system["import"]["changes"] if c["path"].startswith("nodeConfig.gvnic")]

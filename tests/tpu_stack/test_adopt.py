@@ -402,3 +402,74 @@ def test_the_report_says_how_to_retire_the_tool_that_made_the_cluster(xpk: Adopt
     assert "default/xpk-ms-resources-configmap" in xpk.report and "default/xpk-ms-metadata-configmap" in xpk.report
     toolkit = adopted("toolkit-v6e").report
     assert "terraform -chdir=<deployment>/primary state rm" in toolkit and "never `gcluster destroy`" in toolkit
+
+
+def _adopt_cli(tmp_path: Path, change: Any = None) -> tuple[int, str, str]:
+    """`tpu-stack adopt` on a copy of the xpk-multislice outputs, changed by `change(cluster, pools, objects)`."""
+    import io
+    import shutil
+
+    from tpu_stack import cli
+
+    saved = tmp_path / "saved"
+    shutil.copytree(ADOPT_DIR / "xpk-multislice", saved)
+    cluster = json.loads((saved / "cluster.json").read_text())
+    pools = json.loads((saved / "node-pools.json").read_text())
+    objects = json.loads((saved / "kubernetes.json").read_text())
+    if change is not None:
+        change(cluster, pools, objects["items"])
+    cluster["nodePools"] = pools
+    (saved / "cluster.json").write_text(json.dumps(cluster))
+    (saved / "node-pools.json").write_text(json.dumps(pools))
+    (saved / "kubernetes.json").write_text(json.dumps(objects))
+    out, err = io.StringIO(), io.StringIO()
+    args = ["adopt", "x", "--from", str(saved), "--stack-dir", str(tmp_path), "--out", str(tmp_path / "adopt")]
+    code = cli.main(args, out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_adopt_with_nothing_refused_exits_0(tmp_path: Path) -> None:
+    code, _out, err = _adopt_cli(tmp_path)
+    assert code == 0 and "refused" not in err
+
+
+def _preemptible(cluster: Any, pools: Any, objects: Any) -> None:
+    pools[2]["config"]["preemptible"] = True  # pools[0] is default-pool: xpk-ms-np-1
+
+
+def _two_reservations(cluster: Any, pools: Any, objects: Any) -> None:
+    pools[2]["config"]["reservationAffinity"]["values"] = ["tpu-res", "tpu-res-2"]
+
+
+def _two_cluster_queues(cluster: Any, pools: Any, objects: Any) -> None:
+    second = json.loads(json.dumps(next(o for o in objects if o["kind"] == "ClusterQueue")))
+    second["metadata"]["name"] = "other-queue"
+    objects.append(second)
+
+
+@pytest.mark.parametrize(
+    ("change", "line"),
+    [
+        (_preemptible, "refused: tpu-stack:tpuPools: node pool xpk-ms-np-1 not adopted: preemptible VMs (tpu-stack's "
+                       "cheap capacity is spot); "),
+        (_two_reservations, "refused: tpu-stack:tpuPools: node pool xpk-ms-np-1 not adopted: it consumes 2 "
+                            "reservations; tpu-stack's pool groups consume one; "),
+        (_two_cluster_queues, "refused: tpu-stack:queues: ClusterQueues cluster-queue, other-queue not adopted: "),
+    ],
+)  # fmt: skip
+def test_each_refusal_is_one_line_naming_the_key_and_exits_2(tmp_path: Path, change: Any, line: str) -> None:
+    code, _out, err = _adopt_cli(tmp_path, change)
+    refused = [found for found in err.splitlines() if found.startswith("refused:")]
+    assert code == 2
+    assert len(refused) == 1 and refused[0].startswith(line), refused
+    # What to change is said: the pool left as it runs, or the queues to declare as teams.
+    assert " left as it runs" in refused[0] or "tpu-stack:teams" in refused[0]
+
+
+def test_what_adopt_keeps_is_kept_not_refused(tmp_path: Path) -> None:
+    def legacy(cluster: Any, pools: Any, objects: Any) -> None:
+        cluster["networkConfig"]["datapathProvider"] = "LEGACY_DATAPATH"
+
+    code, out, err = _adopt_cli(tmp_path, legacy)
+    assert code == 0 and "refused" not in err
+    assert "datapathProvider LEGACY_DATAPATH kept" in out
