@@ -17,6 +17,7 @@ still bills; a refused delete says so.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import pulumi
@@ -25,12 +26,30 @@ from components.config.adopted import ImportConfig
 
 
 def import_existing(imports: Sequence[ImportConfig]) -> pulumi.ResourceTransformation:
-    """A stack transformation giving each resource the stack file lists (by type and name) its `import` ID, and each
-    Google one `protect`."""
-    ids = {(entry.type, entry.name): entry.id for entry in imports}
+    """A stack transformation giving each resource whose URN the stack file lists its `import` ID, and each Google one
+    `protect`.
+
+    Resources are matched by URN, since one type and name can be two resources under different parents. A
+    transformation runs before the resource registers, so its URN is not known yet (the SDK's `create_urn` waits on the
+    parent's); it is built here as the engine builds it (pulumi/pulumi pkg/resource/deploy/deployment.go generateURN,
+    sdk/go/common/resource/urn/urn.go New): `urn:pulumi:STACK::PROJECT::TYPE::NAME`, TYPE the parent's qualified type
+    and `$` and the resource's own, a child of the root stack its own type alone. The transformation sees every
+    resource as it is constructed, parents first (a stack transformation is inherited by every child: the SDK's
+    Resource.__init__, pulumi/resource.py), so it keeps each one's qualified type for its children. (The SDK's mock
+    monitor keeps only the parent's last type, pulumi/runtime/mocks.py make_urn; the engine's is what `import` needs.)
+    """
+    ids = {entry.urn: entry.id for entry in imports}
+    qualified: weakref.WeakKeyDictionary[pulumi.Resource, str] = weakref.WeakKeyDictionary()
+    prefix = f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::"
 
     def transform(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
-        found = ids.get((args.type_, args.name))
+        parent = args.opts.parent
+        above = "" if parent is None or parent is pulumi.runtime.get_root_resource() else qualified.get(parent)
+        if above is None:
+            return None  # a parent made before the transformation was registered: nothing of it is imported
+        own = f"{above}${args.type_}" if above else args.type_
+        qualified[args.resource] = own
+        found = ids.get(f"{prefix}{own}::{args.name}")
         if found is None:
             return None
         protect = True if args.type_.startswith("gcp:") else None

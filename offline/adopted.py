@@ -48,7 +48,10 @@ def judge(plan: Plan, config: StackConfig, existing_dir: Path | None) -> list[st
     entries = [entry.model_dump() for entry in adopted.imports] if adopted is not None else []
     if not entries:
         return []
-    unmatched = imports.unmatched(entries, plan.resources)
+    from offline.urns import engine_urn_of
+
+    custom = {r["urn"] for r in plan.resources if r.get("custom")}
+    unmatched = imports.unmatched(entries, {u for mock, u in engine_urn_of(plan).items() if mock in custom})
     if unmatched:
         raise ConfigError(unmatched)
     plan.adoption = Judged()

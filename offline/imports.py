@@ -26,7 +26,7 @@ What the providers read back on import, modelled here from the saved outputs of 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -625,16 +625,15 @@ def verdicts(resources: Sequence[Mapping[str, Any]], existing: Existing, project
     return found
 
 
-def unmatched(imports: Sequence[Mapping[str, str]], resources: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per import entry of the stack file that names no resource of the program (the engine would create the
-    resource it meant instead, and leave the existing one alone)."""
-    declared = {(str(r["type"]), str(r["name"])) for r in resources if r.get("custom")}
+def unmatched(imports: Sequence[Mapping[str, str]], urns: Collection[str]) -> list[str]:
+    """One line per import entry of the stack file that names no resource of the program by its engine URN (the
+    engine would create the resource it meant instead, and leave the existing one alone)."""
     lines = []
     for index, entry in enumerate(imports):
-        if (entry["type"], entry["name"]) not in declared:
+        if entry["urn"] not in urns:
             lines.append(
-                f"tpu-stack:cluster.adopted.imports[{index}]: the program declares no {entry['type']} named "
-                f"{entry['name']!r}; fix the name or remove the entry"
+                f"tpu-stack:cluster.adopted.imports[{index}]: the program declares no resource with URN "
+                f"{entry['urn']}; fix the URN or remove the entry"
             )
     return lines
 

@@ -73,6 +73,13 @@ def _qualified_type(urn: str) -> str:
     return "" if qualified == ROOT_STACK_TYPE else qualified.removeprefix(f"{ROOT_STACK_TYPE}$")
 
 
+def engine_urn_of(plan: Plan) -> dict[str, str]:
+    """The engine's URN of each resource of the plan, by the mock's: what `cluster.adopted.imports` and
+    `pulumi state` commands name (components/adoption.py builds the same)."""
+    resolver = _Resolver(plan)
+    return {str(r["urn"]): resolver.current(str(r["urn"])) for r in plan.resources}
+
+
 class _Resolver:
     """Engine URNs of a plan's resources, and every former URN their aliases carry."""
 

@@ -732,14 +732,25 @@ def existing_id(record: Mapping[str, Any], existing: Existing, project: str) -> 
 
 
 def imports(adoption: Adoption, resources: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """`cluster.adopted.imports`: every custom resource of the program that exists."""
+    """`cluster.adopted.imports`: every custom resource of the program that exists, by its engine URN (a name can be
+    two resources under different parents; components/adoption.py matches the URN)."""
+    urns = engine_urns(adoption.stack, resources)
     found = []
     for record in resources:
         if record.get("custom") and not str(record["type"]).startswith("pulumi:providers:"):
             import_id = existing_id(record, adoption.existing, adoption.project)
             if import_id is not None:
-                found.append({"type": str(record["type"]), "name": str(record["name"]), "id": import_id})
+                found.append({"urn": urns[str(record["urn"])], "id": import_id})
     return found
+
+
+def engine_urns(stack: str, resources: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The engine's URN of each resource the offline run recorded, by the mock monitor's (offline/urns.py)."""
+    from components.config import PROJECT
+    from offline.engine import Plan
+    from offline.urns import engine_urn_of as resolve
+
+    return resolve(Plan(project=PROJECT, stack=stack, resources=[dict(r) for r in resources]))
 
 
 def run_program(adoption: Adoption) -> list[dict[str, Any]]:
@@ -843,7 +854,7 @@ def report(adoption: Adoption, outcome: Outcome) -> str:
     )
     lines += ["", "Imported by the first `pulumi up` (cluster.adopted.imports), then updated in place:"]
     lines += imported.lines(found)
-    lines += protected_lines(adoption.stack, found)
+    lines += protected_lines(adoption.stack, found, engine_urns(adoption.stack, outcome.resources))
     if created:
         lines += ["", "Created by the first `pulumi up` (the stack has them, the cluster does not):"]
         lines += [f"  + {r['type']} {r['name']}" for r in created]
@@ -907,7 +918,7 @@ def retire_lines(existing: Existing) -> list[str]:
     return []
 
 
-def protected_lines(stack: str, found: Sequence[Verdict]) -> list[str]:
+def protected_lines(stack: str, found: Sequence[Verdict], urns: Mapping[str, str]) -> list[str]:
     """The imported Google resources, protected whatever the stack's name (components/adoption.py), by URN, with the
     command that lets one go."""
     google = [v for v in found if v.type.startswith("gcp:")]
@@ -917,7 +928,7 @@ def protected_lines(stack: str, found: Sequence[Verdict]) -> list[str]:
         "",
         "Protected (`pulumi destroy`, or a slice removed from the config, stops at them). To let one go on purpose, "
         "unprotect it, then remove it in a change of its own (docs/adopt.md, Letting a slice or the cluster go):",
-        *(f"  pulumi state unprotect --stack {stack} '{v.urn}'" for v in google),
+        *(f"  pulumi state unprotect --stack {stack} '{urns[v.urn]}'" for v in google),
     ]
 
 

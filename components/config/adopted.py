@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from pydantic import model_validator
+
 from components.config.base import PROJECT, ConfigModel, dns_label_problem
 
 KEEPABLE_POOL_FIELDS = {
@@ -113,28 +115,56 @@ KEEPABLE_CLUSTER_FIELDS = {
 _TYPE_TOKEN = re.compile(r"^[a-z][a-z0-9-]*:[A-Za-z0-9./_-]+:[A-Za-z][A-Za-z0-9]*$")
 
 
+_URN_PREFIX = "urn:pulumi:"
+_OLDER_FORM = (
+    "names its resource by type and name (an older tpu-stack adopt), which resources under different parents share; "
+    f"write its URN instead (urn: urn:pulumi:STACK::{PROJECT}::PARENT_TYPE$TYPE::NAME, as `pulumi stack --show-urns` "
+    "or the adopt report prints it) or run tpu-stack adopt again"
+)
+
+
 class ImportConfig(ConfigModel):
-    """One existing resource the stack imports instead of creating: the program gives it Pulumi's `import` resource
-    option. The engine then reads it through its provider and updates it in place where the program differs, in the
-    same `pulumi up`; while the ID stays here it refuses to replace it (pulumi/pulumi
+    """One existing resource the stack imports instead of creating: the program gives the resource with this URN
+    Pulumi's `import` resource option. The engine then reads it through its provider and updates it in place where the
+    program differs, in the same `pulumi up`; while the ID stays here it refuses to replace it (pulumi/pulumi
     pkg/resource/deploy/step_generator.go, since 3.174.0)."""
 
-    type: str
-    """The program's resource type, e.g. `gcp:container/nodePool:NodePool`, `kubernetes:core/v1:Namespace`."""
-    name: str
-    """The program's name of the resource (the last part of its URN), e.g. `xpk-np-0`."""
+    urn: str
+    """The engine's URN of the program's resource, e.g.
+    `urn:pulumi:dev::tpu-stack::tpu-stack:index:TpuSlicePools$gcp:container/nodePool:NodePool::xpk-np-0`: the stack,
+    the project, the types of its ancestors below the stack and its own joined by `$`, its name (pulumi/pulumi
+    sdk/go/common/resource/urn/urn.go New). A name alone could be two resources under different parents."""
     id: str
     """The ID its provider reads it by: `projects/P/locations/L/clusters/C[/nodePools/N]`; a Kubernetes object's
     `namespace/name`, or `name` for a cluster-wide one."""
 
-    def problems(self) -> list[tuple[str, str]]:
+    @model_validator(mode="before")
+    @classmethod
+    def _not_the_older_form(cls, data: object) -> object:
+        """The form before URNs ({type, name, id}): one line saying what to write instead."""
+        if isinstance(data, dict) and "urn" not in data and ("type" in data or "name" in data):
+            raise ValueError(_OLDER_FORM)
+        return data
+
+    @property
+    def type(self) -> str:
+        """The resource's own type, the last of the URN's type chain."""
+        parts = self.urn.split("::")
+        return parts[2].rsplit("$", 1)[-1] if len(parts) >= 4 else ""
+
+    def problems(self, stack: str) -> list[tuple[str, str]]:
+        parts = self.urn.removeprefix(_URN_PREFIX).split("::", 3)
+        if not self.urn.startswith(_URN_PREFIX) or len(parts) != 4 or not all(parts):
+            return [("urn", f"{self.urn!r} is not a URN (urn:pulumi:STACK::{PROJECT}::TYPE::NAME)")]
         problems: list[tuple[str, str]] = []
+        if parts[0] != stack:
+            problems.append(("urn", f"names stack {parts[0]!r}, not {stack!r}; the engine would import nothing"))
+        if parts[1] != PROJECT:
+            problems.append(("urn", f"names project {parts[1]!r}, not {PROJECT!r}"))
         if not _TYPE_TOKEN.match(self.type) or self.type.startswith(("pulumi:", f"{PROJECT}:")):
             problems.append(
-                ("type", f"{self.type!r} is not a resource type of the program (e.g. gcp:container/nodePool:NodePool)")
+                ("urn", f"{self.type!r} is not a resource type of the program (e.g. gcp:container/nodePool:NodePool)")
             )
-        if not self.name:
-            problems.append(("name", "empty; the program's name of the resource"))
         if not self.id:
             problems.append(("id", "empty; the ID the provider reads the resource by"))
         return problems
@@ -164,7 +194,7 @@ class AdoptedClusterConfig(ConfigModel):
 
     Default: none"""
 
-    def problems(self) -> list[tuple[str, str]]:
+    def problems(self, stack: str) -> list[tuple[str, str]]:
         pool = self.system_pool.problems(1) if self.system_pool else []
         problems = [(f"systemPool.{field.removeprefix('adopted.')}", message) for field, message in pool] + [
             (
@@ -174,11 +204,10 @@ class AdoptedClusterConfig(ConfigModel):
             for index, path in enumerate(self.keep)
             if path not in KEEPABLE_CLUSTER_FIELDS
         ]
-        seen: dict[tuple[str, str], int] = {}
+        seen: dict[str, int] = {}
         for index, entry in enumerate(self.imports):
-            problems += [(f"imports[{index}].{field}", message) for field, message in entry.problems()]
-            key = (entry.type, entry.name)
-            if key in seen:
-                problems.append((f"imports[{index}]", f"{entry.type} {entry.name} is imports[{seen[key]}] already"))
-            seen.setdefault(key, index)
+            problems += [(f"imports[{index}].{field}", message) for field, message in entry.problems(stack)]
+            if entry.urn in seen:
+                problems.append((f"imports[{index}]", f"{entry.urn} is imports[{seen[entry.urn]}] already"))
+            seen.setdefault(entry.urn, index)
         return problems

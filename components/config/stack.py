@@ -1056,7 +1056,7 @@ def _adopted_problems(config: StackConfig) -> list[str]:
     names, adopted or not, are NodePoolNames' to check.)"""
     problems: list[str] = []
     if config.cluster.adopted is not None:
-        problems += [f"{PROJECT}:cluster.adopted.{f}: {m}" for f, m in config.cluster.adopted.problems()]
+        problems += [f"{PROJECT}:cluster.adopted.{f}: {m}" for f, m in config.cluster.adopted.problems(config.stack)]
     flavors: dict[str, int] = {}
     groups: set[str] = set()
     for index, pool in enumerate(config.tpu_pools):

@@ -216,15 +216,18 @@ def test_an_import_that_names_no_resource_is_one_config_line(
     found = adopted("xpk-multislice")
 
     def typo(config: dict[str, Any]) -> None:
-        config["tpu-stack:cluster"]["adopted"]["imports"][1]["name"] = "jobset-namespac"
+        entry = config["tpu-stack:cluster"]["adopted"]["imports"][1]
+        entry["urn"] = entry["urn"].replace("::jobset-namespace", "::jobset-namespac")
 
     path = _stack_with(found, tmp_path, typo)
-    code = cli.main(["preview", "--stack", "x", "--config", str(path), "--out", str(tmp_path / "b"), "--quiet"])
+    args = ["preview", "--stack", "xpk-multislice", "--config", str(path), "--out", str(tmp_path / "b"), "--quiet"]
+    code = cli.main(args)
     assert code == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert errors == [
-        "error: tpu-stack:cluster.adopted.imports[1]: the program declares no kubernetes:core/v1:Namespace named "
-        "'jobset-namespac'; fix the name or remove the entry"
+        "error: tpu-stack:cluster.adopted.imports[1]: the program declares no resource with URN "
+        "urn:pulumi:xpk-multislice::tpu-stack::tpu-stack:index:JobSetInstall$kubernetes:core/v1:Namespace"
+        "::jobset-namespac; fix the URN or remove the entry"
     ]
 
 
@@ -237,7 +240,7 @@ def test_a_replacement_of_an_imported_resource_is_refused(tmp_path: Path, capsys
         del config["tpu-stack:tpuPools"][0]["adopted"]["serviceAccount"]
 
     path = _stack_with(found, tmp_path, drop_keep)
-    args = ["preview", "--stack", "x", "--config", str(path), "--existing", str(found.existing)]
+    args = ["preview", "--stack", "xpk-multislice", "--config", str(path), "--existing", str(found.existing)]
     code = cli.main([*args, "--out", str(tmp_path / "b")])
     printed = capsys.readouterr()
     assert code == 1
@@ -257,7 +260,7 @@ def test_without_saved_outputs_the_preview_still_shows_the_imports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     found = adopted("xpk-flex")
-    args = ["preview", "--stack", "x", "--config", str(found.stack_file), "--out", str(tmp_path)]
+    args = ["preview", "--stack", "xpk-flex", "--config", str(found.stack_file), "--out", str(tmp_path)]
     cli.main(args)
     out = capsys.readouterr().out
     assert "  = container:NodePool" in out and "pass --existing DIR" in out
@@ -357,7 +360,8 @@ def test_destroying_an_adopted_stack_refuses_at_the_slices_until_unprotected() -
     def three_slices(config: dict[str, Any]) -> None:
         config["tpu-stack:tpuPools"][0]["slices"] = 3
         imports = config["tpu-stack:cluster"]["adopted"]["imports"]
-        config["tpu-stack:cluster"]["adopted"]["imports"] = [i for i in imports if i["name"] != "xpk-ms-np-3"]
+        kept = [i for i in imports if not i["urn"].endswith("::xpk-ms-np-3")]
+        config["tpu-stack:cluster"]["adopted"]["imports"] = kept
 
     smaller = _stack_records(found, three_slices)
     refused_first = transition(state, smaller, CATALOGUE)
@@ -380,7 +384,7 @@ def test_moving_slices_off_the_default_account_previews_clean(tmp_path: Path) ->
         config["tpu-stack:tpuPools"].append(new)
         gone = ("xpk-ms-np-3", "queues-resourceflavor-4xv5litepod-16")  # the slice, and the flavor the drain drops
         adopted_ = config["tpu-stack:cluster"]["adopted"]
-        adopted_["imports"] = [i for i in adopted_["imports"] if i["name"] not in gone]
+        adopted_["imports"] = [i for i in adopted_["imports"] if i["urn"].rsplit("::", 1)[-1] not in gone]
 
     path = _stack_with(found, tmp_path, step_one)
     policy = json.loads(found.policy_config.read_text())

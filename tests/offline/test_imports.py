@@ -156,11 +156,12 @@ def test_an_import_id_finds_the_object_it_names() -> None:
 
 
 def test_an_import_entry_naming_no_resource_of_the_program_is_named() -> None:
-    resources = [{"type": NS, "name": "kueue-namespace", "custom": True}]
-    entries = [{"type": NS, "name": "kueue-namespace", "id": "kueue-system"}, {"type": NS, "name": "x", "id": "y"}]
-    assert imports.unmatched(entries, resources) == [
-        "tpu-stack:cluster.adopted.imports[1]: the program declares no kubernetes:core/v1:Namespace named 'x'; fix "
-        "the name or remove the entry"
+    urn = f"urn:pulumi:dev::tpu-stack::tpu-stack:index:KueueInstall${NS}::kueue-namespace"
+    other = f"urn:pulumi:dev::tpu-stack::tpu-stack:index:JobSetInstall${NS}::kueue-namespace"
+    entries = [{"urn": urn, "id": "kueue-system"}, {"urn": other, "id": "y"}]
+    assert imports.unmatched(entries, {urn}) == [
+        f"tpu-stack:cluster.adopted.imports[1]: the program declares no resource with URN {other}; fix the URN or "
+        "remove the entry"
     ]
 
 

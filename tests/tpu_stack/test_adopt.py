@@ -68,7 +68,7 @@ def test_xpk_slices_become_one_pool_group_with_its_names(xpk: Adopted) -> None:
     )
     assert queues["preemption"]["reclaimWithinCohort"] == "Never"
     assert [p["name"] for p in queues["priorityClasses"]] == ["very-low", "low", "medium", "high", "very-high"]
-    config = load(adoption.config, stack="xpk")  # the written config is valid
+    config = load(adoption.config, stack="xpk-multislice")  # the written config is valid
     assert config.tpu_pools[0].node_pool_names == [f"xpk-ms-np-{i}" for i in range(4)]
     assert config.cluster.adopted is not None and config.cluster.adopted.default_pool
 
@@ -77,10 +77,11 @@ def test_the_stack_file_lists_the_imports_the_first_up_makes(xpk: Adopted) -> No
     # The stack file written is what the preview ran: its imports are the program's resources that exist.
     written = load(read_stack_config(xpk.stack_file), stack="xpk-multislice")
     assert written.cluster.adopted is not None
-    by_name = {entry.name: entry for entry in written.cluster.adopted.imports}
+    by_name = {entry.urn.rsplit("::", 1)[-1]: entry for entry in written.cluster.adopted.imports}
+    # By the engine's URN (pulumi/pulumi sdk/go/common/resource/urn/urn.go New): the pool is TpuSlicePools' child.
     assert by_name["xpk-ms-np-0"].model_dump() == {
-        "type": "gcp:container/nodePool:NodePool",
-        "name": "xpk-ms-np-0",
+        "urn": "urn:pulumi:xpk-multislice::tpu-stack::tpu-stack:index:TpuSlicePools$gcp:container/nodePool:NodePool"
+        "::xpk-ms-np-0",
         "id": "projects/tpu-proj/locations/us-east5/clusters/xpk-ms/nodePools/xpk-ms-np-0",
     }
     # kueue-system and jobset-system exist (the release manifests xpk applies make them): created again, the
@@ -203,7 +204,7 @@ def test_an_xpk_jobset_is_admitted_by_the_adopted_queues(xpk: Adopted) -> None:
     from components.kueue_queues import kueue_objects
 
     adoption = xpk.adoption
-    config: StackConfig = load(adoption.config, stack="xpk")
+    config: StackConfig = load(adoption.config, stack="xpk-multislice")
     # As xpk 1.16.0 writes it (commands/workload.py WORKLOAD_CREATE_YAML): the LocalQueue label, one child Job per
     # slice, the accelerator and topology node selectors, 4 chips per VM of v5litepod-16 (4x4, 4 VMs).
     jobset: dict[str, Any] = {

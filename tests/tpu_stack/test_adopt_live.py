@@ -134,7 +134,7 @@ def test_a_cluster_without_kueue_adopts_with_no_queues(gke: fake_gke.FakeGke, tm
     assert code == 0, err
     config = yaml.safe_load((tmp_path / "Pulumi.xpk-multislice.yaml").read_text())["config"]
     assert set(config["tpu-stack:queues"]) == {"priorityClasses"}  # PriorityClasses are Kubernetes', not Kueue's
-    imported = {entry["type"] for entry in config["tpu-stack:cluster"]["adopted"]["imports"]}
+    imported = {entry["urn"].split("::")[2] for entry in config["tpu-stack:cluster"]["adopted"]["imports"]}
     assert not [t for t in imported if "kueue.x-k8s.io" in t]
 
 
