@@ -438,3 +438,31 @@ def test_toolkit_system_pool_keeps_its_gvnic() -> None:
     assert "nodeConfig.gvnic" in found.adoption.config["tpu-stack:cluster"]["adopted"]["systemPool"]["keep"]
     [system] = [r for r in _imported(found.plan) if r["type"] == NODE_POOL and r["inputs"]["name"] == "system"]
     assert not [c for c in system["import"]["changes"] if c["path"].startswith("nodeConfig.gvnic")]
+
+
+def test_the_first_up_removes_no_label_cluster_toolkit_set() -> None:
+    # Cluster Toolkit labels the cluster and every pool with ghpc_blueprint, ghpc_deployment (shared) and ghpc_module,
+    # ghpc_role (per module: gke-cluster/scheduler on the cluster and its system pool, gke-node-pool/compute on the
+    # TPU pools); its billing by deployment reads them. The provider updates labels in place (UpdateCluster
+    # desiredResourceLabels; node_config.go UpdateNodePool ResourceLabels), but a label dropped is lost to billing.
+    found = adopted("toolkit-v6e")
+    assert found.adoption.config["tpu-stack:labels"] == {
+        "ghpc_blueprint": "gke-tpu-v6e",
+        "ghpc_deployment": "gke-tpu-v6e",
+    }
+    for resource in (r for r in _imported(found.plan) if r["type"] in (CLUSTER, NODE_POOL)):
+        removed = [
+            c["path"] for c in resource["import"]["changes"] if "resourceLabels" in c["path"] and c["new"] is None
+        ]
+        assert removed == [], resource["name"]
+
+
+def test_xpks_autoscaling_profile_is_kept_as_found() -> None:
+    # xpk creates the cluster with --autoscaling-profile=optimize-utilization (commands/cluster.py:1342). The stack
+    # sets no cluster_autoscaling on a Standard cluster, and the block is Optional+Computed
+    # (terraform-provider-google resource_container_cluster.go "cluster_autoscaling"), so the imported value stays.
+    found = adopted("xpk-multislice")
+    assert "clusterAutoscaling" in found.adoption.config["tpu-stack:cluster"]["adopted"]["keep"]
+    cluster = next(r for r in _imported(found.plan) if r["type"] == CLUSTER)
+    assert not [c for c in cluster["import"]["changes"] if c["path"].startswith("clusterAutoscaling")]
+    assert "autoscaling profile OPTIMIZE_UTILIZATION kept" in found.report
