@@ -456,6 +456,19 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
     if (cluster.get("networkConfig") or {}).get("enableMultiNetworking"):
         keep_cluster.append("enableMultiNetworking")
     findings += _maintenance(cluster, cluster_config, keep_cluster)
+    profile = (cluster.get("autoscaling") or {}).get("autoscalingProfile")
+    if profile and profile != "BALANCED":
+        # xpk sets OPTIMIZE_UTILIZATION (commands/cluster.py --autoscaling-profile). The stack sets no
+        # cluster_autoscaling on Standard, an Optional+Computed block (terraform-provider-google
+        # resource_container_cluster.go), so nothing changes it; kept, it stays if a later stack sets that block.
+        keep_cluster.append("clusterAutoscaling")
+        findings.append(
+            Finding(
+                "kept",
+                f"cluster {name}: autoscaling profile {profile} kept as found (cluster.adopted.keep: "
+                "[clusterAutoscaling])",
+            )
+        )
 
     system = None
     tpu_pools: list[Mapping[str, Any]] = []
@@ -479,6 +492,12 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
             )
         else:
             findings.append(Finding("not-adopted", _other_pool_line(pool)))
+    shared = _shared_labels(cluster, [system, *tpu_pools] if system is not None else tpu_pools)
+    labels_kept = _labels_kept(cluster, shared)
+    if labels_kept:
+        keep_cluster.append("resourceLabels")
+        findings.append(Finding("kept", f"cluster {name}: labels {labels_kept} kept (cluster.adopted.keep: "
+                                        "[resourceLabels]): the stack's labels are not added to it"))  # fmt: skip
     if system is not None:
         config_of = system.get("config") or {}
         adopted_cluster["systemPool"] = {
@@ -486,7 +505,8 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
             "oauthScopes": sorted(config_of.get("oauthScopes") or []),
             "keep": [path for path in ("nodeConfig.diskType", "nodeConfig.labels", "nodeConfig.taints",
                                        "nodeConfig.shieldedInstanceConfig") if path in KEEPABLE_POOL_FIELDS]
-                    + (["nodeConfig.gvnic"] if "gvnic" in config_of else []),
+                    + (["nodeConfig.gvnic"] if "gvnic" in config_of else [])
+                    + (["nodeConfig.resourceLabels"] if _labels_kept(system, shared) else []),
         }  # fmt: skip
         scaling = system.get("autoscaling") or {}
         cluster_config["systemPool"] = {
@@ -561,6 +581,8 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         adopted["serviceAccount"] = node_config.get("serviceAccount", "default")
         adopted["oauthScopes"] = sorted(node_config.get("oauthScopes") or [])
         keep = [path for path, has in KEEP_BY_FLAG.items() if has(first)]
+        if any(_labels_kept(p, shared) for p in group):
+            keep.append("nodeConfig.resourceLabels")
         adopted["keep"] = keep
         entry["adopted"] = adopted
         for path in keep:
@@ -586,7 +608,45 @@ def interpret(saved: Existing, *, stack: str, project: str | None = None) -> Ado
         "tpu-stack:tpuPools": pool_configs,
         "tpu-stack:queues": queues,
     }
+    if shared:
+        config["tpu-stack:labels"] = shared
+        line = f"labels {_show_labels(shared)}: on the cluster and every pool, kept as tpu-stack:labels"
+        findings.append(Finding("kept", line + " (they go on every resource the stack makes too)"))
     return Adoption(stack, project, region, config, saved, findings)
+
+
+_STACK_LABELS = ("managed-by", "app", "env", "tpu-pool")
+"""Labels the stack sets itself (StackConfig.resource_labels; node pools' tpu-pool)."""
+
+
+def _own_labels(resource: Mapping[str, Any]) -> dict[str, str]:
+    """A cluster's or node pool's Google Cloud labels, less GKE's own `goog-*` (the provider ignores those:
+    node_config.go containerNodePoolResourceLabelsDiffSuppress)."""
+    labels = resource.get("resourceLabels") or (resource.get("config") or {}).get("resourceLabels") or {}
+    return {str(k): str(v) for k, v in labels.items() if not str(k).startswith("goog-")}
+
+
+def _shared_labels(cluster: Mapping[str, Any], pools: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The labels the cluster and all its adopted pools carry alike (Cluster Toolkit's ghpc_blueprint and
+    ghpc_deployment, by which its billing reports group a deployment): written to tpu-stack:labels, so the first `up`
+    keeps them, and the stack's new resources carry them too."""
+    shared = {k: v for k, v in _own_labels(cluster).items() if k not in _STACK_LABELS}
+    for pool in pools:
+        labels = _own_labels(pool)
+        shared = {k: v for k, v in shared.items() if labels.get(k) == v}
+    return shared
+
+
+def _labels_kept(resource: Mapping[str, Any], shared: Mapping[str, str]) -> str:
+    """The labels of a cluster or pool that tpu-stack:labels does not carry (e.g. Toolkit's ghpc_module, ghpc_role,
+    xpk's gke_product_type), shown; "" when there are none. Such a resource keeps its labels as they are (adopted.keep),
+    since the stack would otherwise remove them."""
+    rest = {k: v for k, v in _own_labels(resource).items() if shared.get(k) != v}
+    return _show_labels(rest)
+
+
+def _show_labels(labels: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
 def _other_pool_line(pool: Mapping[str, Any]) -> str:
