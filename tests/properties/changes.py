@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from tests.properties.stacks import (
     CALENDAR_CHIPS,
-    MADE_ON_REQUEST,
     POOL_NAMES,
     TEAM_NAMES,
     TPU_ZONES,
@@ -154,8 +153,8 @@ def add_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
         pool_group(name, shape, TPU_ZONES[region][shape.version], max_slices=2, project=after.config["gcp:project"])
     )
     new.entry.pop("legacyFirstSliceName", None)
-    if shape.version == "tpu7x" or any(p.shape.version == "tpu7x" for p in after.pools):
-        return None  # keeps the cluster's version floor as it is
+    if shape.version == "tpu7x" and not any(p.shape.version == "tpu7x" for p in after.pools):
+        return None  # TPU7x needs a higher version floor: another edit of the cluster, not of the pools
     if new.entry.get("autoUpgrade") is False and after.config["tpu-stack:cluster"]["releaseChannel"] != "UNSPECIFIED":
         new.entry["autoUpgrade"] = True
     alike = [p for p in after.pools if p.entry in groups and p.shape.key == shape.key]
@@ -175,9 +174,9 @@ def add_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
             new.entry.pop("maxRunDuration", None)
             if queued is not None and "maxRunDuration" in queued.entry:
                 new.entry["maxRunDuration"] = queued.entry["maxRunDuration"]
-        billed = new.provisioning not in MADE_ON_REQUEST
+        billed = not new.on_request
         by_name = {p.name: p for p in after.pools}
-        place = next((i for i, r in enumerate(rungs) if by_name[r].provisioning in MADE_ON_REQUEST), len(rungs))
+        place = next((i for i, r in enumerate(rungs) if by_name[r].on_request), len(rungs))
         rungs.insert(place if billed else len(rungs), name)
     if "hostResources" in queues:
         first = queues["ladders"][ladder][0] if ladder else None
