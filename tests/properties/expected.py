@@ -577,7 +577,9 @@ def promised(change: Any) -> Promised:
     def slices(name: str, pools: Mapping[str, Any], span: range | None = None) -> set[str]:
         pool = pools[name]
         count = int(pool.entry.get("slices", 1))
-        return slice_names(name, span or range(count), legacy=bool(pool.entry.get("legacyFirstSliceName")))
+        return slice_names(
+            name, range(count) if span is None else span, legacy=bool(pool.entry.get("legacyFirstSliceName"))
+        )
 
     kind, group = change.kind, change.group
     if kind in IN_PLACE:
