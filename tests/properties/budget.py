@@ -2,9 +2,11 @@
 them).
 
 `make test` runs the `test` profile: few examples, derandomized (the same configs every run, so a failure reproduces
-and the run time is steady), no deadline (a program run takes about a second). `make properties` runs the `deep`
+and the run time is steady), no deadline (a program run takes about a second), and no shrinking: a failure prints the
+example as drawn at once, where shrinking it could take minutes of `make test`. `make properties` runs the `deep`
 profile: many more, random, for a run before a release or after a change to the config model; set
-`TPU_STACK_PROPERTIES=deep` (or a number of examples per property) to choose it with pytest directly. The terminal
+`TPU_STACK_PROPERTIES=deep` (or a number of examples per property) to choose it with pytest directly; both shrink a
+failure to its smallest stack file. The terminal
 summary says how many configs and changes ran and how long they took, and build/properties/last-run.json keeps it.
 """
 
@@ -18,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 EXAMPLES = {"test": {"configs": 24, "changes": 1}, "deep": {"configs": 400, "changes": 25}}
 """Examples per property in each profile: configs, and changes of each kind (`make test`'s run time is measured in
@@ -30,6 +32,7 @@ settings.register_profile(
     "tpu-stack-test",
     derandomize=True,
     deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # no Phase.shrink: see the module's docstring
     database=None,
     print_blob=False,
     report_multiple_bugs=False,

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from tests.properties.stacks import (
     CALENDAR_CHIPS,
-    MADE_ON_REQUEST,
     POOL_NAMES,
     TEAM_NAMES,
     TPU_ZONES,
@@ -154,8 +153,8 @@ def add_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
         pool_group(name, shape, TPU_ZONES[region][shape.version], max_slices=2, project=after.config["gcp:project"])
     )
     new.entry.pop("legacyFirstSliceName", None)
-    if shape.version == "tpu7x" or any(p.shape.version == "tpu7x" for p in after.pools):
-        return None  # keeps the cluster's version floor as it is
+    if shape.version == "tpu7x" and not any(p.shape.version == "tpu7x" for p in after.pools):
+        return None  # TPU7x needs a higher version floor: another edit of the cluster, not of the pools
     if new.entry.get("autoUpgrade") is False and after.config["tpu-stack:cluster"]["releaseChannel"] != "UNSPECIFIED":
         new.entry["autoUpgrade"] = True
     alike = [p for p in after.pools if p.entry in groups and p.shape.key == shape.key]
@@ -175,9 +174,9 @@ def add_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
             new.entry.pop("maxRunDuration", None)
             if queued is not None and "maxRunDuration" in queued.entry:
                 new.entry["maxRunDuration"] = queued.entry["maxRunDuration"]
-        billed = new.provisioning not in MADE_ON_REQUEST
+        billed = not new.on_request
         by_name = {p.name: p for p in after.pools}
-        place = next((i for i, r in enumerate(rungs) if by_name[r].provisioning in MADE_ON_REQUEST), len(rungs))
+        place = next((i for i, r in enumerate(rungs) if by_name[r].on_request), len(rungs))
         rungs.insert(place if billed else len(rungs), name)
     if "hostResources" in queues:
         first = queues["ladders"][ladder][0] if ladder else None
@@ -254,15 +253,16 @@ def reshape(draw: st.DrawFn, drawn: Drawn) -> Change | None:
 
 @st.composite
 def spot(draw: st.DrawFn, drawn: Drawn) -> Change | None:
-    """On-demand capacity moved to spot, or back: a new provisioning mode is a new node pool (ForceNew)."""
+    """On-demand capacity moved to spot, or back: a new provisioning mode is a new node pool (ForceNew). The mode
+    alone: a spot group with a run limit (which on-demand does not take) would change a second ForceNew field."""
     after = copy.deepcopy(drawn)
-    candidates = [p for p in after.pools if p.provisioning in ("on-demand", "spot") and p.shape.version != "tpu7x"]
+    candidates = [p for p in after.pools if p.provisioning in ("on-demand", "spot") and p.shape.version != "tpu7x"
+                  and "maxRunDuration" not in p.entry]  # fmt: skip
     if not candidates:
         return None
     pool = draw(st.sampled_from(candidates))
     pool.provisioning = "on-demand" if pool.provisioning == "spot" else "spot"
     pool.entry["provisioning"] = pool.provisioning
-    pool.entry.pop("maxRunDuration", None)
     return Change("spot", drawn, after, pool.name)
 
 

@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 from tests.properties.stacks import FOUR_CHIP, SINGLE_HOST, Drawn, shapes
@@ -524,4 +525,144 @@ def protected_refuses(protected: Any, unprotected: Any) -> list[str]:
         f"refuses {urn.rsplit('::', 1)[-1]}, which unprotected it would not touch" for urn in sorted(refused - wanted)
     ]
     problems += [f"does not refuse {urn.rsplit('::', 1)[-1]}" for urn in sorted(wanted - refused)]
+    return problems
+
+
+# ---- what a change must do to the slices: from the provider's schema, never from the catalogue ----------------------
+
+_TPG = "hashicorp/terraform-provider-google-beta 93c65b2d (pulumi-gcp's upstream) google-beta/services/"
+FORCE_NEW = {
+    "nodeConfig.spot": _TPG + "container/node_config.go L635-641 (spot: ForceNew)",
+    "nodeConfig.reservationAffinity": _TPG + "container/node_config.go L602-633 (reservation_affinity and each of "
+    "its fields: ForceNew)",
+    "placementPolicy.policyName": _TPG + "container/resource_container_node_pool.go L394-398 (policy_name: ForceNew)",
+    "workloadPolicy": _TPG + "compute/resource_compute_resource_policy.go L459-488 (workload_policy.type, "
+    "accelerator_topology: ForceNew)",
+}
+"""The provider's ForceNew fields the drawn changes touch, each with where the schema says so. A new slice shape
+changes `placementPolicy.tpuTopology`, which is not ForceNew (resource_container_node_pool.go L400-404) and which the
+provider's update never sends (nodePoolUpdate has no placement_policy case): the stack must replace the node pool
+all the same, or it keeps the old shape. A new provisioning mode (spot for on-demand) changes `nodeConfig.spot`; a
+calendar-mode group's resize submits a new request under a new name, which its slices consume by name
+(`nodeConfig.reservationAffinity.values`); a multi-host TPU7x group's new shape is a new workload policy
+(`workloadPolicy.acceleratorTopology`) that its slices name (`placementPolicy.policyName`)."""
+
+IN_PLACE = ("add-team", "share", "remove-team", "replicas", "place", "unplace", "drain")
+"""Changes that touch no node pool and no workload policy: Kueue's and the servers' objects only."""
+
+
+@dataclass(frozen=True)
+class Promised:
+    """What a change must do to the slices (node pools, by name) and to the workload policies (by pool group), in an
+    unprotected stack; everything else of both kinds stays as it is or is updated in place."""
+
+    created: frozenset[str] = frozenset()
+    replaced: frozenset[str] = frozenset()
+    deleted: frozenset[str] = frozenset()
+    policies: Mapping[str, str] = dataclass_field(default_factory=dict)
+    """Pool group -> "replace" or "delete" of its workload policy."""
+
+
+def _has_policy(pool: Any) -> bool:
+    """A multi-host TPU7x slice is placed by a workload policy (GKE's TPU7x docs; FORCE_NEW)."""
+    return bool(pool.shape.version == "tpu7x" and pool.shape.multi_host)
+
+
+def promised(change: Any) -> Promised:
+    """What `change` (tests/properties/changes.py) must replace, delete and create, by the provider's schema
+    (FORCE_NEW): written per kind of change from the edit of the stack file, not from the plans."""
+    before = {p.name: p for p in change.before.pools}
+    after = {p.name: p for p in change.after.pools}
+
+    def slices(name: str, pools: Mapping[str, Any], span: range | None = None) -> set[str]:
+        pool = pools[name]
+        count = int(pool.entry.get("slices", 1))
+        return slice_names(
+            name, range(count) if span is None else span, legacy=bool(pool.entry.get("legacyFirstSliceName"))
+        )
+
+    kind, group = change.kind, change.group
+    if kind in IN_PLACE:
+        return Promised()
+    if kind in ("grow", "shrink"):
+        old, new = change.slices
+        kept = range(min(old, new))
+        created = slices(group, after, range(old, new)) if new > old else set()
+        deleted = slices(group, before, range(new, old)) if old > new else set()
+        # A calendar-mode group's new request has a new name; its kept slices consume it by name (ForceNew).
+        replaced = slices(group, before, kept) if before[group].calendar else set()
+        return Promised(frozenset(created), frozenset(replaced), frozenset(deleted))
+    if kind == "add-group":
+        return Promised(created=frozenset(slices(group, after)))
+    if kind == "remove-group":
+        policy = {group: "delete"} if _has_policy(before[group]) else {}
+        return Promised(deleted=frozenset(slices(group, before)), policies=policy)
+    if kind == "spot":  # nodeConfig.spot: every slice of the group
+        return Promised(replaced=frozenset(slices(group, before)))
+    if kind == "reshape":  # every rung of the group's ladder takes the new shape: each slice, and its policy
+        reshaped = [name for name in before if before[name].shape.key != after[name].shape.key]
+        replaced = {s for name in reshaped for s in slices(name, before)}
+        policies = {name: "replace" for name in reshaped if _has_policy(before[name])}
+        return Promised(replaced=frozenset(replaced), policies=policies)
+    raise ValueError(f"no promise written for a change of kind {kind!r}")
+
+
+def _group_of(step: Any, records: Mapping[str, Record]) -> str:
+    parent = records.get(str((records.get(step.urn) or {}).get("parent")))
+    return str((parent or {}).get("name", ""))
+
+
+def steps_as_promised(
+    promise: Promised, steps: Sequence[Any], records: Mapping[str, Record], *, protected: bool, where: str
+) -> list[str]:
+    """The steps (of the engine model, or of the plan diff, which lists only what changes) on node pools and workload
+    policies are what `promise` says: its replacements and deletes (refused in a protected stack, which replaces and
+    deletes nothing), its creates, and nothing else but in-place updates. `records`: both plans' resources by URN."""
+    refused_or = {"replace": "refuse" if protected else "replace", "delete": "refuse" if protected else "delete"}
+    wanted: dict[str, str] = {name: "create" for name in promise.created}
+    wanted |= {name: refused_or["replace"] for name in promise.replaced}
+    wanted |= {name: refused_or["delete"] for name in promise.deleted}
+    done = {s.name: s.op for s in steps if s.type == NODE_POOL}
+    problems = [
+        f"{where}: {done.get(name, 'no step')} of node pool {name}, must {op}" for name, op in sorted(wanted.items())
+        if done.get(name) != op
+    ]  # fmt: skip
+    problems += [
+        f"{where}: {op} of node pool {name}, which the change must keep (at most updated in place)"
+        for name, op in sorted(done.items())
+        if name not in wanted and op not in ("same", "update")
+    ]
+    for step in (s for s in steps if s.type == POLICY):
+        group = _group_of(step, records)
+        must = refused_or.get(promise.policies.get(group, ""), "")
+        if must and step.op != must:
+            problems.append(f"{where}: {step.op} of the workload policy of {group}, must {must}")
+        if not must and step.op not in ("same", "update"):
+            problems.append(f"{where}: {step.op} of the workload policy of {group}, which the change must keep")
+    policies = {_group_of(s, records) for s in steps if s.type == POLICY}
+    problems += [
+        f"{where}: no step for the workload policy of {group}, must {promise.policies[group]}"
+        for group in sorted(set(promise.policies) - policies)
+    ]
+    return problems
+
+
+def promise_said(promise: Promised, text: str, *, protected: bool, groups_kept: Collection[str]) -> list[str]:
+    """The plan diff says in words what `promise` does to running slices: each replaced slice under **Replaced**
+    (a group that stays also in its capacity row), each deleted one under **Removed**; under **Refused** in a
+    protected stack."""
+    problems = []
+    capacity = _section(text, "Capacity")
+    for names, title in ((promise.replaced, "Replaced"), (promise.deleted, "Removed")):
+        section = _section(text, "Refused" if protected else title)
+        problems += [
+            f"the plan diff does not name slice {name} under {'Refused' if protected else title}"
+            for name in sorted(names)
+            if f"`{name}`" not in section
+        ]
+    if not protected:
+        for name in sorted(promise.replaced):
+            group = name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name
+            if group in groups_kept and not ("**replaces running slice(s)**" in capacity and f"`{name}`" in capacity):
+                problems.append(f"the capacity section does not say that running slice {name} is replaced")
     return problems

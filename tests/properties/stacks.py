@@ -3,7 +3,7 @@
 Everything here is written from what the user is told (docs/config.md, docs/workloads.md, docs/serving.md,
 docs/multiregion.md, docs/policies.md), never by asking the program which configs it accepts: a config drawn here
 that the program refuses is a bug of this file or of the program, and each one found was investigated (the tests
-that came out of it are in tests/properties/test_found.py).
+that came out of it are ordinary tests beside the code they concern: docs/development.md, *Properties*).
 
 - Shapes: the TPU slices of Google's xpk tool (vendor/data/tpu_catalog_xpk.json, its records for the versions the
   config names), and the single-host machine types xpk leaves out (GKE's TPU pages: ct5lp-hightpu-1t 1x1,
@@ -12,7 +12,8 @@ that came out of it are in tests/properties/test_found.py).
   and queued pool groups always in a zone GKE's flex-start page names for the version
   (https://cloud.google.com/kubernetes-engine/docs/concepts/dws: TPU v3 and v4 not supported).
 - Provisioning: the five modes; TPU7x from reservations (a block of one), flex-start, queued provisioning and spot;
-  calendar mode for v5e, v5p and v6e with the chip counts Compute takes.
+  calendar mode for v5e, v5p and v6e with the chip counts Compute takes; on-demand and spot groups that scale to
+  zero (`scaleToZero`, docs/config.md), which a ladder tries after capacity billed while idle.
 - Queues: ladders of one shape, cheapest first (billed while idle before made on request), each pool group in at
   most one; pool groups of one shape outside a ladder, and rungs, told apart by a `pool` label; teams' shares
   within each pool group's chips; placement of multi-host groups (whole ladders), blocks only on reservation blocks.
@@ -167,6 +168,12 @@ class Pool:
         return "futureReservation" in self.entry
 
     @property
+    def on_request(self) -> bool:
+        """Capacity made when a workload asks and removed after: nothing bills while idle (docs/workloads.md,
+        Capacity ladders: a ladder tries it after the rungs billed while idle)."""
+        return self.provisioning in MADE_ON_REQUEST or bool(self.entry.get("scaleToZero"))
+
+    @property
     def placeable(self) -> bool:
         """Kueue's topology-aware scheduling places pods on nodes that exist (or that a ProvisioningRequest brings
         up first: queued): a multi-host group that scales from zero without one (flex-start, calendar mode,
@@ -185,13 +192,19 @@ def _today() -> datetime:
 
 @st.composite
 def pool_groups(
-    draw: st.DrawFn, *, region: str, names: Sequence[str], max_slices: int, project: str = PROJECT
+    draw: st.DrawFn,
+    *,
+    region: str,
+    names: Sequence[str],
+    max_slices: int,
+    project: str = PROJECT,
+    versions: Sequence[str] = VERSIONS,
 ) -> list[Pool]:
-    """Pool groups named `names`, each of a TPU version offered in `region`."""
+    """Pool groups named `names`, each of a TPU version of `versions` offered in `region`."""
     offered = TPU_ZONES[region]
     pools = []
     for name in names:
-        version = draw(st.sampled_from(sorted(offered)))
+        version = draw(st.sampled_from(sorted(v for v in offered if v in versions)))
         shape = draw(st.sampled_from(shapes()[version]))
         pools.append(draw(pool_group(name, shape, offered[version], max_slices=max_slices, project=project)))
     return pools
@@ -216,6 +229,8 @@ def pool_group(
     entry["slices"] = draw(st.integers(1, max_slices))
     if provisioning != "on-demand" or draw(st.booleans()):
         entry["provisioning"] = provisioning
+    if provisioning in ("on-demand", "spot") and draw(st.integers(0, 3)) == 3:
+        entry["scaleToZero"] = True
     zone_needed = shape.multi_host or provisioning in MADE_ON_REQUEST
     if provisioning == "reservation":
         zone_needed |= _reservation(draw, entry, shape, project)
@@ -350,8 +365,8 @@ def ladders(draw: st.DrawFn, pools: Sequence[Pool], *, group_of: Callable[[Pool]
         chance = 2 if len(group) > 1 else 5
         if (draw(st.integers(0, chance)) != 0) != (len(group) > 1):
             continue
-        billed = [p for p in group if p.provisioning not in MADE_ON_REQUEST]
-        on_request = [p for p in group if p.provisioning in MADE_ON_REQUEST]
+        billed = [p for p in group if not p.on_request]
+        on_request = [p for p in group if p.on_request]
         rungs = draw(st.permutations(billed)) + draw(st.permutations(on_request))
         queued = [p for p in rungs if p.provisioning == "queued"]
         for pool in queued[1:]:  # one run limit travels with a ladder's workloads to any queued rung
@@ -507,16 +522,26 @@ def _upgrades(draw: st.DrawFn, pools: Sequence[Pool], channel: str) -> None:
 
 
 @st.composite
-def stacks(draw: st.DrawFn, *, max_pools: int = 4, max_slices: int = 3, stack: str | None = None) -> Drawn:
-    """A whole stack: one cluster with its pool groups, or a MultiKueue manager with workers."""
+def stacks(
+    draw: st.DrawFn,
+    *,
+    max_pools: int = 4,
+    max_slices: int = 3,
+    stack: str | None = None,
+    versions: Sequence[str] = VERSIONS,
+) -> Drawn:
+    """A whole stack: one cluster with its pool groups, or a MultiKueue manager with workers; `versions`: only pool
+    groups of these TPU versions (in one cluster, in a region that offers them all)."""
     name = stack or draw(st.sampled_from(("dev", "staging", "prod")))
     protected = name in ("prod", "production")
-    if draw(st.integers(0, 5)) == 5:
+    if versions == VERSIONS and draw(st.integers(0, 5)) == 5:
         return draw(multikueue_stacks(name, max_slices=max_slices))
-    region = draw(st.sampled_from(("us-central1", "us-central1", "us-east5", "us-west4", "us-central2")))
+    regions = [r for r in ("us-central1", "us-central1", "us-east5", "us-west4", "us-central2")
+               if set(versions) & set(TPU_ZONES[r])]  # fmt: skip
+    region = draw(st.sampled_from(regions))
     count = draw(st.integers(1, max_pools))
     names = draw(st.lists(st.sampled_from(POOL_NAMES), min_size=count, max_size=count, unique=True))
-    pools = draw(pool_groups(region=region, names=names, max_slices=max_slices))
+    pools = draw(pool_groups(region=region, names=names, max_slices=max_slices, versions=versions))
     config: dict[str, Any] = {"gcp:project": PROJECT, "gcp:region": region, "tpu-stack:labels": {"team": "ml-platform"}}
     if not protected and draw(st.booleans()):
         config["tpu-stack:throwaway"] = True

@@ -43,6 +43,7 @@ def features(drawn: Drawn) -> list[str]:
     config = drawn.config
     found = {f"tpu:{p.shape.version}" for p in drawn.pools} | {f"mode:{p.provisioning}" for p in drawn.pools}
     found |= {"calendar" for p in drawn.pools if p.calendar} | {"multi-host" for p in drawn.pools if p.shape.multi_host}
+    found |= {"scaleToZero" for p in drawn.pools if p.entry.get("scaleToZero")}
     queues = config.get("tpu-stack:queues", {})
     parts = {
         "ladders": "ladders" in queues,

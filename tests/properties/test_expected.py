@@ -1,7 +1,7 @@
 """The properties' own checks (tests/properties/expected.py) find what they are there to find: each passes on the dev
 fixture stack and names a breach planted in its plan. Expectations written by hand from the dev fixture: multislice
-is 3 flex-start v5e 2x4 slices (2 VMs of 4 chips each), its spot rung one slice of the same shape, flex-v6e one
-ct6e-standard-4t VM."""
+is 3 flex-start v6e 2x4 slices (ct6e-standard-4t, 2 VMs of 4 chips each), its spot rung one slice of the same shape,
+flex-v6e one ct6e-standard-4t VM."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from offline.engine import Plan
 from offline.lifecycle import Step
 from tests.fixtures import stack_config, stack_data, stack_plan
 from tests.properties import expected
-from tests.properties.stacks import Drawn
+from tests.properties.stacks import Drawn, Pool, Shape
 
 DEV = Drawn("dev", stack_data("dev"), [])
 
@@ -159,3 +159,74 @@ def test_a_protected_stack_that_deletes_or_forgets_to_refuse_is_named() -> None:
         "does not refuse burst",
         "does not refuse train-1",
     ]
+
+
+def _change(kind: str, before: list[Pool], after: list[Pool], group: str, stack: str = "dev") -> Any:
+    from tests.properties.changes import Change
+
+    return Change(kind, Drawn(stack, {}, before), Drawn(stack, {}, after), group)
+
+
+V6E_2X4 = Shape("v6e", "ct6e-standard-4t", 4, "2x4", 8, 2)
+V6E_4X4 = Shape("v6e", "ct6e-standard-4t", 4, "4x4", 16, 4)
+TPU7X_2X2X2 = Shape("tpu7x", "tpu7x-standard-4t", 4, "2x2x2", 8, 2)
+TPU7X_2X2X4 = Shape("tpu7x", "tpu7x-standard-4t", 4, "2x2x4", 16, 4)
+
+
+def test_a_change_that_does_not_replace_the_slices_the_provider_replaces_is_named() -> None:
+    """Spot for on-demand on a 2-slice group (`nodeConfig.spot` is ForceNew): both slices replaced. An engine model
+    whose rules miss it updates them in place; a plan diff that misses it names neither."""
+    before = [Pool("train", V6E_2X4, "on-demand", {"name": "train", "slices": 2})]
+    after = [Pool("train", V6E_2X4, "spot", {"name": "train", "slices": 2, "provisioning": "spot"})]
+    promise = expected.promised(_change("spot", before, after, "train"))
+    assert promise == expected.Promised(replaced=frozenset({"train-0", "train-1"}))
+    steps = [_step("update", "train-0"), _step("replace", "train-1"), _step("replace", "other-0")]
+    assert expected.steps_as_promised(promise, steps, {}, protected=False, where="engine") == [
+        "engine: update of node pool train-0, must replace",
+        "engine: replace of node pool other-0, which the change must keep (at most updated in place)",
+    ]
+    assert expected.steps_as_promised(promise, steps[1:2], {}, protected=True, where="plan diff") == [
+        "plan diff: no step of node pool train-0, must refuse",
+        "plan diff: replace of node pool train-1, must refuse",
+    ]
+    text = (
+        "1 to replace\n\n**Capacity**\n| train | **replaces running slice(s)** `train-1` |\n\n"
+        "**Replaced** (1): `train-1`"
+    )
+    assert expected.promise_said(promise, text, protected=False, groups_kept={"train"}) == [
+        "the plan diff does not name slice train-0 under Replaced",
+        "the capacity section does not say that running slice train-0 is replaced",
+    ]
+
+
+def test_what_each_kind_of_change_must_do_to_the_slices() -> None:
+    """Written from the provider's schema: a resize creates or deletes only its slices (a calendar-mode group's kept
+    slices move to the new request, consumed by name); a new shape replaces every slice and a TPU7x group's workload
+    policy; a removal deletes them; a team's change touches none."""
+    two = [Pool("train", V6E_2X4, "on-demand", {"name": "train", "slices": 2, "legacyFirstSliceName": True})]
+    four = [Pool("train", V6E_2X4, "on-demand", {"name": "train", "slices": 4, "legacyFirstSliceName": True})]
+    grow = _change("grow", two, four, "train")
+    grow.slices = (2, 4)
+    assert expected.promised(grow) == expected.Promised(created=frozenset({"train-2", "train-3"}))
+    shrink = _change("shrink", four, two, "train")
+    shrink.slices = (4, 2)
+    assert expected.promised(shrink) == expected.Promised(deleted=frozenset({"train-2", "train-3"}))
+    window = {"startTime": "2030-01-01T00:00:00+00:00", "endTime": "2030-02-01T00:00:00+00:00"}
+    calendar = [Pool("cal", V6E_2X4, "reservation", {"name": "cal", "slices": 1, "futureReservation": window})]
+    bigger = [Pool("cal", V6E_2X4, "reservation", {"name": "cal", "slices": 2, "futureReservation": window})]
+    resized = _change("grow", calendar, bigger, "cal")
+    resized.slices = (1, 2)
+    assert expected.promised(resized) == expected.Promised(created=frozenset({"cal-1"}), replaced=frozenset({"cal-0"}))
+    ironwood = [Pool("iw", TPU7X_2X2X2, "spot", {"name": "iw", "slices": 1})]
+    reshaped = [Pool("iw", TPU7X_2X2X4, "spot", {"name": "iw", "slices": 1})]
+    assert expected.promised(_change("reshape", ironwood, reshaped, "iw")) == expected.Promised(
+        replaced=frozenset({"iw-0"}), policies={"iw": "replace"}
+    )
+    v6e = [Pool("v", V6E_2X4, "spot", {"name": "v", "slices": 1})]
+    assert expected.promised(_change("reshape", v6e, [Pool("v", V6E_4X4, "spot", {"name": "v"})], "v")) == (
+        expected.Promised(replaced=frozenset({"v-0"}))
+    )
+    assert expected.promised(_change("remove-group", ironwood, [], "iw")) == expected.Promised(
+        deleted=frozenset({"iw-0"}), policies={"iw": "delete"}
+    )
+    assert expected.promised(_change("share", two, two, "train")) == expected.Promised()
