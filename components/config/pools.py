@@ -576,13 +576,6 @@ class TpuPoolConfig(ConfigModel):
     def total_vms(self) -> int:
         return self.vms_per_slice * self.slices
 
-    def max_nodes(self, cluster_zones: int) -> int:
-        """Most nodes the group can have at once: a slice's VMs per slice, and a pool without `zone` (single-host,
-        fixed or flex-start) holds its count in each of the cluster's zones (GKE's node counts are per zone); a queued
-        pool's bound is a total."""
-        zones = 1 if self.zone is not None or self.provisioning == "queued" else cluster_zones
-        return self.slices * self.vms_per_slice * zones
-
     @property
     def node_pool_names(self) -> list[str]:
         """Slice i's node pool: its name never depends on the count (a new name would be a new node pool)."""
