@@ -156,7 +156,8 @@ def _autoscaling(pool: TpuPoolConfig, *, spread: bool) -> container.NodePoolAuto
         # --min-nodes/--max-nodes are per zone, --total-min-nodes/--total-max-nodes "across all zones" (GKE, "About
         # cluster autoscaling", autoscaling limits; provider: "Cannot be used with per zone limits"): over several zones
         # a per-zone maximum would let the autoscaler hold a slice in each, more than the Kueue quota counts. ANY takes
-        # whichever of the zones has capacity. Updated in place (autoscaling is not ForceNew).
+        # whichever of the zones has capacity. Updated in place (resource_container_node_pool.go v7.45.0 sends a changed
+        # autoscaling block as the cluster update DesiredNodePoolAutoscaling).
         return {"total_max_node_count": pool.vms_per_slice, "location_policy": "ANY"}
     if pool.autoscaled:
         # Flex-start, calendar-mode pools that hold a slice only while their reservation is active, and on-demand or
