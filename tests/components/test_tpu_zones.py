@@ -184,6 +184,14 @@ def test_a_worker_pool_is_checked_against_the_table_under_the_workers_key() -> N
     ]
 
 
+def test_a_worker_group_of_fixed_size_names_its_zone_under_the_workers_key() -> None:
+    east5 = {"name": "w", "region": "us-east5", "tpuPools": [pool()]}
+    assert problems("us-central1", **{"tpu-stack:multiKueue": {"workers": [east5]}}) == [
+        "tpu-stack:multiKueue.workers[0].tpuPools[0].zone: " + FIXED_SIZE + "1 slice would run (and bill) in each of "
+        "the cluster's 3 zones; give one of the zones of us-east5 offering TPU v6e: us-east5-a, us-east5-b"
+    ]
+
+
 def test_the_table_covers_every_catalog_version_and_flex_start_zones_are_zones_of_the_version() -> None:
     from components import tpu_zones
 

@@ -9,8 +9,9 @@ that came out of it are in tests/properties/test_found.py).
   config names), and the single-host machine types xpk leaves out (GKE's TPU pages: ct5lp-hightpu-1t 1x1,
   ct5lp-hightpu-4t 2x2 on one VM, ct5lp-hightpu-8t and ct6e-standard-8t 2x4 on one VM).
 - Zones: where Cloud TPU offers each version (https://docs.cloud.google.com/tpu/docs/regions-zones); flex-start
-  and queued pool groups always in a zone GKE's flex-start page names for the version
-  (https://cloud.google.com/kubernetes-engine/docs/concepts/dws: TPU v3 and v4 not supported).
+  and queued pool groups in a zone GKE's flex-start page names for the version
+  (https://cloud.google.com/kubernetes-engine/docs/concepts/dws: TPU v3 and v4 not supported); the clusters are
+  regional, so only groups scaled from zero (flex-start, queued, scaleToZero) and single-host may leave out the zone.
 - Provisioning: the five modes; TPU7x from reservations (a block of one), flex-start, queued provisioning and spot;
   calendar mode for v5e, v5p and v6e with the chip counts Compute takes.
 - Queues: ladders of one shape, cheapest first (billed while idle before made on request), each pool group in at
@@ -20,7 +21,7 @@ that came out of it are in tests/properties/test_found.py).
   slice's HBM; serving groups are not Kueue capacity.
 - MultiKueue: a manager with no pool groups of its own and workers in regions of their own.
 - Protected stacks (prod): deletion protection on, no IP endpoint, images the policy config has not reviewed
-  pinned by digest (docs/policies.md).
+  pinned by digest (docs/policies.md), the channels alerts notify.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ CALENDAR_CHIPS = {
 }
 """Chips one calendar-mode request may ask for (docs/config.md futureReservation); v5e 1, 4 and 8 only for SERVING."""
 MADE_ON_REQUEST = ("flex-start", "queued")
-"""Capacity GKE makes when a workload asks and removes after: a ladder tries it after capacity billed while idle."""
+"""Capacity GKE makes when a workload asks and removes after (so is a `scaleToZero` group's): a ladder tries it after
+capacity billed while idle."""
 SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true"}
 
 POOL_NAMES = ("train", "burst", "flex", "spot", "serve", "infer", "batch", "small", "big", "fast", "cheap", "edge")
@@ -205,7 +207,11 @@ def pool_group(
     entry["slices"] = draw(st.integers(1, max_slices))
     if provisioning != "on-demand" or draw(st.booleans()):
         entry["provisioning"] = provisioning
-    zone_needed = shape.multi_host or provisioning in MADE_ON_REQUEST
+    if provisioning in ("on-demand", "spot") and draw(st.integers(0, 3)) == 3:
+        entry["scaleToZero"] = True
+    # A group of fixed size in a regional cluster names its zone (GKE counts its nodes per zone); one scaled from zero
+    # may leave it to the zones of the region that offer its TPU (docs/config.md, zone).
+    zone_needed = shape.multi_host or not (provisioning in MADE_ON_REQUEST or entry.get("scaleToZero"))
     if provisioning == "reservation":
         zone_needed |= _reservation(draw, entry, shape, project)
     if zone_needed or draw(st.booleans()):
@@ -339,8 +345,8 @@ def ladders(draw: st.DrawFn, pools: Sequence[Pool], *, group_of: Callable[[Pool]
         chance = 2 if len(group) > 1 else 5
         if (draw(st.integers(0, chance)) != 0) != (len(group) > 1):
             continue
-        billed = [p for p in group if p.provisioning not in MADE_ON_REQUEST]
-        on_request = [p for p in group if p.provisioning in MADE_ON_REQUEST]
+        on_request = [p for p in group if p.provisioning in MADE_ON_REQUEST or p.entry.get("scaleToZero")]
+        billed = [p for p in group if p not in on_request]
         rungs = draw(st.permutations(billed)) + draw(st.permutations(on_request))
         queued = [p for p in rungs if p.provisioning == "queued"]
         for pool in queued[1:]:  # one run limit travels with a ladder's workloads to any queued rung
@@ -353,13 +359,18 @@ def ladders(draw: st.DrawFn, pools: Sequence[Pool], *, group_of: Callable[[Pool]
 
 
 def _placeable(pools: Sequence[Pool], ladder: dict[str, list[str]]) -> list[list[Pool]]:
-    """Units placement may name: a multi-host group in no ladder, or a whole ladder of multi-host groups."""
+    """Units placement may name: a multi-host group in no ladder, or a whole ladder of multi-host groups, of nodes that
+    exist or that queued provisioning brings up (docs/config.md, queues.placement: Kueue places only on nodes that
+    exist, so not on a group scaled from zero by the autoscaler)."""
     by_name = {p.name: p for p in pools}
     laddered = {name for rungs in ladder.values() for name in rungs}
-    units = [[p] for p in pools if p.shape.multi_host and p.name not in laddered]
-    units += [
-        [by_name[n] for n in rungs] for rungs in ladder.values() if all(by_name[n].shape.multi_host for n in rungs)
-    ]
+
+    def placeable(pool: Pool) -> bool:
+        scaled = pool.provisioning == "flex-start" or "scaleToZero" in pool.entry or "futureReservation" in pool.entry
+        return pool.shape.multi_host and not scaled
+
+    units = [[p] for p in pools if placeable(p) and p.name not in laddered]
+    units += [[by_name[n] for n in rungs] for rungs in ladder.values() if all(placeable(by_name[n]) for n in rungs)]
     return units
 
 
@@ -534,6 +545,7 @@ def stacks(draw: st.DrawFn, *, max_pools: int = 4, max_slices: int = 3, stack: s
     config["tpu-stack:queues"] = draw(queues(queue_pools, group_of=lambda _pool: None, placed=True))
     config["tpu-stack:tpuPools"] = [p.entry for p in pools]
     config["tpu-stack:bucket"] = draw(bucket(config["tpu-stack:queues"]))
+    config.update(monitoring(protected))
     return Drawn(name, config, pools)
 
 
@@ -600,4 +612,13 @@ def multikueue_stacks(draw: st.DrawFn, name: str, *, max_slices: int) -> Drawn:
     config["tpu-stack:multiKueue"] = {"workers": workers}
     config["tpu-stack:queues"] = draw(queues(every_pool, group_of=lambda pool: owner[pool.name], placed=False))
     config["tpu-stack:bucket"] = draw(bucket(config["tpu-stack:queues"]))
+    config.update(monitoring(protected))
     return Drawn(name, config, every_pool)
+
+
+def monitoring(protected: bool) -> dict[str, Any]:
+    """A protected stack names the channels its alerts notify (docs/config.md, monitoring.notificationChannels: the
+    config refuses a protected stack without one)."""
+    if not protected:
+        return {}
+    return {"tpu-stack:monitoring": {"notificationChannels": [f"projects/{PROJECT}/notificationChannels/1234567890"]}}
