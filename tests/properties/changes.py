@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 
 from tests.properties.stacks import (
     CALENDAR_CHIPS,
-    MADE_ON_REQUEST,
     POOL_NAMES,
     TEAM_NAMES,
     TPU_ZONES,
     Drawn,
     Pool,
+    made_on_request,
+    placeable,
     pool_group,
     shapes,
 )
@@ -167,6 +168,8 @@ def add_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
     if ladder is not None and set(queues["ladders"][ladder]) & set(placement.get("pools", ())):
         if placement.get("blocks") and not new.reservation_block:
             return None  # the block level needs every node of a placed group to carry it
+        if not placeable(new):
+            return None  # Kueue places only on nodes that exist
         placement["pools"].append(name)  # a ladder's rungs are placed all or none
     if ladder is not None:
         rungs = queues["ladders"][ladder]
@@ -175,9 +178,9 @@ def add_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
             new.entry.pop("maxRunDuration", None)
             if queued is not None and "maxRunDuration" in queued.entry:
                 new.entry["maxRunDuration"] = queued.entry["maxRunDuration"]
-        billed = new.provisioning not in MADE_ON_REQUEST
+        billed = not made_on_request(new)
         by_name = {p.name: p for p in after.pools}
-        place = next((i for i, r in enumerate(rungs) if by_name[r].provisioning in MADE_ON_REQUEST), len(rungs))
+        place = next((i for i, r in enumerate(rungs) if made_on_request(by_name[r])), len(rungs))
         rungs.insert(place if billed else len(rungs), name)
     if "hostResources" in queues:
         first = queues["ladders"][ladder][0] if ladder else None
@@ -350,12 +353,12 @@ def place(draw: st.DrawFn, drawn: Drawn, *, placed: bool) -> Change | None:
     by_name = {p.name: p for p in after.pools}
     blocks = queues.get("placement", {}).get("blocks", False)
 
-    def placeable(name: str) -> bool:
+    def can_place(name: str) -> bool:
         pool = by_name[name]
-        return pool.shape.multi_host and name not in serving and (pool.reservation_block or not blocks)
+        return placeable(pool) and name not in serving and (pool.reservation_block or not blocks)
 
     if placed:
-        units = [u for u in units if not set(u) & set(listed) and all(placeable(n) for n in u)]
+        units = [u for u in units if not set(u) & set(listed) and all(can_place(n) for n in u)]
     else:
         units = [u for u in units if set(u) <= set(listed)]
     if not units:

@@ -345,7 +345,7 @@ def ladders(draw: st.DrawFn, pools: Sequence[Pool], *, group_of: Callable[[Pool]
         chance = 2 if len(group) > 1 else 5
         if (draw(st.integers(0, chance)) != 0) != (len(group) > 1):
             continue
-        on_request = [p for p in group if p.provisioning in MADE_ON_REQUEST or p.entry.get("scaleToZero")]
+        on_request = [p for p in group if made_on_request(p)]
         billed = [p for p in group if p not in on_request]
         rungs = draw(st.permutations(billed)) + draw(st.permutations(on_request))
         queued = [p for p in rungs if p.provisioning == "queued"]
@@ -358,17 +358,23 @@ def ladders(draw: st.DrawFn, pools: Sequence[Pool], *, group_of: Callable[[Pool]
     return found
 
 
+def made_on_request(pool: Pool) -> bool:
+    return pool.provisioning in MADE_ON_REQUEST or bool(pool.entry.get("scaleToZero"))
+
+
+def placeable(pool: Pool) -> bool:
+    """A multi-host group of nodes that exist, or that queued provisioning brings up: Kueue places only on nodes that
+    exist (docs/config.md queues.placement.pools), so not on a group the autoscaler scales from zero."""
+    scaled = pool.provisioning == "flex-start" or "scaleToZero" in pool.entry or "futureReservation" in pool.entry
+    return pool.shape.multi_host and not scaled
+
+
 def _placeable(pools: Sequence[Pool], ladder: dict[str, list[str]]) -> list[list[Pool]]:
     """Units placement may name: a multi-host group in no ladder, or a whole ladder of multi-host groups, of nodes that
     exist or that queued provisioning brings up (docs/config.md, queues.placement: Kueue places only on nodes that
     exist, so not on a group scaled from zero by the autoscaler)."""
     by_name = {p.name: p for p in pools}
     laddered = {name for rungs in ladder.values() for name in rungs}
-
-    def placeable(pool: Pool) -> bool:
-        scaled = pool.provisioning == "flex-start" or "scaleToZero" in pool.entry or "futureReservation" in pool.entry
-        return pool.shape.multi_host and not scaled
-
     units = [[p] for p in pools if placeable(p) and p.name not in laddered]
     units += [[by_name[n] for n in rungs] for rungs in ladder.values() if all(placeable(by_name[n]) for n in rungs)]
     return units
