@@ -38,6 +38,7 @@ class TpuSlicePools(pulumi.ComponentResource):
         # An adopted pool group keeps the fields it lists as they exist (the state's values, from the import).
         ignore = [*(AUTOSCALED_FIELDS if pool.autoscaled else []), *(pool.adopted.keep if pool.adopted else ())]
         node_config = _node_config(config, pool, node_service_account_email)
+        zones = config.node_locations(pool)
         self.node_pools: list[container.NodePool] = [
             container.NodePool(
                 node_pool_name,
@@ -45,12 +46,14 @@ class TpuSlicePools(pulumi.ComponentResource):
                 project=config.project,
                 cluster=cluster.name,
                 location=config.cluster_location,
-                node_locations=[pool.zone] if pool.zone else None,
+                # Updated in place (terraform-provider-google v7.45.0 resource_container_node_pool.go: node_locations
+                # Optional+Computed, sent with UpdateNodePool): GKE adds and removes the nodes of the zones.
+                node_locations=list(zones) if zones else None,
                 initial_node_count=0 if pool.autoscaled else None,
                 # ForceNew in the provider: sizes each node's block of the pod range (components/config/network.py).
                 max_pods_per_node=pool.max_pods_per_node,
                 node_count=None if pool.autoscaled else pool.vms_per_slice,
-                autoscaling=_autoscaling(pool),
+                autoscaling=_autoscaling(pool, spread=pool.zone is None and zones is not None),
                 management={"auto_repair": pool.auto_repair, "auto_upgrade": config.auto_upgrade(pool)},
                 placement_policy=placement_policy(pool, self.workload_policy),
                 queued_provisioning={"enabled": True} if pool.provisioning == "queued" else None,
@@ -143,15 +146,23 @@ CALENDAR_REQUEST_FIELDS = [
 """What a submitted calendar-mode request asks for; Compute refuses to modify any of it."""
 
 
-def _autoscaling(pool: TpuPoolConfig) -> container.NodePoolAutoscalingArgsDict | None:
-    if pool.provisioning == "queued":
-        # gcloud --enable-queued-provisioning --flex-start --total-max-nodes=N --location-policy=ANY
+def _autoscaling(pool: TpuPoolConfig, *, spread: bool) -> container.NodePoolAutoscalingArgsDict | None:
+    """`spread`: the group names no zone and its pools are in the region's zones that offer its TPU."""
+    if pool.provisioning == "queued" or (spread and pool.autoscaled):
+        # A total bound: gcloud --total-max-nodes=N --location-policy=ANY, as GKE's pages create flex-start and queued
+        # pools (docs.cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute-custom, flex-start:
+        # --flex-start --enable-autoscaling --num-nodes=0 --total-max-nodes --location-policy=ANY
+        # [--enable-queued-provisioning]).
+        # --min-nodes/--max-nodes are per zone, --total-min-nodes/--total-max-nodes "across all zones" (GKE, "About
+        # cluster autoscaling", autoscaling limits; provider: "Cannot be used with per zone limits"): over several zones
+        # a per-zone maximum would let the autoscaler hold a slice in each, more than the Kueue quota counts. ANY takes
+        # whichever of the zones has capacity. Updated in place (resource_container_node_pool.go v7.45.0 sends a changed
+        # autoscaling block as the cluster update DesiredNodePoolAutoscaling).
         return {"total_max_node_count": pool.vms_per_slice, "location_policy": "ANY"}
     if pool.autoscaled:
         # Flex-start, calendar-mode pools that hold a slice only while their reservation is active, and on-demand or
-        # spot groups that scale to zero; GKE scales a multi-host slice's pool atomically.
-        # gcloud --min-nodes/--max-nodes are per-zone bounds: a multi-host slice has exactly one zone (required),
-        # a single-host pool without `zone` may hold one VM in each of the cluster's zones.
+        # spot groups that scale to zero; GKE scales a multi-host slice's pool atomically. In one zone (the group's,
+        # or a zonal cluster's) the per-zone bounds are the pool's.
         scaling: container.NodePoolAutoscalingArgsDict = {"min_node_count": 0, "max_node_count": pool.vms_per_slice}
         if pool.flex_start:
             # As xpk creates flex-start pools (--location-policy=ANY, src/xpk/core/capacity.py at 367c8382): the

@@ -41,6 +41,18 @@ def zones(version: str, *, flex_start: bool) -> tuple[str, ...]:
 _KIND = {"flex-start": "flex-start ", "queued": "queued (flex-start) "}
 
 
+def region_zones(version: str, *, provisioning: str, region: str) -> tuple[str, ...]:
+    """Zones of `region` that offer TPU `version` by `provisioning` (flex-start zones for flex-start and queued
+    pools), sorted: where a pool group without a zone of its own can have nodes."""
+    offered = zones(version, flex_start=provisioning in _KIND)
+    return tuple(zone for zone in offered if zone.startswith(region + "-"))
+
+
+def what(version: str, *, provisioning: str) -> str:
+    """`TPU v6e`, `flex-start TPU v6e`, `queued (flex-start) TPU v6e`: the TPU as a pool of `provisioning` gets it."""
+    return f"{_KIND.get(provisioning, '')}TPU {version}"
+
+
 def zone_problem(version: str, *, provisioning: str, zone: str | None, region: str) -> str | None:
     """Why `zone` (or, without one, every zone of `region`) cannot give TPU `version` by `provisioning`: flex-start
     and queued pools need a flex-start zone; on-demand, spot and reservation capacity any zone of the version."""

@@ -164,12 +164,12 @@ A pair with no entry prints no name."""
 
 def _quota(config: StackConfig) -> list[dict[str, Any]]:
     """One row per region, quota kind and TPU version (reservations: per reservation) with the chips the stack's pools
-    hold at their largest (every slice up, a pool without a zone in each of the cluster's zones): what the project's
-    TPU quota in that region must allow, or what a reservation must hold."""
+    hold at their largest (every slice up; an adopted pool without a zone in each of the cluster's zones): what the
+    project's TPU quota in that region must allow, or what a reservation must hold."""
     rows: dict[tuple[str, str, str, str | None], dict[str, Any]] = {}
     for cluster in [config, *config.worker_configs]:
         for pool in cluster.tpu_pools:
-            chips = pool.max_nodes(cluster.cluster_zones) * pool.chips_per_slice // pool.vms_per_slice
+            chips = cluster.max_nodes(pool) * pool.chips_per_slice // pool.vms_per_slice
             kind = QUOTA_KINDS[pool.provisioning]
             version = pool.machine.version.name
             reservation = pool.reservation_name if kind == "reservation" else None

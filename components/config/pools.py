@@ -283,11 +283,15 @@ class TpuPoolConfig(ConfigModel):
     """Not a flag: spot is a provisioning mode. Accepted only to explain that (DWS capacity is never spot), so the
     schema and the reference leave it out."""
     zone: str | None = None
-    """The one zone of the slices, a zone of `gcp:region` (e.g. `us-east5-a`); required for multi-host slices. It
-    must offer the TPU version by the pool's provisioning: flex-start and queued pools need one of GKE's flex-start
-    zones (vendor/data/tpu_zones.json lists both; an error names the zones that can).
+    """The one zone of the slices, a zone of `gcp:region` (e.g. `us-east5-a`). It must offer the TPU version by the
+    pool's provisioning: flex-start and queued pools need one of GKE's flex-start zones (vendor/data/tpu_zones.json
+    lists both; an error names the zones that can). Required for multi-host slices, and in a regional cluster for a
+    group of fixed size (on-demand, spot without `scaleToZero`, reservation): GKE counts a pool's nodes per zone, so
+    without one zone each slice would run, and bill, in each of the cluster's zones.
 
-    Default: the cluster's zones (then one of the region's zones must offer it)"""
+    Default: a zonal cluster's zone; in a regional cluster, for a group scaled from zero (flex-start, queued,
+    `scaleToZero`), the zones of `gcp:region` that offer its TPU by its provisioning, where each slice is made in
+    whichever has capacity"""
     zone_unlisted: bool = False
     """Accept a zone the vendored TPU zone table does not list for this version and provisioning (one Google opened
     after the table's date, or one your account team confirmed): the refusal becomes a warning. A pool in a zone that
@@ -576,13 +580,6 @@ class TpuPoolConfig(ConfigModel):
     @property
     def total_vms(self) -> int:
         return self.vms_per_slice * self.slices
-
-    def max_nodes(self, cluster_zones: int) -> int:
-        """Most nodes the group can have at once: a slice's VMs per slice, and a pool without `zone` (single-host,
-        fixed or flex-start) holds its count in each of the cluster's zones (GKE's node counts are per zone); a queued
-        pool's bound is a total."""
-        zones = 1 if self.zone is not None or self.provisioning == "queued" else cluster_zones
-        return self.slices * self.vms_per_slice * zones
 
     @property
     def node_pool_names(self) -> list[str]:

@@ -161,6 +161,34 @@ class StackConfig(ConfigModel):
         default for a regional cluster."""
         return 1 if is_zone(self.cluster_location) else REGIONAL_CLUSTER_ZONES
 
+    def pool_zone(self, pool: TpuPoolConfig) -> str | None:
+        """The one zone of a pool group's nodes: its own, else a zonal cluster's (where GKE puts a pool that names no
+        node locations); None for a group without a zone in a regional cluster."""
+        if pool.zone is not None:
+            return pool.zone
+        return self.cluster_location if is_zone(self.cluster_location) else None
+
+    def node_locations(self, pool: TpuPoolConfig) -> tuple[str, ...] | None:
+        """The zones sent as the group's nodeLocations. Without them GKE puts a regional cluster's pool in three zones
+        of its region (GKE, "Regional clusters"), zones without the TPU among them, where the create fails (as it
+        does for GPUs: same page); so a group without a zone in a regional cluster, which only a group scaled from
+        zero may be (stack_problems), is sent the region's zones that offer its TPU by its provisioning
+        (vendor/data/tpu_zones.json), and a total node bound (tpu_slice_pools). None: the cluster's zone of a zonal
+        cluster, or an adopted group's zones as GKE has them (adoption changes no node locations)."""
+        if pool.zone is not None:
+            return (pool.zone,)
+        if is_zone(self.cluster_location) or pool.adopted is not None:
+            return None
+        version = pool.machine.version.name
+        return tpu_zones.region_zones(version, provisioning=pool.provisioning, region=self.region) or None
+
+    def max_nodes(self, pool: TpuPoolConfig) -> int:
+        """Most nodes a pool group can have at once: its slices' VMs, held once whatever its zones (one zone, or the
+        region's zones under a total bound). An adopted group without a zone keeps its pools' locations and per-zone
+        counts (nodeCount, maxNodeCount are per zone), so its count is taken in each of the cluster's zones."""
+        spread = pool.adopted is not None and self.pool_zone(pool) is None and pool.provisioning != "queued"
+        return pool.total_vms * (self.cluster_zones if spread else 1)
+
     @property
     def system_pool_initial_nodes_per_zone(self) -> int:
         """GKE's initialNodeCount is per zone: the fewest per zone that reach systemPool.minNodes in total."""
@@ -222,7 +250,7 @@ class StackConfig(ConfigModel):
         system = self.cluster.system_pool
         pools = [PoolAddresses("cluster.systemPool", system.max_nodes, system.max_pods_per_node)]
         pools += [
-            PoolAddresses(f"tpuPools[{index}]", pool.max_nodes(self.cluster_zones), pool.max_pods_per_node)
+            PoolAddresses(f"tpuPools[{index}]", self.max_nodes(pool), pool.max_pods_per_node)
             for index, pool in enumerate(self.tpu_pools)
         ]
         return tuple(pools)
@@ -347,11 +375,12 @@ class StackConfig(ConfigModel):
         """Each pool group with `zoneUnlisted`: its zone accepted against the table, or the flag not needed."""
         keys = self.pool_keys
         found = []
-        for region, pools in [(self.region, self.tpu_pools), *((w.region, w.tpu_pools) for w in self.workers)]:
-            for pool in pools:
+        for cluster in [self, *(self._worker_config(w) for w in self.workers)]:
+            for pool in cluster.tpu_pools:
                 if pool.zone_unlisted:
+                    version, zone = pool.machine.version.name, cluster.pool_zone(pool)
                     field, message = tpu_zones.unlisted_warning(
-                        pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=region
+                        version, provisioning=pool.provisioning, zone=zone, region=cluster.region
                     )
                     found.append(f"{keys[pool.name]}.{field}: {message}")
         return found
@@ -805,6 +834,37 @@ class NodePoolNames:
             self.owners.setdefault(name, (where, pool.name, index))
 
 
+def _zone_problems(config: StackConfig, pool: TpuPoolConfig) -> list[str]:
+    """Where the group's nodes go must offer its TPU by its provisioning, and be known: a group without a zone in a
+    regional cluster is in each of the zones it is sent (StackConfig.node_locations), and GKE counts nodeCount per
+    zone (terraform-provider-google v7.45.0 container_node_pool: node_count and initial_node_count per zone; the
+    autoscaler's min/max too, GKE "About cluster autoscaling"), so a group of fixed size there would hold its slices
+    in each zone while its Kueue quota and the preview count them once."""
+    version, mode, region = pool.machine.version.name, pool.provisioning, config.region
+    zone = config.pool_zone(pool)
+    if not pool.zone_unlisted:
+        problem = tpu_zones.refusal(version, provisioning=mode, zone=zone, region=region)
+        if problem:
+            return [f"the cluster's zone {problem}" if pool.zone is None and zone is not None else problem]
+    if zone is not None:
+        return []
+    offered = tpu_zones.region_zones(version, provisioning=mode, region=region)
+    what = tpu_zones.what(version, provisioning=mode)
+    if not pool.autoscaled:
+        slices = f"{pool.slices} slice" + ("s" if pool.slices > 1 else "")
+        where = f"one of the zones of {region} offering {what}: {', '.join(offered)}" if offered else "its zone"
+        return [
+            f"required for a group of fixed size: GKE counts nodeCount per zone, so without one zone its {slices} "
+            f"would run (and bill) in each of the cluster's {config.cluster_zones} zones; give {where}"
+        ]
+    if not offered:
+        return [
+            f"required with zoneUnlisted when the TPU zone table names no zone of {region} offering {what}: its nodes "
+            "need a zone that does; give it"
+        ]
+    return []
+
+
 def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     """Checks that need more than one pool, or the region."""
     problems = []
@@ -830,15 +890,11 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             problems.append(f"{key}.zone: {pool.zone!r} is a region; give one of its zones, e.g. {pool.zone}-a")
         elif pool.zone is not None and not pool.zone.startswith(config.region + "-"):
             problems.append(f"{key}.zone: {pool.zone!r} is not in gcp:region {config.region!r}")
-        elif not own and pool.adopted is None and not pool.zone_unlisted:
-            # The zone's TPUs need a valid machine type. An adopted group's slices exist in their zone: GKE made them
+        elif not own and pool.adopted is None:
+            # The zone's TPUs need a valid machine type. An adopted group's slices exist in their zones: GKE made them
             # there, whatever the published lists (vendor/data/tpu_zones.json) say, and refusing them would refuse
             # the cluster as it is.
-            problem = tpu_zones.refusal(
-                pool.machine.version.name, provisioning=pool.provisioning, zone=pool.zone, region=config.region
-            )
-            if problem:
-                problems.append(f"{key}.zone: {problem}")
+            problems += [f"{key}.zone: {problem}" for problem in _zone_problems(config, pool)]
         if own:
             continue
         if pool.future_reservation is not None:

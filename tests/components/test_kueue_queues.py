@@ -705,7 +705,7 @@ LADDER_CASES: list[tuple[str, dict[str, Any], str]] = [
      "tpu-stack:queues.ladders.v5e[1]: pool group 'flex-single' is ct5lp-hightpu-4t 2x2 but the ladder's first rung "
      "'reserved' is ct5lp-hightpu-4t 2x4; every rung needs the same machine type and topology"),
     ("rungs of one topology on two machine types", ladder({"v5e": ["reserved", "eight"]}, RESERVED,
-     {"name": "eight", "machineType": "ct5lp-hightpu-8t", "topology": "2x4", "provisioning": "spot"}),
+     {"name": "eight", "machineType": "ct5lp-hightpu-8t", "topology": "2x4", "provisioning": "spot", "zone": ZONE}),
      "tpu-stack:queues.ladders.v5e[1]: pool group 'eight' is ct5lp-hightpu-8t 2x4 but the ladder's first rung "
      "'reserved' is ct5lp-hightpu-4t 2x4; every rung needs the same machine type and topology"),
     ("a pool group in two ladders", ladder({"a": ["reserved", "spot", "dws"], "b": ["spot"]}),
@@ -1021,7 +1021,8 @@ def test_a_draining_group_leaves_every_queue_and_keeps_its_slices(run: StackRunn
         "slices": 2,
         "zone": "us-central1-a",
     }
-    flex = {"name": "flex", "machineType": "ct6e-standard-4t", "zone": "us-central1-b"}
+    # Spot: us-central1-b gives no v6e on flex-start (vendor/data/tpu_zones.json).
+    flex = {"name": "flex", "machineType": "ct6e-standard-4t", "provisioning": "spot", "zone": "us-central1-b"}
     running = run({"tpu-stack:tpuPools": [train, flex]})
     draining = run({"tpu-stack:tpuPools": [{**train, "drain": True}, flex]})
     queue = draining.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "queues-clusterqueue-cluster-queue")

@@ -415,7 +415,8 @@ CASES = [
      "tpu-stack:saxml.model.billionsOfParameters: a 175B model needs ~350 GB = 22 v5e chips; pool 'serve' slices "
      "have 16 chips (4x4); use topology 4x8 or larger"),
     ("too big for a single-host machine type",
-     with_saxml({"name": "serve", "machineType": "ct5lp-hightpu-8t", "topology": "2x4"}, model=MODEL_175B),
+     with_saxml({"name": "serve", "machineType": "ct5lp-hightpu-8t", "topology": "2x4", "zone": "us-central1-a"},
+                model=MODEL_175B),
      "tpu-stack:saxml.model.billionsOfParameters: a 175B model needs ~350 GB = 22 v5e chips; pool 'serve' slices "
      "have 8 chips (2x4); use machineType ct5lp-hightpu-4t with topology 4x8 or larger"),
     ("too big for any slice of the version", with_saxml(model={"name": "huge", "billionsOfParameters": 2100}),

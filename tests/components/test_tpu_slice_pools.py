@@ -477,18 +477,66 @@ def test_a_single_host_machine_type_with_its_topology_written_sends_none(
     assert [v for v in policy_check.evaluate(plan.resources, stack="dev") if v["level"] == "mandatory"] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="written up for the zones work (gcp-day2): a single-host group without `zone` holds its slices in each of "
-    "a regional cluster's zones, which the preview's capacity and the Kueue quota count once",
-)
-def test_a_single_host_group_without_a_zone_holds_the_slices_the_preview_states(run: StackRunner) -> None:
-    """Found by tests/properties: GKE's nodeCount (and autoscaling maxNodeCount) of a node pool are per zone, and a pool
-    with no node locations in a regional cluster spans its three zones (GKE's regional clusters page), so `slices: 1`
-    of an on-demand ct6e-standard-4t group runs and bills 3 VMs, 12 chips, where the capacity section says 4."""
+# A pool without node locations in a regional cluster spans the cluster's default zones, three (GKE, "Regional
+# clusters": "replicates each node pool across three zones of the control plane's region"), and nodeCount,
+# initialNodeCount and autoscaling min/maxNodeCount are per zone while total{Min,Max}NodeCount are totals
+# (terraform-provider-google v7.45.0 container_node_pool docs and resource_container_node_pool.go schema; GKE
+# "About cluster autoscaling", autoscaling limits). Expected zones from the TPU regions page and GKE's flex-start page
+# (vendor/data/tpu_zones.json): v6e in us-east5-a and us-east5-b (both flex-start), in us-central1 only us-central1-b
+# (not flex-start); v5e flex-start only in us-west4-a.
+ZONELESS = [
+    # (region, pool fields, nodeLocations, autoscaling)
+    ("us-east5", {"provisioning": "flex-start"}, ["us-east5-a", "us-east5-b"],
+     {"totalMaxNodeCount": 1, "locationPolicy": "ANY"}),
+    ("us-east5", {"provisioning": "queued"}, ["us-east5-a", "us-east5-b"],
+     {"totalMaxNodeCount": 1, "locationPolicy": "ANY"}),
+    ("us-central1", {"provisioning": "spot", "scaleToZero": True}, ["us-central1-b"],
+     {"totalMaxNodeCount": 1, "locationPolicy": "ANY"}),
+    ("us-east5", {"scaleToZero": True, "slices": 2}, ["us-east5-a", "us-east5-b"],
+     {"totalMaxNodeCount": 1, "locationPolicy": "ANY"}),
+    ("us-west4", {"machineType": "ct5lp-hightpu-8t", "provisioning": "flex-start"}, ["us-west4-a"],
+     {"totalMaxNodeCount": 1, "locationPolicy": "ANY"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("region", "fields", "zones", "scaling"), ZONELESS)
+def test_a_group_scaled_from_zero_without_a_zone_lives_in_the_zones_offering_its_tpu_and_holds_its_slices(
+    run: StackRunner, region: str, fields: dict[str, Any], zones: list[str], scaling: dict[str, Any]
+) -> None:
+    """Found by tests/properties: such a pool had no node locations, so GKE spread it over the cluster's three zones,
+    zones without its TPU among them (GKE's create fails there, as for GPUs in the regional clusters page), and its
+    per-zone maximum let it hold a slice in each. Now each slice's pool is in the region's zones that offer the TPU
+    by its provisioning, and holds one slice in all of them."""
+    from offline import summary
+    from offline.catalogue import _pool_max_nodes
+
+    plan = run({"gcp:region": region, "tpu-stack:tpuPools": [{"name": "one", "machineType": "ct6e-standard-4t",
+                                                              **fields}]})  # fmt: skip
+    pools = pools_of(plan, "one")
+    slices = fields.get("slices", 1)
+    assert len(pools) == slices
+    for pool in pools:
+        assert pool["inputs"]["nodeLocations"] == zones
+        assert pool["inputs"]["autoscaling"] == scaling
+        assert _pool_max_nodes(pool, 3) == 1  # a one-VM slice, whatever the number of zones
+    chips = 8 if fields.get("machineType") == "ct5lp-hightpu-8t" else 4
+    found = summary.from_outputs(plan.outputs)
+    assert found["capacity"]["one"]["chips"] == chips * slices
+    assert [row["chips"] for row in found["quota"]] == [chips * slices]
+    assert found["queues"]["teams"]["default"]["flavors"]["one"]["nominalQuota"] == chips * slices
+
+
+def test_a_fixed_group_without_a_zone_in_a_zonal_cluster_holds_its_slices_in_the_clusters_zone(
+    run: StackRunner,
+) -> None:
+    """A zonal cluster's pools are in its zone unless they name others: nodeCount counts once there."""
     from offline import summary
 
-    plan = run({"tpu-stack:tpuPools": [{"name": "one", "machineType": "ct6e-standard-4t"}]})
-    (pool,) = pools_of(plan, "one")
-    zones = len(pool["inputs"].get("nodeLocations") or ()) or 3
-    assert pool["inputs"]["nodeCount"] * zones * 4 == summary.from_outputs(plan.outputs)["capacity"]["one"]["chips"]
+    plan = run({"tpu-stack:cluster": {"location": "us-central1-b"},
+                "tpu-stack:tpuPools": [{"name": "one", "machineType": "ct6e-standard-4t", "slices": 2}]})  # fmt: skip
+    pools = pools_of(plan, "one")
+    assert [p["inputs"].get("nodeLocations") for p in pools] == [None, None]
+    assert [p["inputs"]["nodeCount"] for p in pools] == [1, 1]
+    found = summary.from_outputs(plan.outputs)
+    assert found["capacity"]["one"]["chips"] == 8
+    assert [row["chips"] for row in found["quota"]] == [8]

@@ -117,12 +117,78 @@ def test_a_pool_its_zone_can_give_is_accepted(region: str, item: dict[str, Any])
     assert problems(region, **{"tpu-stack:tpuPools": [item]}) == []
 
 
+# A pool without node locations in a regional cluster is in each of the cluster's three default zones, and GKE counts
+# nodeCount per zone (GKE, "Regional clusters"; terraform-provider-google v7.45.0 container_node_pool: node_count and
+# initial_node_count per zone): a group of fixed size must name its one zone. Zones by hand from the regions page.
+FIXED_SIZE = "required for a group of fixed size: GKE counts nodeCount per zone, so without one zone its "
+ZONE_REQUIRED = [
+    (
+        "us-central1",
+        {},
+        {},
+        "tpu-stack:tpuPools[0].zone: " + FIXED_SIZE + "1 slice would run (and bill) in each of the cluster's 3 zones; "
+        "give one of the zones of us-central1 offering TPU v6e: us-central1-b",
+    ),
+    (
+        "us-east5",
+        {"provisioning": "spot", "slices": 2},
+        {},
+        "tpu-stack:tpuPools[0].zone: " + FIXED_SIZE + "2 slices would run (and bill) in each of the cluster's 3 "
+        "zones; give one of the zones of us-east5 offering TPU v6e: us-east5-a, us-east5-b",
+    ),
+    (
+        "us-central1",
+        {"machineType": "ct5lp-hightpu-4t", "provisioning": "reservation", "reservation": "r"},
+        {},
+        "tpu-stack:tpuPools[0].zone: " + FIXED_SIZE + "1 slice would run (and bill) in each of the cluster's 3 zones; "
+        "give one of the zones of us-central1 offering TPU v5e: us-central1-a",
+    ),
+    # The table lists no flex-start v6e in us-central1 and the pool says Google offers it there since: only the pool
+    # can say which zone.
+    (
+        "us-central1",
+        {"provisioning": "flex-start", "zoneUnlisted": True},
+        {},
+        "tpu-stack:tpuPools[0].zone: required with zoneUnlisted when the TPU zone table names no zone of us-central1 "
+        "offering flex-start TPU v6e: its nodes need a zone that does; give it",
+    ),
+    # A zonal cluster's pools are in its zone, which must offer the TPU.
+    (
+        "us-central1",
+        {},
+        {"tpu-stack:cluster": {"location": "us-central1-a"}},
+        "tpu-stack:tpuPools[0].zone: the cluster's zone us-central1-a offers no TPU v6e; v6e zones: asia-northeast1-b, "
+        "europe-west4-a, us-central1-b, us-east1-d, us-east5-a, us-east5-b, us-south1-ai1b" + UNLISTED,
+    ),
+]
+
+
+@pytest.mark.parametrize(("region", "fields", "extra", "message"), ZONE_REQUIRED)
+def test_a_group_whose_zones_cannot_be_known_is_refused_naming_the_zones_to_give(
+    region: str, fields: dict[str, Any], extra: dict[str, Any], message: str
+) -> None:
+    assert problems(region, **{"tpu-stack:tpuPools": [pool(**fields)], **extra}) == [message]
+
+
+def test_a_fixed_group_without_a_zone_in_a_zonal_cluster_is_accepted_there() -> None:
+    zonal = {"tpu-stack:cluster": {"location": "us-central1-b"}}
+    assert problems("us-central1", **{"tpu-stack:tpuPools": [pool()], **zonal}) == []
+
+
 def test_a_worker_pool_is_checked_against_the_table_under_the_workers_key() -> None:
     euw4 = {"name": "w", "region": "europe-west4",
             "tpuPools": [pool(provisioning="flex-start", zone="europe-west4-a")]}  # fmt: skip
     assert problems("us-central1", **{"tpu-stack:multiKueue": {"workers": [euw4]}}) == [
         "tpu-stack:multiKueue.workers[0].tpuPools[0].zone: europe-west4-a offers no flex-start TPU v6e; flex-start "
         "v6e zones: " + V6E_FLEX + UNLISTED
+    ]
+
+
+def test_a_worker_group_of_fixed_size_names_its_zone_under_the_workers_key() -> None:
+    east5 = {"name": "w", "region": "us-east5", "tpuPools": [pool()]}
+    assert problems("us-central1", **{"tpu-stack:multiKueue": {"workers": [east5]}}) == [
+        "tpu-stack:multiKueue.workers[0].tpuPools[0].zone: " + FIXED_SIZE + "1 slice would run (and bill) in each of "
+        "the cluster's 3 zones; give one of the zones of us-east5 offering TPU v6e: us-east5-a, us-east5-b"
     ]
 
 

@@ -166,6 +166,8 @@ def add_group(draw: st.DrawFn, drawn: Drawn) -> Change | None:
     if ladder is not None and set(queues["ladders"][ladder]) & set(placement.get("pools", ())):
         if placement.get("blocks") and not new.reservation_block:
             return None  # the block level needs every node of a placed group to carry it
+        if not new.placeable:
+            return None  # Kueue places only on nodes that exist
         placement["pools"].append(name)  # a ladder's rungs are placed all or none
     if ladder is not None:
         rungs = queues["ladders"][ladder]
@@ -350,12 +352,12 @@ def place(draw: st.DrawFn, drawn: Drawn, *, placed: bool) -> Change | None:
     by_name = {p.name: p for p in after.pools}
     blocks = queues.get("placement", {}).get("blocks", False)
 
-    def placeable(name: str) -> bool:
+    def can_place(name: str) -> bool:
         pool = by_name[name]
-        return pool.shape.multi_host and name not in serving and (pool.reservation_block or not blocks)
+        return pool.placeable and name not in serving and (pool.reservation_block or not blocks)
 
     if placed:
-        units = [u for u in units if not set(u) & set(listed) and all(placeable(n) for n in u)]
+        units = [u for u in units if not set(u) & set(listed) and all(can_place(n) for n in u)]
     else:
         units = [u for u in units if set(u) <= set(listed)]
     if not units:

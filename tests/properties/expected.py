@@ -206,22 +206,18 @@ def quotas_within_chips(drawn: Drawn, records: Sequence[Record]) -> list[str]:
 def capacity_stated(drawn: Drawn, records: Sequence[Record], outputs: Mapping[str, Any]) -> list[str]:
     """The preview's capacity section (summary.capacity) states what each pool group's node pools hold: the most chips,
     the fewest (0 where they scale from zero), and the chips billed while idle (all of a fixed group's, and of a group
-    that consumes a specific reservation, billed whether used or not; none of a group made on request).
-
-    Pool groups with no zone are left out: without node locations GKE's node counts are per zone of the cluster, so
-    such a group holds its slices in each of them, which the summary does not count (written up for the zones work;
-    tests/properties/test_expected.py holds it as an expected failure)."""
+    that consumes a specific reservation, billed whether used or not; none of a group made on request). Pool groups
+    without a zone included: their node pools' counts are taken per zone of their node locations (node_pools)."""
     from offline import summary
 
     capacity = summary.from_outputs(outputs)["capacity"]
-    zoned = {e["name"] for e in pool_entries(drawn.config) if e.get("zone")}
     by_group: dict[str, list[NodePool]] = {}
     for pool in node_pools(records):
         by_group.setdefault(pool.group, []).append(pool)
     inputs = {str(r["inputs"]["name"]): r["inputs"] for r in records if r["type"] == NODE_POOL}
     problems = []
     for group, pools in by_group.items():
-        if group not in zoned or group not in capacity:
+        if group not in capacity:
             continue
         stated = capacity[group]
         most = sum(p.chips for p in pools)

@@ -9,8 +9,9 @@ that came out of it are ordinary tests beside the code they concern: docs/develo
   config names), and the single-host machine types xpk leaves out (GKE's TPU pages: ct5lp-hightpu-1t 1x1,
   ct5lp-hightpu-4t 2x2 on one VM, ct5lp-hightpu-8t and ct6e-standard-8t 2x4 on one VM).
 - Zones: where Cloud TPU offers each version (https://docs.cloud.google.com/tpu/docs/regions-zones); flex-start
-  and queued pool groups always in a zone GKE's flex-start page names for the version
-  (https://cloud.google.com/kubernetes-engine/docs/concepts/dws: TPU v3 and v4 not supported).
+  and queued pool groups in a zone GKE's flex-start page names for the version
+  (https://cloud.google.com/kubernetes-engine/docs/concepts/dws: TPU v3 and v4 not supported); the clusters are
+  regional, so only groups scaled from zero (flex-start, queued, scaleToZero) and single-host may leave out the zone.
 - Provisioning: the five modes; TPU7x from reservations (a block of one), flex-start, queued provisioning and spot;
   calendar mode for v5e, v5p and v6e with the chip counts Compute takes; on-demand and spot groups that scale to
   zero (`scaleToZero`, docs/config.md), which a ladder tries after capacity billed while idle.
@@ -21,7 +22,7 @@ that came out of it are ordinary tests beside the code they concern: docs/develo
   slice's HBM; serving groups are not Kueue capacity.
 - MultiKueue: a manager with no pool groups of its own and workers in regions of their own.
 - Protected stacks (prod): deletion protection on, no IP endpoint, images the policy config has not reviewed
-  pinned by digest (docs/policies.md).
+  pinned by digest (docs/policies.md), the channels alerts notify.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ CALENDAR_CHIPS = {
 }
 """Chips one calendar-mode request may ask for (docs/config.md futureReservation); v5e 1, 4 and 8 only for SERVING."""
 MADE_ON_REQUEST = ("flex-start", "queued")
-"""Capacity GKE makes when a workload asks and removes after: a ladder tries it after capacity billed while idle."""
+"""Capacity GKE makes when a workload asks and removes after (so is a `scaleToZero` group's): a ladder tries it after
+capacity billed while idle."""
 SPOT_TAINT = {"key": "cloud.google.com/gke-spot", "value": "true"}
 
 POOL_NAMES = ("train", "burst", "flex", "spot", "serve", "infer", "batch", "small", "big", "fast", "cheap", "edge")
@@ -231,7 +233,9 @@ def pool_group(
         entry["provisioning"] = provisioning
     if provisioning in ("on-demand", "spot") and draw(st.integers(0, 3)) == 3:
         entry["scaleToZero"] = True
-    zone_needed = shape.multi_host or provisioning in MADE_ON_REQUEST
+    # A group of fixed size in a regional cluster names its zone (GKE counts its nodes per zone); one scaled from zero
+    # may leave it to the zones of the region that offer its TPU (docs/config.md, zone).
+    zone_needed = shape.multi_host or not (provisioning in MADE_ON_REQUEST or entry.get("scaleToZero"))
     if provisioning == "reservation":
         zone_needed |= _reservation(draw, entry, shape, project)
     if zone_needed or draw(st.booleans()):
@@ -570,6 +574,7 @@ def stacks(
     config["tpu-stack:queues"] = draw(queues(queue_pools, group_of=lambda _pool: None, placed=True))
     config["tpu-stack:tpuPools"] = [p.entry for p in pools]
     config["tpu-stack:bucket"] = draw(bucket(config["tpu-stack:queues"]))
+    config.update(monitoring(protected))
     return Drawn(name, config, pools)
 
 
@@ -638,4 +643,13 @@ def multikueue_stacks(draw: st.DrawFn, name: str, *, max_slices: int) -> Drawn:
     config["tpu-stack:multiKueue"] = {"workers": workers}
     config["tpu-stack:queues"] = draw(queues(every_pool, group_of=lambda pool: owner[pool.name], placed=False))
     config["tpu-stack:bucket"] = draw(bucket(config["tpu-stack:queues"]))
+    config.update(monitoring(protected))
     return Drawn(name, config, every_pool)
+
+
+def monitoring(protected: bool) -> dict[str, Any]:
+    """A protected stack names the channels its alerts notify (docs/config.md, monitoring.notificationChannels: the
+    config refuses a protected stack without one)."""
+    if not protected:
+        return {}
+    return {"tpu-stack:monitoring": {"notificationChannels": [f"projects/{PROJECT}/notificationChannels/1234567890"]}}
