@@ -113,7 +113,9 @@ def new_stack_findings(stack: str, config_file: Path | None, pack_config: dict[s
     new_stack = run_stack(stack, config_file=config_file, known_outputs=False)
     rules = policy_check.load_rules()
     view = policy_check.NEW_STACK
-    found = policy_check.evaluate(new_stack.resources, stack=stack, config=pack_config, rules=rules, view=view)
+    found = policy_check.evaluate(
+        new_stack.resources, stack=stack, config=pack_config, rules=rules, view=view, stack_config=new_stack.config
+    )
     return found, charts.unrenderable(new_stack.resources)
 
 
@@ -141,7 +143,9 @@ def evaluate(
         gc.disable()
         try:
             view = policy_check.DEPLOYED
-            deployed = policy_check.evaluate(plan.resources, stack=stack, config=pack_config, rules=rules, view=view)
+            deployed = policy_check.evaluate(
+                plan.resources, stack=stack, config=pack_config, rules=rules, view=view, stack_config=plan.config
+            )
         finally:
             if collecting:
                 gc.enable()

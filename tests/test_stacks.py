@@ -22,9 +22,11 @@ import jsonschema
 import pytest
 import yaml
 
+from components.config.stack import load
+from components.stacks import file_is_protected
 from offline import __main__ as cli
 from offline import configdocs, policy_check
-from offline.engine import REPO, Plan
+from offline.engine import REPO, Plan, _engine_config, read_stack_file
 from offline.stack_files import deploy_order, stack_files
 from security.__main__ import collect
 from tests.fixtures import FIXTURE_STACKS, stack_data, stack_path, stack_plan
@@ -59,6 +61,34 @@ def problems(stack: str, path: Path, out: Path) -> list[str]:
 def test_every_stack_file_may_be_deployed(stack: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     found = problems(stack, USERS_STACKS[stack], tmp_path)
     assert found == [], capsys.readouterr().err
+
+
+EVERY_FILE = {
+    **{f"fixture {s}": (s, stack_path(s)) for s in FIXTURE_STACKS},
+    **{s: (s, p) for s, p in USERS_STACKS.items()},
+}
+
+
+@pytest.mark.every_stack_file
+@pytest.mark.parametrize("where", EVERY_FILE)
+def test_the_deploy_order_reads_protection_as_the_program_does(where: str) -> None:
+    """The workflows order the stacks before anything is installed, from each file's text (components/stacks.py):
+    what they read must be what the program decides, or a protected stack would deploy among the unprotected."""
+    stack, path = EVERY_FILE[where]
+    config = load(_engine_config(read_stack_file(path)), stack=stack)
+    assert file_is_protected(stack, path) is config.protected
+
+
+@pytest.mark.every_stack_file
+def test_no_two_stack_files_manage_one_cluster() -> None:
+    """Two stacks with the same project, location and cluster name would each hold the cluster in their own state:
+    each `up` would undo the other's changes and a destroy of one would delete the other's cluster."""
+    clusters: dict[tuple[str, str, str], str] = {}
+    for stack, path in USERS_STACKS.items():
+        config = load(_engine_config(read_stack_file(path)), stack=stack)
+        key = (config.project, config.cluster_location, config.cluster.name)
+        assert key not in clusters, f"{stack} and {clusters[key]} both manage cluster {key}"
+        clusters[key] = stack
 
 
 # ---- a team's own stacks: edited, added, removed -------------------------------------------------------------------
@@ -118,7 +148,7 @@ def test_a_team_edits_dev_adds_a_stack_and_removes_one_with_no_other_edit(
     (root / "Pulumi.llm.yaml").unlink()
 
     assert list(stack_files(root)) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
-    assert deploy_order(list(stack_files(root))) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
+    assert deploy_order(stack_files(root)) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
     show = "print-scan-stacks: ; @echo $(SCAN_STACKS)"
     scanned = subprocess.run(["make", "-s", "--eval", show, "print-scan-stacks"], cwd=root, capture_output=True,
                              text=True, check=True).stdout.split()  # fmt: skip

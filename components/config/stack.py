@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import ValidationError, field_validator
+from pydantic import ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from components import tpu_catalog, tpu_zones
@@ -79,7 +79,7 @@ from components.config.serving import (
     checkpoint_bucket_name,
     serving_problems,
 )
-from components.stacks import PROTECTED_STACKS
+from components.stacks import PROTECTED_STACKS, setting
 
 
 class StackConfig(ConfigModel):
@@ -93,6 +93,12 @@ class StackConfig(ConfigModel):
     be in it."""
     stack: str = "dev"
     """The stack's name, from Pulumi; not a config key."""
+    protected: bool = False
+    """Every resource carries `protect`, the cluster `deletionProtection`, the bucket keeps its data; alerts must name
+    a notification channel, the policy pack runs images by digest only, and the workflows deploy the stack last.
+    Refused as `false` on a stack named `prod` or `production`, which are protected by their name.
+
+    Default: true for a stack named `prod` or `production`, else false"""
     throwaway: bool = False
     """The stack may be destroyed with its data (the bucket's `forceDestroy`); an error in a protected stack."""
     labels: dict[str, str] = {}
@@ -118,6 +124,22 @@ class StackConfig(ConfigModel):
     """Worker clusters in other regions this stack's cluster dispatches the teams' workloads to (Kueue's MultiKueue).
 
     Default: off, one cluster"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _protected_by_name(cls, data: Any) -> Any:
+        """A stack named prod or production is protected unless its config says otherwise (which is refused)."""
+        if isinstance(data, dict) and "protected" not in data:
+            return {**data, "protected": data.get("stack", "dev") in PROTECTED_STACKS}
+        return data
+
+    @field_validator("protected", mode="before")
+    @classmethod
+    def _protected(cls, value: Any) -> bool:
+        given = setting(value)
+        if given is None:
+            raise ValueError(f"{value!r} is not true or false")
+        return given
 
     @field_validator("project")
     @classmethod
@@ -146,11 +168,6 @@ class StackConfig(ConfigModel):
     @property
     def workload_pool(self) -> str:
         return f"{self.project}.svc.id.goog"
-
-    @property
-    def protected(self) -> bool:
-        """Cluster and bucket carry `protect`; the same list is the protection policy's default."""
-        return self.stack in PROTECTED_STACKS
 
     def pool(self, name: str) -> TpuPoolConfig | None:
         return next((p for p in self.tpu_pools if p.name == name), None)
@@ -340,8 +357,19 @@ class StackConfig(ConfigModel):
         # provisions Spot VMs, adds taints and tolerations"): no rung of its capacity needs one of ours.
         ladders = {} if self.cluster.mode == "autopilot" else queues.ladders
         found = queue_warnings(queues.queues, queues.queue_pools, ladders, self.pool_keys)
-        found += _version_warnings(self)
+        found += _version_warnings(self) + self._protection_warnings()
         return found + self._unlisted_zone_warnings() + (llm_serving_warnings(self.serving) if self.serving else [])
+
+    def _protection_warnings(self) -> list[str]:
+        """A cluster kept from deletion in a stack that protects nothing else reads like a production stack under
+        another name: its node pools, charts and bucket would still be deleted by `pulumi destroy`."""
+        if self.protected or not self.cluster.deletion_protection:
+            return []
+        return [
+            f"{PROJECT}:cluster.deletionProtection: true, but the {self.stack} stack is not protected: `pulumi "
+            f"destroy` would delete everything but the cluster; set {PROJECT}:protected: true if it is a production "
+            "stack"
+        ]
 
     def _unlisted_zone_warnings(self) -> list[str]:
         """Each pool group with `zoneUnlisted`: its zone accepted against the table, or the flag not needed."""
@@ -899,6 +927,11 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             f"{PROJECT}:monitoring.notificationChannels: {config.stack} is a protected stack and its alert policies "
             "would notify nobody; list the channels to notify, projects/<project>/notificationChannels/<id> (gcloud "
             "beta monitoring channels list; create one with gcloud beta monitoring channels create)"
+        )
+    if config.stack in PROTECTED_STACKS and not config.protected:
+        problems.append(
+            f"{PROJECT}:protected: the {config.stack} stack is protected by its name; remove `protected: false`, or "
+            "give an unprotected stack another name"
         )
     if config.throwaway and config.protected:
         problems.append(
