@@ -62,6 +62,8 @@ def refusal(argv: Sequence[str], cwd: Path) -> str | None:
         return None
     program = os.path.basename(argv[0])
     args = list(argv[1:])
+    if program in ("make", "gmake", "git"):
+        cwd = _directory(args, cwd)
     for arg in args:
         value = arg.split("=", 1)[-1] if arg.startswith("-") else arg
         if value and users_stack_file(value, cwd):
@@ -69,15 +71,7 @@ def refusal(argv: Sequence[str], cwd: Path) -> str | None:
     if program in SHELLS and "-c" in args and args.index("-c") + 1 < len(args):
         return _shell_refusal(args[args.index("-c") + 1], cwd)
     if program in ("make", "gmake"):
-        directory = cwd
-        for index, arg in enumerate(args):
-            if arg in ("-C", "--directory") and index + 1 < len(args):
-                directory = cwd / args[index + 1]
-            elif arg.startswith("--directory="):
-                directory = cwd / arg.split("=", 1)[1]
-            elif arg.startswith("-C") and len(arg) > 2:
-                directory = cwd / arg[2:]
-        if _in_checkout(directory):
+        if _in_checkout(cwd):
             return (
                 f"{shlex.join(argv)} runs make in the checkout, whose targets read the users' stack files and may "
                 "reinstall the shared environment; run the tool it runs with --config <fixture>, or make in a copy"
@@ -93,6 +87,19 @@ def refusal(argv: Sequence[str], cwd: Path) -> str | None:
         if reads and "--config" not in flags:
             return f"{shlex.join(argv)} reads Pulumi.<stack>.yaml of the checkout: pass --config <stack_path(...)>"
     return None
+
+
+def _directory(args: list[str], cwd: Path) -> Path:
+    """Where `make -C dir` and `git -C dir` work (the last `-C` wins, as both apply them in turn)."""
+    directory = cwd
+    for index, arg in enumerate(args):
+        if arg in ("-C", "--directory") and index + 1 < len(args):
+            directory = directory / args[index + 1]
+        elif arg.startswith("--directory="):
+            directory = directory / arg.split("=", 1)[1]
+        elif arg.startswith("-C") and len(arg) > 2 and not arg.startswith("-c"):
+            directory = directory / arg[2:]
+    return directory
 
 
 def _shell_refusal(line: str, cwd: Path) -> str | None:

@@ -291,10 +291,12 @@ def test_the_guard_lets_commands_on_fixtures_and_copies_run(tmp_path: Path) -> N
         [sys.executable, "-m", "offline.stack_files"],
         ["make", "-s", "--eval", "x: ; @true", "x"],  # in a copy of the project, below
         ["cat", "Pulumi.dev.yaml"],  # the copy's own file
+        ["git", "-C", str(tmp_path), "checkout", "--", "Pulumi.dev.yaml"],  # git in the copy
     ]
     (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
     for command in allowed:
         assert refusal(command, tmp_path if command[0] in ("make", "cat") else REPO) is None, command
+    assert refusal(["git", "-C", str(REPO), "checkout", "--", "Pulumi.dev.yaml"], tmp_path) is not None
     done = subprocess.run(["cat", "Pulumi.dev.yaml"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert done.stdout == "config: {}\n"
 
