@@ -609,31 +609,42 @@ def load(
     except ValidationError as error:
         errors = [e for e in error.errors() if not _only_follows(e)]
         lines = [_pydantic_line(e, written or {}) for e in errors]
-        raise ConfigError(lines + _despite_misspellings(data, errors, now)) from None
+        raise ConfigError(lines + _despite_errors(data, errors, now)) from None
     problems = stack_problems(config, now or datetime.now(UTC))
     if problems:
         raise ConfigError(problems)
     return config
 
 
-def _despite_misspellings(data: dict[str, Any], errors: list[Any], now: datetime | None) -> list[str]:
-    """The other problems of a config whose only errors are misspelled keys with a close match: read each as the key
-    it is closest to and check the rest, so a pool's other mistakes come with its typo. Any other error, or a key
-    without a close match (what would it have set?), and the rest waits for the fix."""
-    renames = [(tuple(e["loc"]), _closest_key(tuple(e["loc"]))) for e in errors]
-    if not renames or any(e["type"] != "extra_forbidden" for e in errors) or any(new is None for _, new in renames):
-        return []
+def _despite_errors(data: dict[str, Any], errors: list[Any], now: datetime | None) -> list[str]:
+    """The other problems of a config whose keys failed to read: a misspelled key with a close match is read as that
+    key, a value of the wrong type or form (a version written as a number) as if it were left out, and the rest is
+    checked, so independent mistakes come together (a pool's typo with its other mistakes, a bad
+    `cluster.minMasterVersion` with the pools' errors). A check that involves a value left out is not repeated (its
+    line names the key). A key without a close match (what would it have set?), or an error of no single key, and
+    the rest waits for the fix."""
     fixed = copy.deepcopy(data)
-    for loc, new in renames:
-        parent: Any = fixed
-        for part in loc[:-1]:
-            parent = parent[part]
-        parent[new] = parent.pop(loc[-1])
+    left_out: list[str] = []
     try:
+        for error in errors:
+            loc = tuple(error["loc"])
+            parent: Any = fixed
+            for part in loc[:-1]:
+                parent = parent[part]
+            if not isinstance(parent, dict) or not isinstance(loc[-1], str) or loc[-1] not in parent:
+                return []
+            if error["type"] == "extra_forbidden":
+                new = _closest_key(loc)
+                if new is None:
+                    return []
+                parent[new] = parent.pop(loc[-1])
+            else:
+                del parent[loc[-1]]
+                left_out.append(to_camel(loc[-1]))
         config = StackConfig.model_validate(fixed)
-    except ValidationError:
+    except (KeyError, IndexError, TypeError, ValidationError):
         return []
-    return stack_problems(config, now or datetime.now(UTC))
+    return [line for line in stack_problems(config, now or datetime.now(UTC)) if not any(k in line for k in left_out)]
 
 
 def _namespace_problem(key: str, namespace: str, name: str) -> str:
