@@ -18,7 +18,7 @@ from offline import summary
 from offline.engine import Plan, _engine_config
 from offline.policy_check import TEAM_CONFIG
 from tests.conftest import StackRunner
-from tests.fixtures import stack_data, stack_path
+from tests.fixtures import FIXTURE_STACKS, stack_data, stack_path
 
 Preview = tuple[list[str], dict[str, Any]]
 
@@ -439,9 +439,12 @@ def test_policy_findings_come_last(dev: Preview) -> None:
     assert lines[-1].startswith("Wrote ")
 
 
-def test_every_line_of_the_preview_fits_100_columns(dev: Preview, prod: Preview) -> None:
-    for lines, _plan in (dev, prod):
-        assert [line for line in lines if len(line) > 100] == []
+@pytest.mark.parametrize("stack", FIXTURE_STACKS)
+def test_every_line_of_the_preview_fits_100_columns(stack: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every fixture stack: long reservation names (ironwood), queue and request names (multiregion) included."""
+    out = tmp_path_factory.mktemp(stack)  # the last line names it
+    lines, _plan = _preview(out, "--stack", stack, "--config", str(stack_path(stack)))
+    assert [line for line in lines if len(line) > 100] == []
 
 
 def test_an_advisory_that_repeats_per_pool_is_one_entry_naming_them(dev: Preview) -> None:
