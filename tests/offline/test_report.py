@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -395,7 +396,10 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
 def test_verbose_lists_every_rendered_object(tmp_path: Path) -> None:
     lines, plan = _preview(tmp_path, "--stack", "dev", "--config", str(stack_path("dev")), "--verbose")
     rendered = [r["name"] for r in plan["resources"] if r.get("rendered")]
-    listed = [line.split()[2] for line in lines if line.startswith("  + ") and ":" in line.split()[2]]
+    # A name too long for its row is on the line below its type.
+    names = [line.split()[2] if len(line.split()) > 2 else after.split()[0]
+             for line, after in itertools.pairwise(lines) if line.startswith("  + ")]  # fmt: skip
+    listed = [name for name in names if ":" in name]
     assert len(rendered) == 99 and sorted(listed) == sorted(rendered)
 
 
@@ -500,3 +504,21 @@ def test_quota_rows_name_computes_quota_per_version_and_kind_and_reservations_ne
     lines = summary.render_quota(summary.from_config(config))
     row = "  us-east5  reservation  v6e     16  no quota: calendar-mode reservation cal-v6e must hold 16 chips"
     assert row in lines
+
+
+def test_a_table_too_wide_splits_its_headers_and_continues_its_last_cell_below() -> None:
+    """A header wider than its values takes two lines; a last cell whose word is wider than its column goes below."""
+    rows = [["team", "quota", "borrowing limit", "note"], ["a" * 60, "4", "unlimited", "reservation " + "r/" * 30]]
+    assert summary.table(rows, right=frozenset({1})) == [
+        "  team" + " " * 56 + "  quota  borrowing  note",
+        "  " + " " * 60 + "         limit",
+        "  " + "a" * 60 + "      4  unlimited  reservation",
+        "      " + "r/" * 30,
+    ]
+    rows = [["kind", "note"], ["a" * 70, "must hold 128 chips of the reservation the pool group consumes"]]
+    assert summary.table(rows) == [
+        "  kind" + " " * 66 + "  note",
+        "  " + "a" * 70 + "  must hold 128 chips of the",
+        " " * 74 + "reservation the pool group",
+        " " * 74 + "consumes",
+    ]
