@@ -9,11 +9,14 @@ MultiKueue's tokens: test_multikueue_scenarios.py; a new stack's two-phase first
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.gke_cluster import kubeconfig
+from offline import __main__ as cli
 from offline.engine import read_stack_file
 from tests.fixtures import stack_data, stack_path
 from tests.lifecycle.catalogue import CATALOGUE
@@ -181,6 +184,25 @@ def test_upgrade_gke_on_a_channel(deployed: dict[str, Records]) -> None:
     steps = step(deployed["prod"], changed("prod", exclusion))
     assert touched(steps) == {"update": ["tpu-prod"]}
     assert steps.of("update")[0].why.startswith("changes maintenancePolicy")
+
+
+def test_a_floor_above_the_channels_version_stops_the_preview_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """dev is on RAPID, whose version the engine reports as 1.35.2-gke.1842000 (offline/engine.py RAPID_VERSION): a
+    floor of 1.36 stops the preview as it stops `pulumi up`, with one line naming the key, exit 2, no traceback."""
+    document = yaml.safe_load(stack_path("dev").read_text())
+    document["config"]["tpu-stack:cluster"]["minMasterVersion"] = "1.36"
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    code = cli.main(["preview", "--stack", "dev", "--config", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    assert (code, capsys.readouterr().err.splitlines()) == (
+        2,
+        [
+            "error: tpu-stack:cluster.minMasterVersion: the release channel gave the cluster 1.35.2-gke.1842000, "
+            "below the floor 1.36; choose a channel that offers 1.36 or newer (cluster.releaseChannel)"
+        ],
+    )
 
 
 def _pinned(version: str) -> Edit:
