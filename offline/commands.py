@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi import RunError
 
 from components import workloads
 from components.config import ConfigError, StackConfig, load
@@ -159,7 +160,8 @@ def evaluate(
 
 
 def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFindings] | None = None) -> int:
-    """Run the parsed command; config, chart and policy-config errors are one `error:` line each, exit 2."""
+    """Run the parsed command; config, chart and policy-config errors and what the program refuses as it runs are
+    one `error:` line each, exit 2."""
     try:
         if args.command == "workloads":
             return write_workloads(args.stack, args.config, args.out)
@@ -175,6 +177,11 @@ def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFinding
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
     except DuplicateUrn as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    except RunError as error:
+        # What the program refuses as it runs (a release channel's version below cluster.minMasterVersion): the real
+        # engine prints a RunError's message alone, without a stack trace (pulumi/errors.py, RunError).
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
     except ConfigError as error:
