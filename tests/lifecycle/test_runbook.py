@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from components.gke_cluster import kubeconfig
+from components.multikueue import worker_kubeconfig
 from offline import __main__ as cli
 from offline.engine import read_stack_file
 from tests.fixtures import stack_data, stack_path
@@ -252,12 +253,15 @@ def test_upgrade_the_lws_chart() -> None:
 
 def test_the_stacks_credentials_and_what_rotating_them_changes(tmp_path: Any) -> None:
     """The kubeconfig output holds no credential (the auth plugin fetches a token, the DNS endpoint's certificate is
-    publicly trusted): a cluster CA or credential rotation changes nothing. The stack declares no service account
-    key. Its Cloud KMS key is the backend's, not the program's: another key in `secretsprovider` changes no
-    resource."""
+    publicly trusted), and the MultiKueue workers' kubeconfigs name the DNS endpoint with no CA: GKE's credential
+    rotation (a new CA and control-plane IP; GKE recreates the nodes itself, docs/operations.md) changes no resource
+    of the stack and needs no `pulumi up`. The stack declares no service account key. Its Cloud KMS key is the
+    backend's, not the program's: another key in `secretsprovider` changes no resource."""
     config = kubeconfig("tpu-dev", "gke-0123.us-central1.gke.goog")
     assert "gke-gcloud-auth-plugin" in config
     assert not any(word in config for word in ("certificate-authority-data", "client-key", "token:", "password"))
+    worker = yaml.safe_load(worker_kubeconfig("east", "gke-0456.us-east5.gke.goog", "t0ken"))
+    assert worker["clusters"] == [{"name": "east", "cluster": {"server": "https://gke-0456.us-east5.gke.goog"}}]
     records = plan("dev", stack_data("dev"))
     assert not [r for r in records if r["type"] == "gcp:serviceaccount/key:Key"]
     text = stack_path("dev").read_text().replace("cryptoKeys/dev", "cryptoKeys/dev-2026")
