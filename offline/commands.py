@@ -179,15 +179,15 @@ def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFinding
     except DuplicateUrn as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    except RunError as error:
-        # What the program refuses as it runs (a release channel's version below cluster.minMasterVersion): the real
-        # engine prints a RunError's message alone, without a stack trace (pulumi/errors.py, RunError).
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_CONFIG
     except ConfigError as error:
         for line in error.lines:
             print(f"error: {line}", file=sys.stderr)
         print(f"{len(error.lines)} config error(s); nothing was registered.", file=sys.stderr)
+        return EXIT_CONFIG
+    except RunError as error:  # after ConfigError, a RunError of its own
+        # What the program refuses as it runs (a release channel's version below cluster.minMasterVersion): the real
+        # engine prints a RunError's message alone, without a stack trace (pulumi/errors.py, RunError).
+        print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
     finally:
         if new_stack is not None:
