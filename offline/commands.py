@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi import RunError
 
 from components import workloads
 from components.config import ConfigError, StackConfig, load
@@ -113,7 +114,9 @@ def new_stack_findings(stack: str, config_file: Path | None, pack_config: dict[s
     new_stack = run_stack(stack, config_file=config_file, known_outputs=False)
     rules = policy_check.load_rules()
     view = policy_check.NEW_STACK
-    found = policy_check.evaluate(new_stack.resources, stack=stack, config=pack_config, rules=rules, view=view)
+    found = policy_check.evaluate(
+        new_stack.resources, stack=stack, config=pack_config, rules=rules, view=view, stack_config=new_stack.config
+    )
     return found, charts.unrenderable(new_stack.resources)
 
 
@@ -141,7 +144,9 @@ def evaluate(
         gc.disable()
         try:
             view = policy_check.DEPLOYED
-            deployed = policy_check.evaluate(plan.resources, stack=stack, config=pack_config, rules=rules, view=view)
+            deployed = policy_check.evaluate(
+                plan.resources, stack=stack, config=pack_config, rules=rules, view=view, stack_config=plan.config
+            )
         finally:
             if collecting:
                 gc.enable()
@@ -155,7 +160,8 @@ def evaluate(
 
 
 def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFindings] | None = None) -> int:
-    """Run the parsed command; config, chart and policy-config errors are one `error:` line each, exit 2."""
+    """Run the parsed command; config, chart and policy-config errors and what the program refuses as it runs are
+    one `error:` line each, exit 2."""
     try:
         if args.command == "workloads":
             return write_workloads(args.stack, args.config, args.out)
@@ -177,6 +183,11 @@ def run(args: argparse.Namespace, new_stack: parallel.Background[NewStackFinding
         for line in error.lines:
             print(f"error: {line}", file=sys.stderr)
         print(f"{len(error.lines)} config error(s); nothing was registered.", file=sys.stderr)
+        return EXIT_CONFIG
+    except RunError as error:  # after ConfigError, a RunError of its own
+        # What the program refuses as it runs (a release channel's version below cluster.minMasterVersion): the real
+        # engine prints a RunError's message alone, without a stack trace (pulumi/errors.py, RunError).
+        print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
     finally:
         if new_stack is not None:

@@ -58,6 +58,8 @@ class Plan:
     """An adopted stack's first update (offline/adopted.py Judged); set by the preview when the stack imports."""
     logged: list[tuple[str, str]] = field(default_factory=list)
     """(level, message) of what the program logged (`pulumi.log.warn` ...), which the real engine prints."""
+    config: dict[str, str] = field(default_factory=dict)
+    """The stack config the program ran with, as the engine hands it to the program and the policy pack."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -536,7 +538,8 @@ def run_program(
     # ended early (the engine's refusal of a duplicate URN) left tasks of its closed loop there, which this run would
     # wait for.
     settings.SETTINGS.outputs = set()
-    runtime_config.set_all_config(_engine_config(config))
+    plan.config = _engine_config(config)
+    runtime_config.set_all_config(plan.config)
     # A run builds ~100k SDK objects (outputs, futures, typed args) that live until it ends; cyclic collection
     # during the run only re-scans them (a third of the run at 256 slices), so it waits until the run is over.
     collecting = gc.isenabled()

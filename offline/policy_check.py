@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import json
+import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -227,13 +229,34 @@ def evaluate(
     config: Mapping[str, Any] | None = None,
     rules: ModuleType | None = None,
     view: View | None = None,
+    stack_config: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Violations of every policy over plan resources: [{"policy", "level", "urn", "message"}].
 
     Without a `view`, every policy sees the inputs as registered (policy unit tests); with one, what the real
     engine shows the pack in that situation (module docstring). A policy that reads a value unknown during
-    preview yields an advisory note, as `pulumi preview` does.
+    preview yields an advisory note, as `pulumi preview` does. `stack_config`: the stack's config, which the CLI
+    hands the pack in PULUMI_CONFIG (pulumi/pulumi sdk/go/common/resource/plugin/analyzer_plugin.go constructEnv).
     """
+    before = os.environ.get("PULUMI_CONFIG")
+    os.environ["PULUMI_CONFIG"] = json.dumps(dict(stack_config or {}))
+    try:
+        return _evaluate(resources, stack=stack, config=config, rules=rules, view=view)
+    finally:
+        if before is None:
+            del os.environ["PULUMI_CONFIG"]
+        else:
+            os.environ["PULUMI_CONFIG"] = before
+
+
+def _evaluate(
+    resources: list[dict[str, Any]],
+    *,
+    stack: str,
+    config: Mapping[str, Any] | None,
+    rules: ModuleType | None,
+    view: View | None,
+) -> list[dict[str, Any]]:
     policies: list[Policy] = list((rules or load_rules()).POLICIES)
     resolved = settings(policies, config)
     found: list[dict[str, Any]] = []

@@ -264,7 +264,10 @@ def _aligned(rows: list[list[str]], marks: list[str]) -> list[str]:
         else:
             type_width, name_width = widths[group]
             head = f"  {row[0]} {short_type(row[1]):<{type_width}}  {row[2]:<{name_width}}"
-            if not row[3] or len(head) + 2 + len(row[3]) <= summary.WIDTH:
+            if len(head.rstrip()) > summary.WIDTH:  # a name too long for its row: on a line of its own
+                lines += [f"  {row[0]} {short_type(row[1])}", f"      {row[2]}"]
+                lines += summary.wrapped(row[3], "      ", "      ") if row[3] else []
+            elif not row[3] or len(head) + 2 + len(row[3]) <= summary.WIDTH:
                 lines.append(f"{head}  {row[3]}".rstrip())
             else:
                 lines += [head.rstrip(), *summary.wrapped(row[3], "      ", "      ")]

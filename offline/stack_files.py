@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from components.stacks import PROTECTED_STACKS
+from components.stacks import file_is_protected
 from offline.vendor import REPO
 
 PREFIX, SUFFIX = "Pulumi.", ".yaml"
@@ -25,18 +25,18 @@ def stack_files(root: Path = REPO) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def deploy_order(stacks: list[str]) -> list[str]:
-    """The stacks in the order a merge deploys them, one at a time: every unprotected stack (dev and its kind) first,
-    so that a change meets a stack that may break before one that must not; the protected ones last; by name within
-    each."""
-    return sorted(stacks, key=lambda name: (name in PROTECTED_STACKS, name))
+def deploy_order(files: dict[str, Path]) -> list[str]:
+    """The stacks of these files in the order a merge deploys them, one at a time: every unprotected stack (dev and
+    its kind) first, so that a change meets a stack that may break before one that must not; the protected ones (by
+    name, or `tpu-stack:protected: true` in the file: components/stacks.py) last; by name within each."""
+    return sorted(files, key=lambda name: (file_is_protected(name, files[name]), name))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offline.stack_files", description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=REPO, help="the project's folder (default: this checkout)")
     args = parser.parse_args(argv)
-    print(f"stacks={json.dumps(deploy_order(list(stack_files(args.root))))}")
+    print(f"stacks={json.dumps(deploy_order(stack_files(args.root)))}")
     return 0
 
 

@@ -233,13 +233,58 @@ def of_plan(plan: Mapping[str, Any]) -> Summary:
 
 
 def table(rows: list[list[str]], right: frozenset[int] = frozenset(), indent: str = "  ") -> list[str]:
-    """Rows as aligned columns (`right`: column indexes aligned right, for numbers)."""
+    """Rows as aligned columns (`right`: column indexes aligned right, for numbers), within WIDTH as far as the cells
+    allow: when a row is wider, headers of several words take two lines (a column as wide as its header narrows to its
+    values), and a last cell that still does not fit continues on the lines below."""
+    cells = _cells(rows, right, indent)
+    if any(len(prefix) + len(last) > WIDTH for prefix, last in cells):
+        values = [max((len(row[i]) for row in rows[1:] if i < len(row)), default=0) for i in range(len(rows[0]))]
+        halves = [_halves(header) if len(header) > values[i] else (header, "") for i, header in enumerate(rows[0])]
+        if any(second for _, second in halves):
+            top, bottom = [first for first, _ in halves], [second for _, second in halves]
+            cells = _cells([top, bottom, *rows[1:]], right, indent)
+    return [line for prefix, last in cells for line in _fitted(prefix, last, indent)]
+
+
+def _cells(rows: list[list[str]], right: frozenset[int], indent: str) -> list[tuple[str, str]]:
+    """Each row as its aligned columns up to the last cell, and the last cell."""
     widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(len(row) for row in rows))]
     lines = []
     for row in rows:
         cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
-        lines.append((indent + "  ".join(cells)).rstrip())
+        last = cells.pop().rstrip() if len(row) == len(widths) and len(row) - 1 not in right else ""
+        lines.append((indent + "".join(f"{cell}  " for cell in cells), last))
     return lines
+
+
+def _halves(header: str) -> tuple[str, str]:
+    """A header of several words as two lines of the fewest columns (`borrowing limit`: `borrowing`, `limit`)."""
+    words = header.split(" ")
+    splits = [(" ".join(words[:i]), " ".join(words[i:])) for i in range(1, len(words))]
+    return min(splits, key=lambda pair: max(len(pair[0]), len(pair[1])), default=(header, ""))
+
+
+def _fitted(prefix: str, last: str, indent: str) -> list[str]:
+    """A row whose last cell continues below its column, or, where a word is wider than the column, below the row."""
+    if len(prefix) + len(last) <= WIDTH:
+        return [(prefix + last).rstrip()]
+    room = WIDTH - len(prefix)
+    if all(len(word) <= room for word in last.split()):
+        parts = textwrap.wrap(last, width=room, break_long_words=False, break_on_hyphens=False)
+        return [prefix + parts[0], *(" " * len(prefix) + part for part in parts[1:])]
+    words = last.split()
+    taken = 0
+    while taken < len(words) and len(" ".join(words[: taken + 1])) <= room:
+        taken += 1
+    below = textwrap.wrap(
+        " ".join(words[taken:]),
+        width=WIDTH,
+        initial_indent=indent + "    ",
+        subsequent_indent=indent + "    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [(prefix + " ".join(words[:taken])).rstrip(), *below]
 
 
 def chips_text(value: int | None, *, in_cohort: bool = True) -> str:

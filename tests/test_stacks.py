@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +25,15 @@ import jsonschema
 import pytest
 import yaml
 
+from components.config.stack import load
+from components.stacks import file_is_protected
 from offline import __main__ as cli
 from offline import configdocs, policy_check
-from offline.engine import REPO, Plan
+from offline.engine import REPO, Plan, _engine_config, read_stack_file
 from offline.stack_files import deploy_order, stack_files
 from security.__main__ import collect
 from tests.fixtures import FIXTURE_STACKS, stack_data, stack_path, stack_plan
-from tests.guard import UsersStackFileRead
+from tests.guard import UsersStackFileRead, refusal
 from tests.lifecycle.catalogue import CATALOGUE
 
 USERS_STACKS = stack_files()
@@ -59,6 +64,34 @@ def problems(stack: str, path: Path, out: Path) -> list[str]:
 def test_every_stack_file_may_be_deployed(stack: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     found = problems(stack, USERS_STACKS[stack], tmp_path)
     assert found == [], capsys.readouterr().err
+
+
+EVERY_FILE = {
+    **{f"fixture {s}": (s, stack_path(s)) for s in FIXTURE_STACKS},
+    **{s: (s, p) for s, p in USERS_STACKS.items()},
+}
+
+
+@pytest.mark.every_stack_file
+@pytest.mark.parametrize("where", EVERY_FILE)
+def test_the_deploy_order_reads_protection_as_the_program_does(where: str) -> None:
+    """The workflows order the stacks before anything is installed, from each file's text (components/stacks.py):
+    what they read must be what the program decides, or a protected stack would deploy among the unprotected."""
+    stack, path = EVERY_FILE[where]
+    config = load(_engine_config(read_stack_file(path)), stack=stack)
+    assert file_is_protected(stack, path) is config.protected
+
+
+@pytest.mark.every_stack_file
+def test_no_two_stack_files_manage_one_cluster() -> None:
+    """Two stacks with the same project, location and cluster name would each hold the cluster in their own state:
+    each `up` would undo the other's changes and a destroy of one would delete the other's cluster."""
+    clusters: dict[tuple[str, str, str], str] = {}
+    for stack, path in USERS_STACKS.items():
+        config = load(_engine_config(read_stack_file(path)), stack=stack)
+        key = (config.project, config.cluster_location, config.cluster.name)
+        assert key not in clusters, f"{stack} and {clusters[key]} both manage cluster {key}"
+        clusters[key] = stack
 
 
 # ---- a team's own stacks: edited, added, removed -------------------------------------------------------------------
@@ -118,7 +151,7 @@ def test_a_team_edits_dev_adds_a_stack_and_removes_one_with_no_other_edit(
     (root / "Pulumi.llm.yaml").unlink()
 
     assert list(stack_files(root)) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
-    assert deploy_order(list(stack_files(root))) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
+    assert deploy_order(stack_files(root)) == ["dev", "ironwood", "multiregion", "ourdev", "prod"]
     show = "print-scan-stacks: ; @echo $(SCAN_STACKS)"
     scanned = subprocess.run(["make", "-s", "--eval", show, "print-scan-stacks"], cwd=root, capture_output=True,
                              text=True, check=True).stdout.split()  # fmt: skip
@@ -205,13 +238,67 @@ def test_llm_serves_one_model_on_single_host_and_one_on_multi_host_slices(plans:
 
 
 def test_the_guard_stops_a_test_that_reads_a_users_stack_file() -> None:
-    """tests/conftest.py: outside the generic checks, opening a top-level stack file fails the test at once (a
-    subprocess is not watched; no test runs the CLI on a users' stack file)."""
+    """tests/conftest.py: outside the generic checks, opening a top-level stack file fails the test at once."""
     with pytest.raises(UsersStackFileRead, match=r"Pulumi\.dev\.yaml belongs to the users"):
         (REPO / "Pulumi.dev.yaml").read_text()
     with pytest.raises(UsersStackFileRead):
         (REPO / "Pulumi.any-name.yaml").open()
     assert stack_path("dev").read_text() and (REPO / "Pulumi.yaml").read_text()
+
+
+def test_the_guard_follows_dot_dot_and_symlinks(tmp_path: Path) -> None:
+    """The path as the kernel resolves it: `tests/../Pulumi.dev.yaml`, a link named anything, a linked folder."""
+    with pytest.raises(UsersStackFileRead, match=r"Pulumi\.dev\.yaml belongs to the users"):
+        open(REPO / "tests" / ".." / "Pulumi.dev.yaml")  # noqa: SIM115 - refused before it opens
+    (tmp_path / "mine.yaml").symlink_to(REPO / "Pulumi.dev.yaml")
+    with pytest.raises(UsersStackFileRead, match=r"Pulumi\.dev\.yaml belongs to the users"):
+        (tmp_path / "mine.yaml").read_text()
+    (tmp_path / "checkout").symlink_to(REPO)
+    with pytest.raises(UsersStackFileRead):
+        (tmp_path / "checkout" / "Pulumi.prod.yaml").read_text()
+    (tmp_path / "fixture.yaml").symlink_to(stack_path("dev"))
+    assert (tmp_path / "fixture.yaml").read_text() == stack_path("dev").read_text()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["cat", "Pulumi.dev.yaml"],
+        ["cat", str(REPO / "tests" / ".." / "Pulumi.prod.yaml")],
+        [sys.executable, "-m", "offline", "preview", "--stack", "dev"],
+        [sys.executable, "-m", "offline", "workloads", "--stack", "dev", "--out", "build"],
+        [sys.executable, "-m", "offline.urns", "--cluster-urns", "--stack", "dev", "--state", "state.json"],
+        ["make", "-s", "preview"],
+        ["make", "-C", str(REPO), "scan"],
+        ["sh", "-c", "echo start && make preview STACK=prod"],
+        ["bash", "-c", "grep -c tpu Pulumi.ourdev.yaml; true"],
+    ],
+)
+def test_the_guard_stops_a_command_that_would_read_a_users_stack_file(
+    command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused before the command starts, whichever way it is started."""
+    with pytest.raises(UsersStackFileRead):
+        subprocess.run(command, cwd=REPO, capture_output=True, check=False)
+    monkeypatch.chdir(REPO)
+    with pytest.raises(UsersStackFileRead):
+        os.system(shlex.join(command))  # refused before the shell starts
+
+
+def test_the_guard_lets_commands_on_fixtures_and_copies_run(tmp_path: Path) -> None:
+    allowed = [
+        [sys.executable, "-m", "offline", "preview", "--stack", "dev", "--config", str(stack_path("dev"))],
+        [sys.executable, "-m", "offline.stack_files"],
+        ["make", "-s", "--eval", "x: ; @true", "x"],  # in a copy of the project, below
+        ["cat", "Pulumi.dev.yaml"],  # the copy's own file
+        ["git", "-C", str(tmp_path), "checkout", "--", "Pulumi.dev.yaml"],  # git in the copy
+    ]
+    (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
+    for command in allowed:
+        assert refusal(command, tmp_path if command[0] in ("make", "cat") else REPO) is None, command
+    assert refusal(["git", "-C", str(REPO), "checkout", "--", "Pulumi.dev.yaml"], tmp_path) is not None
+    done = subprocess.run(["cat", "Pulumi.dev.yaml"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert done.stdout == "config: {}\n"
 
 
 @pytest.mark.every_stack_file

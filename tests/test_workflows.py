@@ -106,6 +106,9 @@ def test_the_matrices_are_the_stack_files_present_protected_ones_last(tmp_path: 
     (tmp_path / "Pulumi.production.yaml").write_text("config: {}\n")
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout == 'stacks=["eu.west", "ourdev", "prod", "production"]\n'
+    (tmp_path / "Pulumi.acme.yaml").write_text("config:\n  tpu-stack:protected: true\n")  # protected by its file
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout == 'stacks=["eu.west", "ourdev", "acme", "prod", "production"]\n'
 
 
 def test_every_action_is_pinned_to_a_commit_with_its_version_in_a_comment() -> None:

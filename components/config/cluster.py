@@ -323,7 +323,7 @@ class ClusterConfig(ConfigModel):
     """CPU pool for the controllers and Saxml's CPU servers (Standard clusters)."""
     deletion_protection: bool = False
     """The provider's `deletion_protection` flag: while true, Pulumi refuses to delete the cluster (it is not a
-    GKE-side setting). On in prod."""
+    GKE-side setting). On in prod; on in a stack that is not `protected`, a warning."""
     network: str | None = None
     """An existing VPC network for the cluster (e.g. a stack deployed on `default` before the stack made its own);
     then `ipRanges` is required: the stack cannot know what is free there.

@@ -29,7 +29,8 @@ class MonitoringConfig(ConfigModel):
 
     notification_channels: tuple[Annotated[str, AfterValidator(_channel)], ...] = ()
     """Resource names `projects/<project>/notificationChannels/<id>` every alert policy notifies; required in protected
-    stacks (`prod`, `production`), elsewhere with none incidents show in Cloud Monitoring only."""
+    stacks (named `prod` or `production`, or `tpu-stack:protected: true`), elsewhere with none incidents show in
+    Cloud Monitoring only."""
     pending_minutes: int = Field(default=30, ge=1)
     """Minutes a ClusterQueue may have pending workloads before it alerts."""
     idle_minutes: int = Field(default=30, ge=1)

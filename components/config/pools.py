@@ -352,9 +352,11 @@ class TpuPoolConfig(ConfigModel):
         return problems
 
     def _shape_problems(self) -> list[tuple[str, str]]:
+        # Independent of what the machine is: reported with any problem of the machine type.
+        slices = [("slices", f"is {self.slices}; a pool group needs at least 1 slice")] if self.slices < 1 else []
         given = [v for v in (self.machine_type, self.tpu_version, self.accelerator) if v is not None]
         if len(given) != 1:
-            return [("machineType", "set exactly one of machineType, tpuVersion or accelerator")]
+            return [("machineType", "set exactly one of machineType, tpuVersion or accelerator"), *slices]
         if self.accelerator is not None and self.accelerator not in XPK_ACCELERATORS:
             near = ", ".join(n for n in XPK_ACCELERATORS if n.split("-")[0] == self.accelerator.split("-")[0])[:200]
             return [
@@ -362,20 +364,19 @@ class TpuPoolConfig(ConfigModel):
                     "accelerator",
                     f"{self.accelerator!r} is not one of xpk's TPU accelerator names"
                     + (f"; of that kind: {near}" if near else " (e.g. v5litepod-16, v6e-8, v5p-128, tpu7x-8)"),
-                )
+                ),
+                *slices,
             ]
         if self.accelerator is not None and self.topology is not None:
             machine_type, topology = XPK_ACCELERATORS[self.accelerator]
-            return [("topology", f"{self.accelerator} is {machine_type} {topology} already; remove topology")]
+            return [("topology", f"{self.accelerator} is {machine_type} {topology} already; remove topology"), *slices]
         if self.tpu_version is not None and self.tpu_version not in tpu_catalog.VERSIONS:
             valid = ", ".join(tpu_catalog.VERSIONS)
-            return [("tpuVersion", f"{self.tpu_version!r} is not a TPU version; valid: {valid}")]
+            return [("tpuVersion", f"{self.tpu_version!r} is not a TPU version; valid: {valid}"), *slices]
         if self.machine_type is not None and tpu_catalog.machine_type(self.machine_type) is None:
             valid = ", ".join(tpu_catalog.MACHINE_TYPES)
-            return [("machineType", f"{self.machine_type!r} is not a TPU machine type; valid: {valid}")]
-        problems: list[tuple[str, str]] = []
-        if self.slices < 1:
-            problems.append(("slices", f"is {self.slices}; a pool group needs at least 1 slice"))
+            return [("machineType", f"{self.machine_type!r} is not a TPU machine type; valid: {valid}"), *slices]
+        problems = slices
         machine = self.machine
         if self.topology is not None and not machine.is_valid_topology(self.topology):
             problems.append(("topology", self._topology_problem(machine, self.topology)))

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import ValidationError, field_validator
+from pydantic import ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from components import tpu_catalog, tpu_zones
@@ -79,7 +79,7 @@ from components.config.serving import (
     checkpoint_bucket_name,
     serving_problems,
 )
-from components.stacks import PROTECTED_STACKS
+from components.stacks import PROTECTED_STACKS, setting
 
 
 class StackConfig(ConfigModel):
@@ -93,6 +93,12 @@ class StackConfig(ConfigModel):
     be in it."""
     stack: str = "dev"
     """The stack's name, from Pulumi; not a config key."""
+    protected: bool = False
+    """Every resource carries `protect`, the cluster `deletionProtection`, the bucket keeps its data; alerts must name
+    a notification channel, the policy pack runs images by digest only, and the workflows deploy the stack last.
+    Refused as `false` on a stack named `prod` or `production`, which are protected by their name.
+
+    Default: true for a stack named `prod` or `production`, else false"""
     throwaway: bool = False
     """The stack may be destroyed with its data (the bucket's `forceDestroy`); an error in a protected stack."""
     labels: dict[str, str] = {}
@@ -118,6 +124,22 @@ class StackConfig(ConfigModel):
     """Worker clusters in other regions this stack's cluster dispatches the teams' workloads to (Kueue's MultiKueue).
 
     Default: off, one cluster"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _protected_by_name(cls, data: Any) -> Any:
+        """A stack named prod or production is protected unless its config says otherwise (which is refused)."""
+        if isinstance(data, dict) and "protected" not in data:
+            return {**data, "protected": data.get("stack", "dev") in PROTECTED_STACKS}
+        return data
+
+    @field_validator("protected", mode="before")
+    @classmethod
+    def _protected(cls, value: Any) -> bool:
+        given = setting(value)
+        if given is None:
+            raise ValueError(f"{value!r} is not true or false")
+        return given
 
     @field_validator("project")
     @classmethod
@@ -146,11 +168,6 @@ class StackConfig(ConfigModel):
     @property
     def workload_pool(self) -> str:
         return f"{self.project}.svc.id.goog"
-
-    @property
-    def protected(self) -> bool:
-        """Cluster and bucket carry `protect`; the same list is the protection policy's default."""
-        return self.stack in PROTECTED_STACKS
 
     def pool(self, name: str) -> TpuPoolConfig | None:
         return next((p for p in self.tpu_pools if p.name == name), None)
@@ -368,8 +385,19 @@ class StackConfig(ConfigModel):
         # provisions Spot VMs, adds taints and tolerations"): no rung of its capacity needs one of ours.
         ladders = {} if self.cluster.mode == "autopilot" else queues.ladders
         found = queue_warnings(queues.queues, queues.queue_pools, ladders, self.pool_keys)
-        found += _version_warnings(self)
+        found += _version_warnings(self) + self._protection_warnings()
         return found + self._unlisted_zone_warnings() + (llm_serving_warnings(self.serving) if self.serving else [])
+
+    def _protection_warnings(self) -> list[str]:
+        """A cluster kept from deletion in a stack that protects nothing else reads like a production stack under
+        another name: its node pools, charts and bucket would still be deleted by `pulumi destroy`."""
+        if self.protected or not self.cluster.deletion_protection:
+            return []
+        return [
+            f"{PROJECT}:cluster.deletionProtection: true, but the {self.stack} stack is not protected: `pulumi "
+            f"destroy` would delete everything but the cluster; set {PROJECT}:protected: true if it is a production "
+            "stack"
+        ]
 
     def _unlisted_zone_warnings(self) -> list[str]:
         """Each pool group with `zoneUnlisted`: its zone accepted against the table, or the flag not needed."""
@@ -610,31 +638,42 @@ def load(
     except ValidationError as error:
         errors = [e for e in error.errors() if not _only_follows(e)]
         lines = [_pydantic_line(e, written or {}) for e in errors]
-        raise ConfigError(lines + _despite_misspellings(data, errors, now)) from None
+        raise ConfigError(lines + _despite_errors(data, errors, now)) from None
     problems = stack_problems(config, now or datetime.now(UTC))
     if problems:
         raise ConfigError(problems)
     return config
 
 
-def _despite_misspellings(data: dict[str, Any], errors: list[Any], now: datetime | None) -> list[str]:
-    """The other problems of a config whose only errors are misspelled keys with a close match: read each as the key
-    it is closest to and check the rest, so a pool's other mistakes come with its typo. Any other error, or a key
-    without a close match (what would it have set?), and the rest waits for the fix."""
-    renames = [(tuple(e["loc"]), _closest_key(tuple(e["loc"]))) for e in errors]
-    if not renames or any(e["type"] != "extra_forbidden" for e in errors) or any(new is None for _, new in renames):
-        return []
+def _despite_errors(data: dict[str, Any], errors: list[Any], now: datetime | None) -> list[str]:
+    """The other problems of a config whose keys failed to read: a misspelled key with a close match is read as that
+    key, a value of the wrong type or form (a version written as a number) as if it were left out, and the rest is
+    checked, so independent mistakes come together (a pool's typo with its other mistakes, a bad
+    `cluster.minMasterVersion` with the pools' errors). A check that involves a value left out is not repeated (its
+    line names the key). A key without a close match (what would it have set?), or an error of no single key, and
+    the rest waits for the fix."""
     fixed = copy.deepcopy(data)
-    for loc, new in renames:
-        parent: Any = fixed
-        for part in loc[:-1]:
-            parent = parent[part]
-        parent[new] = parent.pop(loc[-1])
+    left_out: list[str] = []
     try:
+        for error in errors:
+            loc = tuple(error["loc"])
+            parent: Any = fixed
+            for part in loc[:-1]:
+                parent = parent[part]
+            if not isinstance(parent, dict) or not isinstance(loc[-1], str) or loc[-1] not in parent:
+                return []
+            if error["type"] == "extra_forbidden":
+                new = _closest_key(loc)
+                if new is None:
+                    return []
+                parent[new] = parent.pop(loc[-1])
+            else:
+                del parent[loc[-1]]
+                left_out.append(to_camel(loc[-1]))
         config = StackConfig.model_validate(fixed)
-    except ValidationError:
+    except (KeyError, IndexError, TypeError, ValidationError):
         return []
-    return stack_problems(config, now or datetime.now(UTC))
+    return [line for line in stack_problems(config, now or datetime.now(UTC)) if not any(k in line for k in left_out)]
 
 
 def _namespace_problem(key: str, namespace: str, name: str) -> str:
@@ -955,6 +994,11 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             f"{PROJECT}:monitoring.notificationChannels: {config.stack} is a protected stack and its alert policies "
             "would notify nobody; list the channels to notify, projects/<project>/notificationChannels/<id> (gcloud "
             "beta monitoring channels list; create one with gcloud beta monitoring channels create)"
+        )
+    if config.stack in PROTECTED_STACKS and not config.protected:
+        problems.append(
+            f"{PROJECT}:protected: the {config.stack} stack is protected by its name; remove `protected: false`, or "
+            "give an unprotected stack another name"
         )
     if config.throwaway and config.protected:
         problems.append(

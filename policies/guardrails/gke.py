@@ -23,14 +23,13 @@ from components import tpu_catalog
 from .props import (
     BUCKET,
     CLUSTER,
-    DEFAULT_PROTECTED_STACKS,
     NODE_POOL,
     as_int,
     as_list,
     config_list,
     prop,
+    protected_stack,
     say,
-    stack_of,
     string_list_schema,
 )
 
@@ -330,7 +329,7 @@ def validate_cluster_network(args: ResourceValidationArgs, report: ReportViolati
     props = args.props
     if props.get("datapathProvider") != "ADVANCED_DATAPATH" and props.get("enableAutopilot") is not True:
         say(report, "set datapathProvider ADVANCED_DATAPATH (Dataplane V2) so NetworkPolicies are enforced")
-    if stack_of(args.urn) not in config_list(args, "protectedStacks", DEFAULT_PROTECTED_STACKS):
+    if protected_stack(args, args.urn) is None:
         return
     if prop(props, "privateClusterConfig.enablePrivateNodes") is not True:
         say(report, "set privateClusterConfig.enablePrivateNodes true: nodes without external IPs (egress via NAT)")
@@ -346,8 +345,8 @@ def validate_protected(args: ResourceValidationArgs, report: ReportViolation) ->
     """In a protected stack nothing is deleted by accident. The engine refuses a protected resource only at its own
     delete step, after everything that depends on it: so every resource is protected, not just the cluster and the
     bucket (node pools, charts, namespaces with their jobs, serving, IAM would go first)."""
-    stack = stack_of(args.urn)
-    if stack not in config_list(args, "protectedStacks", DEFAULT_PROTECTED_STACKS):
+    stack = protected_stack(args, args.urn)
+    if stack is None:
         return
     if not args.opts.protect:
         say(report, f"stack {stack!r} is protected: register this resource with ResourceOptions(protect=True)")

@@ -15,7 +15,6 @@ from components import images, tpu_catalog
 
 from .props import (
     CHARTS,
-    DEFAULT_PROTECTED_STACKS,
     NAMESPACE,
     NETWORK_POLICY,
     PROTECTED_STACKS_SCHEMA,
@@ -23,8 +22,8 @@ from .props import (
     as_list,
     config_list,
     prop,
+    protected_stack,
     say,
-    stack_of,
     string_list_schema,
 )
 
@@ -230,8 +229,8 @@ def validate_image_digests(args: ResourceValidationArgs, report: ReportViolation
     (`exceptions`), so the list is reviewed and adding the digest ends the exception."""
     if not _workload(args):
         return
-    stack = stack_of(args.urn)
-    if stack not in config_list(args, "protectedStacks", DEFAULT_PROTECTED_STACKS):
+    stack = protected_stack(args, args.urn)
+    if stack is None:
         return
     excepted = _digest_exceptions(args)
     for pod in _pod_specs(args.props.get("spec")):

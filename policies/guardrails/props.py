@@ -9,12 +9,14 @@ account's email is only known after the account exists).
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.stacks import PROTECTED_STACKS
+from components.stacks import PROTECTED_KEY, PROTECTED_STACKS, setting
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -60,6 +62,26 @@ def config_list(args: ResourceValidationArgs | StackValidationArgs, key: str, de
 def stack_of(urn: str) -> str:
     """`urn:pulumi:<stack>::<project>::<type>::<name>`: the URN is the one place every policy sees the stack."""
     return urn.removeprefix("urn:pulumi:").split("::", 1)[0]
+
+
+def stack_setting(key: str) -> str | None:
+    """A config value of the stack under analysis: the CLI starts the pack with the stack's config as JSON in
+    PULUMI_CONFIG, keys `namespace:name` (pulumi/pulumi sdk/go/common/resource/plugin/analyzer_plugin.go,
+    constructEnv and constructConfig)."""
+    try:
+        config = json.loads(os.environ.get("PULUMI_CONFIG") or "{}")
+    except json.JSONDecodeError:
+        return None
+    value = config.get(key) if isinstance(config, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+def protected_stack(args: ResourceValidationArgs | StackValidationArgs, urn: str) -> str | None:
+    """The stack's name when it is protected: listed in the policy config's `protectedStacks` (default: prod and
+    production, protected by name) or its config sets `tpu-stack:protected: true`, as the program decides it."""
+    stack = stack_of(urn)
+    listed = stack in config_list(args, "protectedStacks", DEFAULT_PROTECTED_STACKS)
+    return stack if listed or setting(stack_setting(PROTECTED_KEY)) is True else None
 
 
 def say(report: ReportViolation, message: str) -> None:

@@ -58,7 +58,7 @@ def workers(*items: dict[str, Any], **fields: Any) -> dict[str, Any]:
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown top-level key", {"tpu-stack:clusterr": {"name": "x"}},
      "tpu-stack:clusterr: unknown config key; did you mean tpu-stack:cluster? known tpu-stack keys: bucket, charts, "
-     "cluster, labels, monitoring, multiKueue, queues, saxml, serving, throwaway, tpuPools"),
+     "cluster, labels, monitoring, multiKueue, protected, queues, saxml, serving, throwaway, tpuPools"),
     # The engine passes structured config as JSON text: text that only looks like JSON is a config error too.
     # The value is never repeated: pasted text may be a credential of no known form.
     ("labels that are not JSON", {"tpu-stack:labels": "{team: ml"},
@@ -817,7 +817,7 @@ def test_the_program_alone_cannot_know_the_text_and_says_what_yaml_did() -> None
          "tpu-stack:queues.teams[0].borrowingLimits: unknown key; did you mean borrowingLimit?"),
         ("  tpu-stack:clusterr:\n    name: x\n",
          "tpu-stack:clusterr: unknown config key; did you mean tpu-stack:cluster? known tpu-stack keys: bucket, "
-         "charts, cluster, labels, monitoring, multiKueue, queues, saxml, serving, throwaway, tpuPools"),
+         "charts, cluster, labels, monitoring, multiKueue, protected, queues, saxml, serving, throwaway, tpuPools"),
         ("  tpu-stack:cluster:\n    colour: blue\n",
          "tpu-stack:cluster.colour: unknown key; check the spelling against the config reference (docs/config.md)"),
     ],
@@ -854,6 +854,53 @@ def test_independent_mistakes_in_one_entry_are_all_reported(tmp_path: Path, caps
         "'-', starting with a letter",
         "tpu-stack:tpuPools[0].zone: 'us-east1-c' is not in gcp:region 'us-central1'",
         "tpu-stack:tpuPools[1].zone: 'us-east1-b' is not in gcp:region 'us-central1'",
+    ]
+
+
+MACHINE_TYPES = (
+    "ct4p-hightpu-4t, ct5lp-hightpu-1t, ct5lp-hightpu-4t, ct5lp-hightpu-8t, ct5p-hightpu-4t, ct6e-standard-1t, "
+    "ct6e-standard-4t, ct6e-standard-8t, tpu7x-standard-1t, tpu7x-standard-4t"
+)
+
+
+def test_a_bad_machine_type_does_not_hide_a_slice_count_of_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`slices: 0` is wrong whatever the machine: both lines at once, not the second after the first is fixed."""
+    text = "  tpu-stack:tpuPools:\n    - name: a\n      machineType: ct6e-standard-4tx\n      slices: 0\n"
+    assert preview_errors(tmp_path, text, capsys) == [
+        f"tpu-stack:tpuPools[0].machineType: 'ct6e-standard-4tx' is not a TPU machine type; valid: {MACHINE_TYPES}",
+        "tpu-stack:tpuPools[0].slices: is 0; a pool group needs at least 1 slice",
+    ]
+
+
+def test_a_value_of_the_wrong_type_does_not_hide_the_other_sections_mistakes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A version written as a number is read as left out for the other checks: the pools' mistakes come with it."""
+    text = (
+        "  tpu-stack:cluster:\n    minMasterVersion: 1.30\n"
+        "  tpu-stack:tpuPools:\n    - name: a\n      machineType: ct6e-standard-4tx\n      slices: 0\n"
+    )
+    assert preview_errors(tmp_path, text, capsys) == [
+        'tpu-stack:cluster.minMasterVersion: the number 1.30 is not text (YAML reads it as 1.3); quote it: "1.30"',
+        f"tpu-stack:tpuPools[0].machineType: 'ct6e-standard-4tx' is not a TPU machine type; valid: {MACHINE_TYPES}",
+        "tpu-stack:tpuPools[0].slices: is 0; a pool group needs at least 1 slice",
+    ]
+
+
+def test_a_check_that_involves_a_value_left_out_is_not_repeated() -> None:
+    """With minMasterVersion read as left out, the TPU7x floor check would judge the default (1.33), not the 1.35
+    written as a number; only the number's own line is reported, and the pool's independent mistake."""
+    pool = {"name": "iw", "machineType": "tpu7x-standard-4t", "topology": "2x2x2", "zone": "us-central1-c",
+            "provisioning": "flex-start", "maxRunDuration": "24h", "slices": 0}  # fmt: skip
+    with pytest.raises(ConfigError) as error:
+        load({"gcp:project": "proj-1234", "gcp:region": "us-central1", "tpu-stack:tpuPools": [pool],
+              "tpu-stack:cluster": {"minMasterVersion": 1.35}}, stack="dev")  # fmt: skip
+    assert error.value.lines == [
+        "tpu-stack:cluster.minMasterVersion: the number 1.35 is not text; quote it as written (unquoted, YAML drops "
+        'trailing zeros: 1.30 arrives as 1.3), e.g. "1.35"',
+        "tpu-stack:tpuPools[0].slices: is 0; a pool group needs at least 1 slice",
     ]
 
 

@@ -9,11 +9,15 @@ MultiKueue's tokens: test_multikueue_scenarios.py; a new stack's two-phase first
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.gke_cluster import kubeconfig
+from components.multikueue import worker_kubeconfig
+from offline import __main__ as cli
 from offline.engine import read_stack_file
 from tests.fixtures import stack_data, stack_path
 from tests.lifecycle.catalogue import CATALOGUE
@@ -183,6 +187,25 @@ def test_upgrade_gke_on_a_channel(deployed: dict[str, Records]) -> None:
     assert steps.of("update")[0].why.startswith("changes maintenancePolicy")
 
 
+def test_a_floor_above_the_channels_version_stops_the_preview_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """dev is on RAPID, whose version the engine reports as 1.35.2-gke.1842000 (offline/engine.py RAPID_VERSION): a
+    floor of 1.36 stops the preview as it stops `pulumi up`, with one line naming the key, exit 2, no traceback."""
+    document = yaml.safe_load(stack_path("dev").read_text())
+    document["config"]["tpu-stack:cluster"]["minMasterVersion"] = "1.36"
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    code = cli.main(["preview", "--stack", "dev", "--config", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    assert (code, capsys.readouterr().err.splitlines()) == (
+        2,
+        [
+            "error: tpu-stack:cluster.minMasterVersion: the release channel gave the cluster 1.35.2-gke.1842000, "
+            "below the floor 1.36; choose a channel that offers 1.36 or newer (cluster.releaseChannel)"
+        ],
+    )
+
+
 def _pinned(version: str) -> Edit:
     def edit(config: dict[str, Any]) -> None:
         config["tpu-stack:cluster"]["releaseChannel"] = "UNSPECIFIED"
@@ -230,12 +253,15 @@ def test_upgrade_the_lws_chart() -> None:
 
 def test_the_stacks_credentials_and_what_rotating_them_changes(tmp_path: Any) -> None:
     """The kubeconfig output holds no credential (the auth plugin fetches a token, the DNS endpoint's certificate is
-    publicly trusted): a cluster CA or credential rotation changes nothing. The stack declares no service account
-    key. Its Cloud KMS key is the backend's, not the program's: another key in `secretsprovider` changes no
-    resource."""
+    publicly trusted), and the MultiKueue workers' kubeconfigs name the DNS endpoint with no CA: GKE's credential
+    rotation (a new CA and control-plane IP; GKE recreates the nodes itself, docs/operations.md) changes no resource
+    of the stack and needs no `pulumi up`. The stack declares no service account key. Its Cloud KMS key is the
+    backend's, not the program's: another key in `secretsprovider` changes no resource."""
     config = kubeconfig("tpu-dev", "gke-0123.us-central1.gke.goog")
     assert "gke-gcloud-auth-plugin" in config
     assert not any(word in config for word in ("certificate-authority-data", "client-key", "token:", "password"))
+    worker = yaml.safe_load(worker_kubeconfig("east", "gke-0456.us-east5.gke.goog", "t0ken"))
+    assert worker["clusters"] == [{"name": "east", "cluster": {"server": "https://gke-0456.us-east5.gke.goog"}}]
     records = plan("dev", stack_data("dev"))
     assert not [r for r in records if r["type"] == "gcp:serviceaccount/key:Key"]
     text = stack_path("dev").read_text().replace("cryptoKeys/dev", "cryptoKeys/dev-2026")

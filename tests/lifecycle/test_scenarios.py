@@ -286,13 +286,18 @@ def _pin_model_server(config: dict[str, Any]) -> None:
     config["tpu-stack:saxml"]["images"] = {"modelServer": DIGEST}
 
 
+def as_unprotected(config: dict[str, Any]) -> dict[str, Any]:
+    """prod's config for a stack of another name that is not protected: without `tpu-stack:protected`."""
+    return {key: value for key, value in config.items() if key != "tpu-stack:protected"}
+
+
 def test_pinning_the_model_server_by_digest_replaces_the_jobset_or_asks_for_unprotect() -> None:
     """A running JobSet's replicatedJobs cannot change (JobSet's webhook): a new image is a new JobSet, deleted first
     (its name is fixed). Unprotected stacks do it; prod refuses until the JobSet is unprotected on purpose."""
     prod = stack_config("prod")
     pinned = copy.deepcopy(prod)
     _pin_model_server(pinned)
-    staging = step(plan("staging", prod), plan("staging", pinned))
+    staging = step(plan("staging", as_unprotected(prod)), plan("staging", as_unprotected(pinned)))
     assert staging.refused == []
     assert only(staging, "replace") == ["saxml-model-servers-0", "saxml-model-servers-1"]
     protected = step(plan("prod", prod), plan("prod", pinned))
@@ -534,8 +539,8 @@ def test_saxml_moves_once_from_one_model_server_jobset_to_one_per_slice() -> Non
     """The first `up` of this version over a stack deployed with one model-server JobSet: the engine creates the
     per-slice JobSets (new URNs) and deletes the old one at the end of the update; a staging stack (unprotected)
     does it, prod refuses the delete until the old JobSet is unprotected on purpose (docs/operations.md)."""
-    config = stack_config("prod")
     for stack in ("staging", "prod"):
+        config = as_unprotected(stack_config("prod")) if stack == "staging" else stack_config("prod")
         new = plan(stack, config)
         moved = step(_one_model_server_set(new), new)
         servers = [s for s in moved.steps if s.type == JOBSET]

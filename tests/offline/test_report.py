@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from offline import summary
 from offline.engine import Plan, _engine_config
 from offline.policy_check import TEAM_CONFIG
 from tests.conftest import StackRunner
-from tests.fixtures import stack_data, stack_path
+from tests.fixtures import FIXTURE_STACKS, stack_data, stack_path
 
 Preview = tuple[list[str], dict[str, Any]]
 
@@ -395,7 +396,10 @@ def test_resources_follow_in_architecture_order_with_charts_collapsed(dev: Previ
 def test_verbose_lists_every_rendered_object(tmp_path: Path) -> None:
     lines, plan = _preview(tmp_path, "--stack", "dev", "--config", str(stack_path("dev")), "--verbose")
     rendered = [r["name"] for r in plan["resources"] if r.get("rendered")]
-    listed = [line.split()[2] for line in lines if line.startswith("  + ") and ":" in line.split()[2]]
+    # A name too long for its row is on the line below its type.
+    names = [line.split()[2] if len(line.split()) > 2 else after.split()[0]
+             for line, after in itertools.pairwise(lines) if line.startswith("  + ")]  # fmt: skip
+    listed = [name for name in names if ":" in name]
     assert len(rendered) == 99 and sorted(listed) == sorted(rendered)
 
 
@@ -439,9 +443,12 @@ def test_policy_findings_come_last(dev: Preview) -> None:
     assert lines[-1].startswith("Wrote ")
 
 
-def test_every_line_of_the_preview_fits_100_columns(dev: Preview, prod: Preview) -> None:
-    for lines, _plan in (dev, prod):
-        assert [line for line in lines if len(line) > 100] == []
+@pytest.mark.parametrize("stack", FIXTURE_STACKS)
+def test_every_line_of_the_preview_fits_100_columns(stack: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every fixture stack: long reservation names (ironwood), queue and request names (multiregion) included."""
+    out = tmp_path_factory.mktemp(stack)  # the last line names it
+    lines, _plan = _preview(out, "--stack", stack, "--config", str(stack_path(stack)))
+    assert [line for line in lines if len(line) > 100] == []
 
 
 def test_an_advisory_that_repeats_per_pool_is_one_entry_naming_them(dev: Preview) -> None:
@@ -497,3 +504,21 @@ def test_quota_rows_name_computes_quota_per_version_and_kind_and_reservations_ne
     lines = summary.render_quota(summary.from_config(config))
     row = "  us-east5  reservation  v6e     16  no quota: calendar-mode reservation cal-v6e must hold 16 chips"
     assert row in lines
+
+
+def test_a_table_too_wide_splits_its_headers_and_continues_its_last_cell_below() -> None:
+    """A header wider than its values takes two lines; a last cell whose word is wider than its column goes below."""
+    rows = [["team", "quota", "borrowing limit", "note"], ["a" * 60, "4", "unlimited", "reservation " + "r/" * 30]]
+    assert summary.table(rows, right=frozenset({1})) == [
+        "  team" + " " * 56 + "  quota  borrowing  note",
+        "  " + " " * 60 + "         limit",
+        "  " + "a" * 60 + "      4  unlimited  reservation",
+        "      " + "r/" * 30,
+    ]
+    rows = [["kind", "note"], ["a" * 70, "must hold 128 chips of the reservation the pool group consumes"]]
+    assert summary.table(rows) == [
+        "  kind" + " " * 66 + "  note",
+        "  " + "a" * 70 + "  must hold 128 chips of the",
+        " " * 74 + "reservation the pool group",
+        " " * 74 + "consumes",
+    ]

@@ -1404,6 +1404,20 @@ def test_the_policy_checks_by_default_every_stack_the_program_protects(rules: Mo
     ]
 
 
+@pytest.mark.parametrize(("setting", "policies"), [
+    ("true", {"protected-stack-resources", "cluster-network", "images-by-digest"}), ("false", set()), (None, set()),
+])  # fmt: skip
+def test_a_stack_of_any_name_whose_config_protects_it_is_checked_as_prod(
+    rules: ModuleType, setting: str | None, policies: set[str]
+) -> None:
+    """The CLI hands the pack the stack's config (PULUMI_CONFIG): `tpu-stack:protected: true` makes every policy that
+    applies to protected stacks apply to `prod-us` too."""
+    resources = [{**r, "urn": r["urn"].replace("urn:pulumi:dev::", "urn:pulumi:prod-us::")} for r in baseline()]
+    stack_config = {} if setting is None else {"tpu-stack:protected": setting}
+    found = policy_check.evaluate(resources, stack="prod-us", rules=rules, stack_config=stack_config)
+    assert {v["policy"] for v in found} == policies
+
+
 def test_protected_stacks_come_from_policy_config(rules: ModuleType) -> None:
     config = {"protected-stack-resources": {"protectedStacks": ["dev"]}}
     resources = baseline()
