@@ -90,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
 def _new_stack_view(args: argparse.Namespace) -> Any:
     from offline import commands
 
-    return commands.new_stack_findings(args.stack, args.config, commands.read_policy_config(args.policy_config))
+    pack_config = commands.read_policy_config(args.policy_config)
+    return commands.new_stack_findings(args.stack, args.config, pack_config, args.existing)
 
 
 def _load_shared_modules() -> None:

@@ -18,7 +18,7 @@ from pulumi import RunError
 
 from components import workloads
 from components.config import ConfigError, StackConfig, load
-from offline import adopted, charts, engine, helm, parallel, policy_check, report, summary
+from offline import adopted, charts, engine, helm, imports, parallel, policy_check, report, summary
 from offline.engine import REPO, DuplicateUrn, Plan, run_stack
 from offline.imports import ExistingError
 
@@ -39,7 +39,7 @@ def preview(
 ) -> int:
     """Capacity and queues first, then the resources by component, the outputs, an adopted stack's first update, and
     the policy report last."""
-    plan = evaluate(stack, config_file, policy_config, new_stack)
+    plan = evaluate(stack, config_file, policy_config, new_stack, existing)
     refused = adopted.judge(plan, stack_config(stack, config_file), existing)
     if not quiet:
         print(report.render_plan(plan, verbose=verbose))
@@ -108,14 +108,34 @@ def read_policy_config(path: Path | None) -> dict[str, Any]:
     return data
 
 
-def new_stack_findings(stack: str, config_file: Path | None, pack_config: dict[str, Any]) -> NewStackFindings:
+def imported_olds(
+    resources: list[dict[str, Any]], stack: str, config_file: Path | None, existing: Path | None
+) -> dict[str, dict[str, Any]]:
+    """URN -> what the import of each resource the program imports reads, from the saved outputs (`--existing`):
+    the old state the engine resets ignoreChanges paths to before the pack sees them. {} without saved outputs."""
+    if existing is None or not any(r.get("importId") for r in resources):
+        return {}
+    project = stack_config(stack, config_file).project
+    return imports.imported_inputs(resources, imports.read_existing(existing), project)
+
+
+def new_stack_findings(
+    stack: str, config_file: Path | None, pack_config: dict[str, Any], existing: Path | None = None
+) -> NewStackFindings:
     """The new-stack view: the program run as a brand-new stack's preview sees it (what the cloud computes is
     unknown), the pack over it, and the charts that cannot render before the cluster exists."""
     new_stack = run_stack(stack, config_file=config_file, known_outputs=False)
     rules = policy_check.load_rules()
     view = policy_check.NEW_STACK
+    olds = imported_olds(new_stack.resources, stack, config_file, existing)
     found = policy_check.evaluate(
-        new_stack.resources, stack=stack, config=pack_config, rules=rules, view=view, stack_config=new_stack.config
+        new_stack.resources,
+        stack=stack,
+        config=pack_config,
+        rules=rules,
+        view=view,
+        stack_config=new_stack.config,
+        olds=olds,
     )
     return found, charts.unrenderable(new_stack.resources)
 
@@ -125,19 +145,22 @@ def evaluate(
     config_file: Path | None,
     policy_config: Path | None = None,
     new_stack: parallel.Background[NewStackFindings] | None = None,
+    existing: Path | None = None,
 ) -> Plan:
     """Run the program (as deployed, and as a new stack) and the policy pack in both real-engine views.
 
     The new-stack view runs beside the deployed one (`new_stack`, started by the CLI in a forked child;
-    offline/parallel.py), or inline here when no one started it.
+    offline/parallel.py), or inline here when no one started it. `existing`: an adopted stack's saved outputs, the
+    old state of each import (its kept fields are what the pack sees).
     """
     pack_config = read_policy_config(policy_config)
     rules = policy_check.load_rules()
     policy_check.settings(rules.POLICIES, pack_config)  # a bad policy config fails before the program runs
     if new_stack is None:
-        new_stack = parallel.Background(lambda: new_stack_findings(stack, config_file, pack_config))
+        new_stack = parallel.Background(lambda: new_stack_findings(stack, config_file, pack_config, existing))
     try:
         plan = run_stack(stack, config_file=config_file)
+        olds = imported_olds(plan.resources, stack, config_file, existing)
         # The run leaves ~100k SDK objects behind; a cyclic collection now would re-scan them all (80 ms) for
         # nothing, so the policies run with collection paused, as the program did.
         collecting = gc.isenabled()
@@ -145,7 +168,13 @@ def evaluate(
         try:
             view = policy_check.DEPLOYED
             deployed = policy_check.evaluate(
-                plan.resources, stack=stack, config=pack_config, rules=rules, view=view, stack_config=plan.config
+                plan.resources,
+                stack=stack,
+                config=pack_config,
+                rules=rules,
+                view=view,
+                stack_config=plan.config,
+                olds=olds,
             )
         finally:
             if collecting:

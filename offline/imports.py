@@ -625,6 +625,27 @@ def verdicts(resources: Sequence[Mapping[str, Any]], existing: Existing, project
     return found
 
 
+def imported_inputs(
+    resources: Sequence[Mapping[str, Any]], existing: Existing, project: str
+) -> dict[str, dict[str, Any]]:
+    """URN -> the inputs the import of each resource the program imports reads (the old state the engine resets its
+    ignoreChanges paths to, offline/ignore_changes.py); none for an import ID naming nothing in the saved outputs."""
+    found: dict[str, dict[str, Any]] = {}
+    for record in resources:
+        import_id = record.get("importId")
+        if not import_id:
+            continue
+        type_token = str(record["type"])
+        live = existing.find(type_token, str(import_id), project)
+        if live is None:
+            continue
+        if type_token.startswith("kubernetes:"):
+            found[str(record["urn"])] = kubernetes_inputs(type_token, live)
+        else:
+            found[str(record["urn"])] = _state(type_token, live, existing, project)
+    return found
+
+
 def unmatched(imports: Sequence[Mapping[str, str]], urns: Collection[str]) -> list[str]:
     """One line per import entry of the stack file that names no resource of the program by its engine URN (the
     engine would create the resource it meant instead, and leave the existing one alone)."""

@@ -15,6 +15,9 @@ sources, see the README's offline-engine section); each `View` models one situat
   produced the resources left them unknown), a node pool's size and zones are unknown outputs;
 - `deployed`: preview of the deployed stack at rest: outputs are known, an idle scale-from-zero pool reads
   back `nodeCount` 0, and autoscaling counts the program left unset read back as 0.
+In every view a resource with `ignoreChanges` and an old state (what its import read, `olds`) is shown with each
+ignored path reset to the old value, as the engine does before it analyzes it (offline/ignore_changes.py); stack
+policies see the same, the update's outputs holding what was kept.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 from components.config.base import parse_duration
+from offline import ignore_changes
 from offline.markers import UNKNOWN, contains_unknown
 
 POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
@@ -218,6 +222,18 @@ def analyzed(resource: Mapping[str, Any]) -> bool:
     return bool(resource.get("custom", True) or resource.get("remote"))
 
 
+def _kept(resource: dict[str, Any], old: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The resource with the inputs the engine analyzes: each ignoreChanges path reset to the old state's value
+    (pulumi/pulumi pkg/resource/deploy/step_generator.go continueStepsFromImport, at 1b59498: processIgnoreChanges
+    on the program's inputs against the old state's, L1264-1268, before analyzeAll, L1469; for an update the old
+    state is the previous deployment's, for an import what the import read, step.go ImportStep.Apply)."""
+    paths = resource.get("ignoreChanges")
+    if old is None or not paths:
+        return resource
+    inputs, _errors = ignore_changes.apply(resource.get("inputs") or {}, old, paths)
+    return {**resource, "inputs": inputs}
+
+
 async def _awaited(result: Any) -> None:
     await result
 
@@ -230,6 +246,7 @@ def evaluate(
     rules: ModuleType | None = None,
     view: View | None = None,
     stack_config: Mapping[str, str] | None = None,
+    olds: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Violations of every policy over plan resources: [{"policy", "level", "urn", "message"}].
 
@@ -237,11 +254,12 @@ def evaluate(
     engine shows the pack in that situation (module docstring). A policy that reads a value unknown during
     preview yields an advisory note, as `pulumi preview` does. `stack_config`: the stack's config, which the CLI
     hands the pack in PULUMI_CONFIG (pulumi/pulumi sdk/go/common/resource/plugin/analyzer_plugin.go constructEnv).
+    `olds`: URN -> the old state's inputs (an import's), to which a resource's ignoreChanges paths are reset.
     """
     before = os.environ.get("PULUMI_CONFIG")
     os.environ["PULUMI_CONFIG"] = json.dumps(dict(stack_config or {}))
     try:
-        return _evaluate(resources, stack=stack, config=config, rules=rules, view=view)
+        return _evaluate(resources, stack=stack, config=config, rules=rules, view=view, olds=olds)
     finally:
         if before is None:
             del os.environ["PULUMI_CONFIG"]
@@ -256,6 +274,7 @@ def _evaluate(
     config: Mapping[str, Any] | None,
     rules: ModuleType | None,
     view: View | None,
+    olds: Mapping[str, Mapping[str, Any]] | None,
 ) -> list[dict[str, Any]]:
     policies: list[Policy] = list((rules or load_rules()).POLICIES)
     resolved = settings(policies, config)
@@ -288,6 +307,7 @@ def _evaluate(
     entries: list[tuple[dict[str, Any], PolicyResource]] = []
     for resource in resources:
         urn = resource["urn"]
+        resource = _kept(resource, (olds or {}).get(urn))
         without_props = view is not None and bool(resource.get("remote"))
         inputs = {} if without_props else resource.get("inputs") or {}
         # Objects rendered from a chart hold no unknowns (the provider renders only fully known charts): no need

@@ -165,7 +165,8 @@ def validate_topology(args: ResourceValidationArgs, report: ReportViolation) -> 
             say(report, f"nodeConfig.machineType {name!r} is not a known TPU machine type; use one of: {known}")
         return
     placement_type = prop(props, "placementPolicy.type") or ""
-    if placement_type:
+    # An adopted pool that keeps its type (ignoreChanges) shows no diff of it: the engine sends the kept value.
+    if placement_type and "placementPolicy.type" not in (args.opts.ignore_changes or ()):
         say(
             report,
             f"remove placementPolicy.type ({placement_type!r}): TPU pools take only placementPolicy.tpuTopology "
@@ -313,6 +314,8 @@ def validate_node_service_account(args: ResourceValidationArgs, report: ReportVi
         path = (
             "clusterAutoscaling.autoProvisioningDefaults.serviceAccount" if autopilot else "nodeConfig.serviceAccount"
         )
+        if not autopilot and props.get("nodeConfig") is None and "nodeConfig" in (args.opts.ignore_changes or ()):
+            return  # kept as the import read it, and GKE reports none: no default pool's nodes to run as anyone
     else:
         return
     problem = _service_account_problem(props, path)

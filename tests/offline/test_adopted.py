@@ -91,6 +91,58 @@ def test_an_xpk_stack_fails_its_preview_without_the_exceptions_adopt_wrote(
     assert "[mandatory] no-default-compute-service-account" in capsys.readouterr().out
 
 
+def test_the_pack_sees_an_xpk_pools_kept_metadata_mode_and_needs_its_exception(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The engine resets each ignoreChanges path of the program's inputs to the imported state's value before the pack
+    # sees them (step_generator.go continueStepsFromImport: processIgnoreChanges, then analyzeAll). xpk's pools report
+    # no metadata mode (node-pools.json), so the kept `nodeConfig.workloadMetadataConfig` is removed from what the pack
+    # sees: workload-identity finds no GKE_METADATA on each of the four slices, in both views.
+    found = adopted("xpk-multislice")
+    config = json.loads(found.policy_config.read_text())
+    del config["workload-identity"]
+    without = tmp_path / "policy-config.json"
+    without.write_text(json.dumps(config))
+    args = ["preview", "--stack", "xpk-multislice", "--config", str(found.stack_file)]
+    args += ["--existing", str(found.existing), "--out", str(tmp_path / "b"), "--policy-config", str(without)]
+    assert cli.main(args) == 1
+    plan = json.loads((tmp_path / "b" / "plan.json").read_text())
+    flagged = sorted(
+        (v["urn"].rsplit("::", 1)[1], tuple(v["views"]))
+        for v in plan["violations"]
+        if v["level"] == "mandatory" and v["policy"] == "workload-identity"
+    )
+    assert flagged == [(f"xpk-ms-np-{i}", ("new", "deployed")) for i in range(4)]
+    assert all("found None" in v["message"] for v in plan["violations"] if v["policy"] == "workload-identity"), plan[
+        "violations"
+    ]
+    assert not [v for v in plan["violations"] if v["level"] == "mandatory" and v["policy"] != "workload-identity"]
+    # With the exceptions adopt wrote, the same preview passes (test_every_existing_resource_is_imported_...).
+    assert not [v for v in found.plan["violations"] if v["policy"] == "workload-identity"]
+    assert found.code == 0
+
+
+def test_the_kept_maintenance_policy_holds_toolkit_slices_upgrades() -> None:
+    # Cluster Toolkit's cluster is on REGULAR with a daily window and a NO_MINOR_OR_NODE_UPGRADES exclusion
+    # (toolkit-v6e/cluster.json); adopt keeps maintenancePolicy (cluster.adopted.keep), so the engine shows the
+    # stack policy the imported window and exclusion (the update's outputs; step_generator.go AnalyzeResources), and
+    # tpu-node-auto-upgrade has nothing to say about either slice. What remains: the resource labels the cluster and
+    # its three pools keep (ghpc_* only, cluster.json / node-pools.json) lack the stack's managed-by, app, env.
+    found = adopted("toolkit-v6e")
+    assert "maintenancePolicy" in found.adoption.config["tpu-stack:cluster"]["adopted"]["keep"]
+    remaining = sorted((v["policy"], v["level"], v["urn"].rsplit("::", 1)[1]) for v in found.plan["violations"])
+    assert remaining == [
+        ("required-labels", "advisory", name)
+        for name in ("gke-tpu-v6e", "gke-tpu-v6e-pool-0", "gke-tpu-v6e-pool-1", "gke-tpu-v6e-system")
+    ]
+    # xpk's cluster (RAPID) has no maintenance policy to keep: each of its slices still gets the advisory.
+    xpk = adopted("xpk-multislice")
+    # And its cluster keeps resource labels without the stack's (cluster.adopted.keep: resourceLabels).
+    advised = sorted((v["policy"], v["urn"].rsplit("::", 1)[1]) for v in xpk.plan["violations"])
+    assert advised == [("required-labels", "xpk-ms")] + [("tpu-node-auto-upgrade", f"xpk-ms-np-{i}") for i in range(4)]
+    assert {v["level"] for v in xpk.plan["violations"]} == {"advisory"}
+
+
 def test_the_exceptions_name_each_adopted_default_account_pool_for_90_days() -> None:
     from datetime import UTC, datetime, timedelta
 
