@@ -1571,3 +1571,34 @@ def test_placed_flavors_name_a_declared_topology_with_the_node_last(rules: Modul
         ("flavor-orphan", "ResourceFlavor 'orphan' names Topology 'gone', which the stack does not declare "
          "(pools-only, tpu-blocks, upside-down): its ClusterQueues would go inactive"),
     ]  # fmt: skip
+
+
+# --- what an adopted resource keeps (ignoreChanges) ------------------------------------------------------------------
+
+
+def test_a_slice_that_keeps_its_placement_type_is_not_asked_to_remove_it(rules: ModuleType) -> None:
+    """An adopted slice keeps GKE's COMPACT (`placementPolicy.type` in ignoreChanges): the engine sends the kept value
+    and shows no diff of it (pulumi step_generator.go processIgnoreChanges before analyzeAll), so the policy's reason
+    for its removal does not hold. The same value without the keep is still mandatory."""
+    kept = changed("serve", ("placementPolicy.type", "COMPACT"))
+    find(kept, "serve")["ignoreChanges"] = ["placementPolicy.type"]
+    assert check(rules, kept) == []
+    other_path = changed("serve", ("placementPolicy.type", "COMPACT"))
+    find(other_path, "serve")["ignoreChanges"] = ["placementPolicy.tpuTopology"]
+    (found,) = only(check(rules, other_path), "tpu-topology-and-node-count")
+    assert "remove placementPolicy.type ('COMPACT')" in found["message"] and found["level"] == "mandatory"
+
+
+def test_a_cluster_that_keeps_no_node_config_is_not_asked_for_a_node_account(rules: ModuleType) -> None:
+    """An adopted Standard cluster ignores `nodeConfig`, and GKE reports none for it (its nodes are in node pools the
+    policy checks one by one): nothing to ask of it. A cluster with no nodeConfig that does not keep it, or that keeps
+    one naming the default account, is still refused."""
+    kept = changed("tpu-dev", ("nodeConfig", None))
+    find(kept, "tpu-dev")["ignoreChanges"] = ["nodeConfig"]
+    assert check(rules, kept) == []
+    not_kept = changed("tpu-dev", ("nodeConfig", None))
+    (found,) = only(check(rules, not_kept), "no-default-compute-service-account")
+    assert "set nodeConfig.serviceAccount to a dedicated node service account" in found["message"]
+    kept_default = changed("tpu-dev", ("nodeConfig.serviceAccount", "default"))
+    find(kept_default, "tpu-dev")["ignoreChanges"] = ["nodeConfig"]
+    only(check(rules, kept_default), "no-default-compute-service-account")
