@@ -574,3 +574,33 @@ def test_destroying_a_throwaway_stack_with_a_checkpoint_bucket_deletes_its_folde
     procedure = procedure[: procedure.index("\n## ")]
     assert "gcloud storage rm --recursive gs://$(pulumi stack output checkpointBucketName --stack dev)" in procedure
     assert "pulumi destroy --stack dev --refresh" in procedure
+
+
+def test_a_zone_less_group_deployed_before_node_locations_is_updated_in_place(deployed: dict[str, Records]) -> None:
+    """A single-host flex-start group without `zone`, deployed by the previous version (no nodeLocations, per-zone
+    autoscaling limits), gets the zone table's zones and a total limit. Neither field forces a new node pool:
+    `node_locations` is updated with UpdateNodePoolRequest.Locations and a changed `autoscaling` block with
+    ClusterUpdate.DesiredNodePoolAutoscaling (terraform-provider-google v7.45.0 resource_container_node_pool.go,
+    nodePoolUpdate), so the pool is updated, never replaced, in a stack that protects it or not. GKE removes the nodes
+    of a zone taken out of a pool's locations (NodePool.locations in the GKE API reference); the zones taken out are
+    those whose flex-start capacity has no such TPU, so they hold no slice to lose."""
+
+    def zone_less(config: dict[str, Any]) -> None:
+        config["tpu-stack:tpuPools"].append(
+            {"name": "flex-any", "machineType": "ct6e-standard-8t", "provisioning": "flex-start"}
+        )
+
+    now = changed("dev", zone_less)
+    (pool,) = [r for r in now if r["name"] == "flex-any-0"]
+    # The table's flex-start v6e zones of us-east5 (vendor/data/tpu_zones.json); one VM a slice, across them.
+    assert pool["inputs"]["nodeLocations"] == ["us-east5-a", "us-east5-b"]
+    assert pool["inputs"]["autoscaling"]["totalMaxNodeCount"] == 1
+    before = copy.deepcopy(now)
+    for record in before:
+        if record["name"] == "flex-any-0":
+            record["inputs"].pop("nodeLocations")
+            record["inputs"]["autoscaling"] = {"minNodeCount": 0, "maxNodeCount": 1, "locationPolicy": "ANY"}
+    steps = step(before, now)
+    assert steps.refused == []
+    assert only(steps, "update") == ["flex-any-0"]
+    assert only(steps, "replace") == [] and only(steps, "create") == [] and only(steps, "delete") == []
