@@ -172,3 +172,44 @@ def test_a_stack_protected_by_the_key_deploys_after_every_unprotected_one(tmp_pa
         (tmp_path / f"Pulumi.{name}.yaml").write_text(text)
     paths = {name: tmp_path / f"Pulumi.{name}.yaml" for name in files}
     assert deploy_order(paths) == ["dev", "zeta", "acme-prod", "prod"]
+
+
+# ---- the cluster of a protected stack (config time, not only the policy pack at preview) -------------------------
+
+
+def test_a_protected_stack_keeps_its_cluster_from_deletion_by_default() -> None:
+    """The key and the name both turn the cluster's deletionProtection on without it being written; an unprotected
+    stack keeps the provider's default (off)."""
+    assert load({**BASE, "tpu-stack:protected": "true", **CHANNEL}, stack="prod-us").cluster.deletion_protection
+    assert load({**BASE, **CHANNEL}, stack="prod").cluster.deletion_protection
+    assert load(BASE, stack="prod-us").cluster.deletion_protection is False
+
+
+@pytest.mark.parametrize(
+    ("cluster", "line"),
+    [
+        (
+            {"deletionProtection": False},
+            "tpu-stack:cluster.deletionProtection: {stack} is a protected stack and its cluster must be kept from "
+            "deletion; remove `deletionProtection: false`",
+        ),
+        (
+            {"privateNodes": False},
+            "tpu-stack:cluster.privateNodes: {stack} is a protected stack and its nodes must have no external IP "
+            "addresses; remove `privateNodes: false`",
+        ),
+        (
+            {"controlPlane": {"ipEndpoint": True, "authorizedNetworks": ["203.0.113.0/24"]}},
+            "tpu-stack:cluster.controlPlane.ipEndpoint: {stack} is a protected stack and its control plane is reached "
+            "only through its DNS endpoint; remove `ipEndpoint: true` (and its authorizedNetworks)",
+        ),
+    ],
+)
+@pytest.mark.parametrize(("stack", "key"), [("prod-us", {"tpu-stack:protected": "true"}), ("production", {})])
+def test_what_the_policy_pack_refuses_in_a_protected_cluster_is_refused_by_the_config(
+    cluster: dict[str, Any], line: str, stack: str, key: dict[str, str]
+) -> None:
+    with pytest.raises(ConfigError) as error:
+        load({**BASE, **key, **CHANNEL, "tpu-stack:cluster": cluster}, stack=stack)
+    assert error.value.lines == [line.format(stack=stack)]
+    assert load({**BASE, **CHANNEL, "tpu-stack:cluster": cluster}, stack="dev")  # unprotected: accepted
