@@ -467,6 +467,21 @@ def test_an_adopted_pools_dated_exception_holds_until_its_day(
     assert "docs/adopt.md" in expired["message"] and expired["level"] == "mandatory"
 
 
+def test_an_exception_with_an_impossible_day_is_one_violation_naming_the_pool_and_the_day(
+    rules: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI refuses 2026-02-30 before the pack runs (the schema's `format: date`, next test); should such a day
+    reach the pack anyway, the policy reports it (fail closed) instead of raising, so the other policies' results
+    still come back."""
+    monkeypatch.setattr(policy_check, "_validate", lambda *_: None)
+    policy = "no-default-compute-service-account"
+    [found] = only(check(rules, _adopted_serve(), config=_exception(policy, SERVE_POOL, "2026-02-30")), policy)
+    assert found["message"].startswith(
+        f"exception for node pool {SERVE_POOL} has an impossible until '2026-02-30'; write a real day as YYYY-MM-DD: "
+    )
+    assert found["level"] == "mandatory"
+
+
 def test_an_exception_covers_only_the_pool_it_names(rules: ModuleType) -> None:
     policy = "no-default-compute-service-account"
     # Another cluster, or another pool of the same cluster (a new one on the default account): still a violation.
@@ -492,6 +507,7 @@ def test_an_exception_excuses_nothing_else(rules: ModuleType) -> None:
         ({"nodePool": "serve", "reason": "r", "until": "2999-12-31"}, "does not match"),
         ({"nodePool": SERVE_POOL, "reason": "", "until": "2999-12-31"}, "reason"),
         ({"nodePool": SERVE_POOL, "reason": "r", "until": "next year"}, "does not match"),
+        ({"nodePool": SERVE_POOL, "reason": "r", "until": "2026-02-30"}, "'2026-02-30' is not a 'date'"),
     ],
 )
 def test_a_malformed_exception_is_a_policy_config_error(entry: dict[str, Any], line: str) -> None:
