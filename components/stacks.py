@@ -47,6 +47,36 @@ def file_setting(text: str) -> bool | None:
     return None
 
 
+_MENTION = re.compile(r"tpu-stack:protected(?![\w-])")
+_ENVIRONMENT = re.compile(r"^environment\s*:")
+
+
+def file_problem(text: str) -> str | None:
+    """Why the deploy order could misread this stack file's `tpu-stack:protected` (None: it cannot): the key in any
+    form but the one line `file_setting` reads (flow style, a value that is not true or false, a value on the next
+    line), the key twice, or an ESC environment (`environment:`), which may set the key where the file does not show
+    it, without the key in the file. The program reads the config YAML and the engine hands it; the order reads text."""
+    found = 0
+    for line in text.splitlines():
+        if line.lstrip().startswith("#") or not _MENTION.search(line):
+            continue
+        read = _LINE.match(line)
+        if read is None or setting(read.group(1)) is None:
+            return (
+                f"{PROTECTED_KEY}: write it as one line `  {PROTECTED_KEY}: true` (or false) under `config:`, not "
+                f"{line.strip()!r}"
+            )
+        found += 1
+    if found > 1:
+        return f"{PROTECTED_KEY}: set {found} times; keep one line"
+    if not found and any(_ENVIRONMENT.match(line) for line in text.splitlines()):
+        return (
+            f"{PROTECTED_KEY}: the file imports an ESC environment, which may set the key where the deploy order "
+            f"cannot read it; set `{PROTECTED_KEY}: true` (or false) in the file itself"
+        )
+    return None
+
+
 def file_is_protected(stack: str, path: Path) -> bool:
     """Whether the stack of this stack file is protected, as the program will decide it."""
     return is_protected(stack, file_setting(path.read_text(encoding="utf-8")))

@@ -24,7 +24,7 @@ from pathlib import Path
 from offline.stack_files import stack_files
 from offline.vendor import REPO
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_UNSAFE, EXIT_USAGE = 0, 1, 2
 WORKING_TREE = "working tree"
 
 
@@ -98,8 +98,10 @@ def preview_all(side: Path, build: Path, label: str) -> None:
             print(f"offline preview of {stack} at {label} exited {done.returncode} {first}".rstrip(), file=sys.stderr)
 
 
-def plan_diff(repo: Path, base: str, head: str | None, out: Path) -> str:
-    """The comment comparing `base` with `head` merged into it (`head` None: the working tree); written to `out`."""
+def plan_diff(repo: Path, base: str, head: str | None, out: Path) -> tuple[str, list[str]]:
+    """The comment comparing `base` with `head` merged into it (`head` None: the working tree), written to `out`;
+    and the lines of the stacks that drop protection in the same change as a replace or delete (the pull request's
+    check fails on them: offline/plandiff.py `unguarded`)."""
     base_commit = commit(repo, base)
     head_commit = commit(repo, head) if head else working_tree_commit(repo)
     labels = {
@@ -120,12 +122,12 @@ def plan_diff(repo: Path, base: str, head: str | None, out: Path) -> str:
         command += ["--base-stacks", str(sides["base"]), "--head-stacks", str(sides["head"])]
         command += ["--base-label", labels["base"], "--head-label", labels["head"]]
         done = subprocess.run(command, cwd=sides["head"], capture_output=True, text=True, check=False)
-        if done.returncode != 0 or not comment.is_file():
+        if done.returncode not in (EXIT_OK, EXIT_UNSAFE) or not comment.is_file():
             raise DiffError(f"the head's `python -m offline diff` exited {done.returncode}: {done.stderr.strip()}")
         text = comment.read_text()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    return text
+    return text, done.stderr.splitlines() if done.returncode == EXIT_UNSAFE else []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,12 +138,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="where to write the comment (default <repo>/build/plan-diff/)")
     args = parser.parse_args(argv)
     try:
-        text = plan_diff(args.repo, args.base, args.head, args.out or args.repo / "build" / "plan-diff" / "comment.md")
+        out = args.out or args.repo / "build" / "plan-diff" / "comment.md"
+        text, unsafe = plan_diff(args.repo, args.base, args.head, out)
     except DiffError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     sys.stdout.write(text)
-    return EXIT_OK
+    for line in unsafe:
+        print(line, file=sys.stderr)
+    return EXIT_UNSAFE if unsafe else EXIT_OK
 
 
 if __name__ == "__main__":

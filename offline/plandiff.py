@@ -40,7 +40,7 @@ MAX_ITEMS = 40
 MAX_PATHS = 8
 """Changed inputs shown per resource."""
 PLANS_ARTIFACT = "the run's `plan-diff-plans` artifact holds both plans"
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_UNSAFE, EXIT_USAGE = 0, 1, 2
 
 
 class _Rules:
@@ -159,6 +159,32 @@ def diff_stack(stack: str, base: Mapping[str, Any] | None, head: Mapping[str, An
     result.steps = sorted((s for s in transition(old, new, rules).steps if s.op != "same"), key=lambda s: s.urn)
     result.unknown_types = rules.unknown
     return result
+
+
+def unguarded(diff: StackDiff) -> list[Step]:
+    """The replacements and deletes of a change that also drops `protect` from resources that had it: the engine
+    refuses a replacement only when the old and the new resource are both protected (pulumi/pulumi
+    pkg/resource/deploy/step_generator.go, `new.Protect && old.Protect`; offline/lifecycle.py models it), and a
+    delete only when the state's resource is protected, which the same `up` has just cleared. So dropping protection
+    (`tpu-stack:protected` removed) must land and deploy alone, before any change that replaces or deletes."""
+    old, new = diff.records("base"), diff.records("head")
+    if not any(r.get("protect") and not new[urn].get("protect") for urn, r in old.items() if urn in new):
+        return []
+    return diff.of("replace", "delete")
+
+
+def unguarded_line(diff: StackDiff) -> str | None:
+    """One line for the check's log, or None when the stack's change is safe in this respect."""
+    steps = unguarded(diff)
+    if not steps:
+        return None
+    kinds = sorted({"replaces" if s.op == "replace" else "deletes" for s in steps}, reverse=True)
+    names = sorted(f"{s.type} {s.name}" for s in steps)
+    shown = ", ".join(names[:MAX_PATHS]) + (f" and {len(names) - MAX_PATHS} more" if len(names) > MAX_PATHS else "")
+    return (
+        f"error: stack {diff.stack}: this change drops protection and {' and '.join(kinds)} {shown}; land the change "
+        "that drops protection on its own and deploy it first, then this one"
+    )
 
 
 # --- text ------------------------------------------------------------------------------------------------------
@@ -594,6 +620,16 @@ def render_stack(diff: StackDiff) -> str:
     if title in _NOT_COMPARED:
         return "\n".join([f"### Stack {_code(diff.stack)}: {title}", "", _NOT_COMPARED[title], ""])
     lines = [f"### Stack {_code(diff.stack)}: {title}", ""]
+    unsafe = unguarded(diff)
+    if unsafe:
+        lines += [
+            f"**Protection dropped with replacements or deletes** ({len(unsafe)}): resources lose `protect` in the "
+            "same change that replaces or deletes these, which the engine then carries out; this check fails. Land "
+            "the change that drops protection on its own and deploy it first.",
+            "",
+            *_resource_lines(diff, unsafe, "base", detail=False),
+            "",
+        ]
     summaries = _summaries(diff)
     if isinstance(summaries, str):
         lines += [summaries, ""]
@@ -698,7 +734,8 @@ def render(
 
 
 def main(args: argparse.Namespace) -> int:
-    """`python -m offline diff` (arguments parsed in offline/__main__.py): exit 0 with the comment written, 2 when
+    """`python -m offline diff` (arguments parsed in offline/__main__.py): exit 0 with the comment written; 1 with
+    the comment written and a line per stack that drops protection in the same change as a replace or delete; 2 when
     neither side has a plan."""
     base, head = load_plans(args.base), load_plans(args.head)
     if not base and not head:
@@ -720,4 +757,8 @@ def main(args: argparse.Namespace) -> int:
         args.out.write_text(text)
     else:
         sys.stdout.write(text)
-    return EXIT_OK
+    stacks = sorted(set(base) | set(head))
+    unsafe = [line for stack in stacks if (line := unguarded_line(diff_stack(stack, base.get(stack), head.get(stack))))]
+    for line in unsafe:
+        print(line, file=sys.stderr)
+    return EXIT_UNSAFE if unsafe else EXIT_OK

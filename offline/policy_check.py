@@ -117,7 +117,10 @@ def _validate(name: str, schema: Mapping[str, Any], properties: Mapping[str, Any
 
     if not schema:
         return
-    validator = jsonschema.Draft7Validator({"type": "object", "properties": dict(schema)})
+    # Formats checked as gojsonschema checks them by default (its FormatCheckers: "date" and the others).
+    validator = jsonschema.Draft7Validator(
+        {"type": "object", "properties": dict(schema)}, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
+    )
     errors = sorted(validator.iter_errors(dict(properties)), key=lambda e: list(e.absolute_path))
     if errors:
         where = ".".join(str(part) for part in errors[0].absolute_path)

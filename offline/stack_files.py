@@ -3,7 +3,8 @@
 What lists stacks reads them from here or globs the same files (the Makefile's scan, the workflows' matrices, the
 generic checks in tests/test_stacks.py), so adding, editing or removing a stack file needs no other edit.
 `python -m offline.stack_files` prints the list as the workflows' matrices take it (`stacks=["dev", ...]`, a line
-for `$GITHUB_OUTPUT`). Standard library only: the workflows run it before anything is installed.
+for `$GITHUB_OUTPUT`), or exits 2 with a line per stack file whose `tpu-stack:protected` the order could misread
+(components/stacks.py `file_problem`). Standard library only: the workflows run it before anything is installed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from components.stacks import file_is_protected
+from components.stacks import file_is_protected, file_problem
 from offline.vendor import REPO
 
 PREFIX, SUFFIX = "Pulumi.", ".yaml"
@@ -36,7 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offline.stack_files", description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=REPO, help="the project's folder (default: this checkout)")
     args = parser.parse_args(argv)
-    print(f"stacks={json.dumps(deploy_order(stack_files(args.root)))}")
+    files = stack_files(args.root)
+    texts = {path: path.read_text(encoding="utf-8") for path in files.values()}
+    problems = [f"error: {path}: {problem}" for path, text in texts.items() if (problem := file_problem(text))]
+    if problems:  # the order would put a protected stack among the unprotected: no matrix, nothing deploys
+        print("\n".join(problems), file=sys.stderr)
+        return 2
+    print(f"stacks={json.dumps(deploy_order(files))}")
     return 0
 
 

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from components.config.stack import load
-from components.stacks import file_is_protected
+from components.stacks import file_is_protected, file_problem
 from offline import __main__ as cli
 from offline import configdocs, policy_check
 from offline.engine import REPO, Plan, _engine_config, read_stack_file
@@ -44,6 +44,8 @@ def problems(stack: str, path: Path, out: Path) -> list[str]:
     """What must hold for any stack file, one line per problem; [] when the stack may be deployed."""
     document = yaml.safe_load(path.read_text())
     found = [f"schema: {list(e.absolute_path)}: {e.message}" for e in SCHEMA.iter_errors(document)]
+    order = file_problem(path.read_text())  # the deploy order reads the key from the text (components/stacks.py)
+    found += [f"deploy order: {order}"] if order else []
     preview = ["--stack", stack, "--config", str(path), "--out", str(out / stack)]
     code = cli.main(["preview", *preview, "--quiet", "--policy-config", str(policy_check.TEAM_CONFIG)])
     if code != 0:
@@ -79,6 +81,7 @@ def test_the_deploy_order_reads_protection_as_the_program_does(where: str) -> No
     what they read must be what the program decides, or a protected stack would deploy among the unprotected."""
     stack, path = EVERY_FILE[where]
     config = load(_engine_config(read_stack_file(path)), stack=stack)
+    assert file_problem(path.read_text()) is None
     assert file_is_protected(stack, path) is config.protected
 
 
@@ -177,6 +180,18 @@ def test_a_stack_that_cannot_be_deployed_is_named_with_its_reason(
         "`make preview STACK=dev` exits 2 (1: a mandatory policy violation, 2: bad config)",
     ]
     assert "tpu-stack:tpuPools[1].slices" in capsys.readouterr().err
+
+
+def test_a_stack_file_the_deploy_order_could_misread_is_named(tmp_path: Path) -> None:
+    """prod's config in flow style under another name: the program reads the key, the deploy order's line would
+    not, and would deploy the stack among the unprotected ones."""
+    prod = yaml.safe_load(stack_path("prod").read_text())
+    path = tmp_path / "Pulumi.prod-us.yaml"
+    path.write_text(yaml.safe_dump({"config": prod["config"]}, default_flow_style=True, width=100_000))
+    assert problems("prod-us", path, tmp_path / "build") == [
+        "deploy order: tpu-stack:protected: write it as one line `  tpu-stack:protected: true` (or false) under "
+        f"`config:`, not {path.read_text().strip()!r}"
+    ]
 
 
 # ---- the fixture stacks: the shapes their expectations were written from -------------------------------------------

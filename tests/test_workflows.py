@@ -218,6 +218,9 @@ def test_pull_requests_build_the_plan_diff_with_a_read_only_token_and_no_secrets
     assert "${{" not in write["run"]
     upload = next(s for s in steps_using(job, "actions/upload-artifact") if s["with"]["name"] == "plan-diff")
     assert upload["with"]["path"] == "build/plan-diff/"
+    # Protection dropped with a replace or delete (exit 1) fails the check, and its comment is still posted.
+    assert '--head-label "${HEAD_SHA:0:7}" || status=$?' in write["run"] and write["run"].endswith('exit "$status"\n')
+    assert upload["if"] == "${{ !cancelled() }}"
 
 
 def test_no_workflow_runs_on_pull_request_target() -> None:

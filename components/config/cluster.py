@@ -230,7 +230,8 @@ class ControlPlaneConfig(ConfigModel):
     `authorizedNetworks` reach it."""
 
     ip_endpoint: bool = False
-    """Direct IP access to the control plane, for clients that cannot use the DNS endpoint."""
+    """Direct IP access to the control plane, for clients that cannot use the DNS endpoint; an error in a protected
+    stack."""
     authorized_networks: tuple[Annotated[str, AfterValidator(lambda c: source_range(c))], ...] = ()
     """CIDRs that may use the IP endpoint (Google Cloud public IPs never may)."""
     master_ipv4_cidr: str | None = None
@@ -323,7 +324,9 @@ class ClusterConfig(ConfigModel):
     """CPU pool for the controllers and Saxml's CPU servers (Standard clusters)."""
     deletion_protection: bool = False
     """The provider's `deletion_protection` flag: while true, Pulumi refuses to delete the cluster (it is not a
-    GKE-side setting). On in prod; on in a stack that is not `protected`, a warning."""
+    GKE-side setting). On in prod; on in a stack that is not `protected`, a warning.
+
+    Default: true in a protected stack (where `false` is an error), else false"""
     network: str | None = None
     """An existing VPC network for the cluster (e.g. a stack deployed on `default` before the stack made its own);
     then `ipRanges` is required: the stack cannot know what is free there.
@@ -343,7 +346,7 @@ class ClusterConfig(ConfigModel):
     `kube-dns`. Changing it on an existing cluster takes effect on nodes created after."""
     private_nodes: bool = True
     """Nodes without external IP addresses (organisations that enforce `constraints/compute.vmExternalIpAccess` refuse
-    others), reaching out through the stack's Cloud NAT."""
+    others), reaching out through the stack's Cloud NAT. `false` is an error in a protected stack."""
     control_plane: ControlPlaneConfig = ControlPlaneConfig()
     """Who reaches the Kubernetes API."""
     node_service_account_roles: tuple[Annotated[str, AfterValidator(lambda r: _node_role(r))], ...] = (

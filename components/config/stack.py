@@ -94,8 +94,9 @@ class StackConfig(ConfigModel):
     stack: str = "dev"
     """The stack's name, from Pulumi; not a config key."""
     protected: bool = False
-    """Every resource carries `protect`, the cluster `deletionProtection`, the bucket keeps its data; alerts must name
-    a notification channel, the policy pack runs images by digest only, and the workflows deploy the stack last.
+    """Every resource carries `protect`, the cluster `deletionProtection` (private nodes, no IP endpoint), the bucket
+    keeps its data; alerts must name a notification channel, the policy pack runs images by digest only, and the
+    workflows deploy the stack last.
     Refused as `false` on a stack named `prod` or `production`, which are protected by their name.
 
     Default: true for a stack named `prod` or `production`, else false"""
@@ -127,10 +128,19 @@ class StackConfig(ConfigModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _protected_by_name(cls, data: Any) -> Any:
-        """A stack named prod or production is protected unless its config says otherwise (which is refused)."""
-        if isinstance(data, dict) and "protected" not in data:
-            return {**data, "protected": data.get("stack", "dev") in PROTECTED_STACKS}
+    def _protection_defaults(cls, data: Any) -> Any:
+        """A stack named prod or production is protected unless its config says otherwise (which is refused); a
+        protected stack's cluster is kept from deletion unless its config says otherwise (refused too). One validator:
+        the second default depends on the first."""
+        if not isinstance(data, dict):
+            return data
+        if "protected" not in data:
+            data = {**data, "protected": data.get("stack", "dev") in PROTECTED_STACKS}
+        if setting(data["protected"]) is not True:
+            return data
+        cluster = data.get("cluster", {})
+        if isinstance(cluster, dict) and not {"deletionProtection", "deletion_protection"} & cluster.keys():
+            data = {**data, "cluster": {**cluster, "deletionProtection": True}}
         return data
 
     @field_validator("protected", mode="before")
@@ -995,6 +1005,8 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
             "would notify nobody; list the channels to notify, projects/<project>/notificationChannels/<id> (gcloud "
             "beta monitoring channels list; create one with gcloud beta monitoring channels create)"
         )
+    if config.protected:
+        problems += _protected_cluster_problems(config)
     if config.stack in PROTECTED_STACKS and not config.protected:
         problems.append(
             f"{PROJECT}:protected: the {config.stack} stack is protected by its name; remove `protected: false`, or "
@@ -1026,6 +1038,28 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
     problems += _placement_problems(config)
     problems += _multikueue_problems(config, now)
     return list(dict.fromkeys(problems))
+
+
+def _protected_cluster_problems(config: StackConfig) -> list[str]:
+    """What the policy pack refuses in a protected stack's cluster (`protected-stack-resources`, `cluster-network`),
+    refused here first: one line per key instead of one preview per violation."""
+    cluster, problems = config.cluster, []
+    if not cluster.deletion_protection:
+        problems.append(
+            f"{PROJECT}:cluster.deletionProtection: {config.stack} is a protected stack and its cluster must be kept "
+            "from deletion; remove `deletionProtection: false`"
+        )
+    if not cluster.private_nodes:
+        problems.append(
+            f"{PROJECT}:cluster.privateNodes: {config.stack} is a protected stack and its nodes must have no external "
+            "IP addresses; remove `privateNodes: false`"
+        )
+    if cluster.control_plane.ip_endpoint:
+        problems.append(
+            f"{PROJECT}:cluster.controlPlane.ipEndpoint: {config.stack} is a protected stack and its control plane is "
+            "reached only through its DNS endpoint; remove `ipEndpoint: true` (and its authorizedNetworks)"
+        )
+    return problems
 
 
 def _placement_problems(config: StackConfig) -> list[str]:

@@ -222,7 +222,10 @@ ADOPTED_POOL_EXCEPTIONS_SCHEMA = PolicyConfigSchema(
                 "properties": {
                     "nodePool": {"type": "string", "pattern": POOL_ID},
                     "reason": {"type": "string", "minLength": 1},
-                    "until": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+                    # `format: date` refuses a day no calendar has (2026-02-30) before the pack runs: the CLI
+                    # validates policy config with gojsonschema, whose "date" checker is Go's time.Parse("2006-01-02")
+                    # (xeipuuv/gojsonschema format_checkers.go, DateFormatChecker).
+                    "until": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "format": "date"},
                 },
                 "required": ["nodePool", "reason", "until"],
                 "additionalProperties": False,
@@ -266,7 +269,14 @@ def adopted_pool_exception(args: ResourceValidationArgs, problem: str) -> str | 
         until = str(entry.get("until") or "")
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", until):
             return problem
-        if datetime.date.fromisoformat(until) >= datetime.datetime.now(datetime.UTC).date():
+        try:
+            day = datetime.date.fromisoformat(until)
+        except ValueError:  # 2026-02-30, past the schema check: a raise here fails the analyzer call for the resource
+            return (
+                f"exception for node pool {pool} has an impossible until {until!r}; write a real day as YYYY-MM-DD: "
+                f"{problem}"
+            )
+        if day >= datetime.datetime.now(datetime.UTC).date():
             return None
         return f"exception for node pool {pool} expired {until}; migrate it ({MIGRATE}): {problem}"
     return problem

@@ -16,7 +16,7 @@ from typing import Any
 
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.stacks import PROTECTED_KEY, PROTECTED_STACKS, setting
+from components.stacks import PROTECTED_KEY, is_protected
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -26,8 +26,6 @@ CHARTS = ("kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Release")
 KUEUE_GROUP = "kubernetes:kueue.x-k8s.io/"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-DEFAULT_PROTECTED_STACKS = list(PROTECTED_STACKS)
-"""The stacks the program protects (components/stacks.py), so the policy checks what the program promises."""
 
 
 def prop(data: Any, path: str, default: Any = None) -> Any:
@@ -77,11 +75,12 @@ def stack_setting(key: str) -> str | None:
 
 
 def protected_stack(args: ResourceValidationArgs | StackValidationArgs, urn: str) -> str | None:
-    """The stack's name when it is protected: listed in the policy config's `protectedStacks` (default: prod and
-    production, protected by name) or its config sets `tpu-stack:protected: true`, as the program decides it."""
+    """The stack's name when it is protected: as the program decides it (named prod or production, or its config
+    sets `tpu-stack:protected: true`: components/stacks.py), or listed in the policy config's `protectedStacks`,
+    which only adds stacks: a policy config cannot take a stack the program protects out of the checks."""
     stack = stack_of(urn)
-    listed = stack in config_list(args, "protectedStacks", DEFAULT_PROTECTED_STACKS)
-    return stack if listed or setting(stack_setting(PROTECTED_KEY)) is True else None
+    listed = stack in config_list(args, "protectedStacks", [])
+    return stack if listed or is_protected(stack, stack_setting(PROTECTED_KEY)) else None
 
 
 def say(report: ReportViolation, message: str) -> None:
@@ -98,5 +97,8 @@ def string_list_schema(name: str, default: list[str], description: str) -> Polic
 
 
 PROTECTED_STACKS_SCHEMA = string_list_schema(
-    "protectedStacks", DEFAULT_PROTECTED_STACKS, "Stacks whose resources must all be protected"
+    "protectedStacks",
+    [],
+    "Stacks checked as protected besides those the program protects (prod, production and every stack whose config "
+    "sets tpu-stack:protected: true), which are always checked",
 )

@@ -12,9 +12,9 @@ import yaml
 
 from components.config.base import ConfigError
 from components.config.stack import load
-from components.stacks import file_setting, is_protected
+from components.stacks import file_problem, file_setting, is_protected
 from offline import __main__ as cli
-from offline import commands, policy_check
+from offline import commands, policy_check, stack_files
 from offline.engine import run_stack
 from offline.stack_files import deploy_order
 from tests.conftest import StackRunner
@@ -172,3 +172,87 @@ def test_a_stack_protected_by_the_key_deploys_after_every_unprotected_one(tmp_pa
         (tmp_path / f"Pulumi.{name}.yaml").write_text(text)
     paths = {name: tmp_path / f"Pulumi.{name}.yaml" for name in files}
     assert deploy_order(paths) == ["dev", "zeta", "acme-prod", "prod"]
+
+
+# ---- the cluster of a protected stack (config time, not only the policy pack at preview) -------------------------
+
+
+def test_a_protected_stack_keeps_its_cluster_from_deletion_by_default() -> None:
+    """The key and the name both turn the cluster's deletionProtection on without it being written; an unprotected
+    stack keeps the provider's default (off)."""
+    assert load({**BASE, "tpu-stack:protected": "true", **CHANNEL}, stack="prod-us").cluster.deletion_protection
+    assert load({**BASE, **CHANNEL}, stack="prod").cluster.deletion_protection
+    assert load(BASE, stack="prod-us").cluster.deletion_protection is False
+
+
+@pytest.mark.parametrize(
+    ("cluster", "line"),
+    [
+        (
+            {"deletionProtection": False},
+            "tpu-stack:cluster.deletionProtection: {stack} is a protected stack and its cluster must be kept from "
+            "deletion; remove `deletionProtection: false`",
+        ),
+        (
+            {"privateNodes": False},
+            "tpu-stack:cluster.privateNodes: {stack} is a protected stack and its nodes must have no external IP "
+            "addresses; remove `privateNodes: false`",
+        ),
+        (
+            {"controlPlane": {"ipEndpoint": True, "authorizedNetworks": ["203.0.113.0/24"]}},
+            "tpu-stack:cluster.controlPlane.ipEndpoint: {stack} is a protected stack and its control plane is reached "
+            "only through its DNS endpoint; remove `ipEndpoint: true` (and its authorizedNetworks)",
+        ),
+    ],
+)
+@pytest.mark.parametrize(("stack", "key"), [("prod-us", {"tpu-stack:protected": "true"}), ("production", {})])
+def test_what_the_policy_pack_refuses_in_a_protected_cluster_is_refused_by_the_config(
+    cluster: dict[str, Any], line: str, stack: str, key: dict[str, str]
+) -> None:
+    with pytest.raises(ConfigError) as error:
+        load({**BASE, **key, **CHANNEL, "tpu-stack:cluster": cluster}, stack=stack)
+    assert error.value.lines == [line.format(stack=stack)]
+    assert load({**BASE, **CHANNEL, "tpu-stack:cluster": cluster}, stack="dev")  # unprotected: accepted
+
+
+# ---- a stack file the deploy order could misread ------------------------------------------------------------------
+
+KEY_LINE = "tpu-stack:protected: write it as one line `  tpu-stack:protected: true` (or false) under `config:`"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("config:\n  gcp:project: p\n  tpu-stack:protected: true  # ours\n", None),
+        ("config:\n  tpu-stack:protected: false\n", None),
+        ("config:\n  gcp:project: p\n", None),
+        ("# tpu-stack:protected: true is what prod-us sets\nconfig:\n  gcp:project: p\n", None),
+        ("config:\n  tpu-stack:protectedStacks: x\n", None),  # another key (the program refuses it)
+        ("config: {gcp:project: p, tpu-stack:protected: true}\n", f"{KEY_LINE}, not 'config: {{gcp:project: p, "
+         "tpu-stack:protected: true}'"),
+        ("config:\n  tpu-stack:protected: yes\n", f"{KEY_LINE}, not 'tpu-stack:protected: yes'"),
+        ("config:\n  tpu-stack:protected:\n    true\n", f"{KEY_LINE}, not 'tpu-stack:protected:'"),
+        ("config:\n  tpu-stack:protected: true\n  tpu-stack:protected: false\n",
+         "tpu-stack:protected: set 2 times; keep one line"),
+        ("environment:\n  - prod-settings\nconfig:\n  gcp:project: p\n",
+         "tpu-stack:protected: the file imports an ESC environment, which may set the key where the deploy order "
+         "cannot read it; set `tpu-stack:protected: true` (or false) in the file itself"),
+        ("environment:\n  - prod-settings\nconfig:\n  tpu-stack:protected: false\n", None),
+    ],
+)  # fmt: skip
+def test_a_stack_file_that_sets_the_key_in_a_form_the_deploy_order_cannot_read_is_an_error(
+    text: str, problem: str | None
+) -> None:
+    assert file_problem(text) == problem
+
+
+def test_the_workflows_stack_list_stops_on_such_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m offline.stack_files` (the deploy and preview matrices) exits 2 naming the file, so no stack deploys
+    in an order that misread one."""
+    (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  gcp:project: p\n")
+    (tmp_path / "Pulumi.acme.yaml").write_text("config: {tpu-stack:protected: true}\n")
+    assert stack_files.main(["--root", str(tmp_path)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"error: {tmp_path / 'Pulumi.acme.yaml'}: {KEY_LINE}, not 'config: {{tpu-stack:protected: true}}'\n",
+    )

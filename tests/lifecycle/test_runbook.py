@@ -8,6 +8,7 @@ MultiKueue's tokens: test_multikueue_scenarios.py; a new stack's two-phase first
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,14 @@ from typing import Any
 import pytest
 import yaml
 
+from components.config.base import ConfigError
 from components.gke_cluster import kubeconfig
 from components.multikueue import worker_kubeconfig
 from offline import __main__ as cli
 from offline.engine import read_stack_file
 from tests.fixtures import stack_data, stack_path
 from tests.lifecycle.catalogue import CATALOGUE
-from tests.lifecycle.conftest import Records, changed, plan, step, upgraded_chart
+from tests.lifecycle.conftest import Records, changed, plan, stack_config, step, upgraded_chart
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 Edit = Callable[[dict[str, Any]], None]
@@ -292,19 +294,30 @@ def test_destroy_dev(deployed: dict[str, Records]) -> None:
     assert steps.refused == [] and len(steps.of("delete")) == len(deployed["dev"])
 
 
-def test_tear_a_protected_stack_down_in_its_four_steps(deployed: dict[str, Records]) -> None:
-    """prod: deletion protection off (an update of the cluster in place), `pulumi state unprotect --all`, then
-    `pulumi destroy` deletes everything; before the unprotect it deletes nothing."""
-
-    def off(config: dict[str, Any]) -> None:
-        config["tpu-stack:cluster"]["deletionProtection"] = False
-
-    unguarded = changed("prod", off)
-    assert touched(step(deployed["prod"], unguarded)) == {"update": ["tpu-prod"]}
-    assert only(step(unguarded, []), "delete") == []
-    everything = [{**r, "protect": False} for r in unguarded]
+def test_tear_a_protected_stack_down_in_its_three_steps() -> None:
+    """A stack protected by the key (the prod fixture as prod-us): the key removed on its own (only `protect`
+    changes), then deletion protection off (the cluster updated in place), then `pulumi destroy` deletes everything.
+    The config refuses deletion protection off while the stack is protected, and on prod at all."""
+    config = copy.deepcopy(stack_config("prod"))
+    assert config["tpu-stack:cluster"]["deletionProtection"] is True
+    deployed = plan("prod-us", config)
+    del config["tpu-stack:protected"]
+    unprotected_stack = plan("prod-us", config)
+    dropped = step(deployed, unprotected_stack)
+    before = {r["urn"]: {**r, "protect": None} for r in deployed}
+    assert {s.op for s in dropped.steps} == {"same", "update"} and dropped.refused == []
+    assert [r["name"] for r in unprotected_stack if {**r, "protect": None} != before[r["urn"]]] == []  # only protect
+    assert [r["name"] for r in unprotected_stack if r["protect"]] == [
+        r["name"] for r in unprotected_stack if r["type"] == "gcp:storage/bucket:Bucket"
+    ]  # a bucket that is not throwaway keeps its data in any stack
+    config["tpu-stack:cluster"]["deletionProtection"] = False
+    unguarded = plan("prod-us", config)
+    assert touched(step(unprotected_stack, unguarded)) == {"update": ["tpu-prod"]}
+    everything = [{**r, "protect": False} for r in unguarded]  # `pulumi state unprotect` of the buckets
     destroy = step(everything, [])
     assert destroy.refused == [] and len(destroy.of("delete")) == len(everything)
+    with pytest.raises(ConfigError, match=r"cluster\.deletionProtection: prod is a protected stack"):
+        changed("prod", lambda c: c["tpu-stack:cluster"].update(deletionProtection=False))
 
 
 # --- recover from a failed `up` -------------------------------------------------------------------------------------

@@ -122,3 +122,26 @@ def test_make_plan_diff_runs_the_module_with_base_and_an_optional_head() -> None
     makefile = (REPO / "Makefile").read_text()
     assert "\nBASE ?= HEAD\nHEAD ?=\nplan-diff: $(STAMP) $(HELM)\n" in makefile
     assert "\t$(PY) -m offline.local_diff --base '$(BASE)' $(if $(HEAD),--head '$(HEAD)')\n" in makefile
+
+
+def test_protection_dropped_with_a_replacement_exits_1_after_printing_the_comment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The head's `python -m offline diff` exits 1 with the comment written and a line per unsafe stack
+    (tests/offline/test_plandiff.py holds when): the laptop run prints both and fails as the pull request's check."""
+    line = "error: stack prod-us: this change drops protection and replaces ..."
+
+    def diff(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        Path(command[command.index("--out") + 1]).write_text("## Plan diff\n")
+        return subprocess.CompletedProcess(command, 1, "", line + "\n")
+
+    monkeypatch.setattr(local_diff, "preview_all", lambda *_: None)
+    monkeypatch.setattr(local_diff.subprocess, "run", diff)
+    monkeypatch.setattr(local_diff, "export", lambda *_: None)
+    monkeypatch.setattr(local_diff, "commit", lambda _repo, rev: rev)
+    monkeypatch.setattr(local_diff, "merged_tree", lambda *_: "tree")
+    monkeypatch.setattr(local_diff, "_git", lambda *_: "abc1234\n")
+    out = tmp_path / "comment.md"
+    assert local_diff.main(["--repo", str(tmp_path), "--base", "main", "--head", "pr", "--out", str(out)]) == 1
+    printed = capsys.readouterr()
+    assert (printed.out, printed.err, out.read_text()) == ("## Plan diff\n", line + "\n", "## Plan diff\n")

@@ -24,10 +24,10 @@ Change = Callable[[dict[str, Any]], None]
 Plans = dict[str, dict[str, Any]]
 
 
-def _build(root: Path, stack: str, change: Change | None = None) -> Plans:
-    """The plans `python -m offline preview` writes for the fixture Pulumi.<stack>.yaml, after `change` to its
-    config."""
-    data = yaml.safe_load(stack_path(stack).read_text())
+def _build(root: Path, stack: str, change: Change | None = None, *, fixture: str | None = None) -> Plans:
+    """The plans `python -m offline preview` writes for the fixture Pulumi.<stack>.yaml (or Pulumi.<fixture>.yaml
+    under the name `stack`), after `change` to its config."""
+    data = yaml.safe_load(stack_path(fixture or stack).read_text())
     if change:
         change(data["config"])
     root.mkdir(parents=True)
@@ -590,3 +590,55 @@ def test_running_slices_a_change_replaces_are_called_out_with_the_capacity() -> 
         "what runs on them stops; a calendar-mode request cannot change: the group's slices move to a new request, "
         "submitted now and usable once Compute approves it |"
     )
+
+
+# ---- protection dropped in the same change as a replace or delete -------------------------------------------------
+
+
+def _unprotected_and_reshaped(config: dict[str, Any]) -> None:
+    """The key removed and, in the same change, the training slices' shape: 4x4 -> 2x4 (ForceNew: replaced)."""
+    del config["tpu-stack:protected"]
+    for pool in config["tpu-stack:tpuPools"][:2]:  # train and its ladder's second rung, burst: one shape
+        pool["topology"] = "2x4"
+
+
+def _unprotected(config: dict[str, Any]) -> None:
+    del config["tpu-stack:protected"]
+
+
+@pytest.fixture(scope="module")
+def prod_us(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Plans]:
+    """The prod fixture as prod-us, protected by the key; the key dropped alone; the key dropped with a reshape."""
+    root = tmp_path_factory.mktemp("prod-us")
+    return {
+        name: _build(root / name, "prod-us", change, fixture="prod")
+        for name, change in (("base", None), ("alone", _unprotected), ("reshaped", _unprotected_and_reshaped))
+    }
+
+
+def test_protection_dropped_with_a_replacement_fails_the_check_naming_the_stack_and_resources(
+    prod_us: dict[str, Plans], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The engine refuses a replacement only while old and new are both protected (pulumi/pulumi
+    pkg/resource/deploy/step_generator.go, `new.Protect && old.Protect`): dropping the key in the same change would
+    replace the training slices. The check fails with one line; the comment is still written and says it first."""
+    out = tmp_path / "comment.md"
+    base, head = _folder(prod_us, "base", tmp_path), _folder(prod_us, "reshaped", tmp_path)
+    assert cli.main(["diff", "--base", str(base), "--head", str(head), "--out", str(out)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "error: stack prod-us: this change drops protection and replaces gcp:container/nodePool:NodePool burst, "
+        "gcp:container/nodePool:NodePool train-0, gcp:container/nodePool:NodePool train-1; land the change that drops "
+        "protection on its own and deploy it first, then this one"
+    ]
+    section = out.read_text().split("### Stack `prod-us`", 1)[1]
+    assert "**Protection dropped with replacements or deletes**" in section.split("**Capacity**")[0]
+
+
+def test_protection_dropped_alone_passes_the_check(
+    prod_us: dict[str, Plans], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "comment.md"
+    base, head = _folder(prod_us, "base", tmp_path), _folder(prod_us, "alone", tmp_path)
+    assert cli.main(["diff", "--base", str(base), "--head", str(head), "--out", str(out)]) == 0
+    assert capsys.readouterr().err == ""
+    assert "Protection dropped" not in out.read_text()

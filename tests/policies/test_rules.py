@@ -467,6 +467,21 @@ def test_an_adopted_pools_dated_exception_holds_until_its_day(
     assert "docs/adopt.md" in expired["message"] and expired["level"] == "mandatory"
 
 
+def test_an_exception_with_an_impossible_day_is_one_violation_naming_the_pool_and_the_day(
+    rules: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI refuses 2026-02-30 before the pack runs (the schema's `format: date`, next test); should such a day
+    reach the pack anyway, the policy reports it (fail closed) instead of raising, so the other policies' results
+    still come back."""
+    monkeypatch.setattr(policy_check, "_validate", lambda *_: None)
+    policy = "no-default-compute-service-account"
+    [found] = only(check(rules, _adopted_serve(), config=_exception(policy, SERVE_POOL, "2026-02-30")), policy)
+    assert found["message"].startswith(
+        f"exception for node pool {SERVE_POOL} has an impossible until '2026-02-30'; write a real day as YYYY-MM-DD: "
+    )
+    assert found["level"] == "mandatory"
+
+
 def test_an_exception_covers_only_the_pool_it_names(rules: ModuleType) -> None:
     policy = "no-default-compute-service-account"
     # Another cluster, or another pool of the same cluster (a new one on the default account): still a violation.
@@ -492,6 +507,7 @@ def test_an_exception_excuses_nothing_else(rules: ModuleType) -> None:
         ({"nodePool": "serve", "reason": "r", "until": "2999-12-31"}, "does not match"),
         ({"nodePool": SERVE_POOL, "reason": "", "until": "2999-12-31"}, "reason"),
         ({"nodePool": SERVE_POOL, "reason": "r", "until": "next year"}, "does not match"),
+        ({"nodePool": SERVE_POOL, "reason": "r", "until": "2026-02-30"}, "'2026-02-30' is not a 'date'"),
     ],
 )
 def test_a_malformed_exception_is_a_policy_config_error(entry: dict[str, Any], line: str) -> None:
@@ -1296,9 +1312,10 @@ def test_only_a_full_sha256_digest_pins(rules: ModuleType, image: str) -> None:
     assert check(rules, resources, stack="prod") == []
 
 
-def test_which_stacks_need_digests_comes_from_policy_config(rules: ModuleType) -> None:
+def test_policy_config_adds_stacks_that_need_digests_and_removes_none(rules: ModuleType) -> None:
+    """`protectedStacks` lists more stacks; prod, which the program protects by its name, still needs digests."""
     config = {"images-by-digest": {"protectedStacks": ["staging"]}}
-    assert check(rules, prod(baseline(), digests=False), stack="prod", config=config) == []
+    assert only(check(rules, prod(baseline(), digests=False), stack="prod", config=config), "images-by-digest")
     staging = baseline()
     for resource in staging:
         resource["urn"] = resource["urn"].replace("urn:pulumi:dev::", "urn:pulumi:staging::")
@@ -1423,6 +1440,22 @@ def test_protected_stacks_come_from_policy_config(rules: ModuleType) -> None:
     resources = baseline()
     found = only(check(rules, resources, config=config), "protected-stack-resources")
     assert {v["urn"].rsplit("::", 1)[1] for v in found} == {r["name"] for r in resources}
+
+
+@pytest.mark.parametrize("stack", ["prod", "production", "prod-us"])
+@pytest.mark.parametrize("listed", [[], ["staging"]])
+def test_policy_config_cannot_take_a_stack_the_program_protects_out_of_the_checks(
+    rules: ModuleType, stack: str, listed: list[str]
+) -> None:
+    """The program protects prod and production by name and prod-us by its key (components/stacks.py): a policy
+    config that lists other stacks, or none, still checks them (an unprotected cluster is a violation)."""
+    resources = [{**r, "urn": r["urn"].replace("urn:pulumi:dev::", f"urn:pulumi:{stack}::")} for r in baseline()]
+    config = {p: {"protectedStacks": listed} for p in ("protected-stack-resources", "cluster-network")}
+    stack_config = {"tpu-stack:protected": "true"} if stack == "prod-us" else {}
+    found = policy_check.evaluate(resources, stack=stack, config=config, rules=rules, stack_config=stack_config)
+    assert {v["urn"].rsplit("::", 1)[1] for v in found if v["policy"] == "protected-stack-resources"} == {
+        r["name"] for r in resources
+    }
 
 
 # --- advisory: tpu-node-auto-upgrade, required-labels ----------------------------------------------------
