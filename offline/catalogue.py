@@ -19,6 +19,7 @@ that). The lifecycle scenarios (tests/lifecycle/) and the pull request plan diff
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -712,6 +713,48 @@ def _controller_owned_secret_data(records: Sequence[Record], _outputs: Mapping[s
     ]
 
 
+CONSTANT_CONFIG = {
+    "lws": "LWS v0.10.0's chart has no config checksum (templates/manager/deployment.yaml), and its ConfigMap varies "
+    "only with enableCertManager and gangSchedulingManagement (templates/manager/configmap.yaml), which the stack "
+    "sets once (components/lws_install.py chart_values): a chart upgrade changes the image, which rolls the pods",
+}
+"""Charts whose controller config the stack never changes, so their pods need no checksum to read a new one."""
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _controllers_roll_on_config(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
+    """A controller reads its config file once, at start (Kueue v0.19.2 cmd/kueue/main.go apply -> config.Load;
+    read nowhere else): updating the ConfigMap in place (enableConfigMapMutable) leaves the running pods on
+    the old config. The charts roll them with a checksum of the ConfigMap on the pod template (Kueue's
+    charts.kueue.x-k8s.io/config-checksum, JobSet's jobset.x-k8s.io/config-hash), which changes with it."""
+    charts = by_urn(records)
+    config_maps = {
+        (r.get("parent"), r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"])
+        for r in of_type(records, "core/v1:ConfigMap")
+        if r.get("rendered")
+    }
+    problems = []
+    for deployment in of_type(records, "apps/v1:Deployment"):
+        if not deployment.get("rendered"):
+            continue
+        if _chart_name(charts.get(str(deployment.get("parent")))) in CONSTANT_CONFIG:
+            continue
+        namespace = deployment["inputs"]["metadata"].get("namespace")
+        template = deployment["inputs"]["spec"]["template"]
+        annotations = (template.get("metadata") or {}).get("annotations") or {}
+        if any(_SHA256.fullmatch(str(value)) for value in annotations.values()):
+            continue
+        for volume in template["spec"].get("volumes") or ():
+            name = (volume.get("configMap") or {}).get("name")
+            if name and (deployment.get("parent"), namespace, name) in config_maps:
+                problems.append(
+                    f"{deployment['name']}: mounts ConfigMap {name} the stack writes, with no config checksum on its "
+                    "pod template: a changed config is not read until the pods restart"
+                )
+    return problems
+
+
 def _alerts_accept_series_not_yet_scraped(records: Sequence[Record], _outputs: Mapping[str, Any]) -> list[str]:
     return [
         f"{r['name']}: its query reads series Managed Prometheus has not scraped yet on a new project"
@@ -1152,6 +1195,15 @@ REQUIRES = [
         "kubernetes-sigs/jobset#1205 (fixed by #1248 after v0.12.0); kubernetes.io/docs/reference/using-api/"
         "server-side-apply/#conflicts",
         _controller_owned_secret_data,
+    ),
+    Requires(
+        "controllers-roll-on-config",
+        "A chart controller whose ConfigMap the stack writes carries a checksum of it on its pod template, so a "
+        "changed config (Kueue's waitForPodsReady, MultiKueue) restarts the pods that read it only at start",
+        "kubernetes-sigs/kueue v0.19.2 cmd/kueue/main.go apply (config.Load once) and "
+        "charts/kueue/templates/manager/manager.yaml (config-checksum); kubernetes-sigs/jobset v0.12.0 "
+        "charts/jobset/templates/controller/deployment.yaml (config-hash)",
+        _controllers_roll_on_config,
     ),
     Requires(
         "alerts-on-unscraped-series",

@@ -320,3 +320,18 @@ def test_a_mirrored_controller_image_is_still_ready_when_it_serves(deployed: dic
         (container,) = _named(dev, name)["inputs"]["spec"]["template"]["spec"]["containers"]
         container["image"] = container["image"].replace("registry.k8s.io", "europe-docker.pkg.dev/mirror/k8s")
     assert [line for line in CATALOGUE.breaches(dev, {}) if "webhook-backends-ready" in line] == []
+
+
+def test_a_controller_that_would_keep_its_old_config_is_caught(deployed: dict[str, Records]) -> None:
+    """Kueue reads its Configuration once, at start (kueue v0.19.2 cmd/kueue/main.go apply): a changed ConfigMap alone
+    leaves waitForPodsReady and MultiKueue as they were until the pods restart. The chart's config checksum on the
+    pod template is what rolls them; a Deployment without it is reported."""
+    dev = copy.deepcopy(deployed["dev"])
+    assert CATALOGUE.breaches(dev, {}) == []
+    kueue = _named(dev, "kueue-chart:kueue-system/kueue-controller-manager")
+    del kueue["inputs"]["spec"]["template"]["metadata"]["annotations"]["charts.kueue.x-k8s.io/config-checksum"]
+    assert CATALOGUE.breaches(dev, {}) == [
+        "controllers-roll-on-config: kueue-chart:kueue-system/kueue-controller-manager: mounts ConfigMap "
+        "kueue-manager-config the stack writes, with no config checksum on its pod template: a changed config is "
+        "not read until the pods restart"
+    ]
