@@ -1151,6 +1151,44 @@ def test_evicted_by_a_stopped_cluster_queue_waits_for_it_without_a_second_senten
     )
 
 
+def _pending_probe(blocker: str) -> k.Obj:
+    """The probe Job waiting for a queue that admits nothing: QuotaReserved False with the queue's blocker."""
+    conditions = [k.condition("QuotaReserved", "False", "Inadmissible", blocker, k.ago(minutes=4))]
+    return k.workload(
+        "Job", "probe", "research", "research-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=conditions,
+    )  # fmt: skip
+
+
+def test_pending_on_a_stopped_cluster_queue_says_how_to_restart_it() -> None:
+    cq = research()
+    cq["spec"]["stopPolicy"] = "Hold"
+    cq["status"]["conditions"] = [
+        k.condition("Active", "False", "Stopped", "Can't admit new workloads; clusterQueue is stopped", k.ago(hours=1))
+    ]
+    wl = _pending_probe("ClusterQueue research-cluster-queue is inactive")
+    found = explain(why.Evidence(wl, cq, [cq, training()], COHORT))
+    assert (found.state, found.who) == ("Pending", (why.PLATFORM,))
+    assert "(spec.stopPolicy Hold: someone stopped it)." in found.reason
+    assert found.change == (
+        "The platform team restarts it with `kubectl patch clusterqueue research-cluster-queue --type merge -p "
+        '\'{"spec":{"stopPolicy":"None"}}\'`; its workloads wait until then.'
+    )
+
+
+def test_pending_on_a_stopped_local_queue_says_how_to_restart_it() -> None:
+    wl = _pending_probe("LocalQueue research-queue is inactive")
+    found = explain(why.Evidence(wl, local_queue=_local_queue("Hold")))
+    assert (found.state, found.who) == ("Pending", (why.PLATFORM,))
+    assert found.reason.startswith(
+        "Pending: LocalQueue research-queue takes no workloads: LocalQueue is stopped (spec.stopPolicy Hold)."
+    )
+    assert found.change == (
+        "The platform team restarts it with `kubectl patch localqueue research-queue -n research --type merge -p "
+        '\'{"spec":{"stopPolicy":"None"}}\'`.'
+    )
+
+
 def test_evicted_by_a_cluster_queue_that_was_restarted_since() -> None:
     """The queue runs again (stopPolicy None, Requeued True ClusterQueueRestarted, workload_controller.go:763); the
     scheduler has not looked at the workload yet, so QuotaReserved still carries the old blocker."""
