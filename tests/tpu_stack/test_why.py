@@ -1006,6 +1006,18 @@ def _admitted_probe(pods: int = 1) -> k.Obj:
     )  # fmt: skip
 
 
+def _admitted_train(minutes: int) -> k.Obj:
+    """The one-pod train-1 Job of team training, admitted on multislice `minutes` ago, its pod not ready yet."""
+    return k.workload(
+        "Job", "train-1", "training", "training-queue", pods=1, chips_per_pod=8, labels=k.MULTISLICE_LABELS,
+        conditions=[
+            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=minutes)),
+            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(minutes)),
+        ],
+        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
+    )  # fmt: skip
+
+
 def _waiting_pod(
     name: str,
     reason: str,
@@ -1267,20 +1279,7 @@ def test_an_admitted_workload_whose_image_never_pulls() -> None:
     kubelet retries, but an image that does not exist never pulls: Kueue evicts the workload at the PodsReady
     timeout (two hours in dev, 1h35m left), and deactivates it after three requeues. The user fixes the image."""
     message = 'Back-off pulling image "us-docker.pkg.dev/my-project/train/jax:0.6.3"'
-    wl = k.workload(
-        "Job",
-        "train-1",
-        "training",
-        "training-queue",
-        pods=1,
-        chips_per_pod=8,
-        labels=k.MULTISLICE_LABELS,
-        conditions=[
-            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=25)),
-            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(25)),
-        ],
-        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
-    )
+    wl = _admitted_train(minutes=25)
     pod = _waiting_pod("train-1-0-abcde", "ImagePullBackOff", message, namespace="training", job="train-1", image=IMAGE)
     found = explain(why.Evidence(wl, pods=[pod]), DEV_SETTINGS)
     assert (found.state, found.outcome, found.who) == ("Starting", why.WAITS, (why.USER,))
@@ -1302,20 +1301,7 @@ def test_an_admitted_workload_whose_container_cannot_be_created() -> None:
     """The container's configuration names a Secret that does not exist: CreateContainerConfigError. The kubelet
     retries, so creating the Secret mends it; so does fixing the reference and submitting again. The user's."""
     message = 'secret "wandb" not found'
-    wl = k.workload(
-        "Job",
-        "train-1",
-        "training",
-        "training-queue",
-        pods=1,
-        chips_per_pod=8,
-        labels=k.MULTISLICE_LABELS,
-        conditions=[
-            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=5)),
-            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(5)),
-        ],
-        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
-    )
+    wl = _admitted_train(minutes=5)
     pod = _waiting_pod("train-1-0-abcde", "CreateContainerConfigError", message, namespace="training", job="train-1")
     found = explain(why.Evidence(wl, pods=[pod]), DEV_SETTINGS)
     assert (
