@@ -125,19 +125,28 @@ def new_stack_findings(
     """The new-stack view: the program run as a brand-new stack's preview sees it (what the cloud computes is
     unknown), the pack over it, and the charts that cannot render before the cluster exists."""
     new_stack = run_stack(stack, config_file=config_file, known_outputs=False)
-    rules = policy_check.load_rules()
-    view = policy_check.NEW_STACK
-    olds = imported_olds(new_stack.resources, stack, config_file, existing)
-    found = policy_check.evaluate(
-        new_stack.resources,
-        stack=stack,
-        config=pack_config,
-        rules=rules,
-        view=view,
-        stack_config=new_stack.config,
-        olds=olds,
-    )
+    found = pack_findings(new_stack, policy_check.NEW_STACK, config_file, pack_config, existing=existing)
     return found, charts.unrenderable(new_stack.resources)
+
+
+def pack_findings(
+    plan: Plan,
+    view: policy_check.View,
+    config_file: Path | None,
+    pack_config: dict[str, Any],
+    existing: Path | None = None,
+) -> list[dict[str, Any]]:
+    """The pack over one run of the program, as the real engine hands it in `view` (an import's old state from
+    `existing`)."""
+    return policy_check.evaluate(
+        plan.resources,
+        stack=plan.stack,
+        config=pack_config,
+        rules=policy_check.load_rules(),
+        view=view,
+        stack_config=plan.config,
+        olds=imported_olds(plan.resources, plan.stack, config_file, existing),
+    )
 
 
 def evaluate(
@@ -154,28 +163,19 @@ def evaluate(
     old state of each import (its kept fields are what the pack sees).
     """
     pack_config = read_policy_config(policy_config)
-    rules = policy_check.load_rules()
-    policy_check.settings(rules.POLICIES, pack_config)  # a bad policy config fails before the program runs
+    policy_check.settings(
+        policy_check.load_rules().POLICIES, pack_config
+    )  # a bad policy config fails before the program runs
     if new_stack is None:
         new_stack = parallel.Background(lambda: new_stack_findings(stack, config_file, pack_config, existing))
     try:
         plan = run_stack(stack, config_file=config_file)
-        olds = imported_olds(plan.resources, stack, config_file, existing)
         # The run leaves ~100k SDK objects behind; a cyclic collection now would re-scan them all (80 ms) for
         # nothing, so the policies run with collection paused, as the program did.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            view = policy_check.DEPLOYED
-            deployed = policy_check.evaluate(
-                plan.resources,
-                stack=stack,
-                config=pack_config,
-                rules=rules,
-                view=view,
-                stack_config=plan.config,
-                olds=olds,
-            )
+            deployed = pack_findings(plan, policy_check.DEPLOYED, config_file, pack_config, existing)
         finally:
             if collecting:
                 gc.enable()
@@ -183,7 +183,7 @@ def evaluate(
         new_stack.cancel()
         raise
     new_found, plan.unrendered_in_new_stack = new_stack.result()
-    plan.violations = policy_check.merge({policy_check.NEW_STACK.name: new_found, view.name: deployed})
+    plan.violations = policy_check.merge({policy_check.NEW_STACK.name: new_found, policy_check.DEPLOYED.name: deployed})
     plan.summary = summary.from_outputs(plan.outputs)
     return plan
 

@@ -36,6 +36,8 @@ CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"
+"""The Kueue API version the program writes and an adopted cluster's objects are read at (v1beta1 converted)."""
 PULUMI_MANAGERS = ("pulumi-kubernetes", "pulumi-resource-kubernetes", "pulumi-kubernetes.exe")
 """Field managers pulumi-kubernetes writes as (its SSA manager is `pulumi-kubernetes-<hash>`; await.go patchForce)."""
 
@@ -167,7 +169,7 @@ def to_v1beta2(obj: dict[str, Any]) -> dict[str, Any]:
     if obj.get("apiVersion") != f"{KUEUE_GROUP}/v1beta1":
         return obj
     converted = json.loads(json.dumps(obj))
-    converted["apiVersion"] = f"{KUEUE_GROUP}/v1beta2"
+    converted["apiVersion"] = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
     spec = converted.get("spec") or {}
     if converted.get("kind") == "ClusterQueue":
         if "cohort" in spec:

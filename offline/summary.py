@@ -70,7 +70,7 @@ def _capacity(config: StackConfig) -> dict[str, dict[str, Any]]:
                 if pool.name in rungs
                 else None
             ),
-            "minChips": 0 if pool.autoscaled else pool.total_chips,
+            "minChips": pool.min_chips,
             "billedIdleChips": billed_idle_chips(pool),
         }
         for pool in pools
@@ -84,7 +84,7 @@ def billed_idle_chips(pool: TpuPoolConfig) -> int:
     overview: reserved resources are charged like running VMs)."""
     if pool.provisioning == "reservation" or pool.future_reservation is not None:
         return pool.total_chips
-    return 0 if pool.autoscaled else pool.total_chips
+    return pool.min_chips
 
 
 def _queues(config: StackConfig) -> dict[str, Any]:

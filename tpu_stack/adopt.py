@@ -34,13 +34,22 @@ from components import tpu_catalog
 from components.config.adopted import KEEPABLE_POOL_FIELDS
 from components.config.base import JOBSET_NAMESPACE, KUEUE_NAMESPACE, zone_region
 from components.xpk_accelerators import XPK_ACCELERATORS
-from offline.imports import CLUSTER, NODE_POOL, Existing, Verdict, short_name, show_value, type_group_kind
+from offline.imports import (
+    CLUSTER,
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    NODE_POOL,
+    Existing,
+    Verdict,
+    short_name,
+    show_value,
+    type_group_kind,
+)
 from tpu_stack.adopt_errors import AdoptError
 
 if TYPE_CHECKING:
     from offline.takeover import Plan as TakeoverPlan
 
-KUEUE_GROUP = "kueue.x-k8s.io"
 WORKLOAD_KINDS = ("JobSet", "Job", "Workload", "LeaderWorkerSet")
 GKE_API = "https://container.googleapis.com"
 """The GKE API's REST endpoint (container.googleapis.com, API v1)."""
@@ -50,12 +59,12 @@ the nodes."""
 CLUSTER_KINDS = {
     "namespaces": ("", "v1", "Namespace"),
     "priorityclasses": ("scheduling.k8s.io", "v1", "PriorityClass"),
-    "resourceflavors": (KUEUE_GROUP, "v1beta2", "ResourceFlavor"),
-    "clusterqueues": (KUEUE_GROUP, "v1beta2", "ClusterQueue"),
-    "localqueues": (KUEUE_GROUP, "v1beta2", "LocalQueue"),
-    "cohorts": (KUEUE_GROUP, "v1beta2", "Cohort"),
-    "admissionchecks": (KUEUE_GROUP, "v1beta2", "AdmissionCheck"),
-    "provisioningrequestconfigs": (KUEUE_GROUP, "v1beta2", "ProvisioningRequestConfig"),
+    "resourceflavors": (KUEUE_GROUP, KUEUE_VERSION, "ResourceFlavor"),
+    "clusterqueues": (KUEUE_GROUP, KUEUE_VERSION, "ClusterQueue"),
+    "localqueues": (KUEUE_GROUP, KUEUE_VERSION, "LocalQueue"),
+    "cohorts": (KUEUE_GROUP, KUEUE_VERSION, "Cohort"),
+    "admissionchecks": (KUEUE_GROUP, KUEUE_VERSION, "AdmissionCheck"),
+    "provisioningrequestconfigs": (KUEUE_GROUP, KUEUE_VERSION, "ProvisioningRequestConfig"),
     "jobsets": ("jobset.x-k8s.io", "v1alpha2", "JobSet"),
     "customresourcedefinitions": ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
     "clusterroles": ("rbac.authorization.k8s.io", "v1", "ClusterRole"),

@@ -1089,6 +1089,12 @@ def _active(obj: Obj) -> Obj:
     return kueue.condition(obj, "Active") or {}
 
 
+def _restart(kind: str, name: str, namespace: str = "") -> str:
+    """The command that sets a stopped ClusterQueue or LocalQueue (in `namespace`) running again."""
+    where = f" -n {namespace}" if kind == "LocalQueue" else ""
+    return f'kubectl patch {kind.lower()} {name}{where} --type merge -p \'{{"spec":{{"stopPolicy":"None"}}}}\''
+
+
 def _check_object(evidence: Evidence, name: str) -> Obj | None:
     return next((c for c in evidence.admission_checks if c["metadata"]["name"] == name), None)
 
@@ -1116,8 +1122,7 @@ def _inactive_cluster_queue(evidence: Evidence, view: StackView, name: str, said
         return Diagnosis(
             "Pending",
             f"{head} (spec.stopPolicy {policy}: someone stopped it).",
-            f"The platform team restarts it with `kubectl patch clusterqueue {name} --type merge -p "
-            '\'{"spec":{"stopPolicy":"None"}}\'`; its workloads wait until then.',
+            f"The platform team restarts it with `{_restart('ClusterQueue', name)}`; its workloads wait until then.",
             (PLATFORM,),
         )
     if reason == "AdmissionCheckInactive":
@@ -1181,8 +1186,7 @@ def _queue_problem(evidence: Evidence, view: StackView, message: str) -> Diagnos
         return Diagnosis(
             "Pending",
             f"Pending: LocalQueue {found['queue']} takes no workloads: {said} (spec.stopPolicy {policy}).",
-            f"The platform team restarts it with `kubectl patch localqueue {found['queue']} -n {namespace} "
-            '--type merge -p \'{"spec":{"stopPolicy":"None"}}\'`.',
+            f"The platform team restarts it with `{_restart('LocalQueue', found['queue'], namespace)}`.",
             (PLATFORM,),
         )
     found = _CLUSTER_QUEUE_MISSING.match(message)
@@ -2014,11 +2018,9 @@ def _drained(evidence: Evidence, view: StackView, now: datetime, evicted: Obj) -
             or (workload.get("status", {}).get("admission") or {}).get("clusterQueue")
             or "its ClusterQueue"
         )
-        patch = f"kubectl patch clusterqueue {name}"
     else:
         queue = evidence.local_queue
         name = str(workload.get("spec", {}).get("queueName") or "its LocalQueue")
-        patch = f"kubectl patch localqueue {name} -n {namespace}"
     policy = (queue or {}).get("spec", {}).get("stopPolicy")
     requeued = kueue.condition(workload, "Requeued") or {}
     restarted = policy == "None" or (requeued.get("status") == "True" and requeued.get("reason") in _QUEUE_RESTARTED)
@@ -2045,7 +2047,7 @@ def _drained(evidence: Evidence, view: StackView, now: datetime, evicted: Obj) -
     return Diagnosis(
         "Evicted",
         f"{head} {then} only once the queue's stopPolicy is None again, and it then starts from the beginning.",
-        f'The platform team restarts it with `{patch} --type merge -p \'{{"spec":{{"stopPolicy":"None"}}}}\'`.',
+        f"The platform team restarts it with `{_restart(kind, name, namespace)}`.",
         (PLATFORM,),
     )
 

@@ -583,6 +583,11 @@ class TpuPoolConfig(ConfigModel):
         return self.vms_per_slice * self.slices
 
     @property
+    def min_chips(self) -> int:
+        """Chips the group holds at its fewest: none when it scales to zero, else every slice's."""
+        return 0 if self.autoscaled else self.total_chips
+
+    @property
     def node_pool_names(self) -> list[str]:
         """Slice i's node pool: its name never depends on the count (a new name would be a new node pool)."""
         return [self.slice_name(i) for i in range(self.slices)]

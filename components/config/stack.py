@@ -79,7 +79,7 @@ from components.config.serving import (
     checkpoint_bucket_name,
     serving_problems,
 )
-from components.stacks import PROTECTED_STACKS, setting
+from components.stacks import is_protected, setting
 
 
 class StackConfig(ConfigModel):
@@ -135,7 +135,7 @@ class StackConfig(ConfigModel):
         if not isinstance(data, dict):
             return data
         if "protected" not in data:
-            data = {**data, "protected": data.get("stack", "dev") in PROTECTED_STACKS}
+            data = {**data, "protected": is_protected(data.get("stack", "dev"))}
         if setting(data["protected"]) is not True:
             return data
         cluster = data.get("cluster", {})
@@ -1007,7 +1007,7 @@ def stack_problems(config: StackConfig, now: datetime) -> list[str]:
         )
     if config.protected:
         problems += _protected_cluster_problems(config)
-    if config.stack in PROTECTED_STACKS and not config.protected:
+    if is_protected(config.stack) and not config.protected:  # by its name
         problems.append(
             f"{PROJECT}:protected: the {config.stack} stack is protected by its name; remove `protected: false`, or "
             "give an unprotected stack another name"

@@ -536,6 +536,14 @@ def write_stack(tmp_path: Path, config: dict[str, Any]) -> Path:
 def test_invalid_config_is_one_clear_line_and_exit_2(
     case: str, extra: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert_one_clear_line(extra, message, tmp_path, capsys)
+
+
+def assert_one_clear_line(
+    extra: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A preview of a us-central1 stack with `extra` exits 2 with `message` as its one error line, registering
+    nothing and printing no traceback."""
     config = {"gcp:project": "proj-1234", "gcp:region": "us-central1", **extra}
     out = tmp_path / "out"
     code = cli.main(["preview", "--stack", "case", "--config", str(write_stack(tmp_path, config)), "--out", str(out)])

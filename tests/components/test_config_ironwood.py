@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from components.config.base import ConfigError
 from components.config.pools import TpuPoolConfig, workload_policy_name
 from components.config.stack import load
-from offline import __main__ as cli
 from offline.engine import run_program
+from tests.components.test_config import assert_one_clear_line
 
 P0 = "tpu-stack:tpuPools[0]"
 FLOOR = {"minMasterVersion": "1.34.0-gke.2201000"}
@@ -137,24 +136,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
 ]  # fmt: skip
 
 
-def write_stack(tmp_path: Path, config: dict[str, Any]) -> Path:
-    path = tmp_path / "Pulumi.case.yaml"
-    path.write_text(yaml.safe_dump({"config": config}))
-    return path
-
-
 @pytest.mark.parametrize(("case", "extra", "message"), CASES, ids=[c[0] for c in CASES])
 def test_invalid_config_is_one_clear_line_and_exit_2(
     case: str, extra: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = {"gcp:project": "proj-1234", "gcp:region": "us-central1", **extra}
-    out = tmp_path / "out"
-    code = cli.main(["preview", "--stack", "case", "--config", str(write_stack(tmp_path, config)), "--out", str(out)])
-    captured = capsys.readouterr()
-    assert code == 2
-    assert captured.err.splitlines() == [f"error: {message}", "1 config error(s); nothing was registered."]
-    assert "Traceback" not in captured.err + captured.out
-    assert not out.exists()
+    assert_one_clear_line(extra, message, tmp_path, capsys)
 
 
 def test_invalid_config_registers_nothing() -> None:

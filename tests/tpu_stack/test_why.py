@@ -1006,6 +1006,18 @@ def _admitted_probe(pods: int = 1) -> k.Obj:
     )  # fmt: skip
 
 
+def _admitted_train(minutes: int) -> k.Obj:
+    """The one-pod train-1 Job of team training, admitted on multislice `minutes` ago, its pod not ready yet."""
+    return k.workload(
+        "Job", "train-1", "training", "training-queue", pods=1, chips_per_pod=8, labels=k.MULTISLICE_LABELS,
+        conditions=[
+            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=minutes)),
+            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(minutes)),
+        ],
+        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
+    )  # fmt: skip
+
+
 def _waiting_pod(
     name: str,
     reason: str,
@@ -1151,6 +1163,44 @@ def test_evicted_by_a_stopped_cluster_queue_waits_for_it_without_a_second_senten
     )
 
 
+def _pending_probe(blocker: str) -> k.Obj:
+    """The probe Job waiting for a queue that admits nothing: QuotaReserved False with the queue's blocker."""
+    conditions = [k.condition("QuotaReserved", "False", "Inadmissible", blocker, k.ago(minutes=4))]
+    return k.workload(
+        "Job", "probe", "research", "research-queue", pods=2, chips_per_pod=4, labels=k.MULTISLICE_LABELS,
+        conditions=conditions,
+    )  # fmt: skip
+
+
+def test_pending_on_a_stopped_cluster_queue_says_how_to_restart_it() -> None:
+    cq = research()
+    cq["spec"]["stopPolicy"] = "Hold"
+    cq["status"]["conditions"] = [
+        k.condition("Active", "False", "Stopped", "Can't admit new workloads; clusterQueue is stopped", k.ago(hours=1))
+    ]
+    wl = _pending_probe("ClusterQueue research-cluster-queue is inactive")
+    found = explain(why.Evidence(wl, cq, [cq, training()], COHORT))
+    assert (found.state, found.who) == ("Pending", (why.PLATFORM,))
+    assert "(spec.stopPolicy Hold: someone stopped it)." in found.reason
+    assert found.change == (
+        "The platform team restarts it with `kubectl patch clusterqueue research-cluster-queue --type merge -p "
+        '\'{"spec":{"stopPolicy":"None"}}\'`; its workloads wait until then.'
+    )
+
+
+def test_pending_on_a_stopped_local_queue_says_how_to_restart_it() -> None:
+    wl = _pending_probe("LocalQueue research-queue is inactive")
+    found = explain(why.Evidence(wl, local_queue=_local_queue("Hold")))
+    assert (found.state, found.who) == ("Pending", (why.PLATFORM,))
+    assert found.reason.startswith(
+        "Pending: LocalQueue research-queue takes no workloads: LocalQueue is stopped (spec.stopPolicy Hold)."
+    )
+    assert found.change == (
+        "The platform team restarts it with `kubectl patch localqueue research-queue -n research --type merge -p "
+        '\'{"spec":{"stopPolicy":"None"}}\'`.'
+    )
+
+
 def test_evicted_by_a_cluster_queue_that_was_restarted_since() -> None:
     """The queue runs again (stopPolicy None, Requeued True ClusterQueueRestarted, workload_controller.go:763); the
     scheduler has not looked at the workload yet, so QuotaReserved still carries the old blocker."""
@@ -1229,20 +1279,7 @@ def test_an_admitted_workload_whose_image_never_pulls() -> None:
     kubelet retries, but an image that does not exist never pulls: Kueue evicts the workload at the PodsReady
     timeout (two hours in dev, 1h35m left), and deactivates it after three requeues. The user fixes the image."""
     message = 'Back-off pulling image "us-docker.pkg.dev/my-project/train/jax:0.6.3"'
-    wl = k.workload(
-        "Job",
-        "train-1",
-        "training",
-        "training-queue",
-        pods=1,
-        chips_per_pod=8,
-        labels=k.MULTISLICE_LABELS,
-        conditions=[
-            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=25)),
-            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(25)),
-        ],
-        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
-    )
+    wl = _admitted_train(minutes=25)
     pod = _waiting_pod("train-1-0-abcde", "ImagePullBackOff", message, namespace="training", job="train-1", image=IMAGE)
     found = explain(why.Evidence(wl, pods=[pod]), DEV_SETTINGS)
     assert (found.state, found.outcome, found.who) == ("Starting", why.WAITS, (why.USER,))
@@ -1264,20 +1301,7 @@ def test_an_admitted_workload_whose_container_cannot_be_created() -> None:
     """The container's configuration names a Secret that does not exist: CreateContainerConfigError. The kubelet
     retries, so creating the Secret mends it; so does fixing the reference and submitting again. The user's."""
     message = 'secret "wandb" not found'
-    wl = k.workload(
-        "Job",
-        "train-1",
-        "training",
-        "training-queue",
-        pods=1,
-        chips_per_pod=8,
-        labels=k.MULTISLICE_LABELS,
-        conditions=[
-            *k.admitted_conditions("training-cluster-queue", k.ago(minutes=5)),
-            k.condition("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded", k.ago(5)),
-        ],
-        admission=k.admission("training-cluster-queue", "main", "multislice", 1, 8),
-    )
+    wl = _admitted_train(minutes=5)
     pod = _waiting_pod("train-1-0-abcde", "CreateContainerConfigError", message, namespace="training", job="train-1")
     found = explain(why.Evidence(wl, pods=[pod]), DEV_SETTINGS)
     assert (
