@@ -442,9 +442,10 @@ REFUSES = [
     ),
     Refuses(
         "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
-        ("spec.replicatedJobs",),
+        ("spec.replicatedJobs", "spec.managedBy"),
         "kubernetes-sigs/jobset v0.12.0 pkg/webhooks/jobset_webhook.go ValidateUpdate (replicatedJobs may change "
-        "only while suspended)",
+        "only while suspended; managedBy never); failurePolicy, successPolicy, startupPolicy, network and "
+        "volumeClaimPolicies are the CRD's transition rules, which offline/validate.py evaluates",
     ),
     Refuses(
         "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",

@@ -335,3 +335,16 @@ def test_a_controller_that_would_keep_its_old_config_is_caught(deployed: dict[st
         "kueue-manager-config the stack writes, with no config checksum on its pod template: a changed config is "
         "not read until the pods restart"
     ]
+
+
+def test_a_jobset_update_is_refused_on_its_webhook_fields_and_its_crd_rules(deployed: dict[str, Records]) -> None:
+    """JobSet v0.12.0: the webhook refuses a change to replicatedJobs or managedBy of a running JobSet
+    (pkg/webhooks/jobset_webhook.go ValidateUpdate); failurePolicy is `self == oldSelf` in the CRD."""
+    old = _named(deployed["prod"], "saxml-model-servers-0")
+    managed = copy.deepcopy(old)
+    managed["inputs"]["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    (refused,) = CATALOGUE.refuses(old, managed, ["spec.managedBy"])
+    assert refused.startswith("spec.managedBy: immutable (kubernetes-sigs/jobset v0.12.0")
+    restarts = copy.deepcopy(old)
+    restarts["inputs"]["spec"]["failurePolicy"]["maxRestarts"] += 1
+    assert any("Value is immutable" in r for r in CATALOGUE.refuses(old, restarts, ["spec.failurePolicy.maxRestarts"]))
